@@ -1,0 +1,193 @@
+//! Plugins: the devices behind the API. Each plugin takes and returns Rust types and
+//! `Result<_, PluginError>`; nothing here sees an `ol_*` type or a raw C handle.
+//!
+//! * [`cpu`]: the CPU compute device (JIT-compiled GPU-style kernels on all cores).
+//! * [`cuda`]: NVIDIA GPUs through a `libcuda.so.1` loaded at `olInit` (absent driver: zero devices).
+//!
+//! The virtual host device has no plugin (as in LLVM 22); the runtime answers for it.
+
+pub mod cpu;
+pub mod cuda;
+
+use std::any::Any;
+use std::sync::Arc;
+
+/// Errors raised by a plugin. The `From<PluginError> for OlError` impl in `error.rs` is the only place
+/// where these become `ol_errc_t` codes.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PluginError {
+    /// -> `OL_ERRC_OUT_OF_RESOURCES`
+    #[error("{0}")]
+    OutOfResources(String),
+    /// -> `OL_ERRC_INVALID_BINARY`
+    #[error("{0}")]
+    InvalidBinary(String),
+    /// -> `OL_ERRC_NOT_FOUND`
+    #[error("{0}")]
+    NotFound(String),
+    /// -> `OL_ERRC_INVALID_ARGUMENT`
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// -> `OL_ERRC_INVALID_SIZE`
+    #[error("{0}")]
+    InvalidSize(String),
+    /// -> `OL_ERRC_UNSUPPORTED`
+    #[error("{0}")]
+    Unsupported(String),
+    /// -> `OL_ERRC_COMPILE_FAILURE` (a JIT failure; the text says what failed)
+    #[error("{0}")]
+    Compile(String),
+    /// -> `OL_ERRC_BACKEND_FAILURE`
+    #[error("{0}")]
+    Backend(String),
+    /// A driver call failed -> `OL_ERRC_UNKNOWN`, like LLVM 22's driver-error mapping.
+    #[error("{0}")]
+    Driver(String),
+}
+
+pub type PluginResult<T> = Result<T, PluginError>;
+
+/// `ol_alloc_type_t` as a plugin sees it. Raw values >= 3 are allocated like `Managed` (LLVM 22); the
+/// runtime keeps the raw value for `OL_MEM_INFO_TYPE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocKind {
+    Host,
+    Device,
+    Managed,
+}
+
+/// Static properties of a device, answered by `olGetDeviceInfo`.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub product_name: String,
+    pub uid: String,
+    pub vendor: String,
+    pub driver_version: String,
+    /// raw `ol_device_type_t` value
+    pub device_type: u32,
+    pub max_work_group_size: u32,
+    pub max_work_group_size_per_dim: [u32; 3],
+    pub max_work_size: u32,
+    pub max_work_size_per_dim: [u32; 3],
+    pub vendor_id: u32,
+    pub num_compute_units: u32,
+    /// MHz
+    pub max_clock_frequency: u32,
+    /// MHz
+    pub memory_clock_rate: u32,
+    pub address_bits: u32,
+    pub max_mem_alloc_size: u64,
+    pub global_mem_size: u64,
+    pub work_group_local_mem_size: u64,
+    pub single_fp_config: u32,
+    pub double_fp_config: u32,
+    pub half_fp_config: u32,
+    /// char, short, int, long, float, double, half
+    pub native_vector_width: [u32; 7],
+}
+
+/// A launch's grid, as `ol_kernel_launch_size_args_t` gives it (`Dimensions` is ignored, as in LLVM 22).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchDims {
+    pub num_groups: [u32; 3],
+    pub group_size: [u32; 3],
+    pub dyn_shared_mem: usize,
+}
+
+/// Address and size of a device global variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GlobalInfo {
+    pub addr: usize,
+    pub size: usize,
+}
+
+/// One device of a plugin.
+pub trait Device: Send + Sync {
+    /// Static info, read once at init.
+    fn info(&self) -> &DeviceInfo;
+    /// Memory currently free/total may be live; default: the static values.
+    fn global_mem_size(&self) -> u64 {
+        self.info().global_mem_size
+    }
+    /// True when pointers of this device's DEVICE allocations can be dereferenced by the host
+    /// (the CPU device). The runtime then treats them as host memory for copies to other devices.
+    fn host_addressable(&self) -> bool;
+
+    fn alloc(&self, size: usize, kind: AllocKind) -> PluginResult<usize>;
+    fn free(&self, ptr: usize, kind: AllocKind) -> PluginResult<()>;
+    /// Page-lock (or just account for) user host memory; returns the device-accessible pointer.
+    fn register_host(&self, ptr: usize, size: usize) -> PluginResult<usize>;
+    fn unregister_host(&self, ptr: usize) -> PluginResult<()>;
+
+    /// Synchronous copy. `dst_on_device`/`src_on_device` say which side is this device's memory
+    /// (false: host memory, including another host-addressable device's memory).
+    fn memcpy_sync(
+        &self,
+        dst: usize,
+        dst_on_device: bool,
+        src: usize,
+        src_on_device: bool,
+        size: usize,
+    ) -> PluginResult<()>;
+
+    /// `olIsValidBinary`: never fails, garbage is `false`.
+    fn is_valid_binary(&self, image: &[u8]) -> bool;
+    /// `olCreateProgram`: load (JIT-compiling where needed) and run device global constructors.
+    fn load_program(&self, image: &[u8]) -> PluginResult<Arc<dyn Program>>;
+    fn create_queue(&self) -> PluginResult<Arc<dyn Queue>>;
+    /// `olCalculateOptimalOccupancy`: a 1-D group size for `kernel`.
+    fn optimal_group_size(&self, kernel: &dyn Kernel, dyn_shared_mem: usize) -> PluginResult<usize>;
+    /// Blocking launch (`olLaunchKernel` with a NULL queue).
+    fn launch_sync(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()>;
+
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A loaded program. Dropping the last reference unloads it (device global destructors run then);
+/// `unload` does it explicitly so that `olDestroyProgram` can report a failure.
+pub trait Program: Send + Sync {
+    fn kernel(&self, name: &str) -> PluginResult<Arc<dyn Kernel>>;
+    fn global(&self, name: &str) -> PluginResult<GlobalInfo>;
+    fn unload(&self) -> PluginResult<()>;
+}
+
+pub trait Kernel: Send + Sync {
+    fn name(&self) -> &str;
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// An in-order stream of work on one device, asynchronous to the caller.
+/// Errors raised by queued work are kept and returned by the next `sync` (or the event's `sync`).
+pub trait Queue: Send + Sync {
+    /// Enqueue a copy; `*_on_device` as in [`Device::memcpy_sync`].
+    fn memcpy(
+        &self,
+        dst: usize,
+        dst_on_device: bool,
+        src: usize,
+        src_on_device: bool,
+        size: usize,
+    ) -> PluginResult<()>;
+    /// Enqueue a fill of `size` bytes at `ptr` with `pattern` repeated (`size % pattern.len() == 0`).
+    fn fill(&self, ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()>;
+    fn launch(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()>;
+    /// Enqueue a host callback; it runs in queue order and may outlive the queue's handle.
+    fn host_fn(&self, f: Box<dyn FnOnce() + Send>) -> PluginResult<()>;
+    /// Mark everything enqueued so far. `None` when the queue is already empty (always complete).
+    fn record_event(&self) -> PluginResult<Option<Arc<dyn Event>>>;
+    /// Later work on this queue waits for `event` (which may belong to another device or plugin);
+    /// the caller does not block.
+    fn wait_event(&self, event: Arc<dyn Event>) -> PluginResult<()>;
+    /// Block until everything enqueued so far has completed; returns the first error raised by it.
+    fn sync(&self) -> PluginResult<()>;
+    /// Non-blocking: is there no pending work?
+    fn is_empty(&self) -> PluginResult<bool>;
+}
+
+/// A point in a queue.
+pub trait Event: Send + Sync {
+    fn is_complete(&self) -> PluginResult<bool>;
+    fn sync(&self) -> PluginResult<()>;
+    fn as_any(&self) -> &dyn Any;
+}

@@ -1,0 +1,871 @@
+//! Layer 3: safe objects over the driver table: device, program, kernel, queue (stream), event.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::plugin::{
+    AllocKind, Device, DeviceInfo, Event, GlobalInfo, Kernel, LaunchDims, PluginError, PluginResult, Program, Queue,
+};
+
+use super::driver::*;
+use super::image::{self, ImageKind, ParamLayout};
+use super::ptx::{self, PtxImage};
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+thread_local! {
+    /// The context this thread last made current through us (cuCtxSetCurrent is per thread).
+    static CURRENT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Per-device state shared by every object of the device.
+pub struct DeviceInner {
+    pub(crate) drv: &'static Driver,
+    pub(crate) ctx: CUcontext,
+    pub(crate) major: u32,
+    pub(crate) minor: u32,
+    ptx_isa: u32,
+    info: DeviceInfo,
+    /// Streams for the synchronous operations (memcpy_sync, launch_sync, ctors), reused.
+    pool: Mutex<Vec<usize>>,
+    /// Registered host ranges: base -> (size, uses, pinned by us).
+    registered: Mutex<HashMap<usize, (usize, u32, bool)>>,
+}
+
+// SAFETY: `ctx` is a CUDA primary context handle, usable from any thread (made current per call);
+// everything else is Sync.
+unsafe impl Send for DeviceInner {}
+// SAFETY: as above.
+unsafe impl Sync for DeviceInner {}
+
+impl DeviceInner {
+    /// Make the device's primary context current on this thread (cached per thread).
+    #[inline]
+    pub(crate) fn bind(&self) -> PluginResult<()> {
+        CURRENT.with(|c| {
+            if c.get() == self.ctx as usize {
+                return Ok(());
+            }
+            // SAFETY: ctx is a retained primary context.
+            self.drv.check(unsafe { (self.drv.cuCtxSetCurrent)(self.ctx) }, "cuCtxSetCurrent")?;
+            c.set(self.ctx as usize);
+            Ok(())
+        })
+    }
+
+    fn pooled_stream(&self) -> PluginResult<PooledStream<'_>> {
+        self.bind()?;
+        if let Some(s) = lock(&self.pool).pop() {
+            return Ok(PooledStream { dev: self, s: s as CUstream });
+        }
+        let mut s: CUstream = std::ptr::null_mut();
+        // SAFETY: out-pointer valid; context current.
+        self.drv.check(unsafe { (self.drv.cuStreamCreate)(&mut s, CU_STREAM_NON_BLOCKING) }, "cuStreamCreate")?;
+        Ok(PooledStream { dev: self, s })
+    }
+
+    fn sync_stream(&self, s: CUstream) -> PluginResult<()> {
+        // SAFETY: s is a live stream of this context.
+        self.drv.check(unsafe { (self.drv.cuStreamSynchronize)(s) }, "cuStreamSynchronize")
+    }
+
+    fn memcpy_async(&self, dst: usize, src: usize, size: usize, s: CUstream) -> PluginResult<()> {
+        if size == 0 {
+            return Ok(());
+        }
+        // SAFETY: with unified addressing the driver resolves both pointers (device, pinned or
+        // pageable host memory); the caller guarantees `size` valid bytes at both.
+        let r = unsafe { (self.drv.cuMemcpyAsync)(dst as CUdeviceptr, src as CUdeviceptr, size, s) };
+        self.drv.check(r, "cuMemcpyAsync")
+    }
+
+    fn function(&self, module: CUmodule, name: &str) -> PluginResult<CUfunction> {
+        let what = || format!("cuModuleGetFunction('{name}')");
+        let c = CString::new(name).map_err(|_| PluginError::NotFound(format!("error in {}: name contains NUL", what())))?;
+        let mut f: CUfunction = std::ptr::null_mut();
+        // SAFETY: module is loaded; c is NUL-terminated.
+        let r = unsafe { (self.drv.cuModuleGetFunction)(&mut f, module, c.as_ptr()) };
+        self.drv.check(r, &what())?;
+        Ok(f)
+    }
+
+    fn global(&self, module: CUmodule, name: &str) -> PluginResult<GlobalInfo> {
+        let what = || format!("cuModuleGetGlobal for '{name}'");
+        let c = CString::new(name).map_err(|_| PluginError::NotFound(format!("error in {}: name contains NUL", what())))?;
+        let mut addr: CUdeviceptr = 0;
+        let mut size = 0usize;
+        // SAFETY: module is loaded; out-pointers valid.
+        let r = unsafe { (self.drv.cuModuleGetGlobal)(&mut addr, &mut size, module, c.as_ptr()) };
+        self.drv.check(r, &what())?;
+        Ok(GlobalInfo { addr: addr as usize, size })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch_raw(&self, func: CUfunction, name: &str, args: &[u8], dims: &LaunchDims, stream: CUstream) -> PluginResult<()> {
+        let shmem = u32::try_from(dims.dyn_shared_mem)
+            .map_err(|_| PluginError::InvalidArgument(format!("dynamic shared memory size {} too large", dims.dyn_shared_mem)))?;
+        // The driver copies the argument block at launch; keep it 8-byte aligned.
+        let mut stack = [0u64; 64];
+        let mut heap = Vec::new();
+        let buf: &mut [u64] = if args.len() <= 512 {
+            &mut stack[..args.len().div_ceil(8)]
+        } else {
+            heap.resize(args.len().div_ceil(8), 0u64);
+            &mut heap
+        };
+        // SAFETY: buf has at least args.len() bytes; u64 has no invalid bit patterns.
+        unsafe { std::ptr::copy_nonoverlapping(args.as_ptr(), buf.as_mut_ptr().cast::<u8>(), args.len()) };
+        let mut size = args.len();
+        let mut extra = [
+            CU_LAUNCH_PARAM_BUFFER_POINTER,
+            buf.as_mut_ptr().cast::<c_void>(),
+            CU_LAUNCH_PARAM_BUFFER_SIZE,
+            (&mut size as *mut usize).cast::<c_void>(),
+            CU_LAUNCH_PARAM_END,
+        ];
+        let extra_ptr = if args.is_empty() { std::ptr::null_mut() } else { extra.as_mut_ptr() };
+        let [gx, gy, gz] = dims.num_groups;
+        let [bx, by, bz] = dims.group_size;
+        // SAFETY: func belongs to a loaded module of this context; `extra` and the buffers it
+        // points to outlive the call (the driver copies the arguments before returning).
+        let r = unsafe {
+            (self.drv.cuLaunchKernel)(func, gx, gy, gz, bx, by, bz, shmem, stream, std::ptr::null_mut(), extra_ptr)
+        };
+        self.drv.check(r, &format!("cuLaunchKernel for '{name}'"))
+    }
+}
+
+/// A stream borrowed from the device's pool; returned on drop.
+struct PooledStream<'a> {
+    dev: &'a DeviceInner,
+    s: CUstream,
+}
+
+impl Drop for PooledStream<'_> {
+    fn drop(&mut self) {
+        lock(&self.dev.pool).push(self.s as usize);
+    }
+}
+
+/// One CUDA device (its primary context).
+pub struct CudaDevice {
+    pub(crate) inner: Arc<DeviceInner>,
+}
+
+fn attr(drv: &Driver, dev: CUdevice, a: c_int) -> PluginResult<i32> {
+    let mut v = 0;
+    // SAFETY: out-pointer valid; dev is a device ordinal from cuDeviceGet.
+    drv.check(unsafe { (drv.cuDeviceGetAttribute)(&mut v, a, dev) }, "cuDeviceGetAttribute")?;
+    Ok(v)
+}
+
+impl CudaDevice {
+    /// Open device `ordinal`: retain its primary context, read its attributes.
+    pub(crate) fn open(drv: &'static Driver, ordinal: i32, driver_version: i32) -> PluginResult<Self> {
+        let mut dev: CUdevice = 0;
+        // SAFETY: out-pointer valid.
+        drv.check(unsafe { (drv.cuDeviceGet)(&mut dev, ordinal) }, "cuDeviceGet")?;
+        let mut ctx: CUcontext = std::ptr::null_mut();
+        // SAFETY: out-pointer valid; dev from cuDeviceGet.
+        drv.check(unsafe { (drv.cuDevicePrimaryCtxRetain)(&mut ctx, dev) }, "cuDevicePrimaryCtxRetain")?;
+
+        let mut name = [0 as std::ffi::c_char; 256];
+        // SAFETY: buffer of the given length.
+        drv.check(unsafe { (drv.cuDeviceGetName)(name.as_mut_ptr(), name.len() as c_int, dev) }, "cuDeviceGetName")?;
+        name[255] = 0;
+        // SAFETY: NUL-terminated within the buffer (forced above).
+        let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
+
+        let mut uuid = [0u8; 16];
+        let uuid_fn = drv.cuDeviceGetUuid_v2.or(drv.cuDeviceGetUuid);
+        if let Some(f) = uuid_fn {
+            // SAFETY: CUuuid is 16 bytes.
+            drv.check(unsafe { f(&mut uuid, dev) }, "cuDeviceGetUuid")?;
+        }
+        let mut total = 0usize;
+        // SAFETY: out-pointer valid.
+        drv.check(unsafe { (drv.cuDeviceTotalMem)(&mut total, dev) }, "cuDeviceTotalMem")?;
+
+        let a = |x| attr(drv, dev, x);
+        let u = |v: i32| v.max(0) as u32;
+        let major = u(a(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?);
+        let minor = u(a(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?);
+        let max_threads = u(a(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?);
+        let block = [
+            u(a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?),
+            u(a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?),
+            u(a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?),
+        ];
+        let grid = [
+            u(a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?),
+            u(a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?),
+            u(a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?),
+        ];
+        let cap = |x: u64| x.min(u32::MAX as u64) as u32;
+        let work = [0, 1, 2].map(|i| cap(grid[i] as u64 * block[i] as u64));
+        let info = DeviceInfo {
+            name: name.clone(),
+            product_name: name,
+            uid: image::uid_string(&uuid),
+            vendor: "NVIDIA Corporation".into(),
+            driver_version: image::driver_version_string(driver_version),
+            device_type: 2,
+            max_work_group_size: max_threads,
+            max_work_group_size_per_dim: block,
+            max_work_size: cap(grid[0] as u64 * max_threads as u64),
+            max_work_size_per_dim: work,
+            vendor_id: 0x10de,
+            num_compute_units: u(a(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?),
+            max_clock_frequency: u(a(CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?) / 1000,
+            memory_clock_rate: u(a(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?) / 1000,
+            address_bits: 64,
+            max_mem_alloc_size: total as u64,
+            global_mem_size: total as u64,
+            work_group_local_mem_size: u(a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?) as u64,
+            single_fp_config: 0x7F,
+            double_fp_config: 0x7F,
+            half_fp_config: 0,
+            native_vector_width: [1, 1, 1, 1, 1, 1, 0],
+        };
+        let inner = DeviceInner {
+            drv,
+            ctx,
+            major,
+            minor,
+            ptx_isa: image::ptx_isa_for_driver(driver_version),
+            info,
+            pool: Mutex::new(Vec::new()),
+            registered: Mutex::new(HashMap::new()),
+        };
+        Ok(CudaDevice { inner: Arc::new(inner) })
+    }
+
+    fn kernel_of<'k>(&self, kernel: &'k dyn Kernel) -> PluginResult<&'k CudaKernel> {
+        kernel
+            .as_any()
+            .downcast_ref::<CudaKernel>()
+            .ok_or_else(|| PluginError::InvalidArgument("kernel does not belong to a CUDA device".into()))
+    }
+
+    /// PTX ISA version (e.g. 84) used for bitcode compiled for this device.
+    pub fn ptx_isa(&self) -> u32 {
+        self.inner.ptx_isa
+    }
+}
+
+impl Device for CudaDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.inner.info
+    }
+
+    fn host_addressable(&self) -> bool {
+        false
+    }
+
+    fn alloc(&self, size: usize, kind: AllocKind) -> PluginResult<usize> {
+        let d = &*self.inner;
+        d.bind()?;
+        let ptr = match kind {
+            AllocKind::Device => {
+                let mut p: CUdeviceptr = 0;
+                // SAFETY: out-pointer valid; context current.
+                d.drv.check(unsafe { (d.drv.cuMemAlloc)(&mut p, size) }, "cuMemAlloc")?;
+                p as usize
+            }
+            AllocKind::Host => {
+                let mut p: *mut c_void = std::ptr::null_mut();
+                // SAFETY: as above.
+                d.drv.check(unsafe { (d.drv.cuMemAllocHost)(&mut p, size) }, "cuMemAllocHost")?;
+                p as usize
+            }
+            AllocKind::Managed => {
+                let mut p: CUdeviceptr = 0;
+                // SAFETY: as above.
+                let r = unsafe { (d.drv.cuMemAllocManaged)(&mut p, size, CU_MEM_ATTACH_GLOBAL) };
+                d.drv.check(r, "cuMemAllocManaged")?;
+                p as usize
+            }
+        };
+        if ptr == 0 {
+            return Err(PluginError::OutOfResources("failed to allocate from device allocator".into()));
+        }
+        Ok(ptr)
+    }
+
+    fn free(&self, ptr: usize, kind: AllocKind) -> PluginResult<()> {
+        let d = &*self.inner;
+        d.bind()?;
+        match kind {
+            // SAFETY: ptr came from cuMemAllocHost (the runtime records the kind).
+            AllocKind::Host => d.drv.check(unsafe { (d.drv.cuMemFreeHost)(ptr as *mut c_void) }, "cuMemFreeHost"),
+            // SAFETY: ptr came from cuMemAlloc/cuMemAllocManaged.
+            _ => d.drv.check(unsafe { (d.drv.cuMemFree)(ptr as CUdeviceptr) }, "cuMemFree"),
+        }
+    }
+
+    /// Page-locks the range (`cuMemHostRegister`, PORTABLE) and returns the same pointer (unified
+    /// addressing). Memory that is already page-locked, or that the driver refuses to lock, is only
+    /// accounted for (LLVM 22 never pins at all), so registering always succeeds.
+    fn register_host(&self, ptr: usize, size: usize) -> PluginResult<usize> {
+        let d = &*self.inner;
+        let mut reg = lock(&d.registered);
+        if let Some(e) = reg.get_mut(&ptr) {
+            e.1 += 1;
+            return Ok(ptr);
+        }
+        d.bind()?;
+        // SAFETY: the caller guarantees [ptr, ptr+size) is its live host memory.
+        let r = unsafe { (d.drv.cuMemHostRegister)(ptr as *mut c_void, size, CU_MEMHOSTREGISTER_PORTABLE) };
+        let pinned = r == CUDA_SUCCESS;
+        if !pinned && r != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED {
+            super::debug(&format!("register_host: not pinned ({})", d.drv.error(r, "cuMemHostRegister")));
+        }
+        reg.insert(ptr, (size, 1, pinned));
+        Ok(ptr)
+    }
+
+    fn unregister_host(&self, ptr: usize) -> PluginResult<()> {
+        let d = &*self.inner;
+        let mut reg = lock(&d.registered);
+        let base = reg
+            .iter()
+            .find(|(b, e)| ptr >= **b && ptr < **b + e.0.max(1))
+            .map(|(b, _)| *b)
+            .ok_or_else(|| PluginError::InvalidArgument("cannot find locked buffer".into()))?;
+        let last = reg.get_mut(&base).map(|e| {
+            e.1 -= 1;
+            (e.1 == 0, e.2)
+        });
+        if let Some((true, pinned)) = last {
+            reg.remove(&base);
+            if pinned {
+                d.bind()?;
+                // SAFETY: base was registered by us.
+                d.drv.check(unsafe { (d.drv.cuMemHostUnregister)(base as *mut c_void) }, "cuMemHostUnregister")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn memcpy_sync(&self, dst: usize, _dst_on_device: bool, src: usize, _src_on_device: bool, size: usize) -> PluginResult<()> {
+        if size == 0 {
+            return Ok(());
+        }
+        let d = &*self.inner;
+        let s = d.pooled_stream()?;
+        d.memcpy_async(dst, src, size, s.s)?;
+        d.sync_stream(s.s)
+    }
+
+    fn is_valid_binary(&self, image: &[u8]) -> bool {
+        let (major, minor) = (self.inner.major, self.inner.minor);
+        catch_unwind(|| match image::classify(image) {
+            ImageKind::Cubin => image::cubin_sm(image).is_some_and(|sm| image::sm_compatible(sm, major, minor)),
+            ImageKind::Ptx => true,
+            ImageKind::Bitcode => ptx::bitcode_triple(image).is_some_and(|t| t.starts_with("nvptx64")),
+            ImageKind::Unknown(_) => false,
+        })
+        .unwrap_or(false)
+    }
+
+    fn load_program(&self, image: &[u8]) -> PluginResult<Arc<dyn Program>> {
+        let d = &self.inner;
+        let (bytes, ctors, dtors, compiled): (Vec<u8>, Vec<String>, Vec<String>, Option<Arc<PtxImage>>) = match image::classify(image) {
+            ImageKind::Bitcode => {
+                let p = ptx::compile_cached(image, d.major, d.minor, d.ptx_isa)?;
+                (Vec::new(), p.ctors.clone(), p.dtors.clone(), Some(p))
+            }
+            ImageKind::Ptx => {
+                let end = image.iter().position(|&b| b == 0).unwrap_or(image.len());
+                let text = String::from_utf8_lossy(&image[..end]).into_owned();
+                let (c, f) = image::ptx_ctor_dtor_names(&text)?;
+                let mut v = image[..end].to_vec();
+                v.push(0);
+                (v, c, f, None)
+            }
+            ImageKind::Cubin => {
+                let (c, f) = image::cubin_ctor_dtor_names(image)?;
+                (image.to_vec(), c, f, None)
+            }
+            ImageKind::Unknown(what) => return Err(image::invalid_binary(&what)),
+        };
+        let data: &[u8] = match &compiled {
+            Some(p) => &p.ptx,
+            None => &bytes,
+        };
+        // Keep the image 8-byte aligned for the driver.
+        let mut aligned = vec![0u64; data.len().div_ceil(8)];
+        // SAFETY: aligned has room for data.len() bytes.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), aligned.as_mut_ptr().cast::<u8>(), data.len()) };
+
+        d.bind()?;
+        let mut err_log = vec![0u8; 16 * 1024];
+        let mut info_log = vec![0u8; 16 * 1024];
+        let mut opts = [
+            CU_JIT_ERROR_LOG_BUFFER,
+            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            CU_JIT_INFO_LOG_BUFFER,
+            CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+        ];
+        let mut vals: [*mut c_void; 4] = [
+            err_log.as_mut_ptr().cast(),
+            err_log.len() as *mut c_void,
+            info_log.as_mut_ptr().cast(),
+            info_log.len() as *mut c_void,
+        ];
+        let mut module: CUmodule = std::ptr::null_mut();
+        // SAFETY: image buffer live for the call; option arrays of equal length; log buffers of the
+        // sizes given.
+        let r = unsafe {
+            (d.drv.cuModuleLoadDataEx)(&mut module, aligned.as_ptr().cast(), opts.len() as u32, opts.as_mut_ptr(), vals.as_mut_ptr())
+        };
+        if r != CUDA_SUCCESS {
+            let log = String::from_utf8_lossy(&err_log[..err_log.iter().position(|&b| b == 0).unwrap_or(err_log.len())]).trim().to_string();
+            let base = d.drv.error(r, "cuModuleLoadDataEx");
+            let msg = if log.is_empty() { base.to_string() } else { format!("{base}: {log}") };
+            return Err(map_error(r, msg));
+        }
+        let prog = CudaProgram { dev: d.clone(), module: Mutex::new(Some(module as usize)), dtors, _ptx: compiled };
+        // Device global constructors, synchronously (LLVM 22). On failure the module is unloaded.
+        if let Err(e) = prog.run_init_fini(module, &ctors, true) {
+            // Don't run destructors of a program whose constructors failed.
+            let m = lock(&prog.module).take();
+            if let Some(m) = m {
+                // SAFETY: module loaded above, no longer used.
+                let _ = unsafe { (d.drv.cuModuleUnload)(m as CUmodule) };
+            }
+            return Err(e);
+        }
+        Ok(Arc::new(prog))
+    }
+
+    fn create_queue(&self) -> PluginResult<Arc<dyn Queue>> {
+        let d = &self.inner;
+        d.bind()?;
+        let mut s: CUstream = std::ptr::null_mut();
+        // SAFETY: out-pointer valid; context current.
+        d.drv.check(unsafe { (d.drv.cuStreamCreate)(&mut s, CU_STREAM_NON_BLOCKING) }, "cuStreamCreate")?;
+        Ok(Arc::new(CudaQueue { dev: d.clone(), stream: s as usize, error: Arc::new(Mutex::new(None)) }))
+    }
+
+    fn optimal_group_size(&self, kernel: &dyn Kernel, dyn_shared_mem: usize) -> PluginResult<usize> {
+        let k = self.kernel_of(kernel)?;
+        let d = &self.inner;
+        d.bind()?;
+        let (mut min_grid, mut block) = (0, 0);
+        // SAFETY: out-pointers valid; function of a loaded module.
+        let r = unsafe { (d.drv.cuOccupancyMaxPotentialBlockSize)(&mut min_grid, &mut block, k.func(), None, dyn_shared_mem, 0) };
+        d.drv.check(r, "cuOccupancyMaxPotentialBlockSize")?;
+        Ok(block.max(0) as usize)
+    }
+
+    fn launch_sync(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()> {
+        let k = self.kernel_of(&*kernel)?;
+        let d = &*self.inner;
+        let s = d.pooled_stream()?;
+        k.launch_on(d, args, &dims, s.s)?;
+        d.sync_stream(s.s)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A loaded CUDA module.
+pub struct CudaProgram {
+    dev: Arc<DeviceInner>,
+    /// `None` once unloaded.
+    module: Mutex<Option<usize>>,
+    dtors: Vec<String>,
+    /// The cache entry this module was loaded from (keeps it alive; dropping evicts it).
+    _ptx: Option<Arc<PtxImage>>,
+}
+
+impl CudaProgram {
+    fn module(&self) -> PluginResult<CUmodule> {
+        lock(&self.module)
+            .map(|m| m as CUmodule)
+            .ok_or_else(|| PluginError::InvalidArgument("program was unloaded".into()))
+    }
+
+    /// Run `nvptx$device$init` (or `fini`) the way LLVM's CUDA plugin does: read the function
+    /// pointers stored in the `__init_array_object_*` constants (sorted by priority), write them to
+    /// a device buffer, point `__init_array_start/end` at it and launch the kernel 1x1.
+    fn run_init_fini(&self, module: CUmodule, names: &[String], init: bool) -> PluginResult<()> {
+        let d = &*self.dev;
+        let kname = if init { "nvptx$device$init" } else { "nvptx$device$fini" };
+        if names.is_empty() {
+            return Ok(());
+        }
+        let func = match d.function(module, kname) {
+            Ok(f) => f,
+            Err(PluginError::NotFound(_)) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let s = d.pooled_stream()?;
+        let mut ptrs = vec![0u64; names.len()];
+        for (i, n) in names.iter().enumerate() {
+            let g = d.global(module, n)?;
+            if g.size != 8 {
+                return Err(PluginError::Driver(format!("constructor table entry '{n}' has size {} (expected 8)", g.size)));
+            }
+            d.memcpy_async(&mut ptrs[i] as *mut u64 as usize, g.addr, 8, s.s)?;
+        }
+        d.sync_stream(s.s)?;
+        let bytes = ptrs.len() * 8;
+        let mut buf: CUdeviceptr = 0;
+        // SAFETY: out-pointer valid; context current (pooled_stream bound it).
+        d.drv.check(unsafe { (d.drv.cuMemAlloc)(&mut buf, bytes) }, "cuMemAlloc")?;
+        let result = (|| {
+            d.memcpy_async(buf as usize, ptrs.as_ptr() as usize, bytes, s.s)?;
+            let (start, end) = if init { ("__init_array_start", "__init_array_end") } else { ("__fini_array_start", "__fini_array_end") };
+            let bounds = [buf, buf + bytes as u64];
+            for (sym, val) in [(start, &bounds[0]), (end, &bounds[1])] {
+                let g = d.global(module, sym)?;
+                d.memcpy_async(g.addr, val as *const u64 as usize, 8, s.s)?;
+            }
+            let dims = LaunchDims { num_groups: [1, 1, 1], group_size: [1, 1, 1], dyn_shared_mem: 0 };
+            d.launch_raw(func, kname, &[], &dims, s.s)?;
+            d.sync_stream(s.s)
+        })();
+        // SAFETY: buf allocated above; the stream was synchronized (or failed).
+        let _ = d.sync_stream(s.s);
+        let freed = d.drv.check(unsafe { (d.drv.cuMemFree)(buf) }, "cuMemFree");
+        result.and(freed)
+    }
+}
+
+impl Program for CudaProgram {
+    fn kernel(&self, name: &str) -> PluginResult<Arc<dyn Kernel>> {
+        let module = self.module()?;
+        let d = &*self.dev;
+        d.bind()?;
+        let func = d.function(module, name)?;
+        let layout = param_layout(d.drv, func);
+        Ok(Arc::new(CudaKernel { name: name.to_string(), func: func as usize, layout, dyn_shared_raised: AtomicUsize::new(0) }))
+    }
+
+    fn global(&self, name: &str) -> PluginResult<GlobalInfo> {
+        let module = self.module()?;
+        self.dev.bind()?;
+        self.dev.global(module, name)
+    }
+
+    fn unload(&self) -> PluginResult<()> {
+        let mut guard = lock(&self.module);
+        let Some(m) = *guard else { return Ok(()) };
+        let d = &*self.dev;
+        d.bind()?;
+        self.run_init_fini(m as CUmodule, &self.dtors, false)?;
+        // SAFETY: module loaded by us; no kernel of it runs any more (dtor kernel synchronized).
+        d.drv.check(unsafe { (d.drv.cuModuleUnload)(m as CUmodule) }, "cuModuleUnload")?;
+        *guard = None;
+        Ok(())
+    }
+}
+
+impl Drop for CudaProgram {
+    fn drop(&mut self) {
+        if let Err(e) = self.unload() {
+            super::debug(&format!("unloading a program on drop: {e}"));
+        }
+    }
+}
+
+/// `(offset, size)` of every parameter via `cuFuncGetParamInfo`; None when the driver lacks it.
+fn param_layout(drv: &Driver, func: CUfunction) -> Option<ParamLayout> {
+    let f = drv.cuFuncGetParamInfo?;
+    let mut params = Vec::new();
+    for i in 0..4096usize {
+        let (mut off, mut size) = (0usize, 0usize);
+        // SAFETY: out-pointers valid; func from cuModuleGetFunction.
+        let r = unsafe { f(func, i, &mut off, &mut size) };
+        if r == CUDA_ERROR_INVALID_VALUE {
+            break; // past the last parameter
+        }
+        if r != CUDA_SUCCESS {
+            return None;
+        }
+        params.push((off, size));
+    }
+    Some(ParamLayout { params })
+}
+
+pub struct CudaKernel {
+    name: String,
+    func: usize,
+    layout: Option<ParamLayout>,
+    /// The dynamic shared memory limit we raised the function to (0: never).
+    dyn_shared_raised: AtomicUsize,
+}
+
+impl CudaKernel {
+    pub(crate) fn func(&self) -> CUfunction {
+        self.func as CUfunction
+    }
+
+    /// Real parameter block (`None`: unknown, the driver predates `cuFuncGetParamInfo`).
+    pub fn param_layout(&self) -> Option<&ParamLayout> {
+        self.layout.as_ref()
+    }
+
+    fn launch_on(&self, d: &DeviceInner, args: &[u8], dims: &LaunchDims, stream: CUstream) -> PluginResult<()> {
+        let args = image::prepare_args(args, self.layout.as_ref())?;
+        let shm = dims.dyn_shared_mem;
+        if shm >= 48 * 1024 && self.dyn_shared_raised.load(Ordering::Relaxed) < shm {
+            // SAFETY: valid function handle.
+            let r = unsafe { (d.drv.cuFuncSetAttribute)(self.func(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shm as c_int) };
+            d.drv.check(r, "cuFuncSetAttribute")?;
+            self.dyn_shared_raised.fetch_max(shm, Ordering::Relaxed);
+        }
+        d.launch_raw(self.func(), &self.name, &args, dims, stream)
+    }
+}
+
+impl Kernel for CudaKernel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A queue: one non-blocking CUDA stream.
+pub struct CudaQueue {
+    dev: Arc<DeviceInner>,
+    stream: usize,
+    /// First error raised by queued host work (a panicking host function, a failed foreign wait).
+    error: Arc<Mutex<Option<PluginError>>>,
+}
+
+impl CudaQueue {
+    fn s(&self) -> CUstream {
+        self.stream as CUstream
+    }
+
+    fn enqueue_host(&self, f: Box<dyn FnOnce() -> PluginResult<()> + Send>) -> PluginResult<()> {
+        let call = Box::new(HostCall { f, error: self.error.clone() });
+        let p = Box::into_raw(call);
+        self.dev.bind()?;
+        // SAFETY: trampoline takes ownership of `p` exactly once when it runs.
+        let r = unsafe { (self.dev.drv.cuLaunchHostFunc)(self.s(), host_trampoline, p.cast()) };
+        if r != CUDA_SUCCESS {
+            // SAFETY: the driver did not take the callback; reclaim it.
+            drop(unsafe { Box::from_raw(p) });
+            return Err(self.dev.drv.error(r, "cuLaunchHostFunc"));
+        }
+        Ok(())
+    }
+}
+
+// SAFETY: the stream handle is usable from any thread; CUDA streams are thread-safe.
+unsafe impl Send for CudaQueue {}
+// SAFETY: as above.
+unsafe impl Sync for CudaQueue {}
+
+struct HostCall {
+    f: Box<dyn FnOnce() -> PluginResult<()> + Send>,
+    error: Arc<Mutex<Option<PluginError>>>,
+}
+
+unsafe extern "C" fn host_trampoline(p: *mut c_void) {
+    // SAFETY: p is the Box<HostCall> leaked by enqueue_host; the driver calls us once.
+    let call = unsafe { Box::from_raw(p.cast::<HostCall>()) };
+    let HostCall { f, error } = *call;
+    let err = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Some(PluginError::Backend(format!("host function panicked: {msg}")))
+        }
+    };
+    if let Some(e) = err {
+        let mut slot = lock(&error);
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+    }
+}
+
+impl Queue for CudaQueue {
+    fn memcpy(&self, dst: usize, _dst_on_device: bool, src: usize, _src_on_device: bool, size: usize) -> PluginResult<()> {
+        self.dev.bind()?;
+        self.dev.memcpy_async(dst, src, size, self.s())
+    }
+
+    /// 1/2/4-byte patterns: `cuMemsetD8/16/32Async`. Larger patterns: one strided 2-D memset per
+    /// pattern element (pitch = pattern size, width 1, height = repetitions) with the largest
+    /// element size of 4/2/1 that divides the pattern size and the address (as LLVM 22 does).
+    fn fill(&self, ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()> {
+        let plen = pattern.len();
+        if size == 0 || plen == 0 {
+            return Ok(());
+        }
+        if size % plen != 0 {
+            return Err(PluginError::InvalidSize("fill size is not a multiple of the pattern size".into()));
+        }
+        let d = &*self.dev;
+        d.bind()?;
+        let p = ptr as CUdeviceptr;
+        let s = self.s();
+        let elem = image::fill_element_size(plen, ptr);
+        // SAFETY (all memsets below): the caller guarantees `size` writable bytes at `ptr`.
+        match (plen, elem) {
+            (1, _) => return d.drv.check(unsafe { (d.drv.cuMemsetD8Async)(p, pattern[0], size, s) }, "cuMemsetD8Async"),
+            (2, 2) => {
+                let v = u16::from_le_bytes([pattern[0], pattern[1]]);
+                return d.drv.check(unsafe { (d.drv.cuMemsetD16Async)(p, v, size / 2, s) }, "cuMemsetD16Async");
+            }
+            (4, 4) => {
+                let v = u32::from_le_bytes([pattern[0], pattern[1], pattern[2], pattern[3]]);
+                return d.drv.check(unsafe { (d.drv.cuMemsetD32Async)(p, v, size / 4, s) }, "cuMemsetD32Async");
+            }
+            _ => {}
+        }
+        let height = size / plen;
+        for j in 0..plen / elem {
+            let at = p + (j * elem) as u64;
+            let b = &pattern[j * elem..(j + 1) * elem];
+            let r = match elem {
+                4 => unsafe { (d.drv.cuMemsetD2D32Async)(at, plen, u32::from_le_bytes([b[0], b[1], b[2], b[3]]), 1, height, s) },
+                2 => unsafe { (d.drv.cuMemsetD2D16Async)(at, plen, u16::from_le_bytes([b[0], b[1]]), 1, height, s) },
+                _ => unsafe { (d.drv.cuMemsetD2D8Async)(at, plen, b[0], 1, height, s) },
+            };
+            d.drv.check(r, "cuMemsetD2DAsync")?;
+        }
+        Ok(())
+    }
+
+    fn launch(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()> {
+        let k = kernel
+            .as_any()
+            .downcast_ref::<CudaKernel>()
+            .ok_or_else(|| PluginError::InvalidArgument("kernel does not belong to a CUDA device".into()))?;
+        self.dev.bind()?;
+        k.launch_on(&self.dev, args, &dims, self.s())
+    }
+
+    fn host_fn(&self, f: Box<dyn FnOnce() + Send>) -> PluginResult<()> {
+        self.enqueue_host(Box::new(move || {
+            f();
+            Ok(())
+        }))
+    }
+
+    fn record_event(&self) -> PluginResult<Option<Arc<dyn Event>>> {
+        let d = &*self.dev;
+        d.bind()?;
+        // SAFETY: live stream.
+        match unsafe { (d.drv.cuStreamQuery)(self.s()) } {
+            CUDA_SUCCESS => return Ok(None),
+            CUDA_ERROR_NOT_READY => {}
+            r => return Err(d.drv.error(r, "cuStreamQuery")),
+        }
+        let mut ev: CUevent = std::ptr::null_mut();
+        // SAFETY: out-pointer valid.
+        d.drv.check(unsafe { (d.drv.cuEventCreate)(&mut ev, CU_EVENT_DISABLE_TIMING) }, "cuEventCreate")?;
+        let event = CudaEvent { dev: self.dev.clone(), event: ev as usize };
+        // SAFETY: live event and stream.
+        d.drv.check(unsafe { (d.drv.cuEventRecord)(ev, self.s()) }, "cuEventRecord")?;
+        Ok(Some(Arc::new(event)))
+    }
+
+    fn wait_event(&self, event: Arc<dyn Event>) -> PluginResult<()> {
+        if let Some(ce) = event.as_any().downcast_ref::<CudaEvent>() {
+            self.dev.bind()?;
+            // SAFETY: live event (kept alive by `event` for the call; the driver records the dependency).
+            let r = unsafe { (self.dev.drv.cuStreamWaitEvent)(self.s(), ce.event as CUevent, 0) };
+            return self.dev.drv.check(r, "cuStreamWaitEvent");
+        }
+        // A foreign event (another plugin's): block the stream with a host function until it completes.
+        if matches!(event.is_complete(), Ok(true)) {
+            return Ok(());
+        }
+        self.enqueue_host(Box::new(move || event.sync()))
+    }
+
+    fn sync(&self) -> PluginResult<()> {
+        self.dev.bind()?;
+        self.dev.sync_stream(self.s())?;
+        match lock(&self.error).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn is_empty(&self) -> PluginResult<bool> {
+        self.dev.bind()?;
+        // SAFETY: live stream.
+        match unsafe { (self.dev.drv.cuStreamQuery)(self.s()) } {
+            CUDA_SUCCESS => Ok(true),
+            CUDA_ERROR_NOT_READY => Ok(false),
+            r => Err(self.dev.drv.error(r, "cuStreamQuery")),
+        }
+    }
+}
+
+impl Drop for CudaQueue {
+    fn drop(&mut self) {
+        // cuStreamDestroy does not wait: pending work completes, then the stream is released.
+        if self.dev.bind().is_ok() {
+            // SAFETY: live stream, never used again.
+            let _ = unsafe { (self.dev.drv.cuStreamDestroy)(self.s()) };
+        }
+    }
+}
+
+pub struct CudaEvent {
+    dev: Arc<DeviceInner>,
+    event: usize,
+}
+
+// SAFETY: CUDA events are usable from any thread.
+unsafe impl Send for CudaEvent {}
+// SAFETY: as above.
+unsafe impl Sync for CudaEvent {}
+
+impl Event for CudaEvent {
+    fn is_complete(&self) -> PluginResult<bool> {
+        self.dev.bind()?;
+        // SAFETY: live event.
+        match unsafe { (self.dev.drv.cuEventQuery)(self.event as CUevent) } {
+            CUDA_SUCCESS => Ok(true),
+            CUDA_ERROR_NOT_READY => Ok(false),
+            r => Err(self.dev.drv.error(r, "cuEventQuery")),
+        }
+    }
+
+    fn sync(&self) -> PluginResult<()> {
+        self.dev.bind()?;
+        // SAFETY: live event.
+        let r = unsafe { (self.dev.drv.cuEventSynchronize)(self.event as CUevent) };
+        self.dev.drv.check(r, "cuEventSynchronize")
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Drop for CudaEvent {
+    fn drop(&mut self) {
+        if self.dev.bind().is_ok() {
+            // SAFETY: live event, never used again.
+            let _ = unsafe { (self.dev.drv.cuEventDestroy)(self.event as CUevent) };
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! NVPTX LLVM bitcode -> PTX, in process, with inkwell's NVPTX backend, behind a
+//! content-addressed cache.
+//!
+//! * The bitcode is parsed in a fresh LLVM context, the functions' `target-cpu`/`target-features`
+//!   attributes are dropped (the device decides: `sm_<major><minor>` and the PTX ISA the driver
+//!   accepts), the module is optimised with `default<O3>` and code-generated to PTX.
+//! * Global constructors/destructors: LLVM 22's NVPTX codegen pipeline always runs the
+//!   `nvptx-lower-ctor-dtor` pass (the old `-nvptx-lower-global-ctor-dtor` switch is gone), which
+//!   turns `llvm.global_ctors`/`llvm.global_dtors` into `__init_array_object_<fn>_<hash>_<prio>`
+//!   constants and the `nvptx$device$init`/`nvptx$device$fini` kernels that walk
+//!   `[__init_array_start, __init_array_end)`. The loader fills those bounds (see `device.rs`).
+//! * Cache: key = blake3(image bytes, sm, PTX ISA, crate version); value = `Arc<PtxImage>`. The map
+//!   holds only `Weak`s: an entry is evicted when the last program loaded from it is dropped. It is
+//!   never keyed by address (LLVM's old JIT cache was, and returned stale code for reused addresses).
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, Once, Weak};
+
+use inkwell::attributes::AttributeLoc;
+use inkwell::context::Context;
+use inkwell::memory_buffer::MemoryBuffer;
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetTriple};
+use inkwell::OptimizationLevel;
+
+use crate::plugin::{PluginError, PluginResult};
+
+use super::image;
+
+/// Compiled PTX plus what the loader needs to know about it.
+#[derive(Debug)]
+pub struct PtxImage {
+    key: [u8; 32],
+    /// NUL-terminated PTX text, as `cuModuleLoadDataEx` wants it.
+    pub ptx: Vec<u8>,
+    pub ctors: Vec<String>,
+    pub dtors: Vec<String>,
+}
+
+impl PtxImage {
+    pub fn text(&self) -> &str {
+        std::str::from_utf8(&self.ptx[..self.ptx.len().saturating_sub(1)]).unwrap_or("")
+    }
+}
+
+impl Drop for PtxImage {
+    fn drop(&mut self) {
+        let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        // Remove our entry unless another thread already replaced it with a live one.
+        if cache.get(&self.key).is_some_and(|w| w.strong_count() == 0) {
+            cache.remove(&self.key);
+        }
+    }
+}
+
+static CACHE: LazyLock<Mutex<HashMap<[u8; 32], Weak<PtxImage>>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Number of live cache entries (for tests and diagnostics).
+pub fn cache_len() -> usize {
+    let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    cache.values().filter(|w| w.strong_count() > 0).count()
+}
+
+fn cache_key(image: &[u8], cpu: &str, ptx_isa: u32) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    h.update(b"offload-rs nvptx bitcode->ptx\0");
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update(b"\0");
+    h.update(cpu.as_bytes());
+    h.update(b"\0");
+    h.update(&ptx_isa.to_le_bytes());
+    h.update(&(image.len() as u64).to_le_bytes());
+    h.update(image);
+    *h.finalize().as_bytes()
+}
+
+/// PTX for `image` (NVPTX bitcode) on a device of compute capability `major.minor` whose driver
+/// accepts PTX ISA `ptx_isa` (e.g. 84). Cached by content.
+pub fn compile_cached(image: &[u8], major: u32, minor: u32, ptx_isa: u32) -> PluginResult<Arc<PtxImage>> {
+    let cpu = image::llvm_cpu_for_sm(major, minor);
+    let key = cache_key(image, &cpu, ptx_isa);
+    {
+        let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(hit) = cache.get(&key).and_then(Weak::upgrade) {
+            return Ok(hit);
+        }
+    }
+    // Compile without holding the lock; a concurrent compile of the same key is harmless.
+    let sm = major * 10 + minor;
+    let ptx = compile_to_ptx(image, &cpu, &image::ptx_feature(ptx_isa, sm))?;
+    let (ctors, dtors) = image::ptx_ctor_dtor_names(&ptx)?;
+    let mut bytes = ptx.into_bytes();
+    bytes.push(0);
+    let entry = Arc::new(PtxImage { key, ptx: bytes, ctors, dtors });
+    let existing = {
+        let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        match cache.get(&key).and_then(Weak::upgrade) {
+            Some(e) => Some(e),
+            None => {
+                cache.insert(key, Arc::downgrade(&entry));
+                None
+            }
+        }
+    };
+    // (`entry` may be dropped here, outside the lock: its Drop takes the lock.)
+    Ok(existing.unwrap_or(entry))
+}
+
+fn init_nvptx() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| Target::initialize_nvptx(&InitializationConfig::default()));
+}
+
+fn compile_error(what: &str, msg: impl std::fmt::Display) -> PluginError {
+    PluginError::Compile(format!("failure to jit IR image: {what}: {msg}"))
+}
+
+/// The triple of a bitcode module if it parses, else None.
+pub fn bitcode_triple(image: &[u8]) -> Option<String> {
+    let ctx = Context::create();
+    let buf = MemoryBuffer::create_from_memory_range_copy(image, "image");
+    let module = ctx.create_module_from_ir(buf).ok()?;
+    Some(module.get_triple().as_str().to_string_lossy().into_owned())
+}
+
+/// NVPTX bitcode -> PTX text for `cpu` (`sm_90`) with `features` (`+ptx84`), optimised at O3.
+pub fn compile_to_ptx(image: &[u8], cpu: &str, features: &str) -> PluginResult<String> {
+    init_nvptx();
+    let ctx = Context::create();
+    let buf = MemoryBuffer::create_from_memory_range_copy(image, "image");
+    let module = ctx.create_module_from_ir(buf).map_err(|e| compile_error("cannot parse bitcode", e.to_string()))?;
+    let triple = module.get_triple().as_str().to_string_lossy().into_owned();
+    if !triple.starts_with("nvptx64") {
+        return Err(compile_error("unsupported target", format!("module triple is '{triple}', expected nvptx64-nvidia-cuda")));
+    }
+    for f in module.get_functions() {
+        f.remove_string_attribute(AttributeLoc::Function, "target-cpu");
+        f.remove_string_attribute(AttributeLoc::Function, "target-features");
+    }
+    let target = Target::from_name("nvptx64").ok_or_else(|| compile_error("NVPTX target", "not available in this LLVM"))?;
+    let tm = target
+        .create_target_machine(
+            &TargetTriple::create("nvptx64-nvidia-cuda"),
+            cpu,
+            features,
+            OptimizationLevel::Aggressive,
+            RelocMode::Default,
+            CodeModel::Default,
+        )
+        .ok_or_else(|| compile_error("NVPTX target machine", format!("cannot create one for {cpu} {features}")))?;
+    module.set_triple(&TargetTriple::create("nvptx64-nvidia-cuda"));
+    module.set_data_layout(&tm.get_target_data().get_data_layout());
+    module.verify().map_err(|e| compile_error("invalid module", e.to_string()))?;
+    module
+        .run_passes("default<O3>", &tm, PassBuilderOptions::create())
+        .map_err(|e| compile_error("optimisation", e.to_string()))?;
+    let out = tm.write_to_memory_buffer(&module, FileType::Assembly).map_err(|e| compile_error("NVPTX codegen", e.to_string()))?;
+    String::from_utf8(out.as_slice().to_vec()).map_err(|e| compile_error("NVPTX codegen", e))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// Kernel sources of the CUDA tests (also used by the GPU tests in `device.rs`).
+    pub fn kernel_dir() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ffi-tests/kernels/cuda")
+    }
+
+    /// NVPTX bitcode of `ffi-tests/kernels/cuda/<name>.c`: prebuilt in `$OFFLOAD_RS_KERNELS_DIR`
+    /// (the GPU kit), else compiled with `clang-22` into a temp dir. None when neither is possible.
+    pub fn kernel_bitcode(name: &str) -> Option<Vec<u8>> {
+        if let Ok(dir) = std::env::var("OFFLOAD_RS_KERNELS_DIR") {
+            if let Ok(b) = std::fs::read(PathBuf::from(dir).join(format!("{name}.bc"))) {
+                return Some(b);
+            }
+        }
+        let src = kernel_dir().join(format!("{name}.c"));
+        let out = std::env::temp_dir().join(format!("offload-rs-cuda-{}-{name}.bc", std::process::id()));
+        let st = std::process::Command::new("clang-22")
+            .args(["--target=nvptx64-nvidia-cuda", "-march=sm_70", "--cuda-feature=+ptx80", "-nogpulib", "-ffreestanding", "-flto", "-O2", "-c"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&out)
+            .status()
+            .ok()?;
+        if !st.success() {
+            return None;
+        }
+        let b = std::fs::read(&out).ok();
+        let _ = std::fs::remove_file(&out);
+        b
+    }
+
+    #[test]
+    fn bitcode_to_ptx_has_entries_and_ctors() {
+        let Some(bc) = kernel_bitcode("kernels") else {
+            eprintln!("SKIP: clang-22 not available to build test kernels");
+            return;
+        };
+        assert_eq!(image::classify(&bc), image::ImageKind::Bitcode);
+        assert!(bitcode_triple(&bc).unwrap().starts_with("nvptx64"));
+        let ptx = compile_to_ptx(&bc, "sm_90", "+ptx80").unwrap();
+        for k in ["saxpy", "reduce_sum", "grid2d", "read_global", "write_global", "empty", "multiargs"] {
+            assert!(ptx.contains(&format!(".entry {k}(")), "no .entry {k} in\n{ptx}");
+        }
+        assert!(ptx.contains(".target sm_90"), "{ptx}");
+        assert!(ptx.contains(".version 8.0"), "{ptx}");
+        assert!(image::is_ptx(ptx.as_bytes()));
+
+        let Some(ctor) = kernel_bitcode("ctor") else { return };
+        let img = compile_cached(&ctor, 9, 0, 84).unwrap();
+        assert!(img.text().contains(".entry nvptx$device$init"), "{}", img.text());
+        assert!(img.text().contains(".entry nvptx$device$fini"));
+        assert_eq!(img.ctors.len(), 3, "{:?}", img.ctors);
+        assert!(img.ctors[0].ends_with("_200") && img.ctors[2].ends_with("_202"), "{:?}", img.ctors);
+        assert_eq!(img.dtors.len(), 1);
+        assert_eq!(*img.ptx.last().unwrap(), 0);
+    }
+
+    #[test]
+    fn cache_is_content_keyed_and_evicted_on_drop() {
+        let Some(bc) = kernel_bitcode("kernels") else {
+            eprintln!("SKIP: clang-22 not available to build test kernels");
+            return;
+        };
+        // a distinct ISA so other tests running in parallel don't share our entries
+        let a = compile_cached(&bc, 8, 0, 77).unwrap();
+        let b = compile_cached(&bc, 8, 0, 77).unwrap();
+        assert!(Arc::ptr_eq(&a, &b), "same content -> same entry");
+        let key = a.key;
+        let c = compile_cached(&bc, 8, 6, 77).unwrap();
+        assert!(!Arc::ptr_eq(&a, &c), "different arch -> different entry");
+        assert!(c.text().contains(".target sm_86"));
+        drop(a);
+        assert!(CACHE.lock().unwrap().get(&key).is_some(), "still referenced by b");
+        drop(b);
+        assert!(CACHE.lock().unwrap().get(&key).is_none(), "evicted with the last program");
+        // recompiling gives a fresh, equal entry
+        let d = compile_cached(&bc, 8, 0, 77).unwrap();
+        assert_eq!(d.key, key);
+        drop(c);
+        drop(d);
+    }
+
+    #[test]
+    fn garbage_bitcode_is_a_compile_error_not_a_panic() {
+        let mut bad = vec![0x42, 0x43, 0xC0, 0xDE];
+        bad.extend_from_slice(&[0x12; 64]);
+        match compile_to_ptx(&bad, "sm_90", "+ptx80") {
+            Err(PluginError::Compile(m)) => assert!(m.starts_with("failure to jit IR image: "), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(bitcode_triple(&bad).is_none());
+    }
+
+    #[test]
+    fn x86_bitcode_is_rejected() {
+        let dir = std::env::temp_dir();
+        let src = dir.join(format!("offload-rs-cuda-x86-{}.c", std::process::id()));
+        let out = src.with_extension("bc");
+        std::fs::write(&src, "int f(int x) { return x + 1; }\n").unwrap();
+        let ok = std::process::Command::new("clang-22")
+            .args(["--target=x86_64-unknown-linux-gnu", "-O1", "-c", "-emit-llvm"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&out)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        let _ = std::fs::remove_file(&src);
+        if !ok {
+            eprintln!("SKIP: clang-22 not available");
+            return;
+        }
+        let bc = std::fs::read(&out).unwrap();
+        let _ = std::fs::remove_file(&out);
+        match compile_to_ptx(&bc, "sm_90", "+ptx80") {
+            Err(PluginError::Compile(m)) => assert!(m.contains("x86_64"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Build the GPU kit HERE (no GPU needed): build/gpu-kit/, to be carried to a GPU machine that has
+# only the NVIDIA driver (no Rust, no clang, no network) and run there with scripts/gpu-check.sh.
+#
+#   build/gpu-kit/
+#     bin/cuda-tests.xz     the crate's unit-test binary (debug info stripped), xz
+#     lib/*.xz              shared libraries it needs that a bare Debian/Ubuntu may lack (libLLVM...)
+#     glibc/*.xz            this machine's glibc + loader, used only if the GPU machine's is too old
+#     kernels/*.bc          ffi-tests/kernels/cuda/*.c as NVPTX bitcode (the CPU device's kind)
+#     tools/unxz-static     a static .xz decompressor (the GPU machine may lack xz-utils)
+#     MANIFEST              git revision, build date, sizes
+#
+# Usage: scripts/gpu-build.sh        (from anywhere; cargo -j2; ~1-3 min after a warm build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+KIT=$ROOT/build/gpu-kit
+CACHE=$ROOT/build/gpu-kit-cache   # xz of the big libraries, reused while the source is unchanged
+JOBS=${JOBS:-2}
+
+rm -rf "$KIT"
+mkdir -p "$KIT"/{bin,lib,glibc,kernels,tools} "$CACHE"
+
+echo "== 1. test binary (cargo test --no-run -j$JOBS)"
+LOG=$(mktemp)
+if ! cargo test --lib --no-run -j"$JOBS" >"$LOG" 2>&1; then
+    tail -50 "$LOG"; echo "cargo build failed"; exit 1
+fi
+BIN=$(grep -o 'Executable unittests src/lib.rs ([^)]*)' "$LOG" | tail -1 | sed 's/.*(\(.*\))/\1/')
+rm -f "$LOG"
+[ -n "$BIN" ] && [ -x "$BIN" ] || { echo "cannot find the unit-test executable"; exit 1; }
+echo "   $BIN"
+objcopy --strip-debug "$BIN" "$KIT/bin/cuda-tests"
+# sanity: the binary knows the CUDA tests
+"$KIT/bin/cuda-tests" --list 2>/dev/null | grep -q 'plugin::cuda::tests::gpu_saxpy' || { echo "binary lacks the CUDA tests"; exit 1; }
+xz -T"$JOBS" -6 -f "$KIT/bin/cuda-tests"
+
+echo "== 2. kernels (clang-22 -> NVPTX bitcode)"
+for src in ffi-tests/kernels/cuda/*.c; do
+    name=$(basename "$src" .c)
+    clang-22 --target=nvptx64-nvidia-cuda -march=sm_70 --cuda-feature=+ptx80 -nogpulib -ffreestanding \
+        -flto -O2 -c "$src" -o "$KIT/kernels/$name.bc"
+    echo "   $name.bc"
+done
+
+echo "== 3. shared libraries (ldd)"
+compress() { # src dst-dir
+    local src=$1 dir=$2 name key
+    name=$(basename "$src")
+    key="$CACHE/$name.$(stat -L -c '%s-%Y' "$src").xz"
+    if [ ! -s "$key" ]; then
+        xz -T"$JOBS" -6 -c "$src" >"$key.tmp" && mv "$key.tmp" "$key"
+    fi
+    cp "$key" "$dir/$name.xz"
+    echo "   $name ($(stat -L -c %s "$src") -> $(stat -c %s "$dir/$name.xz") bytes)"
+}
+ldd "$BIN" | awk '/=> \//{print $3} /^\t\/lib/{print $1}' | sort -u | while read -r lib; do
+    case "$(basename "$lib")" in
+        libc.so.6|libm.so.6|ld-linux-x86-64.so.2) compress "$lib" "$KIT/glibc" ;;
+        *) compress "$lib" "$KIT/lib" ;;
+    esac
+done
+# glibc pieces ldd lists only indirectly
+for extra in /lib/x86_64-linux-gnu/libpthread.so.0 /lib/x86_64-linux-gnu/libdl.so.2 /lib/x86_64-linux-gnu/librt.so.1; do
+    [ -e "$extra" ] && compress "$extra" "$KIT/glibc"
+done
+
+echo "== 4. tools"
+gcc -O2 -static scripts/gpu-kit/unxz.c -o "$KIT/tools/unxz-static" -llzma
+strip "$KIT/tools/unxz-static"
+
+{
+    echo "offload-rs GPU kit"
+    echo "git: $(git rev-parse --short HEAD 2>/dev/null || echo '?') $(git status --porcelain 2>/dev/null | grep -q . && echo '(dirty)')"
+    echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n), $(ldd --version | head -1)"
+    echo "test binary: $BIN"
+    (cd "$KIT" && find . -type f -printf '%10s %p\n' | sort -k2)
+} >"$KIT/MANIFEST"
+SIZE=$(du -sb "$KIT" | cut -f1)
+echo "== kit: $KIT, $((SIZE / 1024 / 1024)) MiB ($SIZE bytes)"
+[ "$SIZE" -lt $((64 * 1024 * 1024)) ] || echo "WARNING: kit is over 64 MiB"

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# GPU check of the CUDA plugin. Runs on a machine with an NVIDIA GPU and driver, from the repo root,
+# using only build/gpu-kit/ (made by scripts/gpu-build.sh elsewhere): no Rust, clang or network
+# needed. Prints diagnostics meant to be enough to fix things from one run. Total < 8 min.
+#
+#   scripts/gpu-check.sh            # tests one by one (60 s each), then the benchmark
+#   KIT=/path/to/gpu-kit scripts/gpu-check.sh
+set -u
+KIT=${KIT:-build/gpu-kit}
+T0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - T0 )); }
+say() { printf '\n==== [%3ss] %s\n' "$(elapsed)" "$*"; }
+
+say "offload-rs CUDA plugin GPU check"
+[ -f "$KIT/MANIFEST" ] || { echo "no kit at $KIT (run scripts/gpu-build.sh on the build machine)"; exit 2; }
+head -4 "$KIT/MANIFEST"
+uname -a
+(. /etc/os-release 2>/dev/null && echo "OS: $PRETTY_NAME")
+ldd --version 2>&1 | head -1
+
+say "GPU and driver"
+HAVE_GPU=0
+if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi -L 2>/dev/null | grep -q '^GPU' && HAVE_GPU=1
+    nvidia-smi
+    nvidia-smi --query-gpu=name,uuid,driver_version,compute_cap,memory.total --format=csv 2>/dev/null
+else
+    echo "nvidia-smi not found"
+fi
+ldconfig -p 2>/dev/null | grep -E 'libcuda\.so' || echo "libcuda.so not in the ld cache"
+
+say "unpacking the kit"
+RT=${RT:-${TMPDIR:-/tmp}/offload-rs-gpu-kit}
+rm -rf "$RT"
+mkdir -p "$RT/bin" "$RT/lib" "$RT/glibc"
+UNXZ="$RT/unxz"
+cp "$KIT/tools/unxz-static" "$UNXZ" && chmod +x "$UNXZ"
+for d in bin lib glibc; do
+    for f in "$KIT/$d"/*.xz; do
+        [ -e "$f" ] || continue
+        "$UNXZ" <"$f" >"$RT/$d/$(basename "$f" .xz)" || { echo "cannot unpack $f"; exit 2; }
+    done
+done
+chmod +x "$RT/bin/cuda-tests" "$RT/glibc"/ld-linux* 2>/dev/null
+du -sh "$RT"
+
+export LD_LIBRARY_PATH="$RT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export OFFLOAD_RS_KERNELS_DIR="$PWD/$KIT/kernels"
+case "$KIT" in /*) export OFFLOAD_RS_KERNELS_DIR="$KIT/kernels" ;; esac
+export OFFLOAD_RS_DEBUG=1 RUST_BACKTRACE=1
+BIN="$RT/bin/cuda-tests"
+RUN=("$BIN")
+if ! "$BIN" --list >/dev/null 2>"$RT/list.err"; then
+    echo "the test binary does not start with the system glibc:"; cat "$RT/list.err"
+    echo "-> using the kit's glibc and loader"
+    RUN=("$RT/glibc/ld-linux-x86-64.so.2" --library-path "$RT/glibc:$RT/lib" "$BIN")
+    "${RUN[@]}" --list >/dev/null || { echo "the test binary cannot start"; ldd "$BIN"; exit 2; }
+fi
+ldd "$BIN" 2>/dev/null | grep 'not found' && echo "(libraries above are missing)"
+
+say "tests (each alone, 60 s limit)"
+mapfile -t TESTS < <("${RUN[@]}" --list 2>/dev/null | sed -n 's/^\(plugin::cuda::[^:]*::[^ ]*\): test$/\1/p' | grep -v gpu_bench)
+PASS=(); FAIL=()
+for t in "${TESTS[@]}"; do
+    if [ "$(elapsed)" -gt 330 ]; then FAIL+=("$t (not run: time budget)"); continue; fi
+    printf -- '---- %s\n' "$t"
+    timeout -k 5 60 "${RUN[@]}" --exact "$t" --nocapture --test-threads=1 >"$RT/t.log" 2>&1
+    rc=$?
+    if [ "$HAVE_GPU" = 1 ] && grep -q 'SKIP: no CUDA device' "$RT/t.log"; then
+        FAIL+=("$t (skipped although nvidia-smi sees a GPU)")
+        grep 'offload-rs cuda' "$RT/t.log" | head -5
+    elif grep -q '^test result: ok. 1 passed' "$RT/t.log"; then
+        PASS+=("$t")
+        grep -E 'SKIP|NOTE|CUDA device|sm_|optimal|broken PTX|ptx cache|layout' "$RT/t.log" | head -20
+    else
+        FAIL+=("$t (rc $rc$([ $rc = 124 ] && echo ', TIMEOUT'))")
+        tail -60 "$RT/t.log"
+    fi
+done
+
+say "all CUDA tests at once, in parallel (thread-safety), 90 s limit"
+timeout -k 5 90 "${RUN[@]}" plugin::cuda 2>&1 | grep -E '^test |test result|panicked' | tail -40
+
+say "benchmark (launch latency, 256 MiB bandwidth), 150 s limit"
+timeout -k 5 150 "${RUN[@]}" --exact plugin::cuda::tests::gpu_bench --ignored --nocapture --test-threads=1 2>&1 |
+    grep -vE '^(running|$)' | tail -40
+
+say "summary"
+echo "passed: ${#PASS[@]}"
+for t in "${PASS[@]}"; do echo "  ok    $t"; done
+echo "failed: ${#FAIL[@]}"
+for t in "${FAIL[@]}"; do echo "  FAIL  $t"; done
+echo "total time: $(elapsed) s"
+[ "${#FAIL[@]}" -eq 0 ]

@@ -84,7 +84,7 @@ macro_rules! driver_table {
         /// CUDA driver API contract of that function (valid handles, live pointers, sizes).
         pub struct Driver {
             /// Keeps the library mapped for as long as the fn pointers live (None for test stubs).
-            _lib: Option<libloading::Library>,
+            pub(crate) _lib: Option<libloading::Library>,
             $(pub $name: unsafe extern "C" fn($($arg),*) -> CUresult,)*
             $(pub $oname: Option<unsafe extern "C" fn($($oarg),*) -> CUresult>,)*
         }

@@ -617,3 +617,448 @@ fn gpu_bench() {
     println!("{:<34} {:>8.2} {:>8.2}", "pinned (AllocKind::Host)", h2d_pinned, d2h_pinned);
     println!("{:<34} {:>8.2} {:>8.2}", "registered (register_host)", h2d_reg, d2h_reg);
 }
+
+/// A fake driver on host memory: exercises the device layer's call sequences without a GPU
+/// (argument repacking as the driver sees it, fills, the constructor protocol, the JIT log).
+mod fake {
+    use super::*;
+    use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+
+    #[derive(Default)]
+    pub struct State {
+        /// (kernel name, grid, block, shmem, argument bytes as passed)
+        pub launches: Vec<(String, [u32; 3], [u32; 3], u32, Vec<u8>)>,
+        /// function pointers the init/fini kernels would call, in call order
+        pub ctor_calls: Vec<u64>,
+        pub dtor_calls: Vec<u64>,
+        pub set_attrs: Vec<(c_int, c_int)>,
+    }
+    pub static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+    // globals of the fake module: name -> 8-byte cell
+    pub static GLOBALS: Mutex<Vec<(String, Box<u64>)>> = Mutex::new(Vec::new());
+    const FUNCS: &[&str] = &["saxpy", "empty", "nvptx$device$init", "nvptx$device$fini"];
+
+    fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
+        f(STATE.lock().unwrap().get_or_insert_with(State::default))
+    }
+    unsafe fn name_of(p: *const c_char) -> String {
+        // SAFETY: callers pass NUL-terminated names.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+    fn global_addr(name: &str) -> Option<u64> {
+        GLOBALS.lock().unwrap().iter().find(|(n, _)| n == name).map(|(_, b)| &**b as *const u64 as u64)
+    }
+
+    unsafe extern "C" fn ok0() -> CUresult {
+        0
+    }
+    unsafe extern "C" fn ok_ptr(_: *mut c_void) -> CUresult {
+        0
+    }
+    unsafe extern "C" fn error_name(code: CUresult, out: *mut *const c_char) -> CUresult {
+        let s: &'static CStr = if code == 500 { c"CUDA_ERROR_NOT_FOUND" } else { c"CUDA_ERROR_INVALID_PTX" };
+        unsafe { *out = s.as_ptr() };
+        0
+    }
+    unsafe extern "C" fn error_string(code: CUresult, out: *mut *const c_char) -> CUresult {
+        let s: &'static CStr = if code == 500 { c"named symbol not found" } else { c"a PTX JIT compilation failed" };
+        unsafe { *out = s.as_ptr() };
+        0
+    }
+    unsafe extern "C" fn device_get(out: *mut CUdevice, ord: c_int) -> CUresult {
+        unsafe { *out = ord };
+        0
+    }
+    unsafe extern "C" fn retain(out: *mut CUcontext, _: CUdevice) -> CUresult {
+        unsafe { *out = 0x1000 as CUcontext };
+        0
+    }
+    unsafe extern "C" fn get_name(buf: *mut c_char, len: c_int, _: CUdevice) -> CUresult {
+        let n = b"Fake GPU\0";
+        assert!(len as usize >= n.len());
+        unsafe { std::ptr::copy_nonoverlapping(n.as_ptr().cast(), buf, n.len()) };
+        0
+    }
+    unsafe extern "C" fn get_attr(out: *mut c_int, a: c_int, _: CUdevice) -> CUresult {
+        let v = match a {
+            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR => 9,
+            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR => 0,
+            CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK => 1024,
+            CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X | CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y => 1024,
+            CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z => 64,
+            CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X => i32::MAX,
+            CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y | CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z => 65535,
+            CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT => 132,
+            CU_DEVICE_ATTRIBUTE_CLOCK_RATE => 1_980_000,
+            CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE => 2_619_000,
+            CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK => 49152,
+            _ => return 1,
+        };
+        unsafe { *out = v };
+        0
+    }
+    unsafe extern "C" fn total_mem(out: *mut usize, _: CUdevice) -> CUresult {
+        unsafe { *out = 80 << 30 };
+        0
+    }
+    unsafe extern "C" fn uuid(out: *mut [u8; 16], _: CUdevice) -> CUresult {
+        unsafe { *out = std::array::from_fn(|i| (i as u8) * 17) };
+        0
+    }
+    unsafe extern "C" fn mem_alloc(out: *mut CUdeviceptr, n: usize) -> CUresult {
+        unsafe { *out = libc::calloc(n, 1) as CUdeviceptr };
+        0
+    }
+    unsafe extern "C" fn mem_alloc_managed(out: *mut CUdeviceptr, n: usize, _: c_uint) -> CUresult {
+        unsafe { mem_alloc(out, n) }
+    }
+    unsafe extern "C" fn mem_alloc_host(out: *mut *mut c_void, n: usize) -> CUresult {
+        unsafe { *out = libc::calloc(n, 1) };
+        0
+    }
+    unsafe extern "C" fn mem_free(p: CUdeviceptr) -> CUresult {
+        unsafe { libc::free(p as *mut c_void) };
+        0
+    }
+    unsafe extern "C" fn mem_free_host(p: *mut c_void) -> CUresult {
+        unsafe { libc::free(p) };
+        0
+    }
+    unsafe extern "C" fn memcpy_async(d: CUdeviceptr, s: CUdeviceptr, n: usize, _: CUstream) -> CUresult {
+        unsafe { std::ptr::copy(s as *const u8, d as *mut u8, n) };
+        0
+    }
+    unsafe extern "C" fn memset8(d: CUdeviceptr, v: u8, n: usize, _: CUstream) -> CUresult {
+        unsafe { std::ptr::write_bytes(d as *mut u8, v, n) };
+        0
+    }
+    unsafe extern "C" fn memset16(d: CUdeviceptr, v: u16, n: usize, _: CUstream) -> CUresult {
+        assert_eq!(d % 2, 0);
+        for i in 0..n {
+            unsafe { *(d as *mut u16).add(i) = v };
+        }
+        0
+    }
+    unsafe extern "C" fn memset32(d: CUdeviceptr, v: u32, n: usize, _: CUstream) -> CUresult {
+        assert_eq!(d % 4, 0);
+        for i in 0..n {
+            unsafe { *(d as *mut u32).add(i) = v };
+        }
+        0
+    }
+    unsafe extern "C" fn memset2d8(d: CUdeviceptr, pitch: usize, v: u8, w: usize, h: usize, _: CUstream) -> CUresult {
+        for r in 0..h {
+            for c in 0..w {
+                unsafe { *((d as usize + r * pitch) as *mut u8).add(c) = v };
+            }
+        }
+        0
+    }
+    unsafe extern "C" fn memset2d16(d: CUdeviceptr, pitch: usize, v: u16, w: usize, h: usize, _: CUstream) -> CUresult {
+        for r in 0..h {
+            for c in 0..w {
+                unsafe { ((d as usize + r * pitch) as *mut u16).add(c).write_unaligned(v) };
+            }
+        }
+        0
+    }
+    unsafe extern "C" fn memset2d32(d: CUdeviceptr, pitch: usize, v: u32, w: usize, h: usize, _: CUstream) -> CUresult {
+        for r in 0..h {
+            for c in 0..w {
+                unsafe { ((d as usize + r * pitch) as *mut u32).add(c).write_unaligned(v) };
+            }
+        }
+        0
+    }
+    unsafe extern "C" fn stream_create(out: *mut CUstream, flags: c_uint) -> CUresult {
+        assert_eq!(flags, CU_STREAM_NON_BLOCKING);
+        unsafe { *out = 0x5000 as CUstream };
+        0
+    }
+    unsafe extern "C" fn host_func(_: CUstream, f: CUhostFn, p: *mut c_void) -> CUresult {
+        unsafe { f(p) };
+        0
+    }
+    unsafe extern "C" fn module_load(out: *mut CUmodule, image: *const c_void, n: c_uint, opts: *mut c_uint, vals: *mut *mut c_void) -> CUresult {
+        let text = unsafe { name_of(image.cast()) };
+        if text.contains("FAIL") {
+            for i in 0..n as usize {
+                if unsafe { *opts.add(i) } == CU_JIT_ERROR_LOG_BUFFER {
+                    let size = unsafe { *vals.add(i + 1) } as usize;
+                    let msg = b"ptxas fatal: fake syntax error\0";
+                    assert!(size >= msg.len());
+                    unsafe { std::ptr::copy_nonoverlapping(msg.as_ptr(), *vals.add(i) as *mut u8, msg.len()) };
+                }
+            }
+            return 218;
+        }
+        // globals of the image: every identifier after ".u64 " in a declaration
+        let mut g = GLOBALS.lock().unwrap();
+        g.clear();
+        for l in text.lines() {
+            if let Some(p) = l.find(".u64 ") {
+                let name: String = l[p + 5..].chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$').collect();
+                // a ctor entry's value: a fake function address derived from its priority
+                let val = name.rsplit('_').next().and_then(|p| p.parse::<u64>().ok()).map_or(0, |p| 0xF000 + p);
+                g.push((name, Box::new(val)));
+            }
+        }
+        unsafe { *out = 0x7000 as CUmodule };
+        0
+    }
+    unsafe extern "C" fn get_function(out: *mut CUfunction, _: CUmodule, name: *const c_char) -> CUresult {
+        let n = unsafe { name_of(name) };
+        match FUNCS.iter().position(|f| *f == n) {
+            Some(i) => {
+                unsafe { *out = FUNCS[i].as_ptr() as CUfunction };
+                0
+            }
+            None => CUDA_ERROR_NOT_FOUND,
+        }
+    }
+    unsafe extern "C" fn get_global(out: *mut CUdeviceptr, size: *mut usize, _: CUmodule, name: *const c_char) -> CUresult {
+        match global_addr(&unsafe { name_of(name) }) {
+            Some(a) => {
+                unsafe { *out = a };
+                unsafe { *size = 8 };
+                0
+            }
+            None => CUDA_ERROR_NOT_FOUND,
+        }
+    }
+    fn func_name(f: CUfunction) -> &'static str {
+        FUNCS.iter().find(|n| n.as_ptr() as CUfunction == f).copied().unwrap_or("?")
+    }
+    unsafe extern "C" fn param_info(f: CUfunction, i: usize, off: *mut usize, size: *mut usize) -> CUresult {
+        let layout: &[(usize, usize)] = match func_name(f) {
+            "saxpy" => &[(0, 4), (8, 8), (16, 8), (24, 4)],
+            _ => &[],
+        };
+        match layout.get(i) {
+            Some(&(o, s)) => {
+                unsafe { *off = o };
+                unsafe { *size = s };
+                0
+            }
+            None => CUDA_ERROR_INVALID_VALUE,
+        }
+    }
+    unsafe extern "C" fn set_attr(_: CUfunction, a: c_int, v: c_int) -> CUresult {
+        with(|s| s.set_attrs.push((a, v)));
+        0
+    }
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "C" fn launch(
+        f: CUfunction, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shm: c_uint, _: CUstream,
+        params: *mut *mut c_void, extra: *mut *mut c_void,
+    ) -> CUresult {
+        assert!(params.is_null());
+        let name = func_name(f);
+        let mut args = Vec::new();
+        if !extra.is_null() {
+            unsafe {
+                assert_eq!(*extra, CU_LAUNCH_PARAM_BUFFER_POINTER);
+                assert_eq!(*extra.add(2), CU_LAUNCH_PARAM_BUFFER_SIZE);
+                assert_eq!(*extra.add(4), CU_LAUNCH_PARAM_END);
+                let size = *(*extra.add(3) as *const usize);
+                let buf = *extra.add(1) as *const u8;
+                assert_eq!(buf as usize % 8, 0, "argument buffer alignment");
+                args = std::slice::from_raw_parts(buf, size).to_vec();
+            }
+        }
+        let table = |start: &str, end: &str| -> Vec<u64> {
+            let (s, e) = (global_addr(start).unwrap(), global_addr(end).unwrap());
+            let (s, e) = unsafe { (*(s as *const u64), *(e as *const u64)) };
+            (s..e).step_by(8).map(|p| unsafe { *(p as *const u64) }).collect()
+        };
+        if name == "nvptx$device$init" {
+            let t = table("__init_array_start", "__init_array_end");
+            with(|s| s.ctor_calls.extend(t));
+        }
+        if name == "nvptx$device$fini" {
+            let mut t = table("__fini_array_start", "__fini_array_end");
+            t.reverse();
+            with(|s| s.dtor_calls.extend(t));
+        }
+        with(|s| s.launches.push((name.to_string(), [gx, gy, gz], [bx, by, bz], shm, args)));
+        0
+    }
+    unsafe extern "C" fn occupancy(min: *mut c_int, block: *mut c_int, _: CUfunction, _: CUoccupancyB2DSize, _: usize, _: c_int) -> CUresult {
+        unsafe { *min = 264 };
+        unsafe { *block = 768 };
+        0
+    }
+
+    pub fn driver() -> &'static Driver {
+        Box::leak(Box::new(Driver {
+            cuGetErrorName: error_name,
+            cuGetErrorString: error_string,
+            cuDeviceGet: device_get,
+            cuDevicePrimaryCtxRetain: retain,
+            cuDeviceGetName: get_name,
+            cuDeviceGetAttribute: get_attr,
+            cuDeviceTotalMem: total_mem,
+            cuDeviceGetUuid_v2: Some(uuid),
+            cuCtxSetCurrent: ok_ptr,
+            cuMemAlloc: mem_alloc,
+            cuMemAllocManaged: mem_alloc_managed,
+            cuMemAllocHost: mem_alloc_host,
+            cuMemFree: mem_free,
+            cuMemFreeHost: mem_free_host,
+            cuMemcpyAsync: memcpy_async,
+            cuMemsetD8Async: memset8,
+            cuMemsetD16Async: memset16,
+            cuMemsetD32Async: memset32,
+            cuMemsetD2D8Async: memset2d8,
+            cuMemsetD2D16Async: memset2d16,
+            cuMemsetD2D32Async: memset2d32,
+            cuStreamCreate: stream_create,
+            cuStreamSynchronize: ok_ptr,
+            cuStreamQuery: ok_ptr,
+            cuStreamDestroy: ok_ptr,
+            cuLaunchHostFunc: host_func,
+            cuModuleLoadDataEx: module_load,
+            cuModuleUnload: ok_ptr,
+            cuModuleGetFunction: get_function,
+            cuModuleGetGlobal: get_global,
+            cuFuncGetParamInfo: Some(param_info),
+            cuFuncSetAttribute: set_attr,
+            cuLaunchKernel: launch,
+            cuOccupancyMaxPotentialBlockSize: occupancy,
+            ..Driver::stub()
+        }))
+    }
+
+    #[allow(dead_code)]
+    fn _unused() -> CUresult {
+        // SAFETY: trivial.
+        unsafe { ok0() }
+    }
+}
+
+#[test]
+fn fake_driver_device_layer() {
+    let drv = fake::driver();
+    let dev: Arc<dyn Device> = Arc::new(CudaDevice::open(drv, 0, 12040).expect("open fake device"));
+    let i = dev.info();
+    assert_eq!(i.name, "Fake GPU");
+    assert_eq!(i.uid, "CUDA-00112233445566778899aabbccddeeff");
+    assert_eq!(i.driver_version, "12.4");
+    assert_eq!((i.max_clock_frequency, i.memory_clock_rate), (1980, 2619));
+    assert_eq!(i.max_work_size_per_dim, [u32::MAX, 65535 * 1024, 65535 * 64]);
+    assert_eq!(i.global_mem_size, 80 << 30);
+    assert_eq!(dev.as_any().downcast_ref::<CudaDevice>().unwrap().ptx_isa(), 84);
+
+    // fills of every pattern size on "device" memory
+    let q = dev.create_queue().unwrap();
+    for plen in [1usize, 2, 4, 6, 16, 17] {
+        let pattern: Vec<u8> = (0..plen as u8).map(|b| b + 1).collect();
+        let b = Buf::new(&dev, plen * 10 + 8, AllocKind::Device);
+        q.fill(b.ptr, &pattern, plen * 10).unwrap();
+        let got: Vec<u8> = b.download(plen * 10 + 8);
+        for (k, &v) in got[..plen * 10].iter().enumerate() {
+            assert_eq!(v, pattern[k % plen], "pattern {plen} at {k}");
+        }
+        assert!(got[plen * 10..].iter().all(|&v| v == 0));
+    }
+    // misaligned 4-byte pattern goes through the 2-D path
+    let b = Buf::new(&dev, 64, AllocKind::Host);
+    q.fill(b.ptr + 1, &[9, 8, 7, 6], 40).unwrap();
+    let got: Vec<u8> = b.download(64);
+    assert_eq!(&got[1..9], &[9, 8, 7, 6, 9, 8, 7, 6]);
+    assert_eq!(got[0], 0);
+
+    // program with constructors/destructors (PTX as the NVPTX backend writes it)
+    let ptx = "\
+//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 8.4\n.target sm_90\n.address_size 64\n
+.visible .const .align 8 .u64 __init_array_object_c3_a7e8_202 = c3;
+.visible .const .align 8 .u64 __init_array_object_c1_a7e8_200 = c1;
+.visible .const .align 8 .u64 __init_array_object_c2_a7e8_201 = c2;
+.weak .global .align 8 .u64 __init_array_start;
+.weak .global .align 8 .u64 __init_array_end;
+.visible .const .align 8 .u64 __fini_array_object_d1_a7e8_65535 = d1;
+.visible .const .align 8 .u64 __fini_array_object_d0_a7e8_101 = d0;
+.weak .global .align 8 .u64 __fini_array_start;
+.weak .global .align 8 .u64 __fini_array_end;
+";
+    *fake::STATE.lock().unwrap() = None;
+    assert!(dev.is_valid_binary(ptx.as_bytes()));
+    let p = dev.load_program(ptx.as_bytes()).expect("load fake PTX");
+    let calls = fake::STATE.lock().unwrap().as_ref().unwrap().ctor_calls.clone();
+    assert_eq!(calls, vec![0xF000 + 200, 0xF000 + 201, 0xF000 + 202], "ctors by priority");
+    {
+        let st = fake::STATE.lock().unwrap();
+        let l = &st.as_ref().unwrap().launches[0];
+        assert_eq!((l.0.as_str(), l.1, l.2), ("nvptx$device$init", [1, 1, 1], [1, 1, 1]));
+    }
+
+    // kernel arguments as the driver receives them
+    let k = p.kernel("saxpy").unwrap();
+    let natural = Args::default().arg(2.0f32).arg(0x1111usize).arg(0x2222usize).arg(7u32).finish();
+    let packed = Args::packed().arg(2.0f32).arg(0x1111usize).arg(0x2222usize).arg(7u32).finish();
+    q.launch(k.clone(), &natural, LaunchDims { num_groups: [3, 2, 1], group_size: [64, 2, 1], dyn_shared_mem: 0 }).unwrap();
+    dev.launch_sync(k.clone(), &packed, LaunchDims { num_groups: [1, 1, 1], group_size: [1, 1, 1], dyn_shared_mem: 64 * 1024 }).unwrap();
+    assert!(matches!(q.launch(k.clone(), &packed[..20], dims1(1, 1)), Err(PluginError::InvalidArgument(_))));
+    {
+        let st = fake::STATE.lock().unwrap();
+        let st = st.as_ref().unwrap();
+        let n = st.launches.len();
+        let (a, b) = (&st.launches[n - 2], &st.launches[n - 1]);
+        assert_eq!((a.1, a.2), ([3, 2, 1], [64, 2, 1]));
+        assert_eq!(a.4, natural[..28].to_vec(), "natural struct cut to the real block");
+        assert_eq!(b.4, natural[..28].to_vec(), "packed arguments repacked to the real layout");
+        assert_eq!(b.3, 64 * 1024);
+        assert_eq!(st.set_attrs, vec![(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 * 1024)]);
+    }
+    // no-parameter kernel: no argument buffer at all
+    dev.launch_sync(p.kernel("empty").unwrap(), &[], dims1(1, 1)).unwrap();
+    assert!(fake::STATE.lock().unwrap().as_ref().unwrap().launches.last().unwrap().4.is_empty());
+    assert_eq!(dev.optimal_group_size(&*k, 0).unwrap(), 768);
+
+    // lookups
+    match p.kernel("nope") {
+        Err(PluginError::NotFound(m)) => assert_eq!(m, "error in cuModuleGetFunction('nope'): CUDA_ERROR_NOT_FOUND: named symbol not found"),
+        Err(e) => panic!("{e:?}"),
+        Ok(_) => panic!("found nope"),
+    }
+    let g = p.global("__init_array_start").unwrap();
+    assert_eq!(g.size, 8);
+
+    // host functions and events on an idle (fake) stream
+    let hit = Arc::new(AtomicUsize::new(0));
+    let h = hit.clone();
+    q.host_fn(Box::new(move || {
+        h.fetch_add(1, Ordering::SeqCst);
+    }))
+    .unwrap();
+    assert_eq!(hit.load(Ordering::SeqCst), 1);
+    q.host_fn(Box::new(|| panic!("fake boom"))).unwrap();
+    assert!(matches!(q.sync(), Err(PluginError::Backend(m)) if m.contains("fake boom")));
+    q.sync().unwrap();
+    assert!(q.record_event().unwrap().is_none());
+    assert!(q.is_empty().unwrap());
+
+    // destructors at unload, reverse priority order walk (LLVM's fini kernel iterates backwards)
+    p.unload().unwrap();
+    let d = fake::STATE.lock().unwrap().as_ref().unwrap().dtor_calls.clone();
+    assert_eq!(d, vec![0xF000 + 65535, 0xF000 + 101]);
+
+    // a module the driver rejects: its JIT log is in the message
+    match dev.load_program(b".version 8.4\n.target sm_90\nFAIL\n") {
+        Err(PluginError::Driver(m)) => assert_eq!(
+            m,
+            "error in cuModuleLoadDataEx: CUDA_ERROR_INVALID_PTX: a PTX JIT compilation failed: ptxas fatal: fake syntax error"
+        ),
+        Err(e) => panic!("{e:?}"),
+        Ok(_) => panic!("loaded FAIL"),
+    }
+    // host registration bookkeeping (fake cuMemHostRegister fails: accounted only)
+    let mut v = vec![0u8; 100];
+    let pp = dev.register_host(v.as_mut_ptr() as usize, 100).unwrap();
+    assert_eq!(pp, v.as_mut_ptr() as usize);
+    dev.register_host(pp, 100).unwrap();
+    dev.unregister_host(pp + 10).unwrap();
+    dev.unregister_host(pp).unwrap();
+    assert!(dev.unregister_host(pp).is_err());
+}

@@ -11,7 +11,7 @@
 
 #![allow(non_snake_case, non_camel_case_types)] // driver names are kept as in cuda.h
 
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
 use crate::plugin::PluginError;
 
@@ -70,6 +70,7 @@ pub const CU_MEM_ATTACH_GLOBAL: c_uint = 1;
 
 /// `CU_LAUNCH_PARAM_*` markers of `cuLaunchKernel`'s `extra` array.
 pub const CU_LAUNCH_PARAM_END: *mut c_void = std::ptr::null_mut();
+#[allow(clippy::manual_dangling_ptr)] // marker values of cuda.h, never dereferenced
 pub const CU_LAUNCH_PARAM_BUFFER_POINTER: *mut c_void = 1 as *mut c_void;
 pub const CU_LAUNCH_PARAM_BUFFER_SIZE: *mut c_void = 2 as *mut c_void;
 
@@ -210,7 +211,12 @@ impl Driver {
         let mut name: *const c_char = std::ptr::null();
         let mut desc: *const c_char = std::ptr::null();
         // SAFETY: both functions write a pointer to a static NUL-terminated string or fail.
-        let (rn, rd) = unsafe { ((self.cuGetErrorName)(code, &mut name), (self.cuGetErrorString)(code, &mut desc)) };
+        let (rn, rd) = unsafe {
+            (
+                (self.cuGetErrorName)(code, &mut name),
+                (self.cuGetErrorString)(code, &mut desc),
+            )
+        };
         let text = |r: CUresult, p: *const c_char| {
             if r == CUDA_SUCCESS && !p.is_null() {
                 // SAFETY: non-null result of cuGetErrorName/String: a static C string.
@@ -280,7 +286,11 @@ mod tests {
     }
 
     fn fake() -> Driver {
-        Driver { cuGetErrorName: fake_name, cuGetErrorString: fake_string, ..Driver::stub() }
+        Driver {
+            cuGetErrorName: fake_name,
+            cuGetErrorString: fake_string,
+            ..Driver::stub()
+        }
     }
 
     #[test]
@@ -294,14 +304,22 @@ mod tests {
             ),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(d.check(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc"), Err(PluginError::OutOfResources(_))));
+        assert!(matches!(
+            d.check(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc"),
+            Err(PluginError::OutOfResources(_))
+        ));
         match d.check(CUDA_ERROR_INVALID_VALUE, "cuMemcpy") {
-            Err(PluginError::Driver(m)) => assert_eq!(m, "error in cuMemcpy: CUDA_ERROR_INVALID_VALUE: invalid argument"),
+            Err(PluginError::Driver(m)) => assert_eq!(
+                m,
+                "error in cuMemcpy: CUDA_ERROR_INVALID_VALUE: invalid argument"
+            ),
             other => panic!("{other:?}"),
         }
         // unknown code: the driver has no text, we still say something useful
         match d.check(4242, "cuX") {
-            Err(PluginError::Driver(m)) => assert_eq!(m, "error in cuX: CUDA_ERROR_4242: unrecognized error code"),
+            Err(PluginError::Driver(m)) => {
+                assert_eq!(m, "error in cuX: CUDA_ERROR_4242: unrecognized error code")
+            }
             other => panic!("{other:?}"),
         }
     }

@@ -16,12 +16,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, Once, Weak};
 
+use inkwell::OptimizationLevel;
 use inkwell::attributes::AttributeLoc;
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetTriple};
-use inkwell::OptimizationLevel;
+use inkwell::targets::{
+    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetTriple,
+};
 
 use crate::plugin::{PluginError, PluginResult};
 
@@ -53,7 +55,8 @@ impl Drop for PtxImage {
     }
 }
 
-static CACHE: LazyLock<Mutex<HashMap<[u8; 32], Weak<PtxImage>>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+static CACHE: LazyLock<Mutex<HashMap<[u8; 32], Weak<PtxImage>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
 
 /// Number of live cache entries (for tests and diagnostics).
 pub fn cache_len() -> usize {
@@ -76,7 +79,12 @@ fn cache_key(image: &[u8], cpu: &str, ptx_isa: u32) -> [u8; 32] {
 
 /// PTX for `image` (NVPTX bitcode) on a device of compute capability `major.minor` whose driver
 /// accepts PTX ISA `ptx_isa` (e.g. 84). Cached by content.
-pub fn compile_cached(image: &[u8], major: u32, minor: u32, ptx_isa: u32) -> PluginResult<Arc<PtxImage>> {
+pub fn compile_cached(
+    image: &[u8],
+    major: u32,
+    minor: u32,
+    ptx_isa: u32,
+) -> PluginResult<Arc<PtxImage>> {
     let cpu = image::llvm_cpu_for_sm(major, minor);
     let key = cache_key(image, &cpu, ptx_isa);
     {
@@ -91,7 +99,12 @@ pub fn compile_cached(image: &[u8], major: u32, minor: u32, ptx_isa: u32) -> Plu
     let (ctors, dtors) = image::ptx_ctor_dtor_names(&ptx)?;
     let mut bytes = ptx.into_bytes();
     bytes.push(0);
-    let entry = Arc::new(PtxImage { key, ptx: bytes, ctors, dtors });
+    let entry = Arc::new(PtxImage {
+        key,
+        ptx: bytes,
+        ctors,
+        dtors,
+    });
     let existing = {
         let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
         match cache.get(&key).and_then(Weak::upgrade) {
@@ -128,16 +141,22 @@ pub fn compile_to_ptx(image: &[u8], cpu: &str, features: &str) -> PluginResult<S
     init_nvptx();
     let ctx = Context::create();
     let buf = MemoryBuffer::create_from_memory_range_copy(image, "image");
-    let module = ctx.create_module_from_ir(buf).map_err(|e| compile_error("cannot parse bitcode", e.to_string()))?;
+    let module = ctx
+        .create_module_from_ir(buf)
+        .map_err(|e| compile_error("cannot parse bitcode", e.to_string()))?;
     let triple = module.get_triple().as_str().to_string_lossy().into_owned();
     if !triple.starts_with("nvptx64") {
-        return Err(compile_error("unsupported target", format!("module triple is '{triple}', expected nvptx64-nvidia-cuda")));
+        return Err(compile_error(
+            "unsupported target",
+            format!("module triple is '{triple}', expected nvptx64-nvidia-cuda"),
+        ));
     }
     for f in module.get_functions() {
         f.remove_string_attribute(AttributeLoc::Function, "target-cpu");
         f.remove_string_attribute(AttributeLoc::Function, "target-features");
     }
-    let target = Target::from_name("nvptx64").ok_or_else(|| compile_error("NVPTX target", "not available in this LLVM"))?;
+    let target = Target::from_name("nvptx64")
+        .ok_or_else(|| compile_error("NVPTX target", "not available in this LLVM"))?;
     let tm = target
         .create_target_machine(
             &TargetTriple::create("nvptx64-nvidia-cuda"),
@@ -147,14 +166,23 @@ pub fn compile_to_ptx(image: &[u8], cpu: &str, features: &str) -> PluginResult<S
             RelocMode::Default,
             CodeModel::Default,
         )
-        .ok_or_else(|| compile_error("NVPTX target machine", format!("cannot create one for {cpu} {features}")))?;
+        .ok_or_else(|| {
+            compile_error(
+                "NVPTX target machine",
+                format!("cannot create one for {cpu} {features}"),
+            )
+        })?;
     module.set_triple(&TargetTriple::create("nvptx64-nvidia-cuda"));
     module.set_data_layout(&tm.get_target_data().get_data_layout());
-    module.verify().map_err(|e| compile_error("invalid module", e.to_string()))?;
+    module
+        .verify()
+        .map_err(|e| compile_error("invalid module", e.to_string()))?;
     module
         .run_passes("default<O3>", &tm, PassBuilderOptions::create())
         .map_err(|e| compile_error("optimisation", e.to_string()))?;
-    let out = tm.write_to_memory_buffer(&module, FileType::Assembly).map_err(|e| compile_error("NVPTX codegen", e.to_string()))?;
+    let out = tm
+        .write_to_memory_buffer(&module, FileType::Assembly)
+        .map_err(|e| compile_error("NVPTX codegen", e.to_string()))?;
     String::from_utf8(out.as_slice().to_vec()).map_err(|e| compile_error("NVPTX codegen", e))
 }
 
@@ -171,15 +199,25 @@ pub(crate) mod tests {
     /// NVPTX bitcode of `ffi-tests/kernels/cuda/<name>.c`: prebuilt in `$OFFLOAD_RS_KERNELS_DIR`
     /// (the GPU kit), else compiled with `clang-22` into a temp dir. None when neither is possible.
     pub fn kernel_bitcode(name: &str) -> Option<Vec<u8>> {
-        if let Ok(dir) = std::env::var("OFFLOAD_RS_KERNELS_DIR") {
-            if let Ok(b) = std::fs::read(PathBuf::from(dir).join(format!("{name}.bc"))) {
-                return Some(b);
-            }
+        if let Ok(dir) = std::env::var("OFFLOAD_RS_KERNELS_DIR")
+            && let Ok(b) = std::fs::read(PathBuf::from(dir).join(format!("{name}.bc")))
+        {
+            return Some(b);
         }
         let src = kernel_dir().join(format!("{name}.c"));
-        let out = std::env::temp_dir().join(format!("offload-rs-cuda-{}-{name}.bc", std::process::id()));
+        let out =
+            std::env::temp_dir().join(format!("offload-rs-cuda-{}-{name}.bc", std::process::id()));
         let st = std::process::Command::new("clang-22")
-            .args(["--target=nvptx64-nvidia-cuda", "-march=sm_70", "--cuda-feature=+ptx80", "-nogpulib", "-ffreestanding", "-flto", "-O2", "-c"])
+            .args([
+                "--target=nvptx64-nvidia-cuda",
+                "-march=sm_70",
+                "--cuda-feature=+ptx80",
+                "-nogpulib",
+                "-ffreestanding",
+                "-flto",
+                "-O2",
+                "-c",
+            ])
             .arg(&src)
             .arg("-o")
             .arg(&out)
@@ -202,19 +240,40 @@ pub(crate) mod tests {
         assert_eq!(image::classify(&bc), image::ImageKind::Bitcode);
         assert!(bitcode_triple(&bc).unwrap().starts_with("nvptx64"));
         let ptx = compile_to_ptx(&bc, "sm_90", "+ptx80").unwrap();
-        for k in ["saxpy", "reduce_sum", "grid2d", "read_global", "write_global", "empty", "multiargs"] {
-            assert!(ptx.contains(&format!(".entry {k}(")), "no .entry {k} in\n{ptx}");
+        for k in [
+            "saxpy",
+            "reduce_sum",
+            "grid2d",
+            "read_global",
+            "write_global",
+            "empty",
+            "multiargs",
+        ] {
+            assert!(
+                ptx.contains(&format!(".entry {k}(")),
+                "no .entry {k} in\n{ptx}"
+            );
         }
         assert!(ptx.contains(".target sm_90"), "{ptx}");
         assert!(ptx.contains(".version 8.0"), "{ptx}");
         assert!(image::is_ptx(ptx.as_bytes()));
 
-        let Some(ctor) = kernel_bitcode("ctor") else { return };
+        let Some(ctor) = kernel_bitcode("ctor") else {
+            return;
+        };
         let img = compile_cached(&ctor, 9, 0, 84).unwrap();
-        assert!(img.text().contains(".entry nvptx$device$init"), "{}", img.text());
+        assert!(
+            img.text().contains(".entry nvptx$device$init"),
+            "{}",
+            img.text()
+        );
         assert!(img.text().contains(".entry nvptx$device$fini"));
         assert_eq!(img.ctors.len(), 3, "{:?}", img.ctors);
-        assert!(img.ctors[0].ends_with("_200") && img.ctors[2].ends_with("_202"), "{:?}", img.ctors);
+        assert!(
+            img.ctors[0].ends_with("_200") && img.ctors[2].ends_with("_202"),
+            "{:?}",
+            img.ctors
+        );
         assert_eq!(img.dtors.len(), 1);
         assert_eq!(*img.ptx.last().unwrap(), 0);
     }
@@ -234,9 +293,15 @@ pub(crate) mod tests {
         assert!(!Arc::ptr_eq(&a, &c), "different arch -> different entry");
         assert!(c.text().contains(".target sm_86"));
         drop(a);
-        assert!(CACHE.lock().unwrap().get(&key).is_some(), "still referenced by b");
+        assert!(
+            CACHE.lock().unwrap().get(&key).is_some(),
+            "still referenced by b"
+        );
         drop(b);
-        assert!(CACHE.lock().unwrap().get(&key).is_none(), "evicted with the last program");
+        assert!(
+            CACHE.lock().unwrap().get(&key).is_none(),
+            "evicted with the last program"
+        );
         // recompiling gives a fresh, equal entry
         let d = compile_cached(&bc, 8, 0, 77).unwrap();
         assert_eq!(d.key, key);
@@ -249,7 +314,9 @@ pub(crate) mod tests {
         let mut bad = vec![0x42, 0x43, 0xC0, 0xDE];
         bad.extend_from_slice(&[0x12; 64]);
         match compile_to_ptx(&bad, "sm_90", "+ptx80") {
-            Err(PluginError::Compile(m)) => assert!(m.starts_with("failure to jit IR image: "), "{m}"),
+            Err(PluginError::Compile(m)) => {
+                assert!(m.starts_with("failure to jit IR image: "), "{m}")
+            }
             other => panic!("{other:?}"),
         }
         assert!(bitcode_triple(&bad).is_none());
@@ -262,7 +329,12 @@ pub(crate) mod tests {
         let out = src.with_extension("bc");
         std::fs::write(&src, "int f(int x) { return x + 1; }\n").unwrap();
         let ok = std::process::Command::new("clang-22")
-            .args(["--target=x86_64-unknown-linux-gnu", "-O1", "-c", "-emit-llvm"])
+            .args([
+                "--target=x86_64-unknown-linux-gnu",
+                "-O1",
+                "-c",
+                "-emit-llvm",
+            ])
             .arg(&src)
             .arg("-o")
             .arg(&out)

@@ -9,8 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::plugin::{
-    AllocKind, Device, DeviceInfo, Event, GlobalInfo, Kernel, LaunchDims, PluginError,
-    PluginResult, Program, Queue,
+    AllocKind, Device, DeviceInfo, Event, GlobalInfo, Kernel, LaunchDims, PluginError, PluginResult, Program, Queue,
 };
 
 use super::driver::*;
@@ -55,10 +54,7 @@ impl DeviceInner {
                 return Ok(());
             }
             // SAFETY: ctx is a retained primary context.
-            self.drv.check(
-                unsafe { (self.drv.cuCtxSetCurrent)(self.ctx) },
-                "cuCtxSetCurrent",
-            )?;
+            self.drv.check(unsafe { (self.drv.cuCtxSetCurrent)(self.ctx) }, "cuCtxSetCurrent")?;
             c.set(self.ctx as usize);
             Ok(())
         })
@@ -67,26 +63,17 @@ impl DeviceInner {
     fn pooled_stream(&self) -> PluginResult<PooledStream<'_>> {
         self.bind()?;
         if let Some(s) = lock(&self.pool).pop() {
-            return Ok(PooledStream {
-                dev: self,
-                s: s as CUstream,
-            });
+            return Ok(PooledStream { dev: self, s: s as CUstream });
         }
         let mut s: CUstream = std::ptr::null_mut();
         // SAFETY: out-pointer valid; context current.
-        self.drv.check(
-            unsafe { (self.drv.cuStreamCreate)(&mut s, CU_STREAM_NON_BLOCKING) },
-            "cuStreamCreate",
-        )?;
+        self.drv.check(unsafe { (self.drv.cuStreamCreate)(&mut s, CU_STREAM_NON_BLOCKING) }, "cuStreamCreate")?;
         Ok(PooledStream { dev: self, s })
     }
 
     fn sync_stream(&self, s: CUstream) -> PluginResult<()> {
         // SAFETY: s is a live stream of this context.
-        self.drv.check(
-            unsafe { (self.drv.cuStreamSynchronize)(s) },
-            "cuStreamSynchronize",
-        )
+        self.drv.check(unsafe { (self.drv.cuStreamSynchronize)(s) }, "cuStreamSynchronize")
     }
 
     fn memcpy_async(&self, dst: usize, src: usize, size: usize, s: CUstream) -> PluginResult<()> {
@@ -95,16 +82,14 @@ impl DeviceInner {
         }
         // SAFETY: with unified addressing the driver resolves both pointers (device, pinned or
         // pageable host memory); the caller guarantees `size` valid bytes at both.
-        let r =
-            unsafe { (self.drv.cuMemcpyAsync)(dst as CUdeviceptr, src as CUdeviceptr, size, s) };
+        let r = unsafe { (self.drv.cuMemcpyAsync)(dst as CUdeviceptr, src as CUdeviceptr, size, s) };
         self.drv.check(r, "cuMemcpyAsync")
     }
 
     fn function(&self, module: CUmodule, name: &str) -> PluginResult<CUfunction> {
         let what = || format!("cuModuleGetFunction('{name}')");
-        let c = CString::new(name).map_err(|_| {
-            PluginError::NotFound(format!("error in {}: name contains NUL", what()))
-        })?;
+        let c =
+            CString::new(name).map_err(|_| PluginError::NotFound(format!("error in {}: name contains NUL", what())))?;
         let mut f: CUfunction = std::ptr::null_mut();
         // SAFETY: module is loaded; c is NUL-terminated.
         let r = unsafe { (self.drv.cuModuleGetFunction)(&mut f, module, c.as_ptr()) };
@@ -114,18 +99,14 @@ impl DeviceInner {
 
     fn global(&self, module: CUmodule, name: &str) -> PluginResult<GlobalInfo> {
         let what = || format!("cuModuleGetGlobal for '{name}'");
-        let c = CString::new(name).map_err(|_| {
-            PluginError::NotFound(format!("error in {}: name contains NUL", what()))
-        })?;
+        let c =
+            CString::new(name).map_err(|_| PluginError::NotFound(format!("error in {}: name contains NUL", what())))?;
         let mut addr: CUdeviceptr = 0;
         let mut size = 0usize;
         // SAFETY: module is loaded; out-pointers valid.
         let r = unsafe { (self.drv.cuModuleGetGlobal)(&mut addr, &mut size, module, c.as_ptr()) };
         self.drv.check(r, &what())?;
-        Ok(GlobalInfo {
-            addr: addr as usize,
-            size,
-        })
+        Ok(GlobalInfo { addr: addr as usize, size })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -138,10 +119,7 @@ impl DeviceInner {
         stream: CUstream,
     ) -> PluginResult<()> {
         let shmem = u32::try_from(dims.dyn_shared_mem).map_err(|_| {
-            PluginError::InvalidArgument(format!(
-                "dynamic shared memory size {} too large",
-                dims.dyn_shared_mem
-            ))
+            PluginError::InvalidArgument(format!("dynamic shared memory size {} too large", dims.dyn_shared_mem))
         })?;
         // The driver copies the argument block at launch; keep it 8-byte aligned.
         let mut stack = [0u64; 64];
@@ -153,9 +131,7 @@ impl DeviceInner {
             &mut heap
         };
         // SAFETY: buf has at least args.len() bytes; u64 has no invalid bit patterns.
-        unsafe {
-            std::ptr::copy_nonoverlapping(args.as_ptr(), buf.as_mut_ptr().cast::<u8>(), args.len())
-        };
+        unsafe { std::ptr::copy_nonoverlapping(args.as_ptr(), buf.as_mut_ptr().cast::<u8>(), args.len()) };
         let mut size = args.len();
         let mut extra = [
             CU_LAUNCH_PARAM_BUFFER_POINTER,
@@ -164,29 +140,13 @@ impl DeviceInner {
             (&mut size as *mut usize).cast::<c_void>(),
             CU_LAUNCH_PARAM_END,
         ];
-        let extra_ptr = if args.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            extra.as_mut_ptr()
-        };
+        let extra_ptr = if args.is_empty() { std::ptr::null_mut() } else { extra.as_mut_ptr() };
         let [gx, gy, gz] = dims.num_groups;
         let [bx, by, bz] = dims.group_size;
         // SAFETY: func belongs to a loaded module of this context; `extra` and the buffers it
         // points to outlive the call (the driver copies the arguments before returning).
         let r = unsafe {
-            (self.drv.cuLaunchKernel)(
-                func,
-                gx,
-                gy,
-                gz,
-                bx,
-                by,
-                bz,
-                shmem,
-                stream,
-                std::ptr::null_mut(),
-                extra_ptr,
-            )
+            (self.drv.cuLaunchKernel)(func, gx, gy, gz, bx, by, bz, shmem, stream, std::ptr::null_mut(), extra_ptr)
         };
         self.drv.check(r, &format!("cuLaunchKernel for '{name}'"))
     }
@@ -212,44 +172,26 @@ pub struct CudaDevice {
 fn attr(drv: &Driver, dev: CUdevice, a: c_int) -> PluginResult<i32> {
     let mut v = 0;
     // SAFETY: out-pointer valid; dev is a device ordinal from cuDeviceGet.
-    drv.check(
-        unsafe { (drv.cuDeviceGetAttribute)(&mut v, a, dev) },
-        "cuDeviceGetAttribute",
-    )?;
+    drv.check(unsafe { (drv.cuDeviceGetAttribute)(&mut v, a, dev) }, "cuDeviceGetAttribute")?;
     Ok(v)
 }
 
 impl CudaDevice {
     /// Open device `ordinal`: retain its primary context, read its attributes.
-    pub(crate) fn open(
-        drv: &'static Driver,
-        ordinal: i32,
-        driver_version: i32,
-    ) -> PluginResult<Self> {
+    pub(crate) fn open(drv: &'static Driver, ordinal: i32, driver_version: i32) -> PluginResult<Self> {
         let mut dev: CUdevice = 0;
         // SAFETY: out-pointer valid.
-        drv.check(
-            unsafe { (drv.cuDeviceGet)(&mut dev, ordinal) },
-            "cuDeviceGet",
-        )?;
+        drv.check(unsafe { (drv.cuDeviceGet)(&mut dev, ordinal) }, "cuDeviceGet")?;
         let mut ctx: CUcontext = std::ptr::null_mut();
         // SAFETY: out-pointer valid; dev from cuDeviceGet.
-        drv.check(
-            unsafe { (drv.cuDevicePrimaryCtxRetain)(&mut ctx, dev) },
-            "cuDevicePrimaryCtxRetain",
-        )?;
+        drv.check(unsafe { (drv.cuDevicePrimaryCtxRetain)(&mut ctx, dev) }, "cuDevicePrimaryCtxRetain")?;
 
         let mut name = [0 as std::ffi::c_char; 256];
         // SAFETY: buffer of the given length.
-        drv.check(
-            unsafe { (drv.cuDeviceGetName)(name.as_mut_ptr(), name.len() as c_int, dev) },
-            "cuDeviceGetName",
-        )?;
+        drv.check(unsafe { (drv.cuDeviceGetName)(name.as_mut_ptr(), name.len() as c_int, dev) }, "cuDeviceGetName")?;
         name[255] = 0;
         // SAFETY: NUL-terminated within the buffer (forced above).
-        let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
-            .to_string_lossy()
-            .into_owned();
+        let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
 
         let mut uuid = [0u8; 16];
         let uuid_fn = drv.cuDeviceGetUuid_v2.or(drv.cuDeviceGetUuid);
@@ -259,10 +201,7 @@ impl CudaDevice {
         }
         let mut total = 0usize;
         // SAFETY: out-pointer valid.
-        drv.check(
-            unsafe { (drv.cuDeviceTotalMem)(&mut total, dev) },
-            "cuDeviceTotalMem",
-        )?;
+        drv.check(unsafe { (drv.cuDeviceTotalMem)(&mut total, dev) }, "cuDeviceTotalMem")?;
 
         let a = |x| attr(drv, dev, x);
         let u = |v: i32| v.max(0) as u32;
@@ -299,8 +238,7 @@ impl CudaDevice {
             address_bits: 64,
             max_mem_alloc_size: total as u64,
             global_mem_size: total as u64,
-            work_group_local_mem_size: u(a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?)
-                as u64,
+            work_group_local_mem_size: u(a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?) as u64,
             single_fp_config: 0x7F,
             double_fp_config: 0x7F,
             half_fp_config: 0,
@@ -316,15 +254,14 @@ impl CudaDevice {
             pool: Mutex::new(Vec::new()),
             registered: Mutex::new(HashMap::new()),
         };
-        Ok(CudaDevice {
-            inner: Arc::new(inner),
-        })
+        Ok(CudaDevice { inner: Arc::new(inner) })
     }
 
     fn kernel_of<'k>(&self, kernel: &'k dyn Kernel) -> PluginResult<&'k CudaKernel> {
-        kernel.as_any().downcast_ref::<CudaKernel>().ok_or_else(|| {
-            PluginError::InvalidArgument("kernel does not belong to a CUDA device".into())
-        })
+        kernel
+            .as_any()
+            .downcast_ref::<CudaKernel>()
+            .ok_or_else(|| PluginError::InvalidArgument("kernel does not belong to a CUDA device".into()))
     }
 
     /// PTX ISA version (e.g. 84) used for bitcode compiled for this device.
@@ -349,17 +286,13 @@ impl Device for CudaDevice {
             AllocKind::Device => {
                 let mut p: CUdeviceptr = 0;
                 // SAFETY: out-pointer valid; context current.
-                d.drv
-                    .check(unsafe { (d.drv.cuMemAlloc)(&mut p, size) }, "cuMemAlloc")?;
+                d.drv.check(unsafe { (d.drv.cuMemAlloc)(&mut p, size) }, "cuMemAlloc")?;
                 p as usize
             }
             AllocKind::Host => {
                 let mut p: *mut c_void = std::ptr::null_mut();
                 // SAFETY: as above.
-                d.drv.check(
-                    unsafe { (d.drv.cuMemAllocHost)(&mut p, size) },
-                    "cuMemAllocHost",
-                )?;
+                d.drv.check(unsafe { (d.drv.cuMemAllocHost)(&mut p, size) }, "cuMemAllocHost")?;
                 p as usize
             }
             AllocKind::Managed => {
@@ -371,9 +304,7 @@ impl Device for CudaDevice {
             }
         };
         if ptr == 0 {
-            return Err(PluginError::OutOfResources(
-                "failed to allocate from device allocator".into(),
-            ));
+            return Err(PluginError::OutOfResources("failed to allocate from device allocator".into()));
         }
         Ok(ptr)
     }
@@ -383,15 +314,9 @@ impl Device for CudaDevice {
         d.bind()?;
         match kind {
             // SAFETY: ptr came from cuMemAllocHost (the runtime records the kind).
-            AllocKind::Host => d.drv.check(
-                unsafe { (d.drv.cuMemFreeHost)(ptr as *mut c_void) },
-                "cuMemFreeHost",
-            ),
+            AllocKind::Host => d.drv.check(unsafe { (d.drv.cuMemFreeHost)(ptr as *mut c_void) }, "cuMemFreeHost"),
             // SAFETY: ptr came from cuMemAlloc/cuMemAllocManaged.
-            _ => d.drv.check(
-                unsafe { (d.drv.cuMemFree)(ptr as CUdeviceptr) },
-                "cuMemFree",
-            ),
+            _ => d.drv.check(unsafe { (d.drv.cuMemFree)(ptr as CUdeviceptr) }, "cuMemFree"),
         }
     }
 
@@ -407,15 +332,10 @@ impl Device for CudaDevice {
         }
         d.bind()?;
         // SAFETY: the caller guarantees [ptr, ptr+size) is its live host memory.
-        let r = unsafe {
-            (d.drv.cuMemHostRegister)(ptr as *mut c_void, size, CU_MEMHOSTREGISTER_PORTABLE)
-        };
+        let r = unsafe { (d.drv.cuMemHostRegister)(ptr as *mut c_void, size, CU_MEMHOSTREGISTER_PORTABLE) };
         let pinned = r == CUDA_SUCCESS;
         if !pinned && r != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED {
-            super::debug(&format!(
-                "register_host: not pinned ({})",
-                d.drv.error(r, "cuMemHostRegister")
-            ));
+            super::debug(&format!("register_host: not pinned ({})", d.drv.error(r, "cuMemHostRegister")));
         }
         reg.insert(ptr, (size, 1, pinned));
         Ok(ptr)
@@ -438,10 +358,7 @@ impl Device for CudaDevice {
             if pinned {
                 d.bind()?;
                 // SAFETY: base was registered by us.
-                d.drv.check(
-                    unsafe { (d.drv.cuMemHostUnregister)(base as *mut c_void) },
-                    "cuMemHostUnregister",
-                )?;
+                d.drv.check(unsafe { (d.drv.cuMemHostUnregister)(base as *mut c_void) }, "cuMemHostUnregister")?;
             }
         }
         Ok(())
@@ -467,13 +384,9 @@ impl Device for CudaDevice {
     fn is_valid_binary(&self, image: &[u8]) -> bool {
         let (major, minor) = (self.inner.major, self.inner.minor);
         catch_unwind(|| match image::classify(image) {
-            ImageKind::Cubin => {
-                image::cubin_sm(image).is_some_and(|sm| image::sm_compatible(sm, major, minor))
-            }
+            ImageKind::Cubin => image::cubin_sm(image).is_some_and(|sm| image::sm_compatible(sm, major, minor)),
             ImageKind::Ptx => true,
-            ImageKind::Bitcode => {
-                ptx::bitcode_triple(image).is_some_and(|t| t.starts_with("nvptx64"))
-            }
+            ImageKind::Bitcode => ptx::bitcode_triple(image).is_some_and(|t| t.starts_with("nvptx64")),
             ImageKind::Unknown(_) => false,
         })
         .unwrap_or(false)
@@ -481,30 +394,26 @@ impl Device for CudaDevice {
 
     fn load_program(&self, image: &[u8]) -> PluginResult<Arc<dyn Program>> {
         let d = &self.inner;
-        let (bytes, ctors, dtors, compiled): (
-            Vec<u8>,
-            Vec<String>,
-            Vec<String>,
-            Option<Arc<PtxImage>>,
-        ) = match image::classify(image) {
-            ImageKind::Bitcode => {
-                let p = ptx::compile_cached(image, d.major, d.minor, d.ptx_isa)?;
-                (Vec::new(), p.ctors.clone(), p.dtors.clone(), Some(p))
-            }
-            ImageKind::Ptx => {
-                let end = image.iter().position(|&b| b == 0).unwrap_or(image.len());
-                let text = String::from_utf8_lossy(&image[..end]).into_owned();
-                let (c, f) = image::ptx_ctor_dtor_names(&text)?;
-                let mut v = image[..end].to_vec();
-                v.push(0);
-                (v, c, f, None)
-            }
-            ImageKind::Cubin => {
-                let (c, f) = image::cubin_ctor_dtor_names(image)?;
-                (image.to_vec(), c, f, None)
-            }
-            ImageKind::Unknown(what) => return Err(image::invalid_binary(&what)),
-        };
+        let (bytes, ctors, dtors, compiled): (Vec<u8>, Vec<String>, Vec<String>, Option<Arc<PtxImage>>) =
+            match image::classify(image) {
+                ImageKind::Bitcode => {
+                    let p = ptx::compile_cached(image, d.major, d.minor, d.ptx_isa)?;
+                    (Vec::new(), p.ctors.clone(), p.dtors.clone(), Some(p))
+                }
+                ImageKind::Ptx => {
+                    let end = image.iter().position(|&b| b == 0).unwrap_or(image.len());
+                    let text = String::from_utf8_lossy(&image[..end]).into_owned();
+                    let (c, f) = image::ptx_ctor_dtor_names(&text)?;
+                    let mut v = image[..end].to_vec();
+                    v.push(0);
+                    (v, c, f, None)
+                }
+                ImageKind::Cubin => {
+                    let (c, f) = image::cubin_ctor_dtor_names(image)?;
+                    (image.to_vec(), c, f, None)
+                }
+                ImageKind::Unknown(what) => return Err(image::invalid_binary(&what)),
+            };
         let data: &[u8] = match &compiled {
             Some(p) => &p.ptx,
             None => &bytes,
@@ -512,13 +421,7 @@ impl Device for CudaDevice {
         // Keep the image 8-byte aligned for the driver.
         let mut aligned = vec![0u64; data.len().div_ceil(8)];
         // SAFETY: aligned has room for data.len() bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                data.as_ptr(),
-                aligned.as_mut_ptr().cast::<u8>(),
-                data.len(),
-            )
-        };
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), aligned.as_mut_ptr().cast::<u8>(), data.len()) };
 
         d.bind()?;
         let mut err_log = vec![0u8; 16 * 1024];
@@ -548,28 +451,15 @@ impl Device for CudaDevice {
             )
         };
         if r != CUDA_SUCCESS {
-            let log = String::from_utf8_lossy(
-                &err_log[..err_log
-                    .iter()
-                    .position(|&b| b == 0)
-                    .unwrap_or(err_log.len())],
-            )
-            .trim()
-            .to_string();
+            let log =
+                String::from_utf8_lossy(&err_log[..err_log.iter().position(|&b| b == 0).unwrap_or(err_log.len())])
+                    .trim()
+                    .to_string();
             let base = d.drv.error(r, "cuModuleLoadDataEx");
-            let msg = if log.is_empty() {
-                base.to_string()
-            } else {
-                format!("{base}: {log}")
-            };
+            let msg = if log.is_empty() { base.to_string() } else { format!("{base}: {log}") };
             return Err(map_error(r, msg));
         }
-        let prog = CudaProgram {
-            dev: d.clone(),
-            module: Mutex::new(Some(module as usize)),
-            dtors,
-            _ptx: compiled,
-        };
+        let prog = CudaProgram { dev: d.clone(), module: Mutex::new(Some(module as usize)), dtors, _ptx: compiled };
         // Device global constructors, synchronously (LLVM 22). On failure the module is unloaded.
         if let Err(e) = prog.run_init_fini(module, &ctors, true) {
             // Don't run destructors of a program whose constructors failed.
@@ -588,47 +478,24 @@ impl Device for CudaDevice {
         d.bind()?;
         let mut s: CUstream = std::ptr::null_mut();
         // SAFETY: out-pointer valid; context current.
-        d.drv.check(
-            unsafe { (d.drv.cuStreamCreate)(&mut s, CU_STREAM_NON_BLOCKING) },
-            "cuStreamCreate",
-        )?;
-        Ok(Arc::new(CudaQueue {
-            dev: d.clone(),
-            stream: s as usize,
-            error: Arc::new(Mutex::new(None)),
-        }))
+        d.drv.check(unsafe { (d.drv.cuStreamCreate)(&mut s, CU_STREAM_NON_BLOCKING) }, "cuStreamCreate")?;
+        Ok(Arc::new(CudaQueue { dev: d.clone(), stream: s as usize, error: Arc::new(Mutex::new(None)) }))
     }
 
-    fn optimal_group_size(
-        &self,
-        kernel: &dyn Kernel,
-        dyn_shared_mem: usize,
-    ) -> PluginResult<usize> {
+    fn optimal_group_size(&self, kernel: &dyn Kernel, dyn_shared_mem: usize) -> PluginResult<usize> {
         let k = self.kernel_of(kernel)?;
         let d = &self.inner;
         d.bind()?;
         let (mut min_grid, mut block) = (0, 0);
         // SAFETY: out-pointers valid; function of a loaded module.
         let r = unsafe {
-            (d.drv.cuOccupancyMaxPotentialBlockSize)(
-                &mut min_grid,
-                &mut block,
-                k.func(),
-                None,
-                dyn_shared_mem,
-                0,
-            )
+            (d.drv.cuOccupancyMaxPotentialBlockSize)(&mut min_grid, &mut block, k.func(), None, dyn_shared_mem, 0)
         };
         d.drv.check(r, "cuOccupancyMaxPotentialBlockSize")?;
         Ok(block.max(0) as usize)
     }
 
-    fn launch_sync(
-        &self,
-        kernel: Arc<dyn Kernel>,
-        args: &[u8],
-        dims: LaunchDims,
-    ) -> PluginResult<()> {
+    fn launch_sync(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()> {
         let k = self.kernel_of(&*kernel)?;
         let d = &*self.inner;
         let s = d.pooled_stream()?;
@@ -663,11 +530,7 @@ impl CudaProgram {
     /// a device buffer, point `__init_array_start/end` at it and launch the kernel 1x1.
     fn run_init_fini(&self, module: CUmodule, names: &[String], init: bool) -> PluginResult<()> {
         let d = &*self.dev;
-        let kname = if init {
-            "nvptx$device$init"
-        } else {
-            "nvptx$device$fini"
-        };
+        let kname = if init { "nvptx$device$init" } else { "nvptx$device$fini" };
         if names.is_empty() {
             return Ok(());
         }
@@ -692,8 +555,7 @@ impl CudaProgram {
         let bytes = ptrs.len() * 8;
         let mut buf: CUdeviceptr = 0;
         // SAFETY: out-pointer valid; context current (pooled_stream bound it).
-        d.drv
-            .check(unsafe { (d.drv.cuMemAlloc)(&mut buf, bytes) }, "cuMemAlloc")?;
+        d.drv.check(unsafe { (d.drv.cuMemAlloc)(&mut buf, bytes) }, "cuMemAlloc")?;
         let result = (|| {
             d.memcpy_async(buf as usize, ptrs.as_ptr() as usize, bytes, s.s)?;
             let (start, end) = if init {
@@ -706,11 +568,7 @@ impl CudaProgram {
                 let g = d.global(module, sym)?;
                 d.memcpy_async(g.addr, val as *const u64 as usize, 8, s.s)?;
             }
-            let dims = LaunchDims {
-                num_groups: [1, 1, 1],
-                group_size: [1, 1, 1],
-                dyn_shared_mem: 0,
-            };
+            let dims = LaunchDims { num_groups: [1, 1, 1], group_size: [1, 1, 1], dyn_shared_mem: 0 };
             d.launch_raw(func, kname, &[], &dims, s.s)?;
             d.sync_stream(s.s)
         })();
@@ -749,10 +607,7 @@ impl Program for CudaProgram {
         d.bind()?;
         self.run_init_fini(m as CUmodule, &self.dtors, false)?;
         // SAFETY: module loaded by us; no kernel of it runs any more (dtor kernel synchronized).
-        d.drv.check(
-            unsafe { (d.drv.cuModuleUnload)(m as CUmodule) },
-            "cuModuleUnload",
-        )?;
+        d.drv.check(unsafe { (d.drv.cuModuleUnload)(m as CUmodule) }, "cuModuleUnload")?;
         *guard = None;
         Ok(())
     }
@@ -803,23 +658,13 @@ impl CudaKernel {
         self.layout.as_ref()
     }
 
-    fn launch_on(
-        &self,
-        d: &DeviceInner,
-        args: &[u8],
-        dims: &LaunchDims,
-        stream: CUstream,
-    ) -> PluginResult<()> {
+    fn launch_on(&self, d: &DeviceInner, args: &[u8], dims: &LaunchDims, stream: CUstream) -> PluginResult<()> {
         let args = image::prepare_args(args, self.layout.as_ref())?;
         let shm = dims.dyn_shared_mem;
         if shm >= 48 * 1024 && self.dyn_shared_raised.load(Ordering::Relaxed) < shm {
             // SAFETY: valid function handle.
             let r = unsafe {
-                (d.drv.cuFuncSetAttribute)(
-                    self.func(),
-                    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    shm as c_int,
-                )
+                (d.drv.cuFuncSetAttribute)(self.func(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shm as c_int)
             };
             d.drv.check(r, "cuFuncSetAttribute")?;
             self.dyn_shared_raised.fetch_max(shm, Ordering::Relaxed);
@@ -851,10 +696,7 @@ impl CudaQueue {
     }
 
     fn enqueue_host(&self, f: Box<dyn FnOnce() -> PluginResult<()> + Send>) -> PluginResult<()> {
-        let call = Box::new(HostCall {
-            f,
-            error: self.error.clone(),
-        });
+        let call = Box::new(HostCall { f, error: self.error.clone() });
         let p = Box::into_raw(call);
         self.dev.bind()?;
         // SAFETY: trampoline takes ownership of `p` exactly once when it runs.
@@ -891,9 +733,7 @@ unsafe extern "C" fn host_trampoline(p: *mut c_void) {
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            Some(PluginError::Backend(format!(
-                "host function panicked: {msg}"
-            )))
+            Some(PluginError::Backend(format!("host function panicked: {msg}")))
         }
     };
     if let Some(e) = err {
@@ -926,9 +766,7 @@ impl Queue for CudaQueue {
             return Ok(());
         }
         if !size.is_multiple_of(plen) {
-            return Err(PluginError::InvalidSize(
-                "fill size is not a multiple of the pattern size".into(),
-            ));
+            return Err(PluginError::InvalidSize("fill size is not a multiple of the pattern size".into()));
         }
         let d = &*self.dev;
         d.bind()?;
@@ -984,9 +822,7 @@ impl Queue for CudaQueue {
         let k = kernel
             .as_any()
             .downcast_ref::<CudaKernel>()
-            .ok_or_else(|| {
-                PluginError::InvalidArgument("kernel does not belong to a CUDA device".into())
-            })?;
+            .ok_or_else(|| PluginError::InvalidArgument("kernel does not belong to a CUDA device".into()))?;
         self.dev.bind()?;
         k.launch_on(&self.dev, args, &dims, self.s())
     }
@@ -1009,19 +845,10 @@ impl Queue for CudaQueue {
         }
         let mut ev: CUevent = std::ptr::null_mut();
         // SAFETY: out-pointer valid.
-        d.drv.check(
-            unsafe { (d.drv.cuEventCreate)(&mut ev, CU_EVENT_DISABLE_TIMING) },
-            "cuEventCreate",
-        )?;
-        let event = CudaEvent {
-            dev: self.dev.clone(),
-            event: ev as usize,
-        };
+        d.drv.check(unsafe { (d.drv.cuEventCreate)(&mut ev, CU_EVENT_DISABLE_TIMING) }, "cuEventCreate")?;
+        let event = CudaEvent { dev: self.dev.clone(), event: ev as usize };
         // SAFETY: live event and stream.
-        d.drv.check(
-            unsafe { (d.drv.cuEventRecord)(ev, self.s()) },
-            "cuEventRecord",
-        )?;
+        d.drv.check(unsafe { (d.drv.cuEventRecord)(ev, self.s()) }, "cuEventRecord")?;
         Ok(Some(Arc::new(event)))
     }
 

@@ -211,12 +211,7 @@ impl Driver {
         let mut name: *const c_char = std::ptr::null();
         let mut desc: *const c_char = std::ptr::null();
         // SAFETY: both functions write a pointer to a static NUL-terminated string or fail.
-        let (rn, rd) = unsafe {
-            (
-                (self.cuGetErrorName)(code, &mut name),
-                (self.cuGetErrorString)(code, &mut desc),
-            )
-        };
+        let (rn, rd) = unsafe { ((self.cuGetErrorName)(code, &mut name), (self.cuGetErrorString)(code, &mut desc)) };
         let text = |r: CUresult, p: *const c_char| {
             if r == CUDA_SUCCESS && !p.is_null() {
                 // SAFETY: non-null result of cuGetErrorName/String: a static C string.
@@ -234,11 +229,7 @@ impl Driver {
     /// `Ok(())` for `CUDA_SUCCESS`, else the mapped error `error in <what>: <NAME>: <text>`.
     #[inline]
     pub fn check(&self, code: CUresult, what: &str) -> Result<(), PluginError> {
-        if code == CUDA_SUCCESS {
-            Ok(())
-        } else {
-            Err(self.error(code, what))
-        }
+        if code == CUDA_SUCCESS { Ok(()) } else { Err(self.error(code, what)) }
     }
 
     /// The error for a failed call (`code != CUDA_SUCCESS`).
@@ -286,11 +277,7 @@ mod tests {
     }
 
     fn fake() -> Driver {
-        Driver {
-            cuGetErrorName: fake_name,
-            cuGetErrorString: fake_string,
-            ..Driver::stub()
-        }
+        Driver { cuGetErrorName: fake_name, cuGetErrorString: fake_string, ..Driver::stub() }
     }
 
     #[test]
@@ -298,21 +285,16 @@ mod tests {
         let d = fake();
         assert!(d.check(CUDA_SUCCESS, "cuInit").is_ok());
         match d.check(CUDA_ERROR_NOT_FOUND, "cuModuleGetFunction('k')") {
-            Err(PluginError::NotFound(m)) => assert_eq!(
-                m,
-                "error in cuModuleGetFunction('k'): CUDA_ERROR_NOT_FOUND: named symbol not found"
-            ),
+            Err(PluginError::NotFound(m)) => {
+                assert_eq!(m, "error in cuModuleGetFunction('k'): CUDA_ERROR_NOT_FOUND: named symbol not found")
+            }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(
-            d.check(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc"),
-            Err(PluginError::OutOfResources(_))
-        ));
+        assert!(matches!(d.check(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc"), Err(PluginError::OutOfResources(_))));
         match d.check(CUDA_ERROR_INVALID_VALUE, "cuMemcpy") {
-            Err(PluginError::Driver(m)) => assert_eq!(
-                m,
-                "error in cuMemcpy: CUDA_ERROR_INVALID_VALUE: invalid argument"
-            ),
+            Err(PluginError::Driver(m)) => {
+                assert_eq!(m, "error in cuMemcpy: CUDA_ERROR_INVALID_VALUE: invalid argument")
+            }
             other => panic!("{other:?}"),
         }
         // unknown code: the driver has no text, we still say something useful

@@ -30,11 +30,7 @@ fn elf_machine(image: &[u8]) -> Option<u16> {
         return None;
     }
     let m = [image[18], image[19]];
-    Some(if image[5] == 2 {
-        u16::from_be_bytes(m)
-    } else {
-        u16::from_le_bytes(m)
-    })
+    Some(if image[5] == 2 { u16::from_be_bytes(m) } else { u16::from_le_bytes(m) })
 }
 
 /// PTX text: optional whitespace and `//` or `/* */` comments, then a directive (`.version` is what
@@ -45,11 +41,7 @@ pub fn is_ptx(image: &[u8]) -> bool {
         Some(n) => &image[..n],
         None => image,
     };
-    if text.is_empty()
-        || !text
-            .iter()
-            .all(|&b| b.is_ascii() && (b >= 0x20 || b"\t\r\n\x0c".contains(&b)))
-    {
+    if text.is_empty() || !text.iter().all(|&b| b.is_ascii() && (b >= 0x20 || b"\t\r\n\x0c".contains(&b))) {
         return false;
     }
     let mut rest = text;
@@ -99,17 +91,11 @@ pub fn classify(image: &[u8]) -> ImageKind {
         return ImageKind::Unknown("an empty image".into());
     }
     let head: Vec<String> = image.iter().take(8).map(|b| format!("{b:02x}")).collect();
-    ImageKind::Unknown(format!(
-        "{} bytes starting with {}",
-        image.len(),
-        head.join(" ")
-    ))
+    ImageKind::Unknown(format!("{} bytes starting with {}", image.len(), head.join(" ")))
 }
 
 pub fn invalid_binary(what: &str) -> PluginError {
-    PluginError::InvalidBinary(format!(
-        "expected a CUBIN ELF, PTX text or NVPTX LLVM bitcode, found {what}"
-    ))
+    PluginError::InvalidBinary(format!("expected a CUBIN ELF, PTX text or NVPTX LLVM bitcode, found {what}"))
 }
 
 /// The SM (`major * 10 + minor`) of a CUBIN, applying LLVM 22's ELF header rules: 64-bit,
@@ -165,16 +151,11 @@ pub fn ptx_isa_for_driver(version: i32) -> u32 {
 /// The LLVM NVPTX CPU name for a compute capability; an SM unknown to LLVM 22 falls back to the
 /// highest known SM of the same major that is not above it (or the highest known below it).
 pub fn llvm_cpu_for_sm(major: u32, minor: u32) -> String {
-    const KNOWN: &[u32] = &[
-        35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110,
-        120, 121,
-    ];
+    const KNOWN: &[u32] =
+        &[35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120, 121];
     let sm = major * 10 + minor;
-    let pick = KNOWN
-        .iter()
-        .rev()
-        .find(|&&k| k <= sm && k / 10 == major)
-        .or_else(|| KNOWN.iter().rev().find(|&&k| k <= sm));
+    let pick =
+        KNOWN.iter().rev().find(|&&k| k <= sm && k / 10 == major).or_else(|| KNOWN.iter().rev().find(|&&k| k <= sm));
     format!("sm_{}", pick.copied().unwrap_or(sm))
 }
 
@@ -215,15 +196,9 @@ pub fn uid_string(uuid: &[u8; 16]) -> String {
 pub fn sort_ctor_names(mut names: Vec<String>) -> Result<Vec<String>, PluginError> {
     let mut keyed = Vec::with_capacity(names.len());
     for n in names.drain(..) {
-        let prio: u32 = n
-            .rsplit('_')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .ok_or_else(|| {
-                PluginError::InvalidBinary(format!(
-                    "invalid priority for constructor or destructor '{n}'"
-                ))
-            })?;
+        let prio: u32 = n.rsplit('_').next().and_then(|p| p.parse().ok()).ok_or_else(|| {
+            PluginError::InvalidBinary(format!("invalid priority for constructor or destructor '{n}'"))
+        })?;
         keyed.push((prio, n));
     }
     keyed.sort_by_key(|(p, _)| *p);
@@ -241,23 +216,13 @@ pub fn ptx_ctor_dtor_names(ptx: &str) -> Result<(Vec<String>, Vec<String>), Plug
     let mut dtors = Vec::new();
     for line in ptx.lines() {
         let l = line.trim_start();
-        if !(l.starts_with(".visible")
-            || l.starts_with(".const")
-            || l.starts_with(".global")
-            || l.starts_with(".weak"))
+        if !(l.starts_with(".visible") || l.starts_with(".const") || l.starts_with(".global") || l.starts_with(".weak"))
         {
             continue;
         }
-        for (prefix, out) in [
-            ("__init_array_object_", &mut ctors),
-            ("__fini_array_object_", &mut dtors),
-        ] {
+        for (prefix, out) in [("__init_array_object_", &mut ctors), ("__fini_array_object_", &mut dtors)] {
             if let Some(pos) = l.find(prefix) {
-                let name: String = l[pos..]
-                    .bytes()
-                    .take_while(|&b| is_ident_byte(b))
-                    .map(char::from)
-                    .collect();
+                let name: String = l[pos..].bytes().take_while(|&b| is_ident_byte(b)).map(char::from).collect();
                 if !out.contains(&name) {
                     out.push(name);
                 }
@@ -313,10 +278,7 @@ impl ParamLayout {
 ///   arguments were packed without alignment padding (Unified Runtime's offload adapter does this);
 ///   they are copied parameter by parameter to their real offsets, padding zeroed;
 /// * otherwise: `INVALID_ARGUMENT "mismatch in kernel arguments"` (LLVM 22).
-pub fn prepare_args<'a>(
-    args: &'a [u8],
-    layout: Option<&ParamLayout>,
-) -> Result<Cow<'a, [u8]>, PluginError> {
+pub fn prepare_args<'a>(args: &'a [u8], layout: Option<&ParamLayout>) -> Result<Cow<'a, [u8]>, PluginError> {
     let Some(layout) = layout else {
         return Ok(Cow::Borrowed(args));
     };
@@ -333,18 +295,13 @@ pub fn prepare_args<'a>(
         }
         return Ok(Cow::Owned(out));
     }
-    Err(PluginError::InvalidArgument(
-        "mismatch in kernel arguments".into(),
-    ))
+    Err(PluginError::InvalidArgument("mismatch in kernel arguments".into()))
 }
 
 /// The element size (4, 2 or 1) used to fill a pattern of `pattern_len` bytes at `ptr` with strided
 /// 2-D memsets: the largest that divides the pattern length and the address.
 pub fn fill_element_size(pattern_len: usize, ptr: usize) -> usize {
-    [4, 2, 1]
-        .into_iter()
-        .find(|&e| pattern_len.is_multiple_of(e) && ptr.is_multiple_of(e))
-        .unwrap_or(1)
+    [4, 2, 1].into_iter().find(|&e| pattern_len.is_multiple_of(e) && ptr.is_multiple_of(e)).unwrap_or(1)
 }
 
 #[cfg(test)]
@@ -368,21 +325,13 @@ mod tests {
     #[test]
     fn classification() {
         assert_eq!(classify(b"BC\xc0\xde\x35\x14"), ImageKind::Bitcode);
-        assert_eq!(
-            classify(&[0xDE, 0xC0, 0x17, 0x0B, 0, 0]),
-            ImageKind::Bitcode
-        );
+        assert_eq!(classify(&[0xDE, 0xC0, 0x17, 0x0B, 0, 0]), ImageKind::Bitcode);
         assert_eq!(classify(&cubin_header(7, 0x45a, 2)), ImageKind::Cubin);
         assert_eq!(
-            classify(
-                b"//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 8.0\n.target sm_90\n"
-            ),
+            classify(b"//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 8.0\n.target sm_90\n"),
             ImageKind::Ptx
         );
-        assert_eq!(
-            classify(b"  /* c */ .version 7.8\n.target sm_80\n\0"),
-            ImageKind::Ptx
-        );
+        assert_eq!(classify(b"  /* c */ .version 7.8\n.target sm_80\n\0"), ImageKind::Ptx);
         assert_eq!(classify(b"\t.version 8.0\0garbage\xff"), ImageKind::Ptx);
         let mut x86 = cubin_header(0, 0, 3);
         x86[18..20].copy_from_slice(&62u16.to_le_bytes());
@@ -391,39 +340,20 @@ mod tests {
         assert!(
             matches!(classify(b"hello world"), ImageKind::Unknown(s) if s.contains("11 bytes starting with 68 65"))
         );
-        assert!(matches!(
-            classify(b"// only a comment\n"),
-            ImageKind::Unknown(_)
-        ));
-        assert!(matches!(
-            classify(b"/* unterminated .version"),
-            ImageKind::Unknown(_)
-        ));
-        assert!(
-            matches!(classify(b"\x7fELF\x02"), ImageKind::Unknown(s) if s.contains("truncated"))
-        );
+        assert!(matches!(classify(b"// only a comment\n"), ImageKind::Unknown(_)));
+        assert!(matches!(classify(b"/* unterminated .version"), ImageKind::Unknown(_)));
+        assert!(matches!(classify(b"\x7fELF\x02"), ImageKind::Unknown(s) if s.contains("truncated")));
         assert!(matches!(classify(&[0xff; 100]), ImageKind::Unknown(_)));
         let msg = invalid_binary("x").to_string();
-        assert_eq!(
-            msg,
-            "expected a CUBIN ELF, PTX text or NVPTX LLVM bitcode, found x"
-        );
+        assert_eq!(msg, "expected a CUBIN ELF, PTX text or NVPTX LLVM bitcode, found x");
     }
 
     #[test]
     fn cubin_rules() {
         assert_eq!(cubin_sm(&cubin_header(7, 0x400 | 90, 2)), Some(90));
-        assert_eq!(
-            cubin_sm(&cubin_header(7, 90, 2)),
-            None,
-            "v1 needs the 64-bit flag"
-        );
+        assert_eq!(cubin_sm(&cubin_header(7, 90, 2)), None, "v1 needs the 64-bit flag");
         assert_eq!(cubin_sm(&cubin_header(7, 0x400 | 30, 2)), None, "SM >= 35");
-        assert_eq!(
-            cubin_sm(&cubin_header(7, 0x400 | 90, 1)),
-            None,
-            "relocatable rejected"
-        );
+        assert_eq!(cubin_sm(&cubin_header(7, 0x400 | 90, 1)), None, "relocatable rejected");
         assert_eq!(cubin_sm(&cubin_header(8, 100 << 8, 3)), Some(100));
         assert_eq!(cubin_sm(&cubin_header(8, 90 << 8, 3)), None);
         assert_eq!(cubin_sm(&cubin_header(9, 0x400 | 90, 2)), None);
@@ -481,9 +411,7 @@ mod tests {
     #[test]
     fn argument_repacking() {
         // multiargs(char, int *, short): offsets 0, 8, 16; sizes 1, 8, 2
-        let l = ParamLayout {
-            params: vec![(0, 1), (8, 8), (16, 2)],
-        };
+        let l = ParamLayout { params: vec![(0, 1), (8, 8), (16, 2)] };
         assert_eq!(l.block_size(), 18);
         assert_eq!(l.packed_size(), 11);
         // natural C struct (24 bytes with tail padding): first 18 bytes passed as-is
@@ -510,9 +438,7 @@ mod tests {
         let empty = ParamLayout::default();
         assert_eq!(prepare_args(&[], Some(&empty)).unwrap().len(), 0);
         // already naturally laid out without padding: same bytes
-        let l2 = ParamLayout {
-            params: vec![(0, 8), (8, 4)],
-        };
+        let l2 = ParamLayout { params: vec![(0, 8), (8, 4)] };
         let a: Vec<u8> = (0..12).collect();
         assert_eq!(&*prepare_args(&a, Some(&l2)).unwrap(), &a[..]);
     }

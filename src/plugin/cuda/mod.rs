@@ -39,10 +39,7 @@ pub(crate) fn debug(msg: &str) {
 /// The driver table, loaded once per process (None: no usable driver; the reason is kept).
 fn driver() -> Result<&'static Driver, String> {
     static DRIVER: OnceLock<Result<Driver, String>> = OnceLock::new();
-    DRIVER
-        .get_or_init(Driver::load)
-        .as_ref()
-        .map_err(Clone::clone)
+    DRIVER.get_or_init(Driver::load).as_ref().map_err(Clone::clone)
 }
 
 /// The devices of this plugin; empty when there is no usable CUDA driver or GPU.
@@ -70,11 +67,7 @@ fn try_devices() -> Result<Vec<Arc<dyn Device>>, String> {
     drv.check(r, "cuInit").map_err(|e| e.to_string())?;
     let mut version = 0;
     // SAFETY: out-pointer valid.
-    drv.check(
-        unsafe { (drv.cuDriverGetVersion)(&mut version) },
-        "cuDriverGetVersion",
-    )
-    .map_err(|e| e.to_string())?;
+    drv.check(unsafe { (drv.cuDriverGetVersion)(&mut version) }, "cuDriverGetVersion").map_err(|e| e.to_string())?;
     let mut count = 0;
     // SAFETY: out-pointer valid.
     let r = unsafe { (drv.cuDeviceGetCount)(&mut count) };
@@ -89,9 +82,7 @@ fn try_devices() -> Result<Vec<Arc<dyn Device>>, String> {
         }
     }
     if drv.cuFuncGetParamInfo.is_none() {
-        debug(
-            "driver has no cuFuncGetParamInfo (CUDA < 12.4): kernel arguments are passed unchecked",
-        );
+        debug("driver has no cuFuncGetParamInfo (CUDA < 12.4): kernel arguments are passed unchecked");
     }
     Ok(out)
 }

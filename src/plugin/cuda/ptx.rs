@@ -21,9 +21,7 @@ use inkwell::attributes::AttributeLoc;
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::{
-    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetTriple,
-};
+use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetTriple};
 
 use crate::plugin::{PluginError, PluginResult};
 
@@ -55,8 +53,7 @@ impl Drop for PtxImage {
     }
 }
 
-static CACHE: LazyLock<Mutex<HashMap<[u8; 32], Weak<PtxImage>>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+static CACHE: LazyLock<Mutex<HashMap<[u8; 32], Weak<PtxImage>>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 
 /// Number of live cache entries (for tests and diagnostics).
 pub fn cache_len() -> usize {
@@ -79,12 +76,7 @@ fn cache_key(image: &[u8], cpu: &str, ptx_isa: u32) -> [u8; 32] {
 
 /// PTX for `image` (NVPTX bitcode) on a device of compute capability `major.minor` whose driver
 /// accepts PTX ISA `ptx_isa` (e.g. 84). Cached by content.
-pub fn compile_cached(
-    image: &[u8],
-    major: u32,
-    minor: u32,
-    ptx_isa: u32,
-) -> PluginResult<Arc<PtxImage>> {
+pub fn compile_cached(image: &[u8], major: u32, minor: u32, ptx_isa: u32) -> PluginResult<Arc<PtxImage>> {
     let cpu = image::llvm_cpu_for_sm(major, minor);
     let key = cache_key(image, &cpu, ptx_isa);
     {
@@ -99,12 +91,7 @@ pub fn compile_cached(
     let (ctors, dtors) = image::ptx_ctor_dtor_names(&ptx)?;
     let mut bytes = ptx.into_bytes();
     bytes.push(0);
-    let entry = Arc::new(PtxImage {
-        key,
-        ptx: bytes,
-        ctors,
-        dtors,
-    });
+    let entry = Arc::new(PtxImage { key, ptx: bytes, ctors, dtors });
     let existing = {
         let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
         match cache.get(&key).and_then(Weak::upgrade) {
@@ -141,9 +128,7 @@ pub fn compile_to_ptx(image: &[u8], cpu: &str, features: &str) -> PluginResult<S
     init_nvptx();
     let ctx = Context::create();
     let buf = MemoryBuffer::create_from_memory_range_copy(image, "image");
-    let module = ctx
-        .create_module_from_ir(buf)
-        .map_err(|e| compile_error("cannot parse bitcode", e.to_string()))?;
+    let module = ctx.create_module_from_ir(buf).map_err(|e| compile_error("cannot parse bitcode", e.to_string()))?;
     let triple = module.get_triple().as_str().to_string_lossy().into_owned();
     if !triple.starts_with("nvptx64") {
         return Err(compile_error(
@@ -155,8 +140,8 @@ pub fn compile_to_ptx(image: &[u8], cpu: &str, features: &str) -> PluginResult<S
         f.remove_string_attribute(AttributeLoc::Function, "target-cpu");
         f.remove_string_attribute(AttributeLoc::Function, "target-features");
     }
-    let target = Target::from_name("nvptx64")
-        .ok_or_else(|| compile_error("NVPTX target", "not available in this LLVM"))?;
+    let target =
+        Target::from_name("nvptx64").ok_or_else(|| compile_error("NVPTX target", "not available in this LLVM"))?;
     let tm = target
         .create_target_machine(
             &TargetTriple::create("nvptx64-nvidia-cuda"),
@@ -166,17 +151,10 @@ pub fn compile_to_ptx(image: &[u8], cpu: &str, features: &str) -> PluginResult<S
             RelocMode::Default,
             CodeModel::Default,
         )
-        .ok_or_else(|| {
-            compile_error(
-                "NVPTX target machine",
-                format!("cannot create one for {cpu} {features}"),
-            )
-        })?;
+        .ok_or_else(|| compile_error("NVPTX target machine", format!("cannot create one for {cpu} {features}")))?;
     module.set_triple(&TargetTriple::create("nvptx64-nvidia-cuda"));
     module.set_data_layout(&tm.get_target_data().get_data_layout());
-    module
-        .verify()
-        .map_err(|e| compile_error("invalid module", e.to_string()))?;
+    module.verify().map_err(|e| compile_error("invalid module", e.to_string()))?;
     module
         .run_passes("default<O3>", &tm, PassBuilderOptions::create())
         .map_err(|e| compile_error("optimisation", e.to_string()))?;
@@ -205,8 +183,7 @@ pub(crate) mod tests {
             return Some(b);
         }
         let src = kernel_dir().join(format!("{name}.c"));
-        let out =
-            std::env::temp_dir().join(format!("offload-rs-cuda-{}-{name}.bc", std::process::id()));
+        let out = std::env::temp_dir().join(format!("offload-rs-cuda-{}-{name}.bc", std::process::id()));
         let st = std::process::Command::new("clang-22")
             .args([
                 "--target=nvptx64-nvidia-cuda",
@@ -240,19 +217,8 @@ pub(crate) mod tests {
         assert_eq!(image::classify(&bc), image::ImageKind::Bitcode);
         assert!(bitcode_triple(&bc).unwrap().starts_with("nvptx64"));
         let ptx = compile_to_ptx(&bc, "sm_90", "+ptx80").unwrap();
-        for k in [
-            "saxpy",
-            "reduce_sum",
-            "grid2d",
-            "read_global",
-            "write_global",
-            "empty",
-            "multiargs",
-        ] {
-            assert!(
-                ptx.contains(&format!(".entry {k}(")),
-                "no .entry {k} in\n{ptx}"
-            );
+        for k in ["saxpy", "reduce_sum", "grid2d", "read_global", "write_global", "empty", "multiargs"] {
+            assert!(ptx.contains(&format!(".entry {k}(")), "no .entry {k} in\n{ptx}");
         }
         assert!(ptx.contains(".target sm_90"), "{ptx}");
         assert!(ptx.contains(".version 8.0"), "{ptx}");
@@ -262,18 +228,10 @@ pub(crate) mod tests {
             return;
         };
         let img = compile_cached(&ctor, 9, 0, 84).unwrap();
-        assert!(
-            img.text().contains(".entry nvptx$device$init"),
-            "{}",
-            img.text()
-        );
+        assert!(img.text().contains(".entry nvptx$device$init"), "{}", img.text());
         assert!(img.text().contains(".entry nvptx$device$fini"));
         assert_eq!(img.ctors.len(), 3, "{:?}", img.ctors);
-        assert!(
-            img.ctors[0].ends_with("_200") && img.ctors[2].ends_with("_202"),
-            "{:?}",
-            img.ctors
-        );
+        assert!(img.ctors[0].ends_with("_200") && img.ctors[2].ends_with("_202"), "{:?}", img.ctors);
         assert_eq!(img.dtors.len(), 1);
         assert_eq!(*img.ptx.last().unwrap(), 0);
     }
@@ -293,15 +251,9 @@ pub(crate) mod tests {
         assert!(!Arc::ptr_eq(&a, &c), "different arch -> different entry");
         assert!(c.text().contains(".target sm_86"));
         drop(a);
-        assert!(
-            CACHE.lock().unwrap().get(&key).is_some(),
-            "still referenced by b"
-        );
+        assert!(CACHE.lock().unwrap().get(&key).is_some(), "still referenced by b");
         drop(b);
-        assert!(
-            CACHE.lock().unwrap().get(&key).is_none(),
-            "evicted with the last program"
-        );
+        assert!(CACHE.lock().unwrap().get(&key).is_none(), "evicted with the last program");
         // recompiling gives a fresh, equal entry
         let d = compile_cached(&bc, 8, 0, 77).unwrap();
         assert_eq!(d.key, key);
@@ -329,12 +281,7 @@ pub(crate) mod tests {
         let out = src.with_extension("bc");
         std::fs::write(&src, "int f(int x) { return x + 1; }\n").unwrap();
         let ok = std::process::Command::new("clang-22")
-            .args([
-                "--target=x86_64-unknown-linux-gnu",
-                "-O1",
-                "-c",
-                "-emit-llvm",
-            ])
+            .args(["--target=x86_64-unknown-linux-gnu", "-O1", "-c", "-emit-llvm"])
             .arg(&src)
             .arg("-o")
             .arg(&out)

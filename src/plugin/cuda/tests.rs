@@ -25,9 +25,8 @@ fn gpu() -> Option<Arc<dyn Device>> {
 }
 
 fn load(dev: &Arc<dyn Device>, name: &str) -> Arc<dyn Program> {
-    let bc = kernel_bitcode(name).unwrap_or_else(|| {
-        panic!("kernel bitcode '{name}' unavailable (no $OFFLOAD_RS_KERNELS_DIR, no clang-22)")
-    });
+    let bc = kernel_bitcode(name)
+        .unwrap_or_else(|| panic!("kernel bitcode '{name}' unavailable (no $OFFLOAD_RS_KERNELS_DIR, no clang-22)"));
     assert!(dev.is_valid_binary(&bc), "is_valid_binary({name}.bc)");
     match dev.load_program(&bc) {
         Ok(p) => p,
@@ -36,11 +35,7 @@ fn load(dev: &Arc<dyn Device>, name: &str) -> Arc<dyn Program> {
 }
 
 fn dims1(groups: u32, threads: u32) -> LaunchDims {
-    LaunchDims {
-        num_groups: [groups, 1, 1],
-        group_size: [threads, 1, 1],
-        dyn_shared_mem: 0,
-    }
+    LaunchDims { num_groups: [groups, 1, 1], group_size: [threads, 1, 1], dyn_shared_mem: 0 }
 }
 
 /// A device allocation freed on drop.
@@ -53,31 +48,20 @@ struct Buf {
 
 impl Buf {
     fn new(dev: &Arc<dyn Device>, size: usize, kind: AllocKind) -> Buf {
-        let ptr = dev
-            .alloc(size, kind)
-            .unwrap_or_else(|e| panic!("alloc {size} {kind:?}: {e:?}"));
+        let ptr = dev.alloc(size, kind).unwrap_or_else(|e| panic!("alloc {size} {kind:?}: {e:?}"));
         assert_ne!(ptr, 0);
-        Buf {
-            dev: dev.clone(),
-            ptr,
-            size,
-            kind,
-        }
+        Buf { dev: dev.clone(), ptr, size, kind }
     }
     fn upload<T: Copy>(&self, v: &[T]) {
         let n = std::mem::size_of_val(v);
         assert!(n <= self.size);
-        self.dev
-            .memcpy_sync(self.ptr, true, v.as_ptr() as usize, false, n)
-            .expect("memcpy H2D");
+        self.dev.memcpy_sync(self.ptr, true, v.as_ptr() as usize, false, n).expect("memcpy H2D");
     }
     fn download<T: Copy + Default>(&self, n: usize) -> Vec<T> {
         let mut v = vec![T::default(); n];
         let bytes = n * std::mem::size_of::<T>();
         assert!(bytes <= self.size);
-        self.dev
-            .memcpy_sync(v.as_mut_ptr() as usize, false, self.ptr, true, bytes)
-            .expect("memcpy D2H");
+        self.dev.memcpy_sync(v.as_mut_ptr() as usize, false, self.ptr, true, bytes).expect("memcpy D2H");
         v
     }
 }
@@ -100,10 +84,7 @@ struct Args {
 
 impl Args {
     fn packed() -> Args {
-        Args {
-            bytes: Vec::new(),
-            packed: true,
-        }
+        Args { bytes: Vec::new(), packed: true }
     }
     fn arg<T: Copy>(mut self, v: T) -> Args {
         let size = std::mem::size_of::<T>();
@@ -147,11 +128,7 @@ fn gpu_info() {
     let i = dev.info();
     eprintln!("{i:#?}");
     assert!(i.uid.starts_with("CUDA-") && i.uid.len() == 37, "{}", i.uid);
-    assert!(
-        i.uid[5..]
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    );
+    assert!(i.uid[5..].bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
     assert_eq!(i.vendor, "NVIDIA Corporation");
     assert_eq!(i.vendor_id, 0x10de);
     assert_eq!(i.device_type, 2);
@@ -159,12 +136,7 @@ fn gpu_info() {
     assert!(i.num_compute_units > 0 && i.global_mem_size > (1 << 30));
     assert!(i.driver_version.contains('.'));
     let cd = dev.as_any().downcast_ref::<CudaDevice>().unwrap();
-    eprintln!(
-        "sm_{}{} ptx ISA {}",
-        cd.inner.major,
-        cd.inner.minor,
-        cd.ptx_isa()
-    );
+    eprintln!("sm_{}{} ptx ISA {}", cd.inner.major, cd.inner.minor, cd.ptx_isa());
 }
 
 #[test]
@@ -182,12 +154,7 @@ fn gpu_saxpy() {
     bx.upload(&x);
     by.upload(&y);
     let q = dev.create_queue().unwrap();
-    let args = Args::default()
-        .arg(2.0f32)
-        .arg(bx.ptr)
-        .arg(by.ptr)
-        .arg(n)
-        .finish();
+    let args = Args::default().arg(2.0f32).arg(bx.ptr).arg(by.ptr).arg(n).finish();
     assert_eq!(args.len(), 32);
     q.launch(k.clone(), &args, dims1(n / 256, 256)).unwrap();
     q.sync().unwrap();
@@ -196,16 +163,10 @@ fn gpu_saxpy() {
         assert_eq!(v, 2.0 * i as f32 + 1.0, "saxpy at {i}");
     }
     // Packed arguments (24 bytes instead of 28): repacked when the driver reports the layout.
-    let packed = Args::packed()
-        .arg(1.0f32)
-        .arg(bx.ptr)
-        .arg(by.ptr)
-        .arg(n)
-        .finish();
+    let packed = Args::packed().arg(1.0f32).arg(bx.ptr).arg(by.ptr).arg(n).finish();
     assert_eq!(packed.len(), 24);
     if ck.param_layout().is_some() {
-        dev.launch_sync(k.clone(), &packed, dims1(n / 256, 256))
-            .unwrap();
+        dev.launch_sync(k.clone(), &packed, dims1(n / 256, 256)).unwrap();
         let out: Vec<f32> = by.download(n as usize);
         for (i, &v) in out.iter().enumerate() {
             assert_eq!(v, 3.0 * i as f32 + 1.0, "packed saxpy at {i}");
@@ -246,11 +207,7 @@ fn gpu_reduce_shared_memory_barriers() {
     let mut d = dims1(blocks, 256);
     d.dyn_shared_mem = 64 * 1024;
     match dev.launch_sync(k, &args, d) {
-        Ok(()) => assert_eq!(
-            bout.download::<u32>(blocks as usize),
-            expect,
-            "64 KiB dyn shared"
-        ),
+        Ok(()) => assert_eq!(bout.download::<u32>(blocks as usize), expect, "64 KiB dyn shared"),
         Err(e) => panic!("launch with 64 KiB dynamic shared memory: {e:?}"),
     }
 }
@@ -265,11 +222,7 @@ fn gpu_grid_2d() {
     let q = dev.create_queue().unwrap();
     q.fill(b.ptr, &[0xff], (4 * w * h) as usize).unwrap();
     let args = Args::default().arg(b.ptr).arg(w).arg(h).finish();
-    let dims = LaunchDims {
-        num_groups: [w.div_ceil(16), h.div_ceil(8), 1],
-        group_size: [16, 8, 1],
-        dyn_shared_mem: 0,
-    };
+    let dims = LaunchDims { num_groups: [w.div_ceil(16), h.div_ceil(8), 1], group_size: [16, 8, 1], dyn_shared_mem: 0 };
     q.launch(k, &args, dims).unwrap();
     q.sync().unwrap();
     let got: Vec<u32> = b.download((w * h) as usize);
@@ -289,51 +242,34 @@ fn gpu_globals() {
     let s = prog.global("global_scalar").unwrap();
     assert_eq!(s.size, 4);
     let mut seven = 0u32;
-    dev.memcpy_sync(&mut seven as *mut u32 as usize, false, s.addr, true, 4)
-        .unwrap();
+    dev.memcpy_sync(&mut seven as *mut u32 as usize, false, s.addr, true, 4).unwrap();
     assert_eq!(seven, 7);
     let vals: Vec<u32> = (0..64).map(|i| i * 10).collect();
-    dev.memcpy_sync(g.addr, true, vals.as_ptr() as usize, false, 256)
-        .unwrap();
+    dev.memcpy_sync(g.addr, true, vals.as_ptr() as usize, false, 256).unwrap();
     let out = Buf::new(&dev, 256, AllocKind::Device);
     let args = Args::default().arg(out.ptr).finish();
-    dev.launch_sync(prog.kernel("read_global").unwrap(), &args, dims1(1, 64))
-        .unwrap();
+    dev.launch_sync(prog.kernel("read_global").unwrap(), &args, dims1(1, 64)).unwrap();
     let got: Vec<u32> = out.download(64);
     assert_eq!(got, (0..64).map(|i| i * 20 + 7).collect::<Vec<u32>>());
-    dev.launch_sync(prog.kernel("write_global").unwrap(), &[], dims1(1, 64))
-        .unwrap();
+    dev.launch_sync(prog.kernel("write_global").unwrap(), &[], dims1(1, 64)).unwrap();
     let mut back = vec![0u32; 64];
-    dev.memcpy_sync(back.as_mut_ptr() as usize, false, g.addr, true, 256)
-        .unwrap();
+    dev.memcpy_sync(back.as_mut_ptr() as usize, false, g.addr, true, 256).unwrap();
     assert_eq!(back, (0..64).map(|i| i * 3).collect::<Vec<u32>>());
     // lookups that fail
     match prog.kernel("no_such_kernel") {
-        Err(PluginError::NotFound(m)) => assert!(
-            m.starts_with("error in cuModuleGetFunction('no_such_kernel'): "),
-            "{m}"
-        ),
+        Err(PluginError::NotFound(m)) => {
+            assert!(m.starts_with("error in cuModuleGetFunction('no_such_kernel'): "), "{m}")
+        }
         Err(e) => panic!("{e:?}"),
         Ok(_) => panic!("found a missing kernel"),
     }
-    assert!(matches!(
-        prog.global("no_such_global"),
-        Err(PluginError::NotFound(_))
-    ));
-    assert!(
-        matches!(prog.global("saxpy"), Err(PluginError::NotFound(_))),
-        "kernel name as global"
-    );
+    assert!(matches!(prog.global("no_such_global"), Err(PluginError::NotFound(_))));
+    assert!(matches!(prog.global("saxpy"), Err(PluginError::NotFound(_))), "kernel name as global");
     // multiargs(char, int*, short) with the natural 24-byte struct
     let out2 = Buf::new(&dev, 8, AllocKind::Device);
-    let args = Args::default()
-        .arg(b'x' as i8)
-        .arg(out2.ptr)
-        .arg(-3i16)
-        .finish();
+    let args = Args::default().arg(b'x' as i8).arg(out2.ptr).arg(-3i16).finish();
     assert_eq!(args.len(), 24);
-    dev.launch_sync(prog.kernel("multiargs").unwrap(), &args, dims1(1, 1))
-        .unwrap();
+    dev.launch_sync(prog.kernel("multiargs").unwrap(), &args, dims1(1, 1)).unwrap();
     assert_eq!(out2.download::<i32>(2), vec![b'x' as i32, -3]);
 }
 
@@ -343,17 +279,11 @@ fn gpu_global_ctors() {
     let prog = load(&dev, "ctor");
     let out = Buf::new(&dev, 4, AllocKind::Device);
     let args = Args::default().arg(out.ptr).finish();
-    dev.launch_sync(prog.kernel("get_value").unwrap(), &args, dims1(1, 1))
-        .unwrap();
-    assert_eq!(
-        out.download::<i32>(1),
-        vec![100],
-        "constructors 200, 201, 202 in priority order"
-    );
+    dev.launch_sync(prog.kernel("get_value").unwrap(), &args, dims1(1, 1)).unwrap();
+    assert_eq!(out.download::<i32>(1), vec![100], "constructors 200, 201, 202 in priority order");
     let g = prog.global("dtor_ran").unwrap();
     let mut ran = -1i32;
-    dev.memcpy_sync(&mut ran as *mut i32 as usize, false, g.addr, true, 4)
-        .unwrap();
+    dev.memcpy_sync(&mut ran as *mut i32 as usize, false, g.addr, true, 4).unwrap();
     assert_eq!(ran, 0, "destructor not yet run");
     prog.unload().expect("unload runs destructors");
     prog.unload().expect("second unload is a no-op");
@@ -367,12 +297,8 @@ fn gpu_program_formats_and_errors() {
     let bc = kernel_bitcode("kernels").expect("kernels.bc");
     // PTX text, compiled here, loads too
     let cpu = image::llvm_cpu_for_sm(cd.inner.major, cd.inner.minor);
-    let ptx = ptx::compile_to_ptx(
-        &bc,
-        &cpu,
-        &image::ptx_feature(cd.ptx_isa(), cd.inner.major * 10 + cd.inner.minor),
-    )
-    .unwrap();
+    let ptx = ptx::compile_to_ptx(&bc, &cpu, &image::ptx_feature(cd.ptx_isa(), cd.inner.major * 10 + cd.inner.minor))
+        .unwrap();
     assert!(dev.is_valid_binary(ptx.as_bytes()));
     let p = dev.load_program(ptx.as_bytes()).expect("load PTX text");
     p.kernel("saxpy").unwrap();
@@ -380,10 +306,9 @@ fn gpu_program_formats_and_errors() {
     assert!(!dev.is_valid_binary(b"garbage"));
     assert!(!dev.is_valid_binary(b""));
     match dev.load_program(b"garbage!") {
-        Err(PluginError::InvalidBinary(m)) => assert!(
-            m.starts_with("expected a CUBIN ELF, PTX text or NVPTX LLVM bitcode, found"),
-            "{m}"
-        ),
+        Err(PluginError::InvalidBinary(m)) => {
+            assert!(m.starts_with("expected a CUBIN ELF, PTX text or NVPTX LLVM bitcode, found"), "{m}")
+        }
         Err(e) => panic!("{e:?}"),
         Ok(_) => panic!("loaded garbage"),
     }
@@ -404,10 +329,7 @@ fn gpu_program_formats_and_errors() {
     assert!(ptx::cache_len() <= before + 1);
     drop(a);
     drop(b);
-    eprintln!(
-        "ptx cache entries: before {before}, after {}",
-        ptx::cache_len()
-    );
+    eprintln!("ptx cache entries: before {before}, after {}", ptx::cache_len());
 }
 
 #[test]
@@ -415,13 +337,9 @@ fn gpu_memory_kinds_and_fills() {
     let Some(dev) = gpu() else { return };
     let q = dev.create_queue().unwrap();
     for kind in [AllocKind::Device, AllocKind::Host, AllocKind::Managed] {
-        for pattern in [
-            vec![0xAB],
-            vec![1, 2],
-            vec![1, 2, 3, 4],
-            (10..26).collect::<Vec<u8>>(),
-            (30..47).collect::<Vec<u8>>(),
-        ] {
+        for pattern in
+            [vec![0xAB], vec![1, 2], vec![1, 2, 3, 4], (10..26).collect::<Vec<u8>>(), (30..47).collect::<Vec<u8>>()]
+        {
             let reps = 1000;
             let size = pattern.len() * reps;
             let b = Buf::new(&dev, size + 64, kind);
@@ -430,12 +348,7 @@ fn gpu_memory_kinds_and_fills() {
             q.sync().unwrap();
             let got: Vec<u8> = b.download(size + 64);
             for (i, &v) in got[..size].iter().enumerate() {
-                assert_eq!(
-                    v,
-                    pattern[i % pattern.len()],
-                    "{kind:?} pattern {} at {i}",
-                    pattern.len()
-                );
+                assert_eq!(v, pattern[i % pattern.len()], "{kind:?} pattern {} at {i}", pattern.len());
             }
             assert!(got[size..].iter().all(|&v| v == 0), "{kind:?} fill overran");
             if kind != AllocKind::Device {
@@ -453,20 +366,15 @@ fn gpu_memory_kinds_and_fills() {
     let mut host = vec![0u8; 4096];
     let pinned = dev.register_host(host.as_mut_ptr() as usize, 4096).unwrap();
     assert_eq!(pinned, host.as_mut_ptr() as usize);
-    q.memcpy(a.ptr, true, src.as_ptr() as usize, false, 4096)
-        .unwrap();
+    q.memcpy(a.ptr, true, src.as_ptr() as usize, false, 4096).unwrap();
     q.memcpy(c.ptr, true, a.ptr, true, 4096).unwrap();
     q.memcpy(pinned, false, c.ptr, true, 4096).unwrap();
     q.sync().unwrap();
     assert_eq!(host, src);
     dev.unregister_host(pinned).unwrap();
-    assert!(matches!(
-        dev.unregister_host(pinned),
-        Err(PluginError::InvalidArgument(_))
-    ));
+    assert!(matches!(dev.unregister_host(pinned), Err(PluginError::InvalidArgument(_))));
     // zero-size copies are fine
-    dev.memcpy_sync(a.ptr, true, src.as_ptr() as usize, false, 0)
-        .unwrap();
+    dev.memcpy_sync(a.ptr, true, src.as_ptr() as usize, false, 0).unwrap();
 }
 
 /// An event of "another plugin": completes when its flag is set.
@@ -496,8 +404,7 @@ fn gpu_queues_events_host_functions() {
     let log = Arc::new(Mutex::new(Vec::new()));
     for i in 0..10 {
         let l = log.clone();
-        q.host_fn(Box::new(move || l.lock().unwrap().push(i)))
-            .unwrap();
+        q.host_fn(Box::new(move || l.lock().unwrap().push(i))).unwrap();
     }
     q.sync().unwrap();
     assert_eq!(*log.lock().unwrap(), (0..10).collect::<Vec<_>>());
@@ -520,8 +427,7 @@ fn gpu_queues_events_host_functions() {
     q2.wait_event(ev.clone()).unwrap();
     q2.fill(b.ptr, &[1, 0, 0, 0], 4).unwrap();
     let foreign = Arc::new(AtomicBool::new(false));
-    q2.wait_event(Arc::new(ForeignEvent(foreign.clone())))
-        .unwrap();
+    q2.wait_event(Arc::new(ForeignEvent(foreign.clone()))).unwrap();
     q2.fill(b.ptr, &[2, 0, 0, 0], 4).unwrap();
     std::thread::sleep(Duration::from_millis(50));
     assert!(!q2.is_empty().unwrap(), "q2 must wait for q's event");
@@ -529,10 +435,7 @@ fn gpu_queues_events_host_functions() {
     ev.sync().unwrap();
     assert!(ev.is_complete().unwrap());
     std::thread::sleep(Duration::from_millis(50));
-    assert!(
-        !q2.is_empty().unwrap(),
-        "q2 must wait for the foreign event"
-    );
+    assert!(!q2.is_empty().unwrap(), "q2 must wait for the foreign event");
     foreign.store(true, Ordering::SeqCst);
     q2.sync().unwrap();
     assert_eq!(b.download::<u32>(1), vec![2]);
@@ -574,21 +477,10 @@ fn gpu_one_queue_twenty_threads() {
     let launched = Arc::new(AtomicUsize::new(0));
     std::thread::scope(|s| {
         for _ in 0..20 {
-            let (q, k, bx, by, launched) = (
-                q.clone(),
-                k.clone(),
-                bx.clone(),
-                by.clone(),
-                launched.clone(),
-            );
+            let (q, k, bx, by, launched) = (q.clone(), k.clone(), bx.clone(), by.clone(), launched.clone());
             s.spawn(move || {
                 for _ in 0..50 {
-                    let args = Args::default()
-                        .arg(1.0f32)
-                        .arg(bx.ptr)
-                        .arg(by.ptr)
-                        .arg(n)
-                        .finish();
+                    let args = Args::default().arg(1.0f32).arg(bx.ptr).arg(by.ptr).arg(n).finish();
                     q.launch(k.clone(), &args, dims1(n / 128, 128)).unwrap();
                     launched.fetch_add(1, Ordering::Relaxed);
                     if let Some(e) = q.record_event().unwrap() {
@@ -638,38 +530,15 @@ fn gpu_bench() {
     d.bind().unwrap();
     let mut raw: CUstream = std::ptr::null_mut();
     // SAFETY: out-pointer valid, context current.
-    drv.check(
-        unsafe { (drv.cuStreamCreate)(&mut raw, CU_STREAM_NON_BLOCKING) },
-        "cuStreamCreate",
-    )
-    .unwrap();
+    drv.check(unsafe { (drv.cuStreamCreate)(&mut raw, CU_STREAM_NON_BLOCKING) }, "cuStreamCreate").unwrap();
     let raw_launch = || {
         // SAFETY: empty() has no parameters; live stream.
-        let r = unsafe {
-            (drv.cuLaunchKernel)(
-                func,
-                1,
-                1,
-                1,
-                1,
-                1,
-                1,
-                0,
-                raw,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
-        };
+        let r =
+            unsafe { (drv.cuLaunchKernel)(func, 1, 1, 1, 1, 1, 1, 0, raw, std::ptr::null_mut(), std::ptr::null_mut()) };
         drv.check(r, "cuLaunchKernel").unwrap();
     };
     // SAFETY: live stream.
-    let raw_sync = || {
-        drv.check(
-            unsafe { (drv.cuStreamSynchronize)(raw) },
-            "cuStreamSynchronize",
-        )
-        .unwrap()
-    };
+    let raw_sync = || drv.check(unsafe { (drv.cuStreamSynchronize)(raw) }, "cuStreamSynchronize").unwrap();
     // warm up
     for _ in 0..100 {
         raw_launch();
@@ -695,16 +564,8 @@ fn gpu_bench() {
         q.sync().unwrap();
         let tot2 = t2.elapsed();
         if round == 1 {
-            rows.push((
-                "async enqueue (us/launch)",
-                per_launch_us(enq, N),
-                per_launch_us(enq2, N),
-            ));
-            rows.push((
-                "async total incl. sync (us/launch)",
-                per_launch_us(tot, N),
-                per_launch_us(tot2, N),
-            ));
+            rows.push(("async enqueue (us/launch)", per_launch_us(enq, N), per_launch_us(enq2, N)));
+            rows.push(("async total incl. sync (us/launch)", per_launch_us(tot, N), per_launch_us(tot2, N)));
         }
     }
     const M: usize = 2000;
@@ -719,29 +580,18 @@ fn gpu_bench() {
         dev.launch_sync(k.clone(), &[], dims).unwrap();
     }
     let ours_s = t.elapsed();
-    rows.push((
-        "launch + sync each (us/launch)",
-        per_launch_us(raw_s, M),
-        per_launch_us(ours_s, M),
-    ));
+    rows.push(("launch + sync each (us/launch)", per_launch_us(raw_s, M), per_launch_us(ours_s, M)));
     let t = Instant::now();
     for _ in 0..M {
         q.launch(k.clone(), &[], dims).unwrap();
         q.sync().unwrap();
     }
-    rows.push((
-        "queue launch + queue sync (us/launch)",
-        per_launch_us(raw_s, M),
-        per_launch_us(t.elapsed(), M),
-    ));
+    rows.push(("queue launch + queue sync (us/launch)", per_launch_us(raw_s, M), per_launch_us(t.elapsed(), M)));
     // SAFETY: live stream, idle.
     let _ = unsafe { (drv.cuStreamDestroy)(raw) };
 
     println!("\n=== launch latency: empty kernel, {N} async launches / {M} synchronous ===");
-    println!(
-        "{:<40} {:>12} {:>12} {:>8}",
-        "", "raw cuda", "offload-rs", "ratio"
-    );
+    println!("{:<40} {:>12} {:>12} {:>8}", "", "raw cuda", "offload-rs", "ratio");
     for (name, r, o) in &rows {
         println!("{name:<40} {r:>12.2} {o:>12.2} {:>8.2}", o / r);
     }
@@ -764,32 +614,17 @@ fn gpu_bench() {
     let pp = pageable.as_mut_ptr() as usize;
     let h2d_pageable = best(&mut || dev.memcpy_sync(dbuf.ptr, true, pp, false, SIZE).unwrap());
     let d2h_pageable = best(&mut || dev.memcpy_sync(pp, false, dbuf.ptr, true, SIZE).unwrap());
-    let h2d_pinned = best(&mut || {
-        dev.memcpy_sync(dbuf.ptr, true, pinned.ptr, false, SIZE)
-            .unwrap()
-    });
-    let d2h_pinned = best(&mut || {
-        dev.memcpy_sync(pinned.ptr, false, dbuf.ptr, true, SIZE)
-            .unwrap()
-    });
+    let h2d_pinned = best(&mut || dev.memcpy_sync(dbuf.ptr, true, pinned.ptr, false, SIZE).unwrap());
+    let d2h_pinned = best(&mut || dev.memcpy_sync(pinned.ptr, false, dbuf.ptr, true, SIZE).unwrap());
     dev.register_host(pp, SIZE).unwrap();
     let h2d_reg = best(&mut || dev.memcpy_sync(dbuf.ptr, true, pp, false, SIZE).unwrap());
     let d2h_reg = best(&mut || dev.memcpy_sync(pp, false, dbuf.ptr, true, SIZE).unwrap());
     dev.unregister_host(pp).unwrap();
     println!("\n=== copy bandwidth, 256 MiB, best of 3 (GB/s) ===");
     println!("{:<34} {:>8} {:>8}", "host memory", "H2D", "D2H");
-    println!(
-        "{:<34} {:>8.2} {:>8.2}",
-        "pageable (Vec)", h2d_pageable, d2h_pageable
-    );
-    println!(
-        "{:<34} {:>8.2} {:>8.2}",
-        "pinned (AllocKind::Host)", h2d_pinned, d2h_pinned
-    );
-    println!(
-        "{:<34} {:>8.2} {:>8.2}",
-        "registered (register_host)", h2d_reg, d2h_reg
-    );
+    println!("{:<34} {:>8.2} {:>8.2}", "pageable (Vec)", h2d_pageable, d2h_pageable);
+    println!("{:<34} {:>8.2} {:>8.2}", "pinned (AllocKind::Host)", h2d_pinned, d2h_pinned);
+    println!("{:<34} {:>8.2} {:>8.2}", "registered (register_host)", h2d_reg, d2h_reg);
 }
 
 /// A fake driver on host memory: exercises the device layer's call sequences without a GPU
@@ -826,12 +661,7 @@ mod fake {
         unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
     }
     fn global_addr(name: &str) -> Option<u64> {
-        GLOBALS
-            .lock()
-            .unwrap()
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, b)| &**b as *const u64 as u64)
+        GLOBALS.lock().unwrap().iter().find(|(n, _)| n == name).map(|(_, b)| &**b as *const u64 as u64)
     }
 
     unsafe extern "C" fn ok0() -> CUresult {
@@ -841,20 +671,12 @@ mod fake {
         0
     }
     unsafe extern "C" fn error_name(code: CUresult, out: *mut *const c_char) -> CUresult {
-        let s: &'static CStr = if code == 500 {
-            c"CUDA_ERROR_NOT_FOUND"
-        } else {
-            c"CUDA_ERROR_INVALID_PTX"
-        };
+        let s: &'static CStr = if code == 500 { c"CUDA_ERROR_NOT_FOUND" } else { c"CUDA_ERROR_INVALID_PTX" };
         unsafe { *out = s.as_ptr() };
         0
     }
     unsafe extern "C" fn error_string(code: CUresult, out: *mut *const c_char) -> CUresult {
-        let s: &'static CStr = if code == 500 {
-            c"named symbol not found"
-        } else {
-            c"a PTX JIT compilation failed"
-        };
+        let s: &'static CStr = if code == 500 { c"named symbol not found" } else { c"a PTX JIT compilation failed" };
         unsafe { *out = s.as_ptr() };
         0
     }
@@ -917,12 +739,7 @@ mod fake {
         unsafe { libc::free(p) };
         0
     }
-    unsafe extern "C" fn memcpy_async(
-        d: CUdeviceptr,
-        s: CUdeviceptr,
-        n: usize,
-        _: CUstream,
-    ) -> CUresult {
+    unsafe extern "C" fn memcpy_async(d: CUdeviceptr, s: CUdeviceptr, n: usize, _: CUstream) -> CUresult {
         unsafe { std::ptr::copy(s as *const u8, d as *mut u8, n) };
         0
     }
@@ -944,14 +761,7 @@ mod fake {
         }
         0
     }
-    unsafe extern "C" fn memset2d8(
-        d: CUdeviceptr,
-        pitch: usize,
-        v: u8,
-        w: usize,
-        h: usize,
-        _: CUstream,
-    ) -> CUresult {
+    unsafe extern "C" fn memset2d8(d: CUdeviceptr, pitch: usize, v: u8, w: usize, h: usize, _: CUstream) -> CUresult {
         for r in 0..h {
             for c in 0..w {
                 unsafe { *((d as usize + r * pitch) as *mut u8).add(c) = v };
@@ -959,40 +769,18 @@ mod fake {
         }
         0
     }
-    unsafe extern "C" fn memset2d16(
-        d: CUdeviceptr,
-        pitch: usize,
-        v: u16,
-        w: usize,
-        h: usize,
-        _: CUstream,
-    ) -> CUresult {
+    unsafe extern "C" fn memset2d16(d: CUdeviceptr, pitch: usize, v: u16, w: usize, h: usize, _: CUstream) -> CUresult {
         for r in 0..h {
             for c in 0..w {
-                unsafe {
-                    ((d as usize + r * pitch) as *mut u16)
-                        .add(c)
-                        .write_unaligned(v)
-                };
+                unsafe { ((d as usize + r * pitch) as *mut u16).add(c).write_unaligned(v) };
             }
         }
         0
     }
-    unsafe extern "C" fn memset2d32(
-        d: CUdeviceptr,
-        pitch: usize,
-        v: u32,
-        w: usize,
-        h: usize,
-        _: CUstream,
-    ) -> CUresult {
+    unsafe extern "C" fn memset2d32(d: CUdeviceptr, pitch: usize, v: u32, w: usize, h: usize, _: CUstream) -> CUresult {
         for r in 0..h {
             for c in 0..w {
-                unsafe {
-                    ((d as usize + r * pitch) as *mut u32)
-                        .add(c)
-                        .write_unaligned(v)
-                };
+                unsafe { ((d as usize + r * pitch) as *mut u32).add(c).write_unaligned(v) };
             }
         }
         0
@@ -1020,13 +808,7 @@ mod fake {
                     let size = unsafe { *vals.add(i + 1) } as usize;
                     let msg = b"ptxas fatal: fake syntax error\0";
                     assert!(size >= msg.len());
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            msg.as_ptr(),
-                            *vals.add(i) as *mut u8,
-                            msg.len(),
-                        )
-                    };
+                    unsafe { std::ptr::copy_nonoverlapping(msg.as_ptr(), *vals.add(i) as *mut u8, msg.len()) };
                 }
             }
             return 218;
@@ -1036,27 +818,17 @@ mod fake {
         g.clear();
         for l in text.lines() {
             if let Some(p) = l.find(".u64 ") {
-                let name: String = l[p + 5..]
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$')
-                    .collect();
+                let name: String =
+                    l[p + 5..].chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$').collect();
                 // a ctor entry's value: a fake function address derived from its priority
-                let val = name
-                    .rsplit('_')
-                    .next()
-                    .and_then(|p| p.parse::<u64>().ok())
-                    .map_or(0, |p| 0xF000 + p);
+                let val = name.rsplit('_').next().and_then(|p| p.parse::<u64>().ok()).map_or(0, |p| 0xF000 + p);
                 g.push((name, Box::new(val)));
             }
         }
         unsafe { *out = 0x7000 as CUmodule };
         0
     }
-    unsafe extern "C" fn get_function(
-        out: *mut CUfunction,
-        _: CUmodule,
-        name: *const c_char,
-    ) -> CUresult {
+    unsafe extern "C" fn get_function(out: *mut CUfunction, _: CUmodule, name: *const c_char) -> CUresult {
         let n = unsafe { name_of(name) };
         match FUNCS.iter().position(|f| *f == n) {
             Some(i) => {
@@ -1082,18 +854,9 @@ mod fake {
         }
     }
     fn func_name(f: CUfunction) -> &'static str {
-        FUNCS
-            .iter()
-            .find(|n| n.as_ptr() as CUfunction == f)
-            .copied()
-            .unwrap_or("?")
+        FUNCS.iter().find(|n| n.as_ptr() as CUfunction == f).copied().unwrap_or("?")
     }
-    unsafe extern "C" fn param_info(
-        f: CUfunction,
-        i: usize,
-        off: *mut usize,
-        size: *mut usize,
-    ) -> CUresult {
+    unsafe extern "C" fn param_info(f: CUfunction, i: usize, off: *mut usize, size: *mut usize) -> CUresult {
         let layout: &[(usize, usize)] = match func_name(f) {
             "saxpy" => &[(0, 4), (8, 8), (16, 8), (24, 4)],
             _ => &[],
@@ -1142,10 +905,7 @@ mod fake {
         let table = |start: &str, end: &str| -> Vec<u64> {
             let (s, e) = (global_addr(start).unwrap(), global_addr(end).unwrap());
             let (s, e) = unsafe { (*(s as *const u64), *(e as *const u64)) };
-            (s..e)
-                .step_by(8)
-                .map(|p| unsafe { *(p as *const u64) })
-                .collect()
+            (s..e).step_by(8).map(|p| unsafe { *(p as *const u64) }).collect()
         };
         if name == "nvptx$device$init" {
             let t = table("__init_array_start", "__init_array_end");
@@ -1156,10 +916,7 @@ mod fake {
             t.reverse();
             with(|s| s.dtor_calls.extend(t));
         }
-        with(|s| {
-            s.launches
-                .push((name.to_string(), [gx, gy, gz], [bx, by, bz], shm, args))
-        });
+        with(|s| s.launches.push((name.to_string(), [gx, gy, gz], [bx, by, bz], shm, args)));
         0
     }
     unsafe extern "C" fn occupancy(
@@ -1231,15 +988,9 @@ fn fake_driver_device_layer() {
     assert_eq!(i.uid, "CUDA-00112233445566778899aabbccddeeff");
     assert_eq!(i.driver_version, "12.4");
     assert_eq!((i.max_clock_frequency, i.memory_clock_rate), (1980, 2619));
-    assert_eq!(
-        i.max_work_size_per_dim,
-        [u32::MAX, 65535 * 1024, 65535 * 64]
-    );
+    assert_eq!(i.max_work_size_per_dim, [u32::MAX, 65535 * 1024, 65535 * 64]);
     assert_eq!(i.global_mem_size, 80 << 30);
-    assert_eq!(
-        dev.as_any().downcast_ref::<CudaDevice>().unwrap().ptx_isa(),
-        84
-    );
+    assert_eq!(dev.as_any().downcast_ref::<CudaDevice>().unwrap().ptx_isa(), 84);
 
     // fills of every pattern size on "device" memory
     let q = dev.create_queue().unwrap();
@@ -1276,110 +1027,48 @@ fn fake_driver_device_layer() {
     *fake::STATE.lock().unwrap() = None;
     assert!(dev.is_valid_binary(ptx.as_bytes()));
     let p = dev.load_program(ptx.as_bytes()).expect("load fake PTX");
-    let calls = fake::STATE
-        .lock()
-        .unwrap()
-        .as_ref()
-        .unwrap()
-        .ctor_calls
-        .clone();
-    assert_eq!(
-        calls,
-        vec![0xF000 + 200, 0xF000 + 201, 0xF000 + 202],
-        "ctors by priority"
-    );
+    let calls = fake::STATE.lock().unwrap().as_ref().unwrap().ctor_calls.clone();
+    assert_eq!(calls, vec![0xF000 + 200, 0xF000 + 201, 0xF000 + 202], "ctors by priority");
     {
         let st = fake::STATE.lock().unwrap();
         let l = &st.as_ref().unwrap().launches[0];
-        assert_eq!(
-            (l.0.as_str(), l.1, l.2),
-            ("nvptx$device$init", [1, 1, 1], [1, 1, 1])
-        );
+        assert_eq!((l.0.as_str(), l.1, l.2), ("nvptx$device$init", [1, 1, 1], [1, 1, 1]));
     }
 
     // kernel arguments as the driver receives them
     let k = p.kernel("saxpy").unwrap();
-    let natural = Args::default()
-        .arg(2.0f32)
-        .arg(0x1111usize)
-        .arg(0x2222usize)
-        .arg(7u32)
-        .finish();
-    let packed = Args::packed()
-        .arg(2.0f32)
-        .arg(0x1111usize)
-        .arg(0x2222usize)
-        .arg(7u32)
-        .finish();
-    q.launch(
-        k.clone(),
-        &natural,
-        LaunchDims {
-            num_groups: [3, 2, 1],
-            group_size: [64, 2, 1],
-            dyn_shared_mem: 0,
-        },
-    )
-    .unwrap();
+    let natural = Args::default().arg(2.0f32).arg(0x1111usize).arg(0x2222usize).arg(7u32).finish();
+    let packed = Args::packed().arg(2.0f32).arg(0x1111usize).arg(0x2222usize).arg(7u32).finish();
+    q.launch(k.clone(), &natural, LaunchDims { num_groups: [3, 2, 1], group_size: [64, 2, 1], dyn_shared_mem: 0 })
+        .unwrap();
     dev.launch_sync(
         k.clone(),
         &packed,
-        LaunchDims {
-            num_groups: [1, 1, 1],
-            group_size: [1, 1, 1],
-            dyn_shared_mem: 64 * 1024,
-        },
+        LaunchDims { num_groups: [1, 1, 1], group_size: [1, 1, 1], dyn_shared_mem: 64 * 1024 },
     )
     .unwrap();
-    assert!(matches!(
-        q.launch(k.clone(), &packed[..20], dims1(1, 1)),
-        Err(PluginError::InvalidArgument(_))
-    ));
+    assert!(matches!(q.launch(k.clone(), &packed[..20], dims1(1, 1)), Err(PluginError::InvalidArgument(_))));
     {
         let st = fake::STATE.lock().unwrap();
         let st = st.as_ref().unwrap();
         let n = st.launches.len();
         let (a, b) = (&st.launches[n - 2], &st.launches[n - 1]);
         assert_eq!((a.1, a.2), ([3, 2, 1], [64, 2, 1]));
-        assert_eq!(
-            a.4,
-            natural[..28].to_vec(),
-            "natural struct cut to the real block"
-        );
-        assert_eq!(
-            b.4,
-            natural[..28].to_vec(),
-            "packed arguments repacked to the real layout"
-        );
+        assert_eq!(a.4, natural[..28].to_vec(), "natural struct cut to the real block");
+        assert_eq!(b.4, natural[..28].to_vec(), "packed arguments repacked to the real layout");
         assert_eq!(b.3, 64 * 1024);
-        assert_eq!(
-            st.set_attrs,
-            vec![(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 * 1024)]
-        );
+        assert_eq!(st.set_attrs, vec![(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 * 1024)]);
     }
     // no-parameter kernel: no argument buffer at all
-    dev.launch_sync(p.kernel("empty").unwrap(), &[], dims1(1, 1))
-        .unwrap();
-    assert!(
-        fake::STATE
-            .lock()
-            .unwrap()
-            .as_ref()
-            .unwrap()
-            .launches
-            .last()
-            .unwrap()
-            .4
-            .is_empty()
-    );
+    dev.launch_sync(p.kernel("empty").unwrap(), &[], dims1(1, 1)).unwrap();
+    assert!(fake::STATE.lock().unwrap().as_ref().unwrap().launches.last().unwrap().4.is_empty());
     assert_eq!(dev.optimal_group_size(&*k, 0).unwrap(), 768);
 
     // lookups
     match p.kernel("nope") {
-        Err(PluginError::NotFound(m)) => assert_eq!(
-            m,
-            "error in cuModuleGetFunction('nope'): CUDA_ERROR_NOT_FOUND: named symbol not found"
-        ),
+        Err(PluginError::NotFound(m)) => {
+            assert_eq!(m, "error in cuModuleGetFunction('nope'): CUDA_ERROR_NOT_FOUND: named symbol not found")
+        }
         Err(e) => panic!("{e:?}"),
         Ok(_) => panic!("found nope"),
     }
@@ -1402,13 +1091,7 @@ fn fake_driver_device_layer() {
 
     // destructors at unload, reverse priority order walk (LLVM's fini kernel iterates backwards)
     p.unload().unwrap();
-    let d = fake::STATE
-        .lock()
-        .unwrap()
-        .as_ref()
-        .unwrap()
-        .dtor_calls
-        .clone();
+    let d = fake::STATE.lock().unwrap().as_ref().unwrap().dtor_calls.clone();
     assert_eq!(d, vec![0xF000 + 65535, 0xF000 + 101]);
 
     // a module the driver rejects: its JIT log is in the message

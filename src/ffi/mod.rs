@@ -4,6 +4,7 @@
 //! compile time that every value, size, offset and prototype matches LLVM's own header.
 #![allow(non_camel_case_types, reason = "C type names of the liboffload ABI")]
 #![allow(non_upper_case_globals, reason = "C constant names of the liboffload ABI")]
+#![allow(non_snake_case, reason = "C field names of the liboffload ABI")]
 
 use std::ffi::{c_char, c_void};
 

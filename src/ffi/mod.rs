@@ -9,37 +9,30 @@
 use std::ffi::{c_char, c_void};
 
 /// Opaque target of `ol_platform_handle_t`. Never dereferenced: a handle is a slotmap key.
-#[repr(C)]
 pub struct ol_platform_impl_t {
     _opaque: [u8; 0],
 }
 /// Opaque target of `ol_device_handle_t`.
-#[repr(C)]
 pub struct ol_device_impl_t {
     _opaque: [u8; 0],
 }
 /// Opaque target of `ol_queue_handle_t`.
-#[repr(C)]
 pub struct ol_queue_impl_t {
     _opaque: [u8; 0],
 }
 /// Opaque target of `ol_event_handle_t`.
-#[repr(C)]
 pub struct ol_event_impl_t {
     _opaque: [u8; 0],
 }
 /// Opaque target of `ol_program_handle_t`.
-#[repr(C)]
 pub struct ol_program_impl_t {
     _opaque: [u8; 0],
 }
 /// Opaque target of `ol_symbol_handle_t`.
-#[repr(C)]
 pub struct ol_symbol_impl_t {
     _opaque: [u8; 0],
 }
 /// Opaque target of `ol_context_handle_t` (declared by LLVM 22, used by no entry point).
-#[repr(C)]
 pub struct ol_context_impl_t {
     _opaque: [u8; 0],
 }

@@ -4,41 +4,35 @@
 //! compile time that every value, size, offset and prototype matches LLVM's own header.
 #![allow(non_camel_case_types, reason = "C type names of the liboffload ABI")]
 #![allow(non_upper_case_globals, reason = "C constant names of the liboffload ABI")]
+#![allow(non_snake_case, reason = "C field names of the liboffload ABI")]
 
 use std::ffi::{c_char, c_void};
 
 /// Opaque target of `ol_platform_handle_t`. Never dereferenced: a handle is a slotmap key.
-#[repr(C)]
 pub struct ol_platform_impl_t {
     _opaque: [u8; 0],
 }
 /// Opaque target of `ol_device_handle_t`.
-#[repr(C)]
 pub struct ol_device_impl_t {
     _opaque: [u8; 0],
 }
 /// Opaque target of `ol_queue_handle_t`.
-#[repr(C)]
 pub struct ol_queue_impl_t {
     _opaque: [u8; 0],
 }
 /// Opaque target of `ol_event_handle_t`.
-#[repr(C)]
 pub struct ol_event_impl_t {
     _opaque: [u8; 0],
 }
 /// Opaque target of `ol_program_handle_t`.
-#[repr(C)]
 pub struct ol_program_impl_t {
     _opaque: [u8; 0],
 }
 /// Opaque target of `ol_symbol_handle_t`.
-#[repr(C)]
 pub struct ol_symbol_impl_t {
     _opaque: [u8; 0],
 }
 /// Opaque target of `ol_context_handle_t` (declared by LLVM 22, used by no entry point).
-#[repr(C)]
 pub struct ol_context_impl_t {
     _opaque: [u8; 0],
 }
@@ -69,16 +63,20 @@ pub const OL_ALLOC_TYPE_FORCE_UINT32: ol_alloc_type_t = ol_alloc_type_t(0x7fffff
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ol_device_fp_capability_flag_t(pub u32);
 
-pub const OL_DEVICE_FP_CAPABILITY_FLAG_CORRECTLY_ROUNDED_DIVIDE_SQRT: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(1);
-pub const OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_NEAREST: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(2);
-pub const OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_ZERO: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(4);
+pub const OL_DEVICE_FP_CAPABILITY_FLAG_CORRECTLY_ROUNDED_DIVIDE_SQRT: ol_device_fp_capability_flag_t =
+    ol_device_fp_capability_flag_t(1);
+pub const OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_NEAREST: ol_device_fp_capability_flag_t =
+    ol_device_fp_capability_flag_t(2);
+pub const OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_ZERO: ol_device_fp_capability_flag_t =
+    ol_device_fp_capability_flag_t(4);
 pub const OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_INF: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(8);
 pub const OL_DEVICE_FP_CAPABILITY_FLAG_INF_NAN: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(16);
 pub const OL_DEVICE_FP_CAPABILITY_FLAG_DENORM: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(32);
 pub const OL_DEVICE_FP_CAPABILITY_FLAG_FMA: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(64);
 pub const OL_DEVICE_FP_CAPABILITY_FLAG_SOFT_FLOAT: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(128);
 pub const OL_DEVICE_FP_CAPABILITY_FLAG_LAST: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(256);
-pub const OL_DEVICE_FP_CAPABILITY_FLAG_FORCE_UINT32: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(0x7fffffff);
+pub const OL_DEVICE_FP_CAPABILITY_FLAG_FORCE_UINT32: ol_device_fp_capability_flag_t =
+    ol_device_fp_capability_flag_t(0x7fffffff);
 
 /// C enum `ol_device_info_t` (LLVM 22 `OffloadAPI.h`). Arrives from C as a raw `uint32_t`: unknown values are
 /// representable and rejected with `OL_ERRC_INVALID_ENUMERATION`, never undefined behaviour.

@@ -1,0 +1,185 @@
+//! `olCreateEvent`, `olDestroyEvent`, `olSyncEvent`, `olGetEventInfo(Size)`.
+
+use std::ffi::c_void;
+
+use crate::api::{entry, h, validate, write_out};
+use crate::error::{OlError, OlResult};
+use crate::ffi::*;
+use crate::handle;
+use crate::info::{self, InfoValue};
+use crate::runtime::{Event, objects};
+use crate::trace;
+
+/// Create an event marking everything enqueued on `Queue` so far (complete at once if the queue is idle).
+///
+/// Errors, in order: `INVALID_NULL_HANDLE` (Queue), `INVALID_NULL_POINTER` (Event), `INVALID_QUEUE`.
+///
+/// # Safety
+/// `Event` must be NULL or valid for writing a handle.
+#[unsafe(export_name = "olCreateEvent")]
+pub unsafe extern "C" fn ol_create_event(Queue: ol_queue_handle_t, Event: *mut ol_event_handle_t) -> ol_result_t {
+    let shown = std::cell::OnceCell::new();
+    entry(
+        "olCreateEvent",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
+                    (Event.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Event"),
+                ],
+            )?;
+            let q = handle::queue(h(Queue))?;
+            if Event.is_null() {
+                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Event is NULL"));
+            }
+            let e = objects::create_event(&q)?;
+            // SAFETY: checked non-NULL; writable per the caller contract.
+            unsafe { write_out(Event, e as usize as ol_event_handle_t, "Event") }?;
+            let _ = shown.set(format!("0x{e:x}"));
+            Ok(())
+        },
+        || format!(".Queue = {}, .Event = {}", trace::ptr(Queue), trace::out(Event, shown.get().cloned())),
+    )
+}
+
+/// Destroy an event (also after its queue was destroyed).
+///
+/// Errors: `INVALID_NULL_HANDLE`, `INVALID_EVENT` (destroyed, stale or wrong-kind handle).
+///
+/// # Safety
+/// Any value is safe to pass.
+#[unsafe(export_name = "olDestroyEvent")]
+pub unsafe extern "C" fn ol_destroy_event(Event: ol_event_handle_t) -> ol_result_t {
+    entry(
+        "olDestroyEvent",
+        |ctx| {
+            validate(ctx, &[(Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event")])?;
+            let e = handle::event(h(Event))?;
+            handle::remove(e.handle);
+            Ok(())
+        },
+        || format!(".Event = {}", trace::ptr(Event)),
+    )
+}
+
+/// Block until the work the event marks has completed (also after its queue was destroyed).
+///
+/// Errors: `INVALID_NULL_HANDLE`, `INVALID_EVENT`, or the error of failed work before the event.
+///
+/// # Safety
+/// Any value is safe to pass.
+#[unsafe(export_name = "olSyncEvent")]
+pub unsafe extern "C" fn ol_sync_event(Event: ol_event_handle_t) -> ol_result_t {
+    entry(
+        "olSyncEvent",
+        |ctx| {
+            validate(ctx, &[(Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event")])?;
+            let e = handle::event(h(Event))?;
+            objects::sync_event(&e)
+        },
+        || format!(".Event = {}", trace::ptr(Event)),
+    )
+}
+
+fn event_info(e: &Event, name: ol_event_info_t) -> OlResult<InfoValue> {
+    Ok(match name {
+        OL_EVENT_INFO_QUEUE => InfoValue::Ptr(e.queue),
+        OL_EVENT_INFO_IS_COMPLETE => InfoValue::Bool(objects::event_is_complete(e)?),
+        other => return Err(OlError::invalid_enum(format!("olGetEventInfo enum '{}' is invalid", other.0 as i32))),
+    })
+}
+
+fn event_info_name(n: ol_event_info_t) -> &'static str {
+    match n {
+        OL_EVENT_INFO_QUEUE => "OL_EVENT_INFO_QUEUE",
+        OL_EVENT_INFO_IS_COMPLETE => "OL_EVENT_INFO_IS_COMPLETE",
+        _ => "unknown enumerator",
+    }
+}
+
+/// Query an event property (QUEUE, IS_COMPLETE: a non-blocking poll).
+///
+/// Errors, in order: `INVALID_SIZE` (PropSize == 0), `INVALID_NULL_HANDLE`, `INVALID_NULL_POINTER`
+/// (PropValue), `INVALID_EVENT`, `INVALID_ENUMERATION`, `INVALID_SIZE` (too small).
+///
+/// # Safety
+/// `PropValue` must be NULL or valid for `PropSize` writable bytes.
+#[unsafe(export_name = "olGetEventInfo")]
+pub unsafe extern "C" fn ol_get_event_info(
+    Event: ol_event_handle_t,
+    PropName: ol_event_info_t,
+    PropSize: usize,
+    PropValue: *mut c_void,
+) -> ol_result_t {
+    let shown = std::cell::OnceCell::new();
+    entry(
+        "olGetEventInfo",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
+                    (Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event"),
+                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
+                ],
+            )?;
+            let e = handle::event(h(Event))?;
+            let v = event_info(&e, PropName)?;
+            // SAFETY: PropValue is valid for PropSize bytes (caller contract).
+            unsafe { info::write(&v, PropSize, PropValue) }?;
+            let _ = shown.set(v.trace());
+            Ok(())
+        },
+        || {
+            format!(
+                ".Event = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
+                trace::ptr(Event),
+                event_info_name(PropName),
+                trace::out(PropValue, shown.get().cloned())
+            )
+        },
+    )
+}
+
+/// Query the byte size of an event property.
+///
+/// Errors, in order: `INVALID_NULL_HANDLE`, `INVALID_NULL_POINTER` (PropSizeRet), `INVALID_EVENT`,
+/// `INVALID_ENUMERATION`.
+///
+/// # Safety
+/// `PropSizeRet` must be NULL or valid for writing a `size_t`.
+#[unsafe(export_name = "olGetEventInfoSize")]
+pub unsafe extern "C" fn ol_get_event_info_size(
+    Event: ol_event_handle_t,
+    PropName: ol_event_info_t,
+    PropSizeRet: *mut usize,
+) -> ol_result_t {
+    let shown = std::cell::OnceCell::new();
+    entry(
+        "olGetEventInfoSize",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event"),
+                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
+                ],
+            )?;
+            let e = handle::event(h(Event))?;
+            let v = event_info(&e, PropName)?;
+            // SAFETY: PropSizeRet is NULL or writable (caller contract).
+            unsafe { info::write_size(&v, PropSizeRet) }?;
+            let _ = shown.set(v.bytes().len().to_string());
+            Ok(())
+        },
+        || {
+            format!(
+                ".Event = {}, .PropName = {}, .PropSizeRet = {}",
+                trace::ptr(Event),
+                event_info_name(PropName),
+                trace::out(PropSizeRet, shown.get().cloned())
+            )
+        },
+    )
+}

@@ -1,0 +1,374 @@
+//! `olMemAlloc`, `olMemFree`, `olGetMemInfo(Size)`, `olMemcpy`, `olMemFill`, `olMemRegister`,
+//! `olMemUnregister`.
+
+use std::ffi::c_void;
+
+use crate::api::{bytes, entry, h, validate, write_out};
+use crate::error::{OlError, OlResult};
+use crate::ffi::*;
+use crate::handle;
+use crate::info::{self, InfoValue};
+use crate::runtime::{Context, memory};
+use crate::trace;
+
+fn alloc_type_name(t: ol_alloc_type_t) -> &'static str {
+    match t {
+        OL_ALLOC_TYPE_HOST => "OL_ALLOC_TYPE_HOST",
+        OL_ALLOC_TYPE_DEVICE => "OL_ALLOC_TYPE_DEVICE",
+        OL_ALLOC_TYPE_MANAGED => "OL_ALLOC_TYPE_MANAGED",
+        _ => "unknown enumerator",
+    }
+}
+
+fn mem_info_name(n: ol_mem_info_t) -> &'static str {
+    match n {
+        OL_MEM_INFO_DEVICE => "OL_MEM_INFO_DEVICE",
+        OL_MEM_INFO_BASE => "OL_MEM_INFO_BASE",
+        OL_MEM_INFO_SIZE => "OL_MEM_INFO_SIZE",
+        OL_MEM_INFO_TYPE => "OL_MEM_INFO_TYPE",
+        _ => "unknown enumerator",
+    }
+}
+
+/// Allocate `Size` bytes of `Type` memory on `Device` (the CPU device: 64-byte aligned host memory).
+///
+/// Errors, in order: `INVALID_SIZE` (Size == 0), `INVALID_NULL_HANDLE` (Device), `INVALID_NULL_POINTER`
+/// (AllocationOut), `INVALID_DEVICE`, `UNSUPPORTED` (the virtual host device), `OUT_OF_RESOURCES`.
+///
+/// # Safety
+/// `AllocationOut` must be NULL or valid for writing a pointer.
+#[unsafe(export_name = "olMemAlloc")]
+pub unsafe extern "C" fn ol_mem_alloc(
+    Device: ol_device_handle_t,
+    Type: ol_alloc_type_t,
+    Size: usize,
+    AllocationOut: *mut *mut c_void,
+) -> ol_result_t {
+    let shown = std::cell::OnceCell::new();
+    entry(
+        "olMemAlloc",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (Size == 0, OL_ERRC_INVALID_SIZE, "Size == 0"),
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (AllocationOut.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == AllocationOut"),
+                ],
+            )?;
+            let d = handle::device(h(Device))?;
+            if AllocationOut.is_null() {
+                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "AllocationOut is NULL"));
+            }
+            if Size == 0 {
+                return Err(OlError::new(OL_ERRC_OUT_OF_RESOURCES, "failed to allocate from device allocator"));
+            }
+            let p = ctx.allocs.alloc(&d, Type.0, Size)?;
+            // SAFETY: checked non-NULL; writable per the caller contract.
+            unsafe { write_out(AllocationOut, p as *mut c_void, "AllocationOut") }?;
+            let _ = shown.set(format!("0x{p:x}"));
+            Ok(())
+        },
+        || {
+            format!(
+                ".Device = {}, .Type = {}, .Size = {Size}, .AllocationOut = {}",
+                trace::ptr(Device),
+                alloc_type_name(Type),
+                trace::out(AllocationOut, shown.get().cloned())
+            )
+        },
+    )
+}
+
+/// Free memory from `olMemAlloc`; only the exact base address is accepted.
+///
+/// Errors: `INVALID_NULL_POINTER` (Address), `INVALID_ARGUMENT` ("address is not a known allocation":
+/// interior pointers, double frees, foreign memory).
+///
+/// # Safety
+/// Any value is safe to pass; the memory must not be in use by queued work.
+#[unsafe(export_name = "olMemFree")]
+pub unsafe extern "C" fn ol_mem_free(Address: *mut c_void) -> ol_result_t {
+    entry(
+        "olMemFree",
+        |ctx| {
+            validate(ctx, &[(Address.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Address")])?;
+            ctx.allocs.free(Address as usize)
+        },
+        || format!(".Address = {}", trace::ptr(Address)),
+    )
+}
+
+fn mem_info(ctx: &Context, ptr: usize, name: ol_mem_info_t) -> OlResult<InfoValue> {
+    let m = ctx.allocs.info(ptr)?;
+    Ok(match name {
+        OL_MEM_INFO_DEVICE => InfoValue::Ptr(m.device),
+        OL_MEM_INFO_BASE => InfoValue::Ptr(m.base as u64),
+        OL_MEM_INFO_SIZE => InfoValue::U64(m.size as u64),
+        OL_MEM_INFO_TYPE => InfoValue::U32(m.raw_type),
+        other => return Err(OlError::invalid_enum(format!("olGetMemInfo enum '{}' is invalid", other.0 as i32))),
+    })
+}
+
+/// Query an allocation by any pointer inside it.
+///
+/// Errors, in order: `INVALID_SIZE` (PropSize == 0), `INVALID_NULL_POINTER` (Ptr, PropValue),
+/// `NOT_FOUND` (not inside a live allocation), `INVALID_ENUMERATION`, `INVALID_SIZE` (too small).
+///
+/// # Safety
+/// `PropValue` must be NULL or valid for `PropSize` writable bytes.
+#[unsafe(export_name = "olGetMemInfo")]
+pub unsafe extern "C" fn ol_get_mem_info(
+    Ptr: *const c_void,
+    PropName: ol_mem_info_t,
+    PropSize: usize,
+    PropValue: *mut c_void,
+) -> ol_result_t {
+    let shown = std::cell::OnceCell::new();
+    entry(
+        "olGetMemInfo",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
+                    (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
+                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
+                ],
+            )?;
+            let v = mem_info(ctx, Ptr as usize, PropName)?;
+            // SAFETY: PropValue is valid for PropSize bytes (caller contract).
+            unsafe { info::write(&v, PropSize, PropValue) }?;
+            let _ = shown.set(v.trace());
+            Ok(())
+        },
+        || {
+            format!(
+                ".Ptr = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
+                trace::ptr(Ptr),
+                mem_info_name(PropName),
+                trace::out(PropValue, shown.get().cloned())
+            )
+        },
+    )
+}
+
+/// Query the byte size of an allocation property.
+///
+/// Errors, in order: `INVALID_NULL_POINTER` (Ptr, PropSizeRet), `NOT_FOUND`, `INVALID_ENUMERATION`.
+///
+/// # Safety
+/// `PropSizeRet` must be NULL or valid for writing a `size_t`.
+#[unsafe(export_name = "olGetMemInfoSize")]
+pub unsafe extern "C" fn ol_get_mem_info_size(
+    Ptr: *const c_void,
+    PropName: ol_mem_info_t,
+    PropSizeRet: *mut usize,
+) -> ol_result_t {
+    let shown = std::cell::OnceCell::new();
+    entry(
+        "olGetMemInfoSize",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
+                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
+                ],
+            )?;
+            let v = mem_info(ctx, Ptr as usize, PropName)?;
+            // SAFETY: PropSizeRet is NULL or writable (caller contract).
+            unsafe { info::write_size(&v, PropSizeRet) }?;
+            let _ = shown.set(v.bytes().len().to_string());
+            Ok(())
+        },
+        || {
+            format!(
+                ".Ptr = {}, .PropName = {}, .PropSizeRet = {}",
+                trace::ptr(Ptr),
+                mem_info_name(PropName),
+                trace::out(PropSizeRet, shown.get().cloned())
+            )
+        },
+    )
+}
+
+/// Copy `Size` bytes. The devices say where each side lives (the virtual host device for host memory);
+/// a NULL queue blocks until the copy is done, otherwise the copy is enqueued.
+///
+/// Errors, in order: `INVALID_NULL_HANDLE` (DstDevice, SrcDevice), `INVALID_NULL_POINTER` (DstPtr,
+/// SrcPtr), `INVALID_QUEUE`/`INVALID_DEVICE` (stale handles), `INVALID_ARGUMENT` (host to host with a
+/// queue).
+///
+/// # Safety
+/// Both ranges must be valid for `Size` bytes on their devices until the copy completes.
+#[unsafe(export_name = "olMemcpy")]
+pub unsafe extern "C" fn ol_memcpy(
+    Queue: ol_queue_handle_t,
+    DstPtr: *mut c_void,
+    DstDevice: ol_device_handle_t,
+    SrcPtr: *const c_void,
+    SrcDevice: ol_device_handle_t,
+    Size: usize,
+) -> ol_result_t {
+    entry(
+        "olMemcpy",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (DstDevice.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == DstDevice"),
+                    (SrcDevice.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == SrcDevice"),
+                    (DstPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == DstPtr"),
+                    (SrcPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == SrcPtr"),
+                ],
+            )?;
+            let q = if Queue.is_null() { None } else { Some(handle::queue(h(Queue))?) };
+            let dst_dev = handle::device(h(DstDevice))?;
+            let src_dev = handle::device(h(SrcDevice))?;
+            if (DstPtr.is_null() || SrcPtr.is_null()) && Size > 0 {
+                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "olMemcpy: NULL pointer"));
+            }
+            memory::memcpy(ctx, q.as_ref(), DstPtr as usize, &dst_dev, SrcPtr as usize, &src_dev, Size)
+        },
+        || {
+            format!(
+                ".Queue = {}, .DstPtr = {}, .DstDevice = {}, .SrcPtr = {}, .SrcDevice = {}, .Size = {Size}",
+                trace::ptr(Queue),
+                trace::ptr(DstPtr),
+                trace::ptr(DstDevice),
+                trace::ptr(SrcPtr),
+                trace::ptr(SrcDevice)
+            )
+        },
+    )
+}
+
+/// Fill `FillSize` bytes at `Ptr` with the `PatternSize`-byte pattern. With a NULL queue (LLVM 22
+/// crashes) the fill is synchronous on the device that allocated `Ptr`.
+///
+/// Errors, in order: `INVALID_SIZE` (PatternSize == 0, or FillSize % PatternSize != 0),
+/// `INVALID_NULL_POINTER` (Ptr, PatternPtr), `INVALID_QUEUE`.
+///
+/// # Safety
+/// `Ptr` must be valid for `FillSize` bytes on the queue's device; `PatternPtr` for `PatternSize` bytes.
+#[unsafe(export_name = "olMemFill")]
+pub unsafe extern "C" fn ol_mem_fill(
+    Queue: ol_queue_handle_t,
+    Ptr: *mut c_void,
+    PatternSize: usize,
+    PatternPtr: *const c_void,
+    FillSize: usize,
+) -> ol_result_t {
+    entry(
+        "olMemFill",
+        |ctx| {
+            // LLVM 22 evaluates `FillSize % PatternSize` here and dies of SIGFPE when PatternSize is 0.
+            if PatternSize == 0 {
+                return Err(OlError::validation(OL_ERRC_INVALID_SIZE, "PatternSize == 0"));
+            }
+            validate(
+                ctx,
+                &[
+                    (!FillSize.is_multiple_of(PatternSize), OL_ERRC_INVALID_SIZE, "FillSize % PatternSize != 0"),
+                    (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
+                    (PatternPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PatternPtr"),
+                ],
+            )?;
+            if !FillSize.is_multiple_of(PatternSize) || Ptr.is_null() || PatternPtr.is_null() {
+                return Err(OlError::invalid_argument("olMemFill: invalid pattern or pointer"));
+            }
+            let q = if Queue.is_null() { None } else { Some(handle::queue(h(Queue))?) };
+            // SAFETY: PatternPtr is valid for PatternSize bytes (caller contract); copied before return.
+            let pattern = unsafe { bytes(PatternPtr, PatternSize) };
+            memory::fill(ctx, q.as_ref(), Ptr as usize, pattern, FillSize)
+        },
+        || {
+            format!(
+                ".Queue = {}, .Ptr = {}, .PatternSize = {PatternSize}, .PatternPtr = {}, .FillSize = {FillSize}",
+                trace::ptr(Queue),
+                trace::ptr(Ptr),
+                trace::ptr(PatternPtr)
+            )
+        },
+    )
+}
+
+/// Make user host memory accessible to `Device`; returns the device-accessible pointer.
+///
+/// Errors, in order: `INVALID_SIZE` (Size == 0), `INVALID_NULL_HANDLE` (Device), `INVALID_NULL_POINTER`
+/// (Ptr, PinnedPtr), `INVALID_DEVICE`, `UNSUPPORTED` (virtual host device), `INVALID_ARGUMENT`
+/// (partial overlap with a registered range).
+///
+/// # Safety
+/// `Ptr` must be valid for `Size` bytes while registered; `PinnedPtr` NULL or writable.
+#[unsafe(export_name = "olMemRegister")]
+pub unsafe extern "C" fn ol_mem_register(
+    Device: ol_device_handle_t,
+    Ptr: *mut c_void,
+    Size: usize,
+    Flags: ol_memory_register_flags_t,
+    PinnedPtr: *mut *mut c_void,
+) -> ol_result_t {
+    let shown = std::cell::OnceCell::new();
+    entry(
+        "olMemRegister",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (Size == 0, OL_ERRC_INVALID_SIZE, "Size == 0"),
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
+                    (PinnedPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PinnedPtr"),
+                ],
+            )?;
+            let d = handle::device(h(Device))?;
+            if Ptr.is_null() || PinnedPtr.is_null() || Size == 0 {
+                return Err(OlError::invalid_argument("olMemRegister: NULL pointer or zero size"));
+            }
+            let pinned = d.plugin("olMemRegister")?.register_host(Ptr as usize, Size)?;
+            // SAFETY: checked non-NULL; writable per the caller contract.
+            unsafe { write_out(PinnedPtr, pinned as *mut c_void, "PinnedPtr") }?;
+            let _ = shown.set(format!("0x{pinned:x}"));
+            Ok(())
+        },
+        || {
+            format!(
+                ".Device = {}, .Ptr = {}, .Size = {Size}, .Flags = {Flags}, .PinnedPtr = {}",
+                trace::ptr(Device),
+                trace::ptr(Ptr),
+                trace::out(PinnedPtr, shown.get().cloned())
+            )
+        },
+    )
+}
+
+/// Undo one `olMemRegister` of the range containing `Ptr`.
+///
+/// Errors, in order: `INVALID_NULL_HANDLE` (Device), `INVALID_NULL_POINTER` (Ptr), `INVALID_DEVICE`,
+/// `UNSUPPORTED` (virtual host device), `INVALID_ARGUMENT` ("cannot find locked buffer").
+///
+/// # Safety
+/// Any values are safe to pass.
+#[unsafe(export_name = "olMemUnregister")]
+pub unsafe extern "C" fn ol_mem_unregister(Device: ol_device_handle_t, Ptr: *mut c_void) -> ol_result_t {
+    entry(
+        "olMemUnregister",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
+                ],
+            )?;
+            let d = handle::device(h(Device))?;
+            if Ptr.is_null() {
+                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Ptr is NULL"));
+            }
+            Ok(d.plugin("olMemUnregister")?.unregister_host(Ptr as usize)?)
+        },
+        || format!(".Device = {}, .Ptr = {}", trace::ptr(Device), trace::ptr(Ptr)),
+    )
+}

@@ -1,0 +1,111 @@
+//! The C entry points: the only place with exported symbols. One file per API group; every body is one
+//! call to [`entry`], which gates on `olInit`, traces, validates in the header's `@returns` order, catches
+//! panics and turns the `Result` into `NULL` or an interned error pointer.
+//!
+//! Validation can be switched off with `OFFLOAD_DISABLE_VALIDATION` (as in LLVM 22); NULL handles and
+//! NULL out-pointers are still caught afterwards by the handle lookups and writers, so nothing crashes.
+
+#![allow(non_snake_case, reason = "parameter names are OffloadAPI.h's; cbindgen copies them into the header")]
+
+pub mod codeloc;
+pub mod device;
+pub mod event;
+pub mod init;
+pub mod kernel;
+pub mod memory;
+pub mod platform;
+pub mod program;
+pub mod queue;
+pub mod symbol;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use crate::error::{self, OlError, OlResult};
+use crate::ffi::*;
+use crate::runtime::{self, Context};
+use crate::trace;
+
+/// Run one entry point. `params` renders the parameter list for the tracer (after the call, so that
+/// out-parameters show their values); it is only called when tracing is on.
+pub(crate) fn entry(
+    name: &'static str,
+    body: impl FnOnce(&Arc<Context>) -> OlResult<()>,
+    params: impl FnOnce() -> String,
+) -> ol_result_t {
+    let Some(ctx) = runtime::context() else { return error::uninitialized() };
+    if ctx.trace {
+        trace::begin(name);
+    }
+    let result = guarded(name, || body(&ctx));
+    if ctx.trace {
+        trace::end(&params(), &result);
+    }
+    to_c(result)
+}
+
+/// Catch a panic and report it as `OL_ERRC_UNKNOWN` with its text: no panic crosses the C boundary.
+pub(crate) fn guarded(name: &str, f: impl FnOnce() -> OlResult<()>) -> OlResult<()> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(OlError::new(OL_ERRC_UNKNOWN, format!("internal error in {name}: {msg}")))
+        }
+    }
+}
+
+pub(crate) fn to_c(r: OlResult<()>) -> ol_result_t {
+    match r {
+        Ok(()) => std::ptr::null(),
+        Err(e) => error::intern(&e),
+    }
+}
+
+/// The generated validation prologue: checks in order, first failure wins. Skipped entirely when
+/// `OFFLOAD_DISABLE_VALIDATION` was set at the first `olInit`.
+pub(crate) fn validate(ctx: &Context, checks: &[(bool, ol_errc_t, &str)]) -> OlResult<()> {
+    if !ctx.validate {
+        return Ok(());
+    }
+    for &(failed, code, expr) in checks {
+        if failed {
+            return Err(OlError::validation(code, expr));
+        }
+    }
+    Ok(())
+}
+
+/// Write an out-parameter; NULL (possible with validation disabled) is an error, never a crash.
+///
+/// # Safety
+/// `p` must be NULL or valid for writing a `T`.
+pub(crate) unsafe fn write_out<T>(p: *mut T, v: T, what: &str) -> OlResult<()> {
+    if p.is_null() {
+        return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, format!("{what} is NULL")));
+    }
+    // SAFETY: non-NULL and, per the caller, valid for a write.
+    unsafe { p.write_unaligned(v) };
+    Ok(())
+}
+
+/// Borrow a caller buffer as a slice (empty for size 0 or NULL).
+///
+/// # Safety
+/// `p` must be NULL or valid for reading `size` bytes for the lifetime `'a`.
+pub(crate) unsafe fn bytes<'a>(p: *const std::ffi::c_void, size: usize) -> &'a [u8] {
+    if p.is_null() || size == 0 {
+        return &[];
+    }
+    // SAFETY: the caller guarantees `size` readable bytes at `p`.
+    unsafe { std::slice::from_raw_parts(p.cast::<u8>(), size) }
+}
+
+/// A handle as the table's raw value.
+pub(crate) fn h<T>(p: *mut T) -> u64 {
+    p as usize as u64
+}

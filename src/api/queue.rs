@@ -1,0 +1,286 @@
+//! `olCreateQueue`, `olDestroyQueue`, `olSyncQueue`, `olWaitEvents`, `olGetQueueInfo(Size)`,
+//! `olLaunchHostFunction`.
+
+use std::ffi::c_void;
+
+use crate::api::{entry, h, validate, write_out};
+use crate::error::{OlError, OlResult};
+use crate::ffi::*;
+use crate::handle;
+use crate::info::{self, InfoValue};
+use crate::runtime::{Queue, objects};
+use crate::trace;
+
+/// Create an in-order queue on `Device`; work on it runs asynchronously to the caller.
+///
+/// Errors, in order: `INVALID_NULL_HANDLE` (Device), `INVALID_NULL_POINTER` (Queue), `INVALID_DEVICE`,
+/// `UNSUPPORTED` (the virtual host device).
+///
+/// # Safety
+/// `Queue` must be NULL or valid for writing a handle.
+#[unsafe(export_name = "olCreateQueue")]
+pub unsafe extern "C" fn ol_create_queue(Device: ol_device_handle_t, Queue: *mut ol_queue_handle_t) -> ol_result_t {
+    let shown = std::cell::OnceCell::new();
+    entry(
+        "olCreateQueue",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (Queue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Queue"),
+                ],
+            )?;
+            let d = handle::device(h(Device))?;
+            if Queue.is_null() {
+                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Queue is NULL"));
+            }
+            let q = objects::create_queue(&d)?;
+            // SAFETY: checked non-NULL; writable per the caller contract.
+            unsafe { write_out(Queue, q as usize as ol_queue_handle_t, "Queue") }?;
+            let _ = shown.set(format!("0x{q:x}"));
+            Ok(())
+        },
+        || format!(".Device = {}, .Queue = {}", trace::ptr(Device), trace::out(Queue, shown.get().cloned())),
+    )
+}
+
+/// Destroy a queue without waiting: work already enqueued still completes, and events recorded on it stay
+/// valid.
+///
+/// Errors: `INVALID_NULL_HANDLE`, `INVALID_QUEUE` (destroyed, stale or wrong-kind handle).
+///
+/// # Safety
+/// Any value is safe to pass.
+#[unsafe(export_name = "olDestroyQueue")]
+pub unsafe extern "C" fn ol_destroy_queue(Queue: ol_queue_handle_t) -> ol_result_t {
+    entry(
+        "olDestroyQueue",
+        |ctx| {
+            validate(ctx, &[(Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue")])?;
+            let q = handle::queue(h(Queue))?;
+            objects::destroy_queue(ctx, &q)
+        },
+        || format!(".Queue = {}", trace::ptr(Queue)),
+    )
+}
+
+/// Block until all work enqueued so far has completed; returns the first error raised by that work.
+///
+/// Errors: `INVALID_NULL_HANDLE`, `INVALID_QUEUE`, or the error of failed queued work.
+///
+/// # Safety
+/// Any value is safe to pass.
+#[unsafe(export_name = "olSyncQueue")]
+pub unsafe extern "C" fn ol_sync_queue(Queue: ol_queue_handle_t) -> ol_result_t {
+    entry(
+        "olSyncQueue",
+        |ctx| {
+            validate(ctx, &[(Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue")])?;
+            let q = handle::queue(h(Queue))?;
+            Ok(q.inner.sync()?)
+        },
+        || format!(".Queue = {}", trace::ptr(Queue)),
+    )
+}
+
+/// Make later work on `Queue` wait for every event in `Events`; the caller does not block.
+///
+/// Errors, in order: `INVALID_NULL_HANDLE` (Queue), `INVALID_NULL_POINTER` (Events, even with
+/// NumEvents == 0, as in LLVM 22), `INVALID_QUEUE`, `INVALID_NULL_HANDLE` (a NULL entry),
+/// `INVALID_EVENT` (a destroyed or stale entry).
+///
+/// # Safety
+/// `Events` must be NULL or valid for reading `NumEvents` handles.
+#[unsafe(export_name = "olWaitEvents")]
+pub unsafe extern "C" fn ol_wait_events(
+    Queue: ol_queue_handle_t,
+    Events: *mut ol_event_handle_t,
+    NumEvents: usize,
+) -> ol_result_t {
+    entry(
+        "olWaitEvents",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
+                    (Events.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Events"),
+                ],
+            )?;
+            let q = handle::queue(h(Queue))?;
+            if NumEvents == 0 {
+                return Ok(());
+            }
+            if Events.is_null() {
+                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Events is NULL"));
+            }
+            // SAFETY: Events is valid for NumEvents handles (caller contract).
+            let evs: Vec<u64> =
+                unsafe { std::slice::from_raw_parts(Events, NumEvents) }.iter().map(|&e| h(e)).collect();
+            objects::wait_events(&q, &evs)
+        },
+        || {
+            // SAFETY: only the first element is shown, as LLVM's tracer does; Events is valid if non-NULL.
+            let first = (!Events.is_null() && NumEvents > 0).then(|| trace::ptr(unsafe { *Events }));
+            format!(".Queue = {}, .Events = {}, .NumEvents = {NumEvents}", trace::ptr(Queue), trace::out(Events, first))
+        },
+    )
+}
+
+fn queue_info(q: &Queue, name: ol_queue_info_t) -> OlResult<InfoValue> {
+    Ok(match name {
+        OL_QUEUE_INFO_DEVICE => InfoValue::Ptr(q.device.handle),
+        OL_QUEUE_INFO_EMPTY => InfoValue::Bool(q.inner.is_empty()?),
+        other => return Err(OlError::invalid_enum(format!("olGetQueueInfo enum '{}' is invalid", other.0 as i32))),
+    })
+}
+
+fn queue_info_name(n: ol_queue_info_t) -> &'static str {
+    match n {
+        OL_QUEUE_INFO_DEVICE => "OL_QUEUE_INFO_DEVICE",
+        OL_QUEUE_INFO_EMPTY => "OL_QUEUE_INFO_EMPTY",
+        _ => "unknown enumerator",
+    }
+}
+
+/// Query a queue property (DEVICE, EMPTY: a non-blocking poll).
+///
+/// Errors, in order: `INVALID_SIZE` (PropSize == 0), `INVALID_NULL_HANDLE`, `INVALID_NULL_POINTER`
+/// (PropValue), `INVALID_QUEUE`, `INVALID_ENUMERATION`, `INVALID_SIZE` (too small).
+///
+/// # Safety
+/// `PropValue` must be NULL or valid for `PropSize` writable bytes.
+#[unsafe(export_name = "olGetQueueInfo")]
+pub unsafe extern "C" fn ol_get_queue_info(
+    Queue: ol_queue_handle_t,
+    PropName: ol_queue_info_t,
+    PropSize: usize,
+    PropValue: *mut c_void,
+) -> ol_result_t {
+    let shown = std::cell::OnceCell::new();
+    entry(
+        "olGetQueueInfo",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
+                    (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
+                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
+                ],
+            )?;
+            let q = handle::queue(h(Queue))?;
+            let v = queue_info(&q, PropName)?;
+            // SAFETY: PropValue is valid for PropSize bytes (caller contract).
+            unsafe { info::write(&v, PropSize, PropValue) }?;
+            let _ = shown.set(v.trace());
+            Ok(())
+        },
+        || {
+            format!(
+                ".Queue = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
+                trace::ptr(Queue),
+                queue_info_name(PropName),
+                trace::out(PropValue, shown.get().cloned())
+            )
+        },
+    )
+}
+
+/// Query the byte size of a queue property.
+///
+/// Errors, in order: `INVALID_NULL_HANDLE`, `INVALID_NULL_POINTER` (PropSizeRet), `INVALID_QUEUE`,
+/// `INVALID_ENUMERATION`.
+///
+/// # Safety
+/// `PropSizeRet` must be NULL or valid for writing a `size_t`.
+#[unsafe(export_name = "olGetQueueInfoSize")]
+pub unsafe extern "C" fn ol_get_queue_info_size(
+    Queue: ol_queue_handle_t,
+    PropName: ol_queue_info_t,
+    PropSizeRet: *mut usize,
+) -> ol_result_t {
+    let shown = std::cell::OnceCell::new();
+    entry(
+        "olGetQueueInfoSize",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
+                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
+                ],
+            )?;
+            let q = handle::queue(h(Queue))?;
+            let v = queue_info(&q, PropName)?;
+            // SAFETY: PropSizeRet is NULL or writable (caller contract).
+            unsafe { info::write_size(&v, PropSizeRet) }?;
+            let _ = shown.set(v.bytes().len().to_string());
+            Ok(())
+        },
+        || {
+            format!(
+                ".Queue = {}, .PropName = {}, .PropSizeRet = {}",
+                trace::ptr(Queue),
+                queue_info_name(PropName),
+                trace::out(PropSizeRet, shown.get().cloned())
+            )
+        },
+    )
+}
+
+/// User data handed to a host callback on another thread.
+struct SendPtr(*mut c_void);
+// SAFETY: the pointer is opaque to us and only handed back to the caller's own callback, as the API
+// documents; the caller is responsible for what it points to.
+unsafe impl Send for SendPtr {}
+
+/// Enqueue `Callback(UserData)`: it runs in queue order on a library thread, after earlier work and
+/// before later work, and may run after the queue has been destroyed. It must not call liboffload.
+///
+/// Errors, in order: `INVALID_NULL_HANDLE` (Queue), `INVALID_NULL_POINTER` (Callback), `INVALID_QUEUE`.
+///
+/// # Safety
+/// `Callback` must be safe to call with `UserData` from another thread.
+#[unsafe(export_name = "olLaunchHostFunction")]
+pub unsafe extern "C" fn ol_launch_host_function(
+    Queue: ol_queue_handle_t,
+    Callback: ol_host_function_cb_t,
+    UserData: *mut c_void,
+) -> ol_result_t {
+    entry(
+        "olLaunchHostFunction",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
+                    (Callback.is_none(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Callback"),
+                ],
+            )?;
+            let q = handle::queue(h(Queue))?;
+            let Some(cb) = Callback else {
+                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Callback is NULL"));
+            };
+            let ud = SendPtr(UserData);
+            objects::launch_host_function(
+                &q,
+                Box::new(move || {
+                    let ud = ud;
+                    // SAFETY: the caller guarantees the callback may be called with its user data from
+                    // another thread (API contract of olLaunchHostFunction).
+                    unsafe { cb(ud.0) }
+                }),
+            )
+        },
+        || {
+            format!(
+                ".Queue = {}, .Callback = {}, .UserData = {}",
+                trace::ptr(Queue),
+                trace::fnptr(Callback.map_or(0, |f| f as usize)),
+                trace::ptr(UserData)
+            )
+        },
+    )
+}

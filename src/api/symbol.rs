@@ -1,0 +1,196 @@
+//! `olGetSymbol`, `olGetSymbolInfo`, `olGetSymbolInfoSize`.
+
+use std::ffi::{CStr, c_char, c_void};
+
+use crate::api::{entry, h, validate, write_out};
+use crate::error::{OlError, OlResult};
+use crate::ffi::*;
+use crate::handle;
+use crate::info::{self, InfoValue};
+use crate::runtime::{Symbol, SymbolKind, objects};
+use crate::trace;
+
+fn kind_name(k: ol_symbol_kind_t) -> &'static str {
+    match k {
+        OL_SYMBOL_KIND_KERNEL => "OL_SYMBOL_KIND_KERNEL",
+        OL_SYMBOL_KIND_GLOBAL_VARIABLE => "OL_SYMBOL_KIND_GLOBAL_VARIABLE",
+        _ => "unknown enumerator",
+    }
+}
+
+fn info_name(n: ol_symbol_info_t) -> &'static str {
+    match n {
+        OL_SYMBOL_INFO_KIND => "OL_SYMBOL_INFO_KIND",
+        OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS => "OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS",
+        OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE => "OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE",
+        _ => "unknown enumerator",
+    }
+}
+
+/// Look up a kernel or global variable by name. Repeated lookups return the same handle; handles die
+/// with their program.
+///
+/// Errors, in order: `INVALID_NULL_HANDLE` (Program), `INVALID_NULL_POINTER` (Name, Symbol),
+/// `INVALID_ARGUMENT` (destroyed or wrong-kind program handle), `INVALID_ENUMERATION` (Kind),
+/// `NOT_FOUND`.
+///
+/// # Safety
+/// `Name` must be NULL or a valid C string; `Symbol` NULL or writable.
+#[unsafe(export_name = "olGetSymbol")]
+pub unsafe extern "C" fn ol_get_symbol(
+    Program: ol_program_handle_t,
+    Name: *const c_char,
+    Kind: ol_symbol_kind_t,
+    Symbol: *mut ol_symbol_handle_t,
+) -> ol_result_t {
+    let shown = std::cell::OnceCell::new();
+    entry(
+        "olGetSymbol",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (Program.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Program"),
+                    (Name.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Name"),
+                    (Symbol.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Symbol"),
+                ],
+            )?;
+            let p = handle::program(h(Program))?;
+            if Name.is_null() || Symbol.is_null() {
+                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Name or Symbol is NULL"));
+            }
+            let kind = match Kind {
+                OL_SYMBOL_KIND_KERNEL => SymbolKind::Kernel,
+                OL_SYMBOL_KIND_GLOBAL_VARIABLE => SymbolKind::Global,
+                other => {
+                    return Err(OlError::invalid_enum(format!("getSymbol kind enum '{}' is invalid", other.0 as i32)));
+                }
+            };
+            // SAFETY: Name is a valid C string (caller contract); copied before return.
+            let name = unsafe { CStr::from_ptr(Name) }.to_string_lossy().into_owned();
+            let s = objects::get_symbol(&p, &name, kind)?;
+            // SAFETY: checked non-NULL; writable per the caller contract.
+            unsafe { write_out(Symbol, s as usize as ol_symbol_handle_t, "Symbol") }?;
+            let _ = shown.set(format!("0x{s:x}"));
+            Ok(())
+        },
+        || {
+            format!(
+                ".Program = {}, .Name = {}, .Kind = {}, .Symbol = {}",
+                trace::ptr(Program),
+                // SAFETY: Name is NULL or a valid C string (caller contract).
+                unsafe { trace::cstr(Name) },
+                kind_name(Kind),
+                trace::out(Symbol, shown.get().cloned())
+            )
+        },
+    )
+}
+
+fn symbol_info(s: &Symbol, name: ol_symbol_info_t) -> OlResult<InfoValue> {
+    let need_global = |what: ol_symbol_info_t| -> OlResult<crate::plugin::GlobalInfo> {
+        s.global.ok_or_else(|| {
+            OlError::new(
+                OL_ERRC_SYMBOL_KIND,
+                format!(
+                    "{}: Expected a symbol of Kind OL_SYMBOL_KIND_GLOBAL_VARIABLE but given a symbol of Kind {}",
+                    info_name(what),
+                    kind_name(s.kind.raw())
+                ),
+            )
+        })
+    };
+    Ok(match name {
+        OL_SYMBOL_INFO_KIND => InfoValue::U32(s.kind.raw().0),
+        OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS => InfoValue::Ptr(need_global(name)?.addr as u64),
+        OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE => InfoValue::U64(need_global(name)?.size as u64),
+        other => return Err(OlError::invalid_enum(format!("olGetSymbolInfo enum '{}' is invalid", other.0 as i32))),
+    })
+}
+
+/// Query a symbol property (KIND; GLOBAL_VARIABLE_ADDRESS/SIZE for globals only).
+///
+/// Errors, in order: `INVALID_SIZE` (PropSize == 0), `INVALID_NULL_HANDLE`, `INVALID_NULL_POINTER`
+/// (PropValue), `INVALID_ARGUMENT` (destroyed or wrong-kind handle), `INVALID_ENUMERATION`,
+/// `SYMBOL_KIND` (a global property of a kernel), `INVALID_SIZE` (too small).
+///
+/// # Safety
+/// `PropValue` must be NULL or valid for `PropSize` writable bytes.
+#[unsafe(export_name = "olGetSymbolInfo")]
+pub unsafe extern "C" fn ol_get_symbol_info(
+    Symbol: ol_symbol_handle_t,
+    PropName: ol_symbol_info_t,
+    PropSize: usize,
+    PropValue: *mut c_void,
+) -> ol_result_t {
+    let shown = std::cell::OnceCell::new();
+    entry(
+        "olGetSymbolInfo",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
+                    (Symbol.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Symbol"),
+                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
+                ],
+            )?;
+            let s = handle::symbol(h(Symbol))?;
+            let v = symbol_info(&s, PropName)?;
+            // SAFETY: PropValue is valid for PropSize bytes (caller contract).
+            unsafe { info::write(&v, PropSize, PropValue) }?;
+            let _ = shown.set(v.trace());
+            Ok(())
+        },
+        || {
+            format!(
+                ".Symbol = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
+                trace::ptr(Symbol),
+                info_name(PropName),
+                trace::out(PropValue, shown.get().cloned())
+            )
+        },
+    )
+}
+
+/// Query the byte size of a symbol property.
+///
+/// Errors, in order: `INVALID_NULL_HANDLE`, `INVALID_NULL_POINTER` (PropSizeRet), `INVALID_ARGUMENT`,
+/// `INVALID_ENUMERATION`, `SYMBOL_KIND`.
+///
+/// # Safety
+/// `PropSizeRet` must be NULL or valid for writing a `size_t`.
+#[unsafe(export_name = "olGetSymbolInfoSize")]
+pub unsafe extern "C" fn ol_get_symbol_info_size(
+    Symbol: ol_symbol_handle_t,
+    PropName: ol_symbol_info_t,
+    PropSizeRet: *mut usize,
+) -> ol_result_t {
+    let shown = std::cell::OnceCell::new();
+    entry(
+        "olGetSymbolInfoSize",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (Symbol.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Symbol"),
+                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
+                ],
+            )?;
+            let s = handle::symbol(h(Symbol))?;
+            let v = symbol_info(&s, PropName)?;
+            // SAFETY: PropSizeRet is NULL or writable (caller contract).
+            unsafe { info::write_size(&v, PropSizeRet) }?;
+            let _ = shown.set(v.bytes().len().to_string());
+            Ok(())
+        },
+        || {
+            format!(
+                ".Symbol = {}, .PropName = {}, .PropSizeRet = {}",
+                trace::ptr(Symbol),
+                info_name(PropName),
+                trace::out(PropSizeRet, shown.get().cloned())
+            )
+        },
+    )
+}

@@ -1,0 +1,103 @@
+//! One writer for every `olGet*Info` / `olGet*InfoSize` pair.
+//!
+//! The entry point computes an [`InfoValue`]; this module applies LLVM 22's rules: the size query reports
+//! the exact byte count (strings include their NUL); a value query with `PropSize` below it fails with
+//! `INVALID_SIZE "provided size is invalid"` and writes nothing; otherwise exactly that many bytes are
+//! written and the rest of the caller's buffer is left untouched.
+
+use std::ffi::c_void;
+
+use crate::error::{OlError, OlResult};
+use crate::ffi::*;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum InfoValue {
+    Str(String),
+    U32(u32),
+    U64(u64),
+    Bool(bool),
+    /// pointers and handles (8 bytes)
+    Ptr(u64),
+    Dims([u32; 3]),
+}
+
+impl InfoValue {
+    pub fn bytes(&self) -> Vec<u8> {
+        match self {
+            InfoValue::Str(s) => {
+                let mut v = s.as_bytes().to_vec();
+                v.push(0);
+                v
+            }
+            InfoValue::U32(x) => x.to_ne_bytes().to_vec(),
+            InfoValue::U64(x) | InfoValue::Ptr(x) => x.to_ne_bytes().to_vec(),
+            InfoValue::Bool(b) => vec![u8::from(*b)],
+            InfoValue::Dims(d) => d.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        }
+    }
+
+    /// How the tracer prints the written value.
+    pub fn trace(&self) -> String {
+        match self {
+            InfoValue::Str(s) => s.clone(),
+            InfoValue::U32(x) => x.to_string(),
+            InfoValue::U64(x) => x.to_string(),
+            InfoValue::Bool(b) => u8::from(*b).to_string(),
+            InfoValue::Ptr(0) => "nullptr".into(),
+            InfoValue::Ptr(p) => format!("0x{p:x}"),
+            InfoValue::Dims(d) => format!("(struct ol_dimensions_t){{.x = {}, .y = {}, .z = {}}}", d[0], d[1], d[2]),
+        }
+    }
+}
+
+/// Write `value` into the caller's buffer.
+///
+/// # Safety
+/// `prop_value` must be NULL or valid for `prop_size` writable bytes.
+pub unsafe fn write(value: &InfoValue, prop_size: usize, prop_value: *mut c_void) -> OlResult<()> {
+    if prop_value.is_null() {
+        return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "value and size outputs are nullptr"));
+    }
+    let bytes = value.bytes();
+    if prop_size < bytes.len() {
+        return Err(OlError::invalid_size("provided size is invalid"));
+    }
+    // SAFETY: the caller guarantees prop_value is valid for prop_size >= bytes.len() bytes.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), prop_value.cast::<u8>(), bytes.len()) };
+    Ok(())
+}
+
+/// Write the byte size of `value` to `*size_ret`.
+///
+/// # Safety
+/// `size_ret` must be NULL or valid for writing a `size_t`.
+pub unsafe fn write_size(value: &InfoValue, size_ret: *mut usize) -> OlResult<()> {
+    if size_ret.is_null() {
+        return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "value and size outputs are nullptr"));
+    }
+    // SAFETY: checked non-NULL; the caller guarantees it is writable.
+    unsafe { size_ret.write_unaligned(value.bytes().len()) };
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_include_nul_and_small_buffers_are_rejected_untouched() {
+        let v = InfoValue::Str("Host".into());
+        let mut sz = 0usize;
+        // SAFETY: valid out pointer.
+        unsafe { write_size(&v, &mut sz).unwrap() };
+        assert_eq!(sz, 5);
+        let mut buf = [0xAAu8; 8];
+        // SAFETY: buf is 8 bytes.
+        let e = unsafe { write(&v, 4, buf.as_mut_ptr().cast()) }.unwrap_err();
+        assert_eq!(e.code, OL_ERRC_INVALID_SIZE);
+        assert_eq!(buf, [0xAA; 8]);
+        // SAFETY: buf is 8 bytes.
+        unsafe { write(&v, 8, buf.as_mut_ptr().cast()).unwrap() };
+        assert_eq!(&buf, b"Host\0\xAA\xAA\xAA");
+    }
+}

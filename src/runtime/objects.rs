@@ -1,0 +1,240 @@
+//! The objects behind handles, and the operations of the queue/event/program/symbol entry points.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::error::{OlError, OlResult};
+use crate::ffi::*;
+use crate::handle::{self, Handle, Object};
+use crate::plugin::{self, GlobalInfo, LaunchDims};
+
+use super::{Context, SymbolCache};
+
+pub struct Platform {
+    pub handle: Handle,
+    pub name: String,
+    pub vendor: String,
+    pub backend: ol_platform_backend_t,
+}
+
+pub enum DeviceKind {
+    /// LLVM's "Virtual Host Device": info queries and host-side memcpy only.
+    Host,
+    Plugin(Arc<dyn plugin::Device>),
+}
+
+pub struct Device {
+    pub handle: Handle,
+    pub platform: Handle,
+    pub kind: DeviceKind,
+}
+
+impl Device {
+    /// The plugin device, or UNSUPPORTED naming `what` for the virtual host device (where LLVM 22 crashes).
+    pub fn plugin(&self, what: &str) -> OlResult<&Arc<dyn plugin::Device>> {
+        match &self.kind {
+            DeviceKind::Plugin(p) => Ok(p),
+            DeviceKind::Host => Err(OlError::unsupported(format!(
+                "{what} is not supported on the virtual host device: it only answers info queries and \
+                 acts as the host side of olMemcpy; use a CPU or GPU device"
+            ))),
+        }
+    }
+    pub fn is_host(&self) -> bool {
+        matches!(self.kind, DeviceKind::Host)
+    }
+}
+
+pub struct Queue {
+    pub handle: Handle,
+    pub id: u64,
+    pub device: Arc<Device>,
+    pub inner: Arc<dyn plugin::Queue>,
+}
+
+pub struct Event {
+    pub handle: Handle,
+    /// The creating queue's handle (may be destroyed since; still reported by OL_EVENT_INFO_QUEUE).
+    pub queue: Handle,
+    pub queue_id: u64,
+    /// None: the queue was empty when the event was created, so it is complete forever.
+    pub inner: Option<Arc<dyn plugin::Event>>,
+}
+
+pub struct Program {
+    pub handle: Handle,
+    pub device: Arc<Device>,
+    pub inner: Arc<dyn plugin::Program>,
+    pub symbols: Mutex<SymbolCache>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SymbolKind {
+    Kernel,
+    Global,
+}
+
+impl SymbolKind {
+    pub fn raw(self) -> ol_symbol_kind_t {
+        match self {
+            SymbolKind::Kernel => OL_SYMBOL_KIND_KERNEL,
+            SymbolKind::Global => OL_SYMBOL_KIND_GLOBAL_VARIABLE,
+        }
+    }
+}
+
+pub struct Symbol {
+    pub handle: Handle,
+    pub program: Handle,
+    pub name: String,
+    pub kind: SymbolKind,
+    pub kernel: Option<Arc<dyn plugin::Kernel>>,
+    pub global: Option<GlobalInfo>,
+}
+
+// ---- queues -------------------------------------------------------------------------------------
+
+pub fn create_queue(dev: &Arc<Device>) -> OlResult<Handle> {
+    let inner = dev.plugin("olCreateQueue")?.create_queue()?;
+    let id = super::next_queue_id();
+    let dev = dev.clone();
+    Ok(handle::insert_with(|h| Object::Queue(Arc::new(Queue { handle: h, id, device: dev, inner }))))
+}
+
+/// Never blocks: pending work still completes (kept on the context's outstanding list until shutdown).
+pub fn destroy_queue(ctx: &Context, q: &Arc<Queue>) -> OlResult<()> {
+    let busy = !q.inner.is_empty()?;
+    handle::remove(q.handle);
+    let mut out = ctx.outstanding.lock();
+    out.retain(|o| !matches!(o.is_empty(), Ok(true)));
+    if busy {
+        out.push(q.inner.clone());
+    }
+    Ok(())
+}
+
+pub fn create_event(q: &Arc<Queue>) -> OlResult<Handle> {
+    let inner = q.inner.record_event()?;
+    let (queue, queue_id) = (q.handle, q.id);
+    Ok(handle::insert_with(|h| Object::Event(Arc::new(Event { handle: h, queue, queue_id, inner }))))
+}
+
+pub fn event_is_complete(ev: &Event) -> OlResult<bool> {
+    match &ev.inner {
+        None => Ok(true),
+        Some(e) => Ok(e.is_complete()?),
+    }
+}
+
+pub fn sync_event(ev: &Event) -> OlResult<()> {
+    match &ev.inner {
+        None => Ok(()),
+        Some(e) => Ok(e.sync()?),
+    }
+}
+
+/// `olWaitEvents` after validation: `events` are raw handles, NULL entries are errors.
+pub fn wait_events(q: &Arc<Queue>, events: &[Handle]) -> OlResult<()> {
+    for &h in events {
+        if h == 0 {
+            return Err(OlError::new(OL_ERRC_INVALID_NULL_HANDLE, "olWaitEvents asked to wait on a NULL event"));
+        }
+        let ev = handle::event(h)?;
+        if ev.queue_id == q.id {
+            continue;
+        }
+        if let Some(inner) = &ev.inner {
+            q.inner.wait_event(inner.clone())?;
+        }
+    }
+    Ok(())
+}
+
+// ---- programs and symbols -------------------------------------------------------------------------
+
+pub fn create_program(dev: &Arc<Device>, image: &[u8]) -> OlResult<Handle> {
+    let inner = dev.plugin("olCreateProgram")?.load_program(image)?;
+    let dev = dev.clone();
+    Ok(handle::insert_with(|h| {
+        Object::Program(Arc::new(Program { handle: h, device: dev, inner, symbols: Mutex::new(Default::default()) }))
+    }))
+}
+
+pub fn is_valid_binary(dev: &Device, image: &[u8]) -> bool {
+    match &dev.kind {
+        DeviceKind::Host => false,
+        DeviceKind::Plugin(p) => !image.is_empty() && p.is_valid_binary(image),
+    }
+}
+
+pub fn destroy_program(p: &Arc<Program>) -> OlResult<()> {
+    p.inner.unload()?;
+    let syms: Vec<Handle> = p.symbols.lock().drain().map(|(_, h)| h).collect();
+    for h in syms {
+        handle::remove(h);
+    }
+    handle::remove(p.handle);
+    Ok(())
+}
+
+pub fn get_symbol(p: &Arc<Program>, name: &str, kind: SymbolKind) -> OlResult<Handle> {
+    let key = (name.to_string(), kind);
+    if let Some(&h) = p.symbols.lock().get(&key) {
+        return Ok(h);
+    }
+    // Look up without holding the program's lock across the plugin call.
+    let (kernel, global) = match kind {
+        SymbolKind::Kernel => (Some(p.inner.kernel(name)?), None),
+        SymbolKind::Global => (None, Some(p.inner.global(name)?)),
+    };
+    let mut syms = p.symbols.lock();
+    if let Some(&h) = syms.get(&key) {
+        return Ok(h);
+    }
+    let (program, name) = (p.handle, name.to_string());
+    let h =
+        handle::insert_with(|h| Object::Symbol(Arc::new(Symbol { handle: h, program, name, kind, kernel, global })));
+    syms.insert(key, h);
+    Ok(h)
+}
+
+// ---- launch -------------------------------------------------------------------------------------------
+
+pub fn launch_kernel(
+    queue: Option<&Arc<Queue>>,
+    dev: &Arc<Device>,
+    sym: &Symbol,
+    args: &[u8],
+    dims: LaunchDims,
+) -> OlResult<()> {
+    if let Some(q) = queue
+        && q.device.handle != dev.handle
+    {
+        return Err(OlError::new(
+            OL_ERRC_INVALID_DEVICE,
+            "device specified does not match the device of the given queue",
+        ));
+    }
+    let Some(kernel) = &sym.kernel else {
+        return Err(OlError::new(OL_ERRC_SYMBOL_KIND, "provided symbol is not a kernel"));
+    };
+    let pdev = dev.plugin("olLaunchKernel")?;
+    match queue {
+        Some(q) => q.inner.launch(kernel.clone(), args, dims)?,
+        None => pdev.launch_sync(kernel.clone(), args, dims)?,
+    }
+    Ok(())
+}
+
+pub fn optimal_group_size(dev: &Device, sym: &Symbol, shared: usize) -> OlResult<usize> {
+    let Some(kernel) = &sym.kernel else {
+        return Err(OlError::new(OL_ERRC_SYMBOL_KIND, "provided symbol is not a kernel"));
+    };
+    Ok(dev.plugin("olCalculateOptimalOccupancy")?.optimal_group_size(kernel.as_ref(), shared)?)
+}
+
+/// Host callbacks: run in queue order; they may outlive the queue handle.
+pub fn launch_host_function(q: &Queue, f: Box<dyn FnOnce() + Send>) -> OlResult<()> {
+    Ok(q.inner.host_fn(f)?)
+}

@@ -38,7 +38,15 @@ xz -T"$JOBS" -6 -f "$KIT/bin/cuda-tests"
 echo "== 2. kernels (clang-22 -> NVPTX bitcode)"
 for src in ffi-tests/kernels/cuda/*.c; do
     name=$(basename "$src" .c)
-    clang-22 --target=nvptx64-nvidia-cuda -march=sm_70 --cuda-feature=+ptx80 -nogpulib -ffreestanding \
+    clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding \
+        -flto -O2 -c "$src" -o "$KIT/kernels/$name.bc"
+    echo "   $name.bc"
+done
+# the project's shared device code (what the CPU device and the C client tests run), same flags
+for src in ffi-tests/device/*.c; do
+    [ -e "$src" ] || continue
+    name=device_$(basename "$src" .c)
+    clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding \
         -flto -O2 -c "$src" -o "$KIT/kernels/$name.bc"
     echo "   $name.bc"
 done

@@ -1,5 +1,5 @@
 // Test kernels of the CUDA plugin (NVPTX bitcode, the same kind the CPU device runs).
-// Build: clang-22 --target=nvptx64-nvidia-cuda -march=sm_70 --cuda-feature=+ptx80 -nogpulib -ffreestanding -flto -O2 -c kernels.c -o kernels.bc
+// Build: clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -flto -O2 -c kernels.c -o kernels.bc
 #include <gpuintrin.h>
 #include <stdint.h>
 

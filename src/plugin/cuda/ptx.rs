@@ -174,27 +174,25 @@ pub(crate) mod tests {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ffi-tests/kernels/cuda")
     }
 
-    /// NVPTX bitcode of `ffi-tests/kernels/cuda/<name>.c`: prebuilt in `$OFFLOAD_RS_KERNELS_DIR`
-    /// (the GPU kit), else compiled with `clang-22` into a temp dir. None when neither is possible.
+    /// NVPTX bitcode of `ffi-tests/kernels/cuda/<name>.c` (or `ffi-tests/device/<x>.c` for
+    /// `name = "device/<x>"`, the project's shared device code): prebuilt in
+    /// `$OFFLOAD_RS_KERNELS_DIR` (the GPU kit, as `<name with / -> _>.bc`), else compiled with
+    /// `clang-22` into a temp dir. None when neither is possible.
     pub fn kernel_bitcode(name: &str) -> Option<Vec<u8>> {
+        let flat = name.replace('/', "_");
         if let Ok(dir) = std::env::var("OFFLOAD_RS_KERNELS_DIR")
-            && let Ok(b) = std::fs::read(PathBuf::from(dir).join(format!("{name}.bc")))
+            && let Ok(b) = std::fs::read(PathBuf::from(dir).join(format!("{flat}.bc")))
         {
             return Some(b);
         }
-        let src = kernel_dir().join(format!("{name}.c"));
-        let out = std::env::temp_dir().join(format!("offload-rs-cuda-{}-{name}.bc", std::process::id()));
+        let src = match name.strip_prefix("device/") {
+            Some(x) => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("ffi-tests/device/{x}.c")),
+            None => kernel_dir().join(format!("{name}.c")),
+        };
+        let out = std::env::temp_dir().join(format!("offload-rs-cuda-{}-{flat}.bc", std::process::id()));
         let st = std::process::Command::new("clang-22")
-            .args([
-                "--target=nvptx64-nvidia-cuda",
-                "-march=sm_70",
-                "--cuda-feature=+ptx80",
-                "-nogpulib",
-                "-ffreestanding",
-                "-flto",
-                "-O2",
-                "-c",
-            ])
+            .args(["--target=nvptx64-nvidia-cuda", "-march=sm_90", "--cuda-feature=+ptx80", "-nogpulib"])
+            .args(["-ffreestanding", "-flto", "-O2", "-c"])
             .arg(&src)
             .arg("-o")
             .arg(&out)
@@ -234,6 +232,25 @@ pub(crate) mod tests {
         assert!(img.ctors[0].ends_with("_200") && img.ctors[2].ends_with("_202"), "{:?}", img.ctors);
         assert_eq!(img.dtors.len(), 1);
         assert_eq!(*img.ptx.last().unwrap(), 0);
+    }
+
+    #[test]
+    fn project_device_code_compiles_to_ptx() {
+        for (name, entries) in [
+            ("device/kernels", &["saxpy", "reduce", "coords3d", "structarg", "read_ctor", "sequence", "spin"][..]),
+            ("device/lanes", &["lanes"][..]),
+            ("device/seed_a", &["get"][..]),
+            ("device/seed_b", &["get"][..]),
+        ] {
+            let Some(bc) = kernel_bitcode(name) else {
+                eprintln!("SKIP: {name}: clang-22 not available");
+                continue;
+            };
+            let ptx = compile_to_ptx(&bc, "sm_90", "+ptx84").unwrap_or_else(|e| panic!("{name}: {e}"));
+            for e in entries {
+                assert!(ptx.contains(&format!(".entry {e}(")), "{name}: no .entry {e}");
+            }
+        }
     }
 
     #[test]

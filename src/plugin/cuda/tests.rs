@@ -1112,3 +1112,49 @@ fn fake_driver_device_layer() {
     dev.unregister_host(pp).unwrap();
     assert!(dev.unregister_host(pp).is_err());
 }
+
+/// The project's shared device code (`ffi-tests/device/*.c`, what the CPU device runs) on the GPU,
+/// and the seed scenario: programs loaded one after another from different images must never get
+/// each other's code (LLVM's address-keyed JIT cache did).
+#[test]
+fn gpu_project_device_code_and_seed_scenario() {
+    let Some(dev) = gpu() else { return };
+    let p = load(&dev, "device/kernels");
+    let out = Buf::new(&dev, 64 * 4, AllocKind::Device);
+    let args = Args::default().arg(out.ptr).finish();
+    dev.launch_sync(p.kernel("read_ctor").unwrap(), &args, dims1(1, 64)).unwrap();
+    assert_eq!(out.download::<u32>(64), (0..64).map(|i| 100 + i).collect::<Vec<u32>>(), "read_ctor");
+    let n = 4096u32;
+    let bx = Buf::new(&dev, 4 * n as usize, AllocKind::Device);
+    let by = Buf::new(&dev, 4 * n as usize, AllocKind::Device);
+    bx.upload(&(0..n).map(|i| i as f32).collect::<Vec<f32>>());
+    by.upload(&vec![0.5f32; n as usize]);
+    let args = Args::default().arg(3.0f32).arg(bx.ptr).arg(by.ptr).arg(n).finish();
+    dev.launch_sync(p.kernel("saxpy").unwrap(), &args, dims1(n / 128, 128)).unwrap();
+    for (i, v) in by.download::<f32>(n as usize).into_iter().enumerate() {
+        assert_eq!(v, 3.0 * i as f32 + 0.5, "device/kernels saxpy at {i}");
+    }
+    drop(p);
+
+    let lanes = load(&dev, "device/lanes");
+    let lo = Buf::new(&dev, 64 * 16, AllocKind::Device);
+    let args = Args::default().arg(lo.ptr).finish();
+    dev.launch_sync(lanes.kernel("lanes").unwrap(), &args, dims1(1, 64)).unwrap();
+    let got = lo.download::<u32>(256);
+    for t in 0..64u32 {
+        let o = &got[4 * t as usize..4 * t as usize + 4];
+        assert_eq!(o, &[32, t % 32, t - t % 32, 32], "lanes thread {t}");
+    }
+
+    let get = |name: &str| -> u32 {
+        let p = load(&dev, name);
+        let o = Buf::new(&dev, 4, AllocKind::Device);
+        let args = Args::default().arg(o.ptr).finish();
+        dev.launch_sync(p.kernel("get").unwrap(), &args, dims1(1, 1)).unwrap();
+        o.download::<u32>(1)[0]
+    };
+    for round in 0..5 {
+        assert_eq!(get("device/seed_a"), 0xAAAA0002, "seed A, round {round}");
+        assert_eq!(get("device/seed_b"), 0xBBBB0004, "seed B, round {round}");
+    }
+}

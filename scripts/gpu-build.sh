@@ -32,7 +32,8 @@ rm -f "$LOG"
 echo "   $BIN"
 objcopy --strip-debug "$BIN" "$KIT/bin/cuda-tests"
 # sanity: the binary knows the CUDA tests
-"$KIT/bin/cuda-tests" --list 2>/dev/null | grep -q 'plugin::cuda::tests::gpu_saxpy' || { echo "binary lacks the CUDA tests"; exit 1; }
+LIST=$("$KIT/bin/cuda-tests" --list 2>&1 || true)
+grep -q 'plugin::cuda::tests::gpu_saxpy' <<<"$LIST" || { echo "binary lacks the CUDA tests:"; echo "$LIST" | tail -5; exit 1; }
 xz -T"$JOBS" -6 -f "$KIT/bin/cuda-tests"
 
 echo "== 2. kernels (clang-22 -> NVPTX bitcode)"

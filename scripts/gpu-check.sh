@@ -30,7 +30,7 @@ fi
 ldconfig -p 2>/dev/null | grep -E 'libcuda\.so' || echo "libcuda.so not in the ld cache"
 
 say "unpacking the kit"
-RT=${RT:-${TMPDIR:-/tmp}/offload-rs-gpu-kit}
+RT=${RT:-$PWD/build/gpu-run}   # unpacked kit (~230 MB); inside the repo in case /tmp is noexec
 rm -rf "$RT"
 mkdir -p "$RT/bin" "$RT/lib" "$RT/glibc"
 UNXZ="$RT/unxz"
@@ -50,10 +50,10 @@ case "$KIT" in /*) export OFFLOAD_RS_KERNELS_DIR="$KIT/kernels" ;; esac
 export OFFLOAD_RS_DEBUG=1 RUST_BACKTRACE=1
 BIN="$RT/bin/cuda-tests"
 RUN=("$BIN")
-if ! "$BIN" --list >/dev/null 2>"$RT/list.err"; then
+if [ -n "${FORCE_KIT_GLIBC:-}" ] || ! "$BIN" --list >/dev/null 2>"$RT/list.err"; then
     echo "the test binary does not start with the system glibc:"; cat "$RT/list.err"
     echo "-> using the kit's glibc and loader"
-    RUN=("$RT/glibc/ld-linux-x86-64.so.2" --library-path "$RT/glibc:$RT/lib" "$BIN")
+    RUN=("$RT/glibc/ld-linux-x86-64.so.2" --library-path "$RT/glibc:$LD_LIBRARY_PATH" "$BIN")
     "${RUN[@]}" --list >/dev/null || { echo "the test binary cannot start"; ldd "$BIN"; exit 2; }
 fi
 ldd "$BIN" 2>/dev/null | grep 'not found' && echo "(libraries above are missing)"

@@ -1,7 +1,6 @@
 //! Layer 3: safe objects over the driver table: device, program, kernel, queue (stream), event.
 
 use std::any::Any;
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{CString, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -18,11 +17,6 @@ use super::ptx::{self, PtxImage};
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-thread_local! {
-    /// The context this thread last made current through us (cuCtxSetCurrent is per thread).
-    static CURRENT: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Per-device state shared by every object of the device.
@@ -46,18 +40,19 @@ unsafe impl Send for DeviceInner {}
 unsafe impl Sync for DeviceInner {}
 
 impl DeviceInner {
-    /// Make the device's primary context current on this thread (cached per thread).
+    /// Make the device's primary context current on this thread. Checked with `cuCtxGetCurrent`
+    /// (a thread-local read in the driver) rather than cached on our side, so that other CUDA users
+    /// in the process switching contexts cannot misroute our calls.
     #[inline]
     pub(crate) fn bind(&self) -> PluginResult<()> {
-        CURRENT.with(|c| {
-            if c.get() == self.ctx as usize {
-                return Ok(());
-            }
-            // SAFETY: ctx is a retained primary context.
-            self.drv.check(unsafe { (self.drv.cuCtxSetCurrent)(self.ctx) }, "cuCtxSetCurrent")?;
-            c.set(self.ctx as usize);
-            Ok(())
-        })
+        let mut cur: CUcontext = std::ptr::null_mut();
+        // SAFETY: out-pointer valid.
+        let r = unsafe { (self.drv.cuCtxGetCurrent)(&mut cur) };
+        if r == CUDA_SUCCESS && cur == self.ctx {
+            return Ok(());
+        }
+        // SAFETY: ctx is a retained primary context.
+        self.drv.check(unsafe { (self.drv.cuCtxSetCurrent)(self.ctx) }, "cuCtxSetCurrent")
     }
 
     fn pooled_stream(&self) -> PluginResult<PooledStream<'_>> {

@@ -141,6 +141,7 @@ driver_table! {
         cuDeviceTotalMem = "cuDeviceTotalMem_v2" (*mut usize, CUdevice);
         cuDevicePrimaryCtxRetain = "cuDevicePrimaryCtxRetain" (*mut CUcontext, CUdevice);
         cuCtxSetCurrent = "cuCtxSetCurrent" (CUcontext);
+        cuCtxGetCurrent = "cuCtxGetCurrent" (*mut CUcontext);
         cuMemGetInfo = "cuMemGetInfo_v2" (*mut usize, *mut usize);
         cuMemAlloc = "cuMemAlloc_v2" (*mut CUdeviceptr, usize);
         cuMemFree = "cuMemFree_v2" (CUdeviceptr);

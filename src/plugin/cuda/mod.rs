@@ -7,7 +7,7 @@
 //! * No driver library, a missing required entry point, a `cuInit` failure or zero devices: zero
 //!   devices, never a panic (`OFFLOAD_RS_DEBUG=1` prints why on stderr).
 //! * One primary context per device, made current on the calling thread before driver calls
-//!   (cached per thread).
+//!   (`cuCtxGetCurrent` check, `cuCtxSetCurrent` when it differs).
 //! * Programs: CUBIN ELF, PTX text, or NVPTX LLVM bitcode (compiled here to PTX for the device's
 //!   `sm_XY` and the PTX ISA its driver accepts). Device global constructors run after loading,
 //!   destructors before unloading (`nvptx$device$init`/`fini`, as LLVM 22).

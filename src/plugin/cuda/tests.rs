@@ -688,6 +688,10 @@ mod fake {
         unsafe { *out = 0x1000 as CUcontext };
         0
     }
+    unsafe extern "C" fn ctx_get(out: *mut CUcontext) -> CUresult {
+        unsafe { *out = std::ptr::null_mut() };
+        0
+    }
     unsafe extern "C" fn get_name(buf: *mut c_char, len: c_int, _: CUdevice) -> CUresult {
         let n = b"Fake GPU\0";
         assert!(len as usize >= n.len());
@@ -943,6 +947,7 @@ mod fake {
             cuDeviceTotalMem: total_mem,
             cuDeviceGetUuid_v2: Some(uuid),
             cuCtxSetCurrent: ok_ptr,
+            cuCtxGetCurrent: ctx_get,
             cuMemAlloc: mem_alloc,
             cuMemAllocManaged: mem_alloc_managed,
             cuMemAllocHost: mem_alloc_host,

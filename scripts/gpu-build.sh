@@ -8,6 +8,7 @@
 #     glibc/*.xz            this machine's glibc + loader, used only if the GPU machine's is too old
 #     kernels/*.bc          ffi-tests/kernels/cuda/*.c as NVPTX bitcode (the CPU device's kind)
 #     tools/unxz-static     a static .xz decompressor (the GPU machine may lack xz-utils)
+#     tools/rawcheck        raw driver check + launch-latency baseline in C (no offload-rs code)
 #     MANIFEST              git revision, build date, sizes
 #
 # Usage: scripts/gpu-build.sh        (from anywhere; cargo -j2; ~1-3 min after a warm build)
@@ -52,6 +53,11 @@ for src in ffi-tests/device/*.c; do
     echo "   $name.bc"
 done
 
+# PTX for the raw C check (sm_70 / PTX 7.0: the driver JIT-compiles it for any newer GPU)
+clang-22 --target=nvptx64-nvidia-cuda -march=sm_70 --cuda-feature=+ptx70 -nogpulib -ffreestanding -O2 \
+    -S ffi-tests/kernels/cuda/kernels.c -o "$KIT/kernels/kernels.sm_70.ptx"
+echo "   kernels.sm_70.ptx"
+
 echo "== 3. shared libraries (ldd)"
 compress() { # src dst-dir
     local src=$1 dir=$2 name key
@@ -77,6 +83,8 @@ done
 echo "== 4. tools"
 gcc -O2 -static scripts/gpu-kit/unxz.c -o "$KIT/tools/unxz-static" -llzma
 strip "$KIT/tools/unxz-static"
+gcc -O2 -Wall scripts/gpu-kit/rawcheck.c -o "$KIT/tools/rawcheck" -ldl
+strip "$KIT/tools/rawcheck"
 
 {
     echo "offload-rs GPU kit"

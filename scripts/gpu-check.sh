@@ -58,6 +58,14 @@ if [ -n "${FORCE_KIT_GLIBC:-}" ] || ! "$BIN" --list >/dev/null 2>"$RT/list.err";
 fi
 ldd "$BIN" 2>/dev/null | grep 'not found' && echo "(libraries above are missing)"
 
+say "raw driver check in C (no offload-rs code), 60 s limit"
+cp "$KIT/tools/rawcheck" "$RT/rawcheck" && chmod +x "$RT/rawcheck"
+if ! timeout -k 5 60 "$RT/rawcheck" "$KIT/kernels/kernels.sm_70.ptx"; then
+    echo "(rawcheck failed; trying it with the kit's glibc)"
+    timeout -k 5 60 "$RT/glibc/ld-linux-x86-64.so.2" --library-path "$RT/glibc:$LD_LIBRARY_PATH" "$RT/rawcheck" \
+        "$KIT/kernels/kernels.sm_70.ptx"
+fi
+
 say "tests (each alone, 60 s limit)"
 mapfile -t TESTS < <("${RUN[@]}" --list 2>/dev/null | sed -n 's/^\(plugin::cuda::[^:]*::[^ ]*\): test$/\1/p' | grep -v gpu_bench)
 PASS=(); FAIL=()

@@ -382,7 +382,7 @@ impl Device for CudaDevice {
             ImageKind::Cubin => image::cubin_sm(image).is_some_and(|sm| image::sm_compatible(sm, major, minor)),
             ImageKind::Ptx => true,
             ImageKind::Bitcode => ptx::bitcode_triple(image).is_some_and(|t| t.starts_with("nvptx64")),
-            ImageKind::Unknown(_) => false,
+            ImageKind::Fatbin | ImageKind::Unknown(_) => false,
         })
         .unwrap_or(false)
     }
@@ -407,6 +407,7 @@ impl Device for CudaDevice {
                     let (c, f) = image::cubin_ctor_dtor_names(image)?;
                     (image.to_vec(), c, f, None)
                 }
+                ImageKind::Fatbin => (image.to_vec(), Vec::new(), Vec::new(), None),
                 ImageKind::Unknown(what) => return Err(image::invalid_binary(&what)),
             };
         let data: &[u8] = match &compiled {

@@ -937,7 +937,11 @@ mod fake {
     }
 
     pub fn driver() -> &'static Driver {
-        Box::leak(Box::new(Driver {
+        Box::leak(Box::new(driver_table()))
+    }
+
+    pub fn driver_table() -> Driver {
+        Driver {
             cuGetErrorName: error_name,
             cuGetErrorString: error_string,
             cuDeviceGet: device_get,
@@ -974,7 +978,7 @@ mod fake {
             cuLaunchKernel: launch,
             cuOccupancyMaxPotentialBlockSize: occupancy,
             ..Driver::stub()
-        }))
+        }
     }
 
     #[allow(dead_code)]
@@ -1116,6 +1120,16 @@ fn fake_driver_device_layer() {
     dev.unregister_host(pp + 10).unwrap();
     dev.unregister_host(pp).unwrap();
     assert!(dev.unregister_host(pp).is_err());
+
+    // a driver older than 12.4 (no cuFuncGetParamInfo): arguments are passed exactly as given
+    let old: &'static Driver = Box::leak(Box::new(Driver { cuFuncGetParamInfo: None, ..fake::driver_table() }));
+    let dev_old: Arc<dyn Device> = Arc::new(CudaDevice::open(old, 0, 12020).unwrap());
+    assert_eq!(dev_old.as_any().downcast_ref::<CudaDevice>().unwrap().ptx_isa(), 82);
+    let p_old = dev_old.load_program(ptx.as_bytes()).unwrap();
+    let k_old = p_old.kernel("saxpy").unwrap();
+    assert!(k_old.as_any().downcast_ref::<CudaKernel>().unwrap().param_layout().is_none());
+    dev_old.launch_sync(k_old.clone(), &packed, dims1(1, 1)).unwrap();
+    assert_eq!(fake::STATE.lock().unwrap().as_ref().unwrap().launches.last().unwrap().4, packed);
 }
 
 /// The project's shared device code (`ffi-tests/device/*.c`, what the CPU device runs) on the GPU,

@@ -9,8 +9,17 @@
 //! * One primary context per device, made current on the calling thread before driver calls
 //!   (`cuCtxGetCurrent` check, `cuCtxSetCurrent` when it differs).
 //! * Programs: CUBIN ELF, PTX text, or NVPTX LLVM bitcode (compiled here to PTX for the device's
-//!   `sm_XY` and the PTX ISA its driver accepts). Device global constructors run after loading,
-//!   destructors before unloading (`nvptx$device$init`/`fini`, as LLVM 22).
+//!   `sm_XY` and the PTX ISA its driver accepts, cached by content, see [`ptx`]); fatbinaries are
+//!   handed to the driver too. Anything else: INVALID_BINARY. Driver JIT failures carry the JIT
+//!   error log. Device global constructors run after loading, destructors before unloading
+//!   (`nvptx$device$init`/`fini` with the `__init_array_object_*` table sorted by priority, as
+//!   LLVM 22's CUDA plugin does).
+//! * Memory: HOST = `cuMemAllocHost`, DEVICE = `cuMemAlloc`, MANAGED = `cuMemAllocManaged` (global
+//!   attach). Copies use `cuMemcpyAsync` with unified addressing (any direction, pageable host memory
+//!   and the CPU device's memory included). `register_host` page-locks with `cuMemHostRegister`
+//!   (PORTABLE) and falls back to bookkeeping when the driver refuses (LLVM 22 never pins).
+//! * Queues are non-blocking streams; synchronous operations use a per-device pool of streams.
+//!   Foreign events (another plugin's) are waited for by a host function that blocks the stream.
 //! * Kernel arguments: one buffer passed with `CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE`. With
 //!   `cuFuncGetParamInfo` (CUDA >= 12.4) the real parameter block is known: a larger buffer is cut
 //!   to it, a buffer whose size equals the *packed* sum of the parameter sizes (Unified Runtime's

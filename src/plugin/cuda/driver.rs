@@ -15,64 +15,64 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
 use crate::plugin::PluginError;
 
-pub type CUresult = c_uint;
-pub type CUdevice = c_int;
-pub type CUdeviceptr = u64;
-pub type CUcontext = *mut c_void;
-pub type CUmodule = *mut c_void;
-pub type CUfunction = *mut c_void;
-pub type CUstream = *mut c_void;
-pub type CUevent = *mut c_void;
-pub type CUhostFn = unsafe extern "C" fn(*mut c_void);
-pub type CUoccupancyB2DSize = Option<unsafe extern "C" fn(c_int) -> usize>;
+pub(crate) type CUresult = c_uint;
+pub(crate) type CUdevice = c_int;
+pub(crate) type CUdeviceptr = u64;
+pub(crate) type CUcontext = *mut c_void;
+pub(crate) type CUmodule = *mut c_void;
+pub(crate) type CUfunction = *mut c_void;
+pub(crate) type CUstream = *mut c_void;
+pub(crate) type CUevent = *mut c_void;
+pub(crate) type CUhostFn = unsafe extern "C" fn(*mut c_void);
+pub(crate) type CUoccupancyB2DSize = Option<unsafe extern "C" fn(c_int) -> usize>;
 
-pub const CUDA_SUCCESS: CUresult = 0;
-pub const CUDA_ERROR_INVALID_VALUE: CUresult = 1;
-pub const CUDA_ERROR_OUT_OF_MEMORY: CUresult = 2;
-pub const CUDA_ERROR_NOT_INITIALIZED: CUresult = 3;
-pub const CUDA_ERROR_NO_DEVICE: CUresult = 100;
-pub const CUDA_ERROR_NOT_FOUND: CUresult = 500;
-pub const CUDA_ERROR_NOT_READY: CUresult = 600;
-pub const CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: CUresult = 712;
+pub(crate) const CUDA_SUCCESS: CUresult = 0;
+pub(crate) const CUDA_ERROR_INVALID_VALUE: CUresult = 1;
+pub(crate) const CUDA_ERROR_OUT_OF_MEMORY: CUresult = 2;
+pub(crate) const CUDA_ERROR_NOT_INITIALIZED: CUresult = 3;
+pub(crate) const CUDA_ERROR_NO_DEVICE: CUresult = 100;
+pub(crate) const CUDA_ERROR_NOT_FOUND: CUresult = 500;
+pub(crate) const CUDA_ERROR_NOT_READY: CUresult = 600;
+pub(crate) const CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: CUresult = 712;
 
 // CUdevice_attribute
-pub const CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: c_int = 1;
-pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: c_int = 2;
-pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: c_int = 3;
-pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: c_int = 4;
-pub const CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: c_int = 5;
-pub const CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: c_int = 6;
-pub const CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: c_int = 7;
-pub const CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: c_int = 8;
-pub const CU_DEVICE_ATTRIBUTE_CLOCK_RATE: c_int = 13;
-pub const CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: c_int = 16;
-pub const CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: c_int = 36;
-pub const CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: c_int = 41;
-pub const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
-pub const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: c_int = 76;
-pub const CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: c_int = 97;
+pub(crate) const CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: c_int = 1;
+pub(crate) const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: c_int = 2;
+pub(crate) const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: c_int = 3;
+pub(crate) const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: c_int = 4;
+pub(crate) const CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: c_int = 5;
+pub(crate) const CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: c_int = 6;
+pub(crate) const CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: c_int = 7;
+pub(crate) const CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: c_int = 8;
+pub(crate) const CU_DEVICE_ATTRIBUTE_CLOCK_RATE: c_int = 13;
+pub(crate) const CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: c_int = 16;
+pub(crate) const CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: c_int = 36;
+pub(crate) const CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: c_int = 41;
+pub(crate) const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
+pub(crate) const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: c_int = 76;
+pub(crate) const CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: c_int = 97;
 
 // CUfunction_attribute
-pub const CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: c_int = 0;
-pub const CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: c_int = 1;
-pub const CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: c_int = 8;
+pub(crate) const CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: c_int = 0;
+pub(crate) const CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: c_int = 1;
+pub(crate) const CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: c_int = 8;
 
 // CUjit_option
-pub const CU_JIT_INFO_LOG_BUFFER: c_uint = 3;
-pub const CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: c_uint = 4;
-pub const CU_JIT_ERROR_LOG_BUFFER: c_uint = 5;
-pub const CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_uint = 6;
+pub(crate) const CU_JIT_INFO_LOG_BUFFER: c_uint = 3;
+pub(crate) const CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: c_uint = 4;
+pub(crate) const CU_JIT_ERROR_LOG_BUFFER: c_uint = 5;
+pub(crate) const CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_uint = 6;
 
-pub const CU_STREAM_NON_BLOCKING: c_uint = 1;
-pub const CU_EVENT_DISABLE_TIMING: c_uint = 2;
-pub const CU_MEMHOSTREGISTER_PORTABLE: c_uint = 1;
-pub const CU_MEM_ATTACH_GLOBAL: c_uint = 1;
+pub(crate) const CU_STREAM_NON_BLOCKING: c_uint = 1;
+pub(crate) const CU_EVENT_DISABLE_TIMING: c_uint = 2;
+pub(crate) const CU_MEMHOSTREGISTER_PORTABLE: c_uint = 1;
+pub(crate) const CU_MEM_ATTACH_GLOBAL: c_uint = 1;
 
 /// `CU_LAUNCH_PARAM_*` markers of `cuLaunchKernel`'s `extra` array.
-pub const CU_LAUNCH_PARAM_END: *mut c_void = std::ptr::null_mut();
+pub(crate) const CU_LAUNCH_PARAM_END: *mut c_void = std::ptr::null_mut();
 #[allow(clippy::manual_dangling_ptr)] // marker values of cuda.h, never dereferenced
-pub const CU_LAUNCH_PARAM_BUFFER_POINTER: *mut c_void = 1 as *mut c_void;
-pub const CU_LAUNCH_PARAM_BUFFER_SIZE: *mut c_void = 2 as *mut c_void;
+pub(crate) const CU_LAUNCH_PARAM_BUFFER_POINTER: *mut c_void = 1 as *mut c_void;
+pub(crate) const CU_LAUNCH_PARAM_BUFFER_SIZE: *mut c_void = 2 as *mut c_void;
 
 /// Declares the table once: the struct, the loader and (for tests) a stub table whose every entry
 /// returns `CUDA_ERROR_NOT_INITIALIZED`. Every driver entry point returns `CUresult`.

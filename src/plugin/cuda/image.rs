@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use crate::plugin::PluginError;
 
 /// `EM_CUDA`
-pub const EM_CUDA: u16 = 190;
+pub(crate) const EM_CUDA: u16 = 190;
 
 /// What `olCreateProgram` was handed.
 #[derive(Clone, Debug, PartialEq, Eq)]

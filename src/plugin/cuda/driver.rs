@@ -29,6 +29,7 @@ pub(crate) type CUoccupancyB2DSize = Option<unsafe extern "C" fn(c_int) -> usize
 pub(crate) const CUDA_SUCCESS: CUresult = 0;
 pub(crate) const CUDA_ERROR_INVALID_VALUE: CUresult = 1;
 pub(crate) const CUDA_ERROR_OUT_OF_MEMORY: CUresult = 2;
+#[cfg_attr(not(test), allow(dead_code))] // the test stub table returns it
 pub(crate) const CUDA_ERROR_NOT_INITIALIZED: CUresult = 3;
 pub(crate) const CUDA_ERROR_NO_DEVICE: CUresult = 100;
 pub(crate) const CUDA_ERROR_NOT_FOUND: CUresult = 500;
@@ -47,14 +48,10 @@ pub(crate) const CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: c_int = 8;
 pub(crate) const CU_DEVICE_ATTRIBUTE_CLOCK_RATE: c_int = 13;
 pub(crate) const CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: c_int = 16;
 pub(crate) const CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: c_int = 36;
-pub(crate) const CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: c_int = 41;
 pub(crate) const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
 pub(crate) const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: c_int = 76;
-pub(crate) const CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: c_int = 97;
 
 // CUfunction_attribute
-pub(crate) const CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: c_int = 0;
-pub(crate) const CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: c_int = 1;
 pub(crate) const CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: c_int = 8;
 
 // CUjit_option

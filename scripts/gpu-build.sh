@@ -9,6 +9,7 @@
 #     kernels/*.bc          ffi-tests/kernels/cuda/*.c as NVPTX bitcode (the CPU device's kind)
 #     tools/unxz-static     a static .xz decompressor (the GPU machine may lack xz-utils)
 #     tools/rawcheck        raw driver check + launch-latency baseline in C (no offload-rs code)
+#     tools/capi_smoke      end-to-end check through the C API (lib/libLLVMOffload.so.22.1)
 #     MANIFEST              git revision, build date, sizes
 #
 # Usage: scripts/gpu-build.sh        (from anywhere; cargo -j2; ~1-3 min after a warm build)
@@ -79,6 +80,15 @@ done
 for extra in /lib/x86_64-linux-gnu/libpthread.so.0 /lib/x86_64-linux-gnu/libdl.so.2 /lib/x86_64-linux-gnu/librt.so.1; do
     [ -e "$extra" ] && compress "$extra" "$KIT/glibc"
 done
+
+echo "== 3b. the C library (make lib PROFILE=dev) + a C API smoke test against it"
+LIBOUT=$ROOT/build/gpu-lib
+if make -s lib PROFILE=dev OUT="$LIBOUT" >/dev/null 2>&1; then
+    cc -O1 -Wall -Iinclude scripts/gpu-kit/capi_smoke.c -o "$KIT/tools/capi_smoke" -L"$LIBOUT/lib" -lLLVMOffload
+    compress "$LIBOUT/lib/libLLVMOffload.so.22.1" "$KIT/lib"
+else
+    echo "   (make lib failed: the C API smoke test is left out of the kit)"
+fi
 
 echo "== 4. tools"
 gcc -O2 -static scripts/gpu-kit/unxz.c -o "$KIT/tools/unxz-static" -llzma

@@ -86,6 +86,20 @@ for t in "${TESTS[@]}"; do
     fi
 done
 
+if [ -x "$KIT/tools/capi_smoke" ] && [ "$(elapsed)" -lt 360 ]; then
+    say "C API smoke test (libLLVMOffload.so.22.1 of this repo), 60 s limit"
+    cp "$KIT/tools/capi_smoke" "$RT/capi_smoke" && chmod +x "$RT/capi_smoke"
+    CAPI=("$RT/capi_smoke")
+    [ "${RUN[0]}" = "$BIN" ] || CAPI=("${RUN[@]:0:3}" "$RT/capi_smoke")
+    if timeout -k 5 60 "${CAPI[@]}" "$KIT/kernels/device_kernels.bc"; then
+        PASS+=("capi_smoke")
+    elif [ "$HAVE_GPU" = 1 ]; then
+        FAIL+=("capi_smoke")
+    else
+        echo "(no GPU here: capi_smoke not counted)"
+    fi
+fi
+
 say "all CUDA tests at once, in parallel (thread-safety), 90 s limit"
 timeout -k 5 90 "${RUN[@]}" plugin::cuda 2>&1 | grep -E '^test |test result|panicked' | tail -40
 

@@ -5,9 +5,17 @@
 #
 #   scripts/gpu-check.sh            # tests one by one (60 s each), then the benchmark
 #   KIT=/path/to/gpu-kit scripts/gpu-check.sh
+#
+# Everything is also logged to build/gpu-check.log and the per-test logs to build/gpu-run/logs/; when
+# $OUT names a directory (the device runner's output folder) they are copied there at the end. The
+# summary at the end repeats what matters (failures with their panic lines, the benchmark tables),
+# so the last few KB of output are enough.
 set -u
 KIT=${KIT:-build/gpu-kit}
 T0=$(date +%s)
+mkdir -p build
+LOG=$PWD/build/gpu-check.log
+exec > >(tee "$LOG") 2>&1
 elapsed() { echo $(( $(date +%s) - T0 )); }
 say() { printf '\n==== [%3ss] %s\n' "$(elapsed)" "$*"; }
 
@@ -32,7 +40,7 @@ ldconfig -p 2>/dev/null | grep -E 'libcuda\.so' || echo "libcuda.so not in the l
 say "unpacking the kit"
 RT=${RT:-$PWD/build/gpu-run}   # unpacked kit (~230 MB); inside the repo in case /tmp is noexec
 rm -rf "$RT"
-mkdir -p "$RT/bin" "$RT/lib" "$RT/glibc"
+mkdir -p "$RT/bin" "$RT/lib" "$RT/glibc" "$RT/logs"
 UNXZ="$RT/unxz"
 cp "$KIT/tools/unxz-static" "$UNXZ" && chmod +x "$UNXZ"
 for d in bin lib glibc; do
@@ -60,10 +68,11 @@ ldd "$BIN" 2>/dev/null | grep 'not found' && echo "(libraries above are missing)
 
 say "raw driver check in C (no offload-rs code), 60 s limit"
 cp "$KIT/tools/rawcheck" "$RT/rawcheck" && chmod +x "$RT/rawcheck"
-if ! timeout -k 5 60 "$RT/rawcheck" "$KIT/kernels/kernels.sm_70.ptx"; then
+set -o pipefail
+if ! timeout -k 5 60 "$RT/rawcheck" "$KIT/kernels/kernels.sm_70.ptx" 2>&1 | tee "$RT/logs/rawcheck.log"; then
     echo "(rawcheck failed; trying it with the kit's glibc)"
     timeout -k 5 60 "$RT/glibc/ld-linux-x86-64.so.2" --library-path "$RT/glibc:$LD_LIBRARY_PATH" "$RT/rawcheck" \
-        "$KIT/kernels/kernels.sm_70.ptx"
+        "$KIT/kernels/kernels.sm_70.ptx" 2>&1 | tee -a "$RT/logs/rawcheck.log"
 fi
 
 say "tests (each alone, 60 s limit)"
@@ -72,17 +81,19 @@ PASS=(); FAIL=()
 for t in "${TESTS[@]}"; do
     if [ "$(elapsed)" -gt 330 ]; then FAIL+=("$t (not run: time budget)"); continue; fi
     printf -- '---- %s\n' "$t"
-    timeout -k 5 60 "${RUN[@]}" --exact "$t" --nocapture --test-threads=1 >"$RT/t.log" 2>&1
+    TL="$RT/logs/${t//::/.}.log"
+    timeout -k 5 60 "${RUN[@]}" --exact "$t" --nocapture --test-threads=1 >"$TL" 2>&1
     rc=$?
-    if [ "$HAVE_GPU" = 1 ] && grep -q 'SKIP: no CUDA device' "$RT/t.log"; then
-        FAIL+=("$t (skipped although nvidia-smi sees a GPU)")
-        grep 'offload-rs cuda' "$RT/t.log" | head -5
-    elif grep -q '^test result: ok. 1 passed' "$RT/t.log"; then
+    if [ "$HAVE_GPU" = 1 ] && grep -q 'SKIP: no CUDA device' "$TL"; then
+        FAIL+=("$t (skipped although nvidia-smi sees a GPU: $(grep -m1 'offload-rs cuda' "$TL"))")
+        grep 'offload-rs cuda' "$TL" | head -5
+    elif grep -q '^test result: ok. 1 passed' "$TL"; then
         PASS+=("$t")
-        grep -E 'SKIP|NOTE|CUDA device|sm_|optimal|broken PTX|ptx cache|layout' "$RT/t.log" | head -20
+        grep -E 'SKIP|NOTE|CUDA device|sm_|optimal|broken PTX|ptx cache|layout' "$TL" | cut -c1-400 | head -20
     else
-        FAIL+=("$t (rc $rc$([ $rc = 124 ] && echo ', TIMEOUT'))")
-        tail -60 "$RT/t.log"
+        why=$(grep -m1 -A2 'panicked at' "$TL" | tr '\n' ' ' | cut -c1-600)
+        FAIL+=("$t (rc $rc$([ $rc = 124 ] && echo ', TIMEOUT')): ${why:-see $TL}")
+        tail -40 "$TL" | cut -c1-400
     fi
 done
 
@@ -104,13 +115,21 @@ say "all CUDA tests at once, in parallel (thread-safety), 90 s limit"
 timeout -k 5 90 "${RUN[@]}" plugin::cuda 2>&1 | grep -E '^test |test result|panicked' | tail -40
 
 say "benchmark (launch latency, 256 MiB bandwidth), 150 s limit"
-timeout -k 5 150 "${RUN[@]}" --exact plugin::cuda::tests::gpu_bench --ignored --nocapture --test-threads=1 2>&1 |
-    grep -vE '^(running|$)' | tail -40
+timeout -k 5 150 "${RUN[@]}" --exact plugin::cuda::tests::gpu_bench --ignored --nocapture --test-threads=1 \
+    >"$RT/logs/bench.log" 2>&1
+grep -vE '^(running|$)' "$RT/logs/bench.log" | tail -40
 
 say "summary"
-echo "passed: ${#PASS[@]}"
-for t in "${PASS[@]}"; do echo "  ok    $t"; done
+grep -m1 -E 'rawcheck: device 0|rawcheck: dlopen|rawcheck: .*failed' "$RT/logs/rawcheck.log" 2>/dev/null
+grep -m1 'rawcheck (C, raw driver)' "$RT/logs/rawcheck.log" 2>/dev/null
+grep -A6 -E '^=== (launch|copy)' "$RT/logs/bench.log" 2>/dev/null
+echo "passed: ${#PASS[@]}: $(printf '%s ' "${PASS[@]#plugin::cuda::}")"
 echo "failed: ${#FAIL[@]}"
 for t in "${FAIL[@]}"; do echo "  FAIL  $t"; done
-echo "total time: $(elapsed) s"
+echo "total time: $(elapsed) s; full log: $LOG, per-test logs: $RT/logs/"
+if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
+    cp -r "$RT/logs" "$OUT/gpu-check-logs" 2>/dev/null
+    sleep 1; cp "$LOG" "$OUT/gpu-check.log" 2>/dev/null
+    echo "logs copied to \$OUT"
+fi
 [ "${#FAIL[@]}" -eq 0 ]

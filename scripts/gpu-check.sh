@@ -122,6 +122,8 @@ grep -vE '^(running|$)' "$RT/logs/bench.log" | tail -40
 say "summary"
 grep -m1 -E 'rawcheck: device 0|rawcheck: dlopen|rawcheck: .*failed' "$RT/logs/rawcheck.log" 2>/dev/null
 grep -m1 'rawcheck (C, raw driver)' "$RT/logs/rawcheck.log" 2>/dev/null
+grep -h -m1 'CUDA device:' "$RT"/logs/*no_driver_means* 2>/dev/null | cut -c1-700
+grep -h -m1 -E '^sm_[0-9]+ ptx ISA' "$RT"/logs/*gpu_info* 2>/dev/null
 grep -A6 -E '^=== (launch|copy)' "$RT/logs/bench.log" 2>/dev/null
 echo "passed: ${#PASS[@]}: $(printf '%s ' "${PASS[@]#plugin::cuda::}")"
 echo "failed: ${#FAIL[@]}"

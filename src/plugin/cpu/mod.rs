@@ -1,1 +1,179 @@
-//! CPU compute device.
+//! CPU compute device: GPU-style kernels (JIT-compiled by [`crate::jit`] into work-group functions)
+//! run on all cores.
+//!
+//! * [`info`]: the device's properties, read from the machine once.
+//! * [`memory`]: allocations (host memory, pooled), registered host ranges, copies and fills.
+//! * [`pool`]: the persistent thread pool that runs work-groups in chunks.
+//! * [`launch`]: kernels, argument normalisation (natural vs packed layout), grid limits.
+//! * [`queue`]: asynchronous in-order queues and their events; [`drain_all`] for `olShutDown`.
+//!
+//! Everything here is host memory, so the device is `host_addressable`: the runtime may hand its
+//! pointers to other devices as host pointers.
+
+pub mod info;
+pub mod launch;
+pub mod memory;
+pub mod pool;
+pub mod queue;
+
+#[cfg(test)]
+mod bench;
+#[cfg(test)]
+mod tests;
+
+pub use launch::CpuKernel;
+pub use queue::{CpuEvent, CpuQueue, drain_all};
+
+use crate::jit::{self, JitError, LoadedImage};
+use crate::plugin::{AllocKind, Device, DeviceInfo, GlobalInfo, Kernel, LaunchDims, PluginError, PluginResult, Program, Queue};
+use parking_lot::Mutex;
+use std::any::Any;
+use std::sync::{Arc, OnceLock};
+
+/// The CPU devices: exactly one, shared by every caller.
+pub fn devices() -> Vec<Arc<dyn Device>> {
+    vec![device() as Arc<dyn Device>]
+}
+
+/// The one CPU device.
+pub fn device() -> Arc<CpuDevice> {
+    static DEV: OnceLock<Arc<CpuDevice>> = OnceLock::new();
+    DEV.get_or_init(|| Arc::new(CpuDevice::new())).clone()
+}
+
+/// Group size answered by `olCalculateOptimalOccupancy`: 256 work-items. On the CPU a work-group is a
+/// loop on one thread, so the size only needs to be a multiple of the widest SIMD width (16 floats with
+/// AVX-512) and large enough to amortise the per-group call; 256 is what the measurements in
+/// cpu-kernels.md §4b used and keeps 256 x 4 bytes of a vector in L1. Smaller when local memory per
+/// work-item would exceed the per-group limit (`SharedMemory` is documented as bytes per work-item).
+pub const OPTIMAL_GROUP_SIZE: usize = 256;
+
+pub struct CpuDevice {
+    info: DeviceInfo,
+    memory: memory::Memory,
+}
+
+impl CpuDevice {
+    fn new() -> CpuDevice {
+        CpuDevice { info: info::read_device_info(), memory: memory::Memory::new() }
+    }
+}
+
+impl Device for CpuDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn host_addressable(&self) -> bool {
+        true
+    }
+
+    fn alloc(&self, size: usize, _kind: AllocKind) -> PluginResult<usize> {
+        self.memory.alloc(size)
+    }
+
+    fn free(&self, ptr: usize, _kind: AllocKind) -> PluginResult<()> {
+        self.memory.free(ptr)
+    }
+
+    fn register_host(&self, ptr: usize, size: usize) -> PluginResult<usize> {
+        self.memory.register_host(ptr, size)
+    }
+
+    fn unregister_host(&self, ptr: usize) -> PluginResult<()> {
+        self.memory.unregister_host(ptr)
+    }
+
+    fn memcpy_sync(&self, dst: usize, _dst_on_device: bool, src: usize, _src_on_device: bool, size: usize) -> PluginResult<()> {
+        // SAFETY: the API caller guarantees both ranges valid (olMemcpy's contract); every side is
+        // host memory on this device.
+        unsafe { memory::copy(dst, src, size) };
+        Ok(())
+    }
+
+    fn is_valid_binary(&self, image: &[u8]) -> bool {
+        jit::is_valid_for_cpu(image)
+    }
+
+    fn load_program(&self, image: &[u8]) -> PluginResult<Arc<dyn Program>> {
+        let img = jit::load(image).map_err(map_jit_error)?;
+        Ok(Arc::new(CpuProgram { image: Mutex::new(Some(Arc::new(img))) }))
+    }
+
+    fn create_queue(&self) -> PluginResult<Arc<dyn Queue>> {
+        Ok(Arc::new(CpuQueue::new()))
+    }
+
+    fn optimal_group_size(&self, kernel: &dyn Kernel, dyn_shared_mem: usize) -> PluginResult<usize> {
+        let Some(k) = kernel.as_any().downcast_ref::<CpuKernel>() else {
+            return Err(PluginError::InvalidArgument(format!(
+                "kernel '{}' does not belong to the CPU device",
+                kernel.name()
+            )));
+        };
+        let budget = (info::LOCAL_MEM_PER_GROUP as usize).saturating_sub(k.static_local_bytes());
+        let mut size = OPTIMAL_GROUP_SIZE;
+        if dyn_shared_mem > 0 {
+            size = size.min((budget / dyn_shared_mem).max(1));
+        }
+        Ok(size)
+    }
+
+    fn launch_sync(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()> {
+        launch::prepare(kernel, args, dims)?.execute()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// JIT errors as LLVM 22 reports them.
+pub fn map_jit_error(e: JitError) -> PluginError {
+    match e {
+        JitError::InvalidBinary(m) => PluginError::InvalidBinary(m),
+        JitError::Compile(m) | JitError::Link(m) | JitError::Io(m) => {
+            PluginError::Compile(format!("failure to jit IR image: {m}"))
+        }
+        JitError::NotFound(m) => PluginError::NotFound(m),
+    }
+}
+
+/// A loaded program. `unload` drops the image (device global destructors run then).
+pub struct CpuProgram {
+    image: Mutex<Option<Arc<LoadedImage>>>,
+}
+
+impl CpuProgram {
+    fn image(&self) -> PluginResult<Arc<LoadedImage>> {
+        self.image
+            .lock()
+            .clone()
+            .ok_or_else(|| PluginError::InvalidArgument("the program was unloaded".into()))
+    }
+}
+
+impl Program for CpuProgram {
+    fn kernel(&self, name: &str) -> PluginResult<Arc<dyn Kernel>> {
+        let entry = self
+            .image()?
+            .kernel(name)
+            .ok_or_else(|| PluginError::NotFound(format!("could not find kernel '{name}'")))?;
+        Ok(Arc::new(CpuKernel::from_entry(entry)))
+    }
+
+    fn global(&self, name: &str) -> PluginResult<GlobalInfo> {
+        let (addr, size) = self
+            .image()?
+            .global(name)
+            .ok_or_else(|| PluginError::NotFound(format!("could not find global variable '{name}'")))?;
+        Ok(GlobalInfo { addr, size })
+    }
+
+    fn unload(&self) -> PluginResult<()> {
+        // kernels keep the code alive through their entries; the image (and its destructors) goes now
+        let image = self.image.lock().take();
+        drop(image);
+        Ok(())
+    }
+}

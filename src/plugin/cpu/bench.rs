@@ -53,7 +53,8 @@ fn time_n(n: usize, mut f: impl FnMut()) -> Vec<Duration> {
 
 pub fn run() {
     let dev = device();
-    println!("CPU device: {} ({} threads)", dev.info().name, pool::pool().threads());
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("CPU device: {} ({} threads), loadavg {}", dev.info().name, pool::pool().threads(), load.trim());
     // SAFETY: does nothing.
     let empty: Arc<dyn Kernel> = Arc::new(unsafe { CpuKernel::from_raw("empty", empty_wg, vec![], 0) });
     let d1 = LaunchDims { num_groups: [1, 1, 1], group_size: [1, 1, 1], dyn_shared_mem: 0 };
@@ -75,15 +76,33 @@ pub fn run() {
         q.sync().unwrap();
     }));
     println!("empty queue launch + sync: median {med:.2} us, min {min:.2} us");
-    // after the queue thread went to sleep
-    let (med, min) = stats(time_n(50, || {
-        std::thread::sleep(Duration::from_millis(3));
-        let t = Instant::now();
+    // after the queue thread and the pool workers parked (the sleep itself is not timed)
+    let idle = |f: &mut dyn FnMut()| -> Vec<Duration> {
+        (0..50)
+            .map(|_| {
+                std::thread::sleep(Duration::from_millis(3));
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect()
+    };
+    let (med, min) = stats(idle(&mut || {
         q.launch(empty.clone(), &[], d1).unwrap();
         q.sync().unwrap();
-        let _ = t;
     }));
-    println!("empty queue launch + sync after 3 ms idle (incl. the sleep): median {med:.2} us, min {min:.2} us");
+    println!("empty queue launch + sync after 3 ms idle: median {med:.2} us, min {min:.2} us");
+    let d64 = LaunchDims { num_groups: [64, 1, 1], ..d1 };
+    let (med, min) = stats(idle(&mut || dev.launch_sync(empty.clone(), &[], d64).unwrap()));
+    println!("empty launch_sync, 64 groups, after 3 ms idle: median {med:.2} us, min {min:.2} us");
+    let host = |q: &Arc<dyn Queue>| {
+        q.host_fn(Box::new(|| {})).unwrap();
+        q.sync().unwrap();
+    };
+    let (med, min) = stats(time_n(2000, || host(&q)));
+    println!("empty host function + sync (queue thread hot): median {med:.2} us, min {min:.2} us");
+    let (med, min) = stats(idle(&mut || host(&q)));
+    println!("empty host function + sync after 3 ms idle: median {med:.2} us, min {min:.2} us");
     let n = 100_000;
     let t = Instant::now();
     for _ in 0..n {

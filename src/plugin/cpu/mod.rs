@@ -44,8 +44,9 @@ pub fn device() -> Arc<CpuDevice> {
 /// Group size answered by `olCalculateOptimalOccupancy`: 256 work-items. On the CPU a work-group is a
 /// loop on one thread, so the size only needs to be a multiple of the widest SIMD width (16 floats with
 /// AVX-512) and large enough to amortise the per-group call; 256 is what the measurements in
-/// cpu-kernels.md §4b used and keeps 256 x 4 bytes of a vector in L1. Smaller when local memory per
-/// work-item would exceed the per-group limit (`SharedMemory` is documented as bytes per work-item).
+/// cpu-kernels.md §4b used and keeps 256 x 4 bytes of a vector in L1. `SharedMemory` is taken as
+/// dynamic local memory per work-group, as LLVM 22's CUDA plugin passes it: it does not change the
+/// answer, but more than the device's local memory is `OutOfResources`.
 pub const OPTIMAL_GROUP_SIZE: usize = 256;
 
 pub struct CpuDevice {
@@ -111,12 +112,16 @@ impl Device for CpuDevice {
                 kernel.name()
             )));
         };
-        let budget = (info::LOCAL_MEM_PER_GROUP as usize).saturating_sub(k.static_local_bytes());
-        let mut size = OPTIMAL_GROUP_SIZE;
-        if dyn_shared_mem > 0 {
-            size = size.min((budget / dyn_shared_mem).max(1));
+        let local = k.static_local_bytes() as u64 + dyn_shared_mem as u64;
+        if local > info::LOCAL_MEM_PER_GROUP {
+            return Err(PluginError::OutOfResources(format!(
+                "kernel '{}' with {dyn_shared_mem} bytes of dynamic local memory needs {local} bytes per \
+                 work-group; the CPU device has {}",
+                k.name(),
+                info::LOCAL_MEM_PER_GROUP
+            )));
         }
-        Ok(size)
+        Ok(OPTIMAL_GROUP_SIZE)
     }
 
     fn launch_sync(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()> {

@@ -26,6 +26,29 @@ use std::time::{Duration, Instant};
 
 /// How long an idle thread spins before parking.
 const SPIN: Duration = Duration::from_micros(50);
+/// Wait for `done()` for up to `limit`: a few pure spins (a hot hand-off takes well under a
+/// microsecond), then `sched_yield` between polls, so that a spinning thread never keeps a thread it
+/// waits for off a CPU (on an oversubscribed 2-vCPU VM a plain spin made every wait last the whole
+/// spin window). `true` when `done()` became true.
+pub fn spin_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..128 {
+        if done() {
+            return true;
+        }
+        std::hint::spin_loop();
+    }
+    let t0 = Instant::now();
+    loop {
+        if done() {
+            return true;
+        }
+        if t0.elapsed() > limit {
+            return false;
+        }
+        std::thread::yield_now();
+    }
+}
+
 /// Upper bound of a chunk, in items.
 const MAX_CHUNK: u64 = 1024;
 /// Stack of each worker: JIT'd kernels keep private arrays on the stack.
@@ -246,16 +269,10 @@ impl Pool {
         }
         job.help(&mut slot);
         // wait for the chunks other threads claimed
-        let t0 = Instant::now();
-        let mut n = 0u32;
-        while !job.finished() {
-            std::hint::spin_loop();
-            n += 1;
-            if n % 64 == 0 && t0.elapsed() > SPIN {
-                let mut g = job.fin.lock();
-                while !job.finished() {
-                    job.fin_cv.wait(&mut g);
-                }
+        if !spin_until(SPIN, || job.finished()) {
+            let mut g = job.fin.lock();
+            while !job.finished() {
+                job.fin_cv.wait(&mut g);
             }
         }
         *self.shared.current.lock() = None;
@@ -268,26 +285,15 @@ fn worker_main(shared: Arc<Shared>) {
     let mut seen = shared.epoch.load(Ordering::Acquire);
     loop {
         // spin, then park, until the epoch moves
-        let t0 = Instant::now();
-        let mut n = 0u32;
-        loop {
-            let e = shared.epoch.load(Ordering::Acquire);
-            if e != seen {
-                seen = e;
-                break;
+        if !spin_until(SPIN, || shared.epoch.load(Ordering::Acquire) != seen) {
+            let mut g = shared.park.lock();
+            shared.sleepers.fetch_add(1, Ordering::SeqCst);
+            while shared.epoch.load(Ordering::SeqCst) == seen {
+                shared.park_cv.wait(&mut g);
             }
-            n += 1;
-            if n % 64 == 0 && t0.elapsed() > SPIN {
-                let mut g = shared.park.lock();
-                shared.sleepers.fetch_add(1, Ordering::SeqCst);
-                while shared.epoch.load(Ordering::SeqCst) == seen {
-                    shared.park_cv.wait(&mut g);
-                }
-                shared.sleepers.fetch_sub(1, Ordering::SeqCst);
-                continue;
-            }
-            std::hint::spin_loop();
+            shared.sleepers.fetch_sub(1, Ordering::SeqCst);
         }
+        seen = shared.epoch.load(Ordering::Acquire);
         let job = shared.current.lock().clone();
         if let Some(job) = job {
             job.help(&mut slot);

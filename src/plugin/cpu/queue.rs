@@ -7,7 +7,9 @@
 //!   [`IDLE_EXIT`] without work (and restarted on demand). A thread blocked in `sync` (of the queue or
 //!   of one of its events) takes the token itself when nobody holds it and runs the ops up to the
 //!   point it waits for: a launch + sync then costs no thread wake-up at all, which on a loaded 2-vCPU
-//!   VM is most of the latency (a futex round trip is tens of µs, cpu-kernels.md §4a).
+//!   VM is most of the latency (a futex round trip is tens of µs, cpu-kernels.md §4a). Host functions
+//!   always run on the queue's thread (as on CUDA/AMDGPU, never on a thread that called a sync and may
+//!   hold the caller's locks): a borrowed thread hands the token back before one.
 //! * Waiting threads spin for [`SPIN`] before they park on the condvar.
 //! * Errors of queued work are kept with their sequence number. `Queue::sync` returns the first error
 //!   not yet returned by an earlier `sync`; an event returns the first error raised after the last
@@ -18,14 +20,14 @@
 
 use super::launch::PreparedLaunch;
 use super::memory;
-use super::pool::WORKER_STACK;
+use super::pool::{WORKER_STACK, spin_until};
 use crate::plugin::{Event, PluginError, PluginResult, Queue};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::any::Any;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a waiting thread spins before parking.
 const SPIN: Duration = Duration::from_micros(30);
@@ -94,11 +96,15 @@ pub(crate) struct QueueShared {
 }
 
 impl QueueShared {
-    /// Run ops while holding the executor token, until `completed >= target` or no op is left.
-    /// Called with the lock held, the token free and work pending.
-    fn drive<'a>(&'a self, mut g: MutexGuard<'a, QState>, target: u64) -> MutexGuard<'a, QState> {
+    /// Run ops while holding the executor token, until `completed >= target` or no op is left; a
+    /// borrowed thread (`inline`) also stops before a host function. Called with the lock held, the
+    /// token free and work pending.
+    fn drive<'a>(&'a self, mut g: MutexGuard<'a, QState>, target: u64, inline: bool) -> MutexGuard<'a, QState> {
         g.executing = true;
         while g.completed < target {
+            if inline && matches!(g.ops.front(), Some(Op::Host(_))) {
+                break;
+            }
             let Some(op) = g.ops.pop_front() else { break };
             let r = MutexGuard::unlocked(&mut g, || op.execute());
             g.completed += 1;
@@ -123,22 +129,14 @@ impl QueueShared {
             if g.completed >= target {
                 return g;
             }
-            if !g.executing && !g.ops.is_empty() {
-                g = self.drive(g, target);
+            if !g.executing && g.ops.front().is_some_and(|op| !matches!(op, Op::Host(_))) {
+                g = self.drive(g, target, true);
                 continue;
             }
             if !spun {
                 spun = true;
-                let t0 = Instant::now();
                 MutexGuard::unlocked(&mut g, || {
-                    let mut n = 0u32;
-                    while self.completed.load(Ordering::Acquire) < target {
-                        std::hint::spin_loop();
-                        n += 1;
-                        if n % 64 == 0 && t0.elapsed() > SPIN {
-                            break;
-                        }
-                    }
+                    spin_until(SPIN, || self.completed.load(Ordering::Acquire) >= target);
                 });
                 continue;
             }
@@ -185,7 +183,7 @@ fn queue_thread(shared: Arc<QueueShared>) {
     let mut g = shared.state.lock();
     loop {
         if !g.executing && !g.ops.is_empty() {
-            g = shared.drive(g, u64::MAX);
+            g = shared.drive(g, u64::MAX, false);
             continue;
         }
         if g.ops.is_empty() && !g.executing && !g.handle_alive {
@@ -193,19 +191,8 @@ fn queue_thread(shared: Arc<QueueShared>) {
         }
         // spin a little for the next op (pipelined launches), then park
         let seen = g.enqueued;
-        let t0 = Instant::now();
         let got = MutexGuard::unlocked(&mut g, || {
-            let mut n = 0u32;
-            loop {
-                if shared.enqueued.load(Ordering::Acquire) != seen {
-                    return true;
-                }
-                std::hint::spin_loop();
-                n += 1;
-                if n % 64 == 0 && t0.elapsed() > SPIN {
-                    return false;
-                }
-            }
+            spin_until(SPIN, || shared.enqueued.load(Ordering::Acquire) != seen)
         });
         if got || g.enqueued != seen || (!g.executing && !g.ops.is_empty()) {
             continue;

@@ -187,7 +187,8 @@ fn device_basics() {
     assert_eq!(d[0].info().device_type, info::DEVICE_TYPE_CPU);
     let k = kernel("empty", empty_wg, vec![], 0);
     assert_eq!(d[0].optimal_group_size(&*k, 0).unwrap(), OPTIMAL_GROUP_SIZE);
-    assert_eq!(d[0].optimal_group_size(&*k, 1024).unwrap(), 64);
+    assert_eq!(d[0].optimal_group_size(&*k, 1024).unwrap(), OPTIMAL_GROUP_SIZE);
+    assert!(matches!(d[0].optimal_group_size(&*k, 1 << 20), Err(PluginError::OutOfResources(_))));
     assert!(!d[0].is_valid_binary(b"garbage"));
 }
 
@@ -383,6 +384,15 @@ fn host_fns_run_in_order() {
     q.sync().unwrap();
     assert_eq!(*log.lock(), (0..200).collect::<Vec<_>>());
     assert!(q.is_empty().unwrap());
+    // host functions never run on the thread that syncs (it may hold the caller's locks)
+    let me = std::thread::current().id();
+    let other = Arc::new(AtomicBool::new(false));
+    for _ in 0..50 {
+        let o = other.clone();
+        q.host_fn(Box::new(move || o.store(std::thread::current().id() != me, Ordering::SeqCst))).unwrap();
+        q.sync().unwrap();
+        assert!(other.load(Ordering::SeqCst));
+    }
 }
 
 #[test]

@@ -55,7 +55,12 @@ impl CpuKernel {
     /// # Safety
     /// `wg_fn` must be sound to call with any [`WgCtx`] this module builds for a launch of the
     /// kernel: args laid out per `params`, `static_local_bytes` of local memory, no scratch.
-    pub unsafe fn from_raw(name: &str, wg_fn: WgFn, params: Vec<ParamLayout>, static_local_bytes: usize) -> CpuKernel {
+    pub unsafe fn from_raw(
+        name: &str,
+        wg_fn: WgFn,
+        params: Vec<ParamLayout>,
+        static_local_bytes: usize,
+    ) -> CpuKernel {
         CpuKernel {
             name: name.to_string(),
             wg_fn,
@@ -149,7 +154,11 @@ pub fn normalize_args(name: &str, params: &[ParamLayout], args: &[u8]) -> Plugin
 
 /// Check a grid against the limits in the module docs; returns the number of work-groups.
 pub fn validate_dims(name: &str, dims: &LaunchDims, static_local: usize) -> PluginResult<u64> {
-    let bad = |s: String| Err(PluginError::InvalidArgument(format!("invalid launch of kernel '{name}': {s}")));
+    let bad = |s: String| {
+        Err(PluginError::InvalidArgument(format!(
+            "invalid launch of kernel '{name}': {s}"
+        )))
+    };
     const AXES: [&str; 3] = ["x", "y", "z"];
     for (d, axis) in AXES.iter().enumerate() {
         let gs = dims.group_size[d];
@@ -161,7 +170,9 @@ pub fn validate_dims(name: &str, dims: &LaunchDims, static_local: usize) -> Plug
         }
         let ng = dims.num_groups[d];
         if ng == 0 || ng >= 1 << 31 {
-            return bad(format!("{ng} work-groups in dimension {axis}; each dimension needs 1..2^31"));
+            return bad(format!(
+                "{ng} work-groups in dimension {axis}; each dimension needs 1..2^31"
+            ));
         }
     }
     let wis: u64 = dims.group_size.iter().map(|&g| g as u64).product();
@@ -212,7 +223,11 @@ pub struct PreparedLaunch {
 unsafe impl Send for PreparedLaunch {}
 
 /// Validate a launch of `kernel` (which must be a [`CpuKernel`]).
-pub fn prepare(kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<PreparedLaunch> {
+pub fn prepare(
+    kernel: Arc<dyn Kernel>,
+    args: &[u8],
+    dims: LaunchDims,
+) -> PluginResult<PreparedLaunch> {
     let Some(k) = kernel.as_any().downcast_ref::<CpuKernel>() else {
         return Err(PluginError::InvalidArgument(format!(
             "kernel '{}' does not belong to the CPU device",
@@ -268,7 +283,11 @@ impl Task for PreparedLaunch {
             local_mem: local,
             dyn_local_mem: dyn_local,
             scratch,
-            group_id: [(start % nx) as u32, ((start / nx) % ny) as u32, (start / (nx * ny)) as u32],
+            group_id: [
+                (start % nx) as u32,
+                ((start / nx) % ny) as u32,
+                (start / (nx * ny)) as u32,
+            ],
             num_groups: self.num_groups,
             group_size: self.group_size,
             _pad: 0,

@@ -59,8 +59,16 @@ pub fn cache_limit() -> usize {
     *LIMIT.get_or_init(|| {
         let total = std::fs::read_to_string("/proc/meminfo")
             .ok()
-            .and_then(|t| t.lines().find(|l| l.starts_with("MemTotal:")).map(str::to_string))
-            .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<usize>().ok()))
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("MemTotal:"))
+                    .map(str::to_string)
+            })
+            .and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse::<usize>().ok())
+            })
             .map(|kib| kib * 1024)
             .unwrap_or(1 << 30);
         (total / 8).min(4 << 30)
@@ -94,12 +102,19 @@ impl Memory {
 
     /// Allocate `size` (> 0) bytes, at least 64-byte aligned.
     pub fn alloc(&self, size: usize) -> PluginResult<usize> {
-        let oom = |why: &str| PluginError::OutOfResources(format!("failed to allocate {size} bytes of CPU device memory: {why}"));
+        let oom = |why: &str| {
+            PluginError::OutOfResources(format!(
+                "failed to allocate {size} bytes of CPU device memory: {why}"
+            ))
+        };
         if size == 0 {
-            return Err(PluginError::InvalidSize("allocation size must be non-zero".into()));
+            return Err(PluginError::InvalidSize(
+                "allocation size must be non-zero".into(),
+            ));
         }
         let (ptr, backing) = if size <= SMALL_MAX {
-            let layout = Layout::from_size_align(size, MIN_ALIGN).map_err(|e| oom(&e.to_string()))?;
+            let layout =
+                Layout::from_size_align(size, MIN_ALIGN).map_err(|e| oom(&e.to_string()))?;
             // SAFETY: non-zero size.
             let p = unsafe { std::alloc::alloc(layout) };
             if p.is_null() {
@@ -120,11 +135,9 @@ impl Memory {
 
     /// Free an allocation made by [`Memory::alloc`].
     pub fn free(&self, ptr: usize) -> PluginResult<()> {
-        let backing = self
-            .live
-            .lock()
-            .remove(&ptr)
-            .ok_or_else(|| PluginError::InvalidArgument("address is not a known allocation".into()))?;
+        let backing = self.live.lock().remove(&ptr).ok_or_else(|| {
+            PluginError::InvalidArgument("address is not a known allocation".into())
+        })?;
         match backing {
             // SAFETY: allocated in `alloc` with this layout, removed from the table so freed once.
             Backing::Heap(layout) => unsafe { std::alloc::dealloc(ptr as *mut u8, layout) },
@@ -157,7 +170,9 @@ impl Memory {
                 c.bytes += len;
                 // evict the largest blocks first: they are the least likely to be asked for again
                 while c.bytes > limit {
-                    let Some(mut e) = c.blocks.last_entry() else { break };
+                    let Some(mut e) = c.blocks.last_entry() else {
+                        break;
+                    };
                     let l = *e.key();
                     if let Some(p) = e.get_mut().pop() {
                         evict.push((p, l));
@@ -177,10 +192,12 @@ impl Memory {
 
     /// `olMemRegister`: record `[ptr, ptr+size)`; the pinned pointer is `ptr`.
     pub fn register_host(&self, ptr: usize, size: usize) -> PluginResult<usize> {
-        let partial = || PluginError::InvalidArgument("partial overlapping not allowed in locked buffers".into());
-        let end = ptr
-            .checked_add(size)
-            .ok_or_else(|| PluginError::InvalidArgument("host range wraps around the address space".into()))?;
+        let partial = || {
+            PluginError::InvalidArgument("partial overlapping not allowed in locked buffers".into())
+        };
+        let end = ptr.checked_add(size).ok_or_else(|| {
+            PluginError::InvalidArgument("host range wraps around the address space".into())
+        })?;
         let mut t = self.registered.lock();
         if let Some((&start, r)) = t.range_mut(..=ptr).next_back()
             && ptr < start + r.len
@@ -204,10 +221,14 @@ impl Memory {
     pub fn unregister_host(&self, ptr: usize) -> PluginResult<()> {
         let mut t = self.registered.lock();
         let Some((&start, r)) = t.range_mut(..=ptr).next_back() else {
-            return Err(PluginError::InvalidArgument("cannot find locked buffer".into()));
+            return Err(PluginError::InvalidArgument(
+                "cannot find locked buffer".into(),
+            ));
         };
         if ptr >= start + r.len {
-            return Err(PluginError::InvalidArgument("cannot find locked buffer".into()));
+            return Err(PluginError::InvalidArgument(
+                "cannot find locked buffer".into(),
+            ));
         }
         r.uses -= 1;
         if r.uses == 0 {
@@ -250,7 +271,16 @@ fn map(len: usize) -> Result<usize, String> {
         flags |= libc::MAP_POPULATE;
     }
     // SAFETY: a fresh anonymous mapping; no existing memory is affected.
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags,
+            -1,
+            0,
+        )
+    };
     if p == libc::MAP_FAILED {
         return Err(std::io::Error::last_os_error().to_string());
     }
@@ -268,7 +298,13 @@ impl Task for CopyTask {
         let a = start as usize * PARALLEL_BLOCK;
         let b = (end as usize * PARALLEL_BLOCK).min(self.size);
         // SAFETY: `copy` checked that the ranges do not overlap; the caller guaranteed them valid.
-        unsafe { std::ptr::copy_nonoverlapping((self.src + a) as *const u8, (self.dst + a) as *mut u8, b - a) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (self.src + a) as *const u8,
+                (self.dst + a) as *mut u8,
+                b - a,
+            )
+        };
         true
     }
 }
@@ -343,7 +379,7 @@ impl Task for FillTask<'_> {
 /// # Safety
 /// The range must be writable and not used by anyone else meanwhile.
 pub unsafe fn fill(ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()> {
-    if pattern.is_empty() || size % pattern.len() != 0 {
+    if pattern.is_empty() || !size.is_multiple_of(pattern.len()) {
         return Err(PluginError::InvalidSize(format!(
             "fill size {size} is not a multiple of the pattern size {}",
             pattern.len()
@@ -351,7 +387,12 @@ pub unsafe fn fill(ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()> 
     }
     if size >= PARALLEL_MIN && pool().threads() > 1 {
         let block = (PARALLEL_BLOCK / pattern.len()).max(1) * pattern.len();
-        let t = FillTask { ptr, pattern, size, block };
+        let t = FillTask {
+            ptr,
+            pattern,
+            size,
+            block,
+        };
         let _ = pool().run(&t, size.div_ceil(block) as u64);
     } else {
         // SAFETY: caller's contract.
@@ -367,7 +408,16 @@ mod tests {
     #[test]
     fn alloc_alignment_and_reuse() {
         let m = Memory::new();
-        for size in [1usize, 3, 64, 1000, SMALL_MAX, SMALL_MAX + 1, 3 << 20, 17 << 20] {
+        for size in [
+            1usize,
+            3,
+            64,
+            1000,
+            SMALL_MAX,
+            SMALL_MAX + 1,
+            3 << 20,
+            17 << 20,
+        ] {
             let p = m.alloc(size).unwrap();
             assert_eq!(p % MIN_ALIGN, 0, "size {size}");
             if size > SMALL_MAX {
@@ -391,7 +441,7 @@ mod tests {
     fn size_classes() {
         assert_eq!(size_class(1), Some(page_size()));
         let c = size_class((5 << 20) + 1).unwrap();
-        assert!(c >= (5 << 20) + 1 && c <= (5 << 20) * 5 / 4 + page_size());
+        assert!(c > (5 << 20) && c <= (5 << 20) * 5 / 4 + page_size());
         assert!(size_class(usize::MAX).is_none());
     }
 
@@ -400,14 +450,18 @@ mod tests {
         let m = Memory::new();
         let buf = vec![0u8; 4096];
         let p = buf.as_ptr() as usize;
-        assert!(matches!(m.unregister_host(p), Err(PluginError::InvalidArgument(s)) if s == "cannot find locked buffer"));
+        assert!(
+            matches!(m.unregister_host(p), Err(PluginError::InvalidArgument(s)) if s == "cannot find locked buffer")
+        );
         assert_eq!(m.register_host(p, 1024).unwrap(), p);
         // contained: another use, pointer at the same offset
         assert_eq!(m.register_host(p + 16, 16).unwrap(), p + 16);
         assert_eq!(m.register_host(p, 1024).unwrap(), p);
         // partial overlap from inside and from before
         let e = m.register_host(p + 1000, 100).unwrap_err();
-        assert!(matches!(e, PluginError::InvalidArgument(ref s) if s == "partial overlapping not allowed in locked buffers"));
+        assert!(
+            matches!(e, PluginError::InvalidArgument(ref s) if s == "partial overlapping not allowed in locked buffers")
+        );
         assert!(m.register_host(p - 8, 16).is_err() || p < 8);
         // disjoint range is fine
         assert_eq!(m.register_host(p + 2048, 100).unwrap(), p + 2048);
@@ -441,7 +495,10 @@ mod tests {
                 let mut d = vec![0u8; size];
                 // SAFETY: d has size bytes.
                 unsafe { fill(d.as_mut_ptr() as usize, pat, size).unwrap() };
-                assert!(d.chunks(pat.len()).all(|c| c == pat), "pattern {pat:?} n {n}");
+                assert!(
+                    d.chunks(pat.len()).all(|c| c == pat),
+                    "pattern {pat:?} n {n}"
+                );
             }
         }
         let mut d = [0u8; 5];

@@ -25,7 +25,10 @@ pub use launch::CpuKernel;
 pub use queue::{CpuEvent, CpuQueue, drain_all};
 
 use crate::jit::{self, JitError, LoadedImage};
-use crate::plugin::{AllocKind, Device, DeviceInfo, GlobalInfo, Kernel, LaunchDims, PluginError, PluginResult, Program, Queue};
+use crate::plugin::{
+    AllocKind, Device, DeviceInfo, GlobalInfo, Kernel, LaunchDims, PluginError, PluginResult,
+    Program, Queue,
+};
 use parking_lot::Mutex;
 use std::any::Any;
 use std::sync::{Arc, OnceLock};
@@ -56,7 +59,10 @@ pub struct CpuDevice {
 
 impl CpuDevice {
     fn new() -> CpuDevice {
-        CpuDevice { info: info::read_device_info(), memory: memory::Memory::new() }
+        CpuDevice {
+            info: info::read_device_info(),
+            memory: memory::Memory::new(),
+        }
     }
 }
 
@@ -85,7 +91,14 @@ impl Device for CpuDevice {
         self.memory.unregister_host(ptr)
     }
 
-    fn memcpy_sync(&self, dst: usize, _dst_on_device: bool, src: usize, _src_on_device: bool, size: usize) -> PluginResult<()> {
+    fn memcpy_sync(
+        &self,
+        dst: usize,
+        _dst_on_device: bool,
+        src: usize,
+        _src_on_device: bool,
+        size: usize,
+    ) -> PluginResult<()> {
         // SAFETY: the API caller guarantees both ranges valid (olMemcpy's contract); every side is
         // host memory on this device.
         unsafe { memory::copy(dst, src, size) };
@@ -98,14 +111,20 @@ impl Device for CpuDevice {
 
     fn load_program(&self, image: &[u8]) -> PluginResult<Arc<dyn Program>> {
         let img = jit::load(image).map_err(map_jit_error)?;
-        Ok(Arc::new(CpuProgram { image: Mutex::new(Some(Arc::new(img))) }))
+        Ok(Arc::new(CpuProgram {
+            image: Mutex::new(Some(Arc::new(img))),
+        }))
     }
 
     fn create_queue(&self) -> PluginResult<Arc<dyn Queue>> {
         Ok(Arc::new(CpuQueue::new()))
     }
 
-    fn optimal_group_size(&self, kernel: &dyn Kernel, dyn_shared_mem: usize) -> PluginResult<usize> {
+    fn optimal_group_size(
+        &self,
+        kernel: &dyn Kernel,
+        dyn_shared_mem: usize,
+    ) -> PluginResult<usize> {
         let Some(k) = kernel.as_any().downcast_ref::<CpuKernel>() else {
             return Err(PluginError::InvalidArgument(format!(
                 "kernel '{}' does not belong to the CPU device",
@@ -124,7 +143,12 @@ impl Device for CpuDevice {
         Ok(OPTIMAL_GROUP_SIZE)
     }
 
-    fn launch_sync(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()> {
+    fn launch_sync(
+        &self,
+        kernel: Arc<dyn Kernel>,
+        args: &[u8],
+        dims: LaunchDims,
+    ) -> PluginResult<()> {
         launch::prepare(kernel, args, dims)?.execute()
     }
 
@@ -168,10 +192,9 @@ impl Program for CpuProgram {
     }
 
     fn global(&self, name: &str) -> PluginResult<GlobalInfo> {
-        let (addr, size) = self
-            .image()?
-            .global(name)
-            .ok_or_else(|| PluginError::NotFound(format!("could not find global variable '{name}'")))?;
+        let (addr, size) = self.image()?.global(name).ok_or_else(|| {
+            PluginError::NotFound(format!("could not find global variable '{name}'"))
+        })?;
         Ok(GlobalInfo { addr, size })
     }
 

@@ -81,14 +81,21 @@ impl AlignedBuf {
     pub const ALIGN: usize = 64;
 
     pub const fn new() -> Self {
-        AlignedBuf { ptr: std::ptr::null_mut(), cap: 0 }
+        AlignedBuf {
+            ptr: std::ptr::null_mut(),
+            cap: 0,
+        }
     }
 
     /// A pointer to at least `size` bytes, 64-byte aligned; `None` if the allocation failed.
     /// `size == 0` gives a non-null, aligned, dangling pointer.
     pub fn get(&mut self, size: usize) -> Option<*mut u8> {
         if size == 0 {
-            return Some(if self.ptr.is_null() { Self::ALIGN as *mut u8 } else { self.ptr });
+            return Some(if self.ptr.is_null() {
+                Self::ALIGN as *mut u8
+            } else {
+                self.ptr
+            });
         }
         if size > self.cap {
             self.release();
@@ -108,7 +115,12 @@ impl AlignedBuf {
     fn release(&mut self) {
         if !self.ptr.is_null() {
             // SAFETY: ptr was allocated by `get` with exactly this layout.
-            unsafe { std::alloc::dealloc(self.ptr, Layout::from_size_align_unchecked(self.cap, Self::ALIGN)) };
+            unsafe {
+                std::alloc::dealloc(
+                    self.ptr,
+                    Layout::from_size_align_unchecked(self.cap, Self::ALIGN),
+                )
+            };
             self.ptr = std::ptr::null_mut();
             self.cap = 0;
         }
@@ -226,7 +238,11 @@ impl Pool {
                 started += 1;
             }
         }
-        Pool { shared, submit: Mutex::new(WorkerSlot::default()), workers: started }
+        Pool {
+            shared,
+            submit: Mutex::new(WorkerSlot::default()),
+            workers: started,
+        }
     }
 
     /// Threads that run a job: the workers plus the submitter.
@@ -243,13 +259,19 @@ impl Pool {
         }
         assert!(total <= MAX_ITEMS, "pool job of {total} items");
         if self.workers == 0 || total == 1 {
-            return if task.run(0, total, &mut slot) { Ok(()) } else { Err(PoolError) };
+            return if task.run(0, total, &mut slot) {
+                Ok(())
+            } else {
+                Err(PoolError)
+            };
         }
         let threads = self.threads() as u64;
         let chunk = (total / (threads * 8)).clamp(1, MAX_CHUNK);
         // SAFETY: only the lifetime is erased; see `Job::help` for why the pointee outlives its uses.
         let task_ptr: *const (dyn Task + 'static) = unsafe {
-            std::mem::transmute::<*const (dyn Task + '_), *const (dyn Task + 'static)>(task as *const _)
+            std::mem::transmute::<*const (dyn Task + '_), *const (dyn Task + 'static)>(
+                task as *const _,
+            )
         };
         let job = Arc::new(Job {
             task: TaskPtr(task_ptr),
@@ -276,7 +298,11 @@ impl Pool {
             }
         }
         *self.shared.current.lock() = None;
-        if job.failed.load(Ordering::Relaxed) { Err(PoolError) } else { Ok(()) }
+        if job.failed.load(Ordering::Relaxed) {
+            Err(PoolError)
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -322,7 +348,10 @@ mod tests {
             for total in [0u64, 1, 2, 7, 1000, 100_000] {
                 let t = Count((0..total).map(|_| AtomicU64::new(0)).collect());
                 p.run(&t, total).unwrap();
-                assert!(t.0.iter().all(|c| c.load(Ordering::Relaxed) == 1), "workers {workers} total {total}");
+                assert!(
+                    t.0.iter().all(|c| c.load(Ordering::Relaxed) == 1),
+                    "workers {workers} total {total}"
+                );
             }
         }
     }

@@ -35,8 +35,16 @@ const SPIN: Duration = Duration::from_micros(30);
 const IDLE_EXIT: Duration = Duration::from_secs(1);
 
 pub(crate) enum Op {
-    Copy { dst: usize, src: usize, size: usize },
-    Fill { ptr: usize, pattern: Vec<u8>, size: usize },
+    Copy {
+        dst: usize,
+        src: usize,
+        size: usize,
+    },
+    Fill {
+        ptr: usize,
+        pattern: Vec<u8>,
+        size: usize,
+    },
     Launch(Box<PreparedLaunch>),
     Host(Box<dyn FnOnce() + Send>),
     Wait(Arc<dyn Event>),
@@ -54,11 +62,12 @@ impl Op {
             // SAFETY: as above, for the filled range.
             Op::Fill { ptr, pattern, size } => unsafe { memory::fill(ptr, &pattern, size) },
             Op::Launch(l) => l.execute(),
-            Op::Host(f) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-                .map_err(|p| PluginError::Backend(format!("host function panicked: {}", panic_text(&*p)))),
-            Op::Wait(ev) => ev
-                .sync()
-                .map_err(|e| PluginError::Backend(format!("waiting on an event of another queue failed: {e}"))),
+            Op::Host(f) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|p| {
+                PluginError::Backend(format!("host function panicked: {}", panic_text(&*p)))
+            }),
+            Op::Wait(ev) => ev.sync().map_err(|e| {
+                PluginError::Backend(format!("waiting on an event of another queue failed: {e}"))
+            }),
         }
     }
 }
@@ -99,7 +108,12 @@ impl QueueShared {
     /// Run ops while holding the executor token, until `completed >= target` or no op is left; a
     /// borrowed thread (`inline`) also stops before a host function. Called with the lock held, the
     /// token free and work pending.
-    fn drive<'a>(&'a self, mut g: MutexGuard<'a, QState>, target: u64, inline: bool) -> MutexGuard<'a, QState> {
+    fn drive<'a>(
+        &'a self,
+        mut g: MutexGuard<'a, QState>,
+        target: u64,
+        inline: bool,
+    ) -> MutexGuard<'a, QState> {
         g.executing = true;
         while g.completed < target {
             if inline && matches!(g.ops.front(), Some(Op::Host(_))) {
@@ -276,7 +290,14 @@ impl Drop for CpuQueue {
 }
 
 impl Queue for CpuQueue {
-    fn memcpy(&self, dst: usize, _dst_on_device: bool, src: usize, _src_on_device: bool, size: usize) -> PluginResult<()> {
+    fn memcpy(
+        &self,
+        dst: usize,
+        _dst_on_device: bool,
+        src: usize,
+        _src_on_device: bool,
+        size: usize,
+    ) -> PluginResult<()> {
         if size == 0 {
             return Ok(());
         }
@@ -284,7 +305,7 @@ impl Queue for CpuQueue {
     }
 
     fn fill(&self, ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()> {
-        if pattern.is_empty() || size % pattern.len() != 0 {
+        if pattern.is_empty() || !size.is_multiple_of(pattern.len()) {
             return Err(PluginError::InvalidSize(format!(
                 "fill size {size} is not a multiple of the pattern size {}",
                 pattern.len()
@@ -293,10 +314,19 @@ impl Queue for CpuQueue {
         if size == 0 {
             return Ok(());
         }
-        self.push(Op::Fill { ptr, pattern: pattern.to_vec(), size })
+        self.push(Op::Fill {
+            ptr,
+            pattern: pattern.to_vec(),
+            size,
+        })
     }
 
-    fn launch(&self, kernel: Arc<dyn crate::plugin::Kernel>, args: &[u8], dims: crate::plugin::LaunchDims) -> PluginResult<()> {
+    fn launch(
+        &self,
+        kernel: Arc<dyn crate::plugin::Kernel>,
+        args: &[u8],
+        dims: crate::plugin::LaunchDims,
+    ) -> PluginResult<()> {
         let l = super::launch::prepare(kernel, args, dims)?;
         self.push(Op::Launch(Box::new(l)))
     }
@@ -310,7 +340,11 @@ impl Queue for CpuQueue {
         if g.completed == g.enqueued {
             return Ok(None);
         }
-        Ok(Some(Arc::new(CpuEvent { queue: self.shared.clone(), target: g.enqueued, from: g.reported_upto })))
+        Ok(Some(Arc::new(CpuEvent {
+            queue: self.shared.clone(),
+            target: g.enqueued,
+            from: g.reported_upto,
+        })))
     }
 
     fn wait_event(&self, event: Arc<dyn Event>) -> PluginResult<()> {
@@ -337,7 +371,8 @@ impl Queue for CpuQueue {
     }
 
     fn is_empty(&self) -> PluginResult<bool> {
-        Ok(self.shared.completed.load(Ordering::Acquire) == self.shared.enqueued.load(Ordering::Acquire))
+        Ok(self.shared.completed.load(Ordering::Acquire)
+            == self.shared.enqueued.load(Ordering::Acquire))
     }
 }
 

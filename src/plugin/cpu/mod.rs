@@ -31,6 +31,7 @@ use crate::plugin::{
 };
 use parking_lot::Mutex;
 use std::any::Any;
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 /// The CPU devices: exactly one, shared by every caller.
@@ -113,6 +114,7 @@ impl Device for CpuDevice {
         let img = jit::load(image).map_err(map_jit_error)?;
         Ok(Arc::new(CpuProgram {
             image: Mutex::new(Some(Arc::new(img))),
+            kernels: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -168,9 +170,11 @@ pub fn map_jit_error(e: JitError) -> PluginError {
     }
 }
 
-/// A loaded program. `unload` drops the image (device global destructors run then).
+/// A loaded program. `unload` drops the image (device global destructors run then). Kernel lookups
+/// are cached: the same name gives the same kernel object.
 pub struct CpuProgram {
     image: Mutex<Option<Arc<LoadedImage>>>,
+    kernels: Mutex<HashMap<String, Arc<CpuKernel>>>,
 }
 
 impl CpuProgram {
@@ -184,11 +188,20 @@ impl CpuProgram {
 
 impl Program for CpuProgram {
     fn kernel(&self, name: &str) -> PluginResult<Arc<dyn Kernel>> {
-        let entry = self
-            .image()?
+        let image = self.image()?;
+        if let Some(k) = self.kernels.lock().get(name) {
+            return Ok(k.clone());
+        }
+        let entry = image
             .kernel(name)
             .ok_or_else(|| PluginError::NotFound(format!("could not find kernel '{name}'")))?;
-        Ok(Arc::new(CpuKernel::from_entry(entry)))
+        let k = self
+            .kernels
+            .lock()
+            .entry(name.to_string())
+            .or_insert_with(|| Arc::new(CpuKernel::from_entry(entry)))
+            .clone();
+        Ok(k)
     }
 
     fn global(&self, name: &str) -> PluginResult<GlobalInfo> {
@@ -201,6 +214,7 @@ impl Program for CpuProgram {
     fn unload(&self) -> PluginResult<()> {
         // kernels keep the code alive through their entries; the image (and its destructors) goes now
         let image = self.image.lock().take();
+        self.kernels.lock().clear();
         drop(image);
         Ok(())
     }

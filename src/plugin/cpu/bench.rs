@@ -238,3 +238,65 @@ pub fn run() {
         dev.free(p, AllocKind::Device).unwrap();
     }
 }
+
+/// Parallel (pool) vs single-threaded copies and fills at several sizes, interleaved.
+pub fn copy() {
+    let dev = device();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("loadavg {}", load.trim());
+    for mib in [1usize, 4, 16, 64, 256] {
+        let bytes = mib << 20;
+        let a = dev.alloc(bytes, AllocKind::Device).unwrap();
+        let b = dev.alloc(bytes, AllocKind::Device).unwrap();
+        // SAFETY: fresh allocations of `bytes`.
+        unsafe {
+            std::ptr::write_bytes(a as *mut u8, 1, bytes);
+            std::ptr::write_bytes(b as *mut u8, 2, bytes);
+        }
+        let reps = (2048 / mib).clamp(5, 200);
+        let (mut one, mut par, mut fill1, mut fillp) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let pat = [1u8, 2, 3, 4];
+        for _ in 0..reps {
+            let t = Instant::now();
+            // SAFETY: both allocations have `bytes`.
+            unsafe { std::ptr::copy_nonoverlapping(a as *const u8, b as *mut u8, bytes) };
+            one.push(t.elapsed());
+            let t = Instant::now();
+            // SAFETY: as above.
+            unsafe { memory::copy(b, a, bytes) };
+            par.push(t.elapsed());
+            let t = Instant::now();
+            // SAFETY: as above; 4 divides bytes.
+            unsafe {
+                let p = b as *mut u32;
+                for i in 0..bytes / 4 {
+                    p.add(i).write(u32::from_ne_bytes(pat));
+                }
+            }
+            fill1.push(t.elapsed());
+            let t = Instant::now();
+            // SAFETY: as above.
+            unsafe { memory::fill(b, &pat, bytes).unwrap() };
+            fillp.push(t.elapsed());
+        }
+        let gbs = |d: f64| bytes as f64 / d / 1e3; // d in us -> GB/s
+        let (m1, n1) = stats(one);
+        let (mp, np) = stats(par);
+        let (f1, g1) = stats(fill1);
+        let (fp, gp) = stats(fillp);
+        println!(
+            "{mib:>4} MiB copy: 1 thread {:.1} GB/s (best {:.1}), memory::copy {:.1} GB/s (best {:.1}); \
+             fill: loop {:.1} (best {:.1}), memory::fill {:.1} (best {:.1})",
+            gbs(m1),
+            gbs(n1),
+            gbs(mp),
+            gbs(np),
+            gbs(f1),
+            gbs(g1),
+            gbs(fp),
+            gbs(gp)
+        );
+        dev.free(a, AllocKind::Device).unwrap();
+        dev.free(b, AllocKind::Device).unwrap();
+    }
+}

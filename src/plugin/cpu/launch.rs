@@ -219,9 +219,6 @@ pub struct PreparedLaunch {
     name: String,
 }
 
-// SAFETY: the argument buffer is owned plain bytes; the WG function pointer is a plain code address.
-unsafe impl Send for PreparedLaunch {}
-
 /// Validate a launch of `kernel` (which must be a [`CpuKernel`]).
 pub fn prepare(
     kernel: Arc<dyn Kernel>,

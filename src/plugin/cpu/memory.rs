@@ -9,8 +9,11 @@
 //! * Registering host memory is bookkeeping only (as CUDA in LLVM 22.1.8): the pinned pointer is the
 //!   host pointer. Rules of liboffload-22-behaviour.md §8.
 //! * Copies and fills of at least [`PARALLEL_MIN`] bytes are split over the thread pool in
-//!   [`PARALLEL_BLOCK`] blocks (one thread does not saturate memory bandwidth: 11 vs 20 GB/s measured
-//!   with 2 threads).
+//!   [`PARALLEL_BLOCK`] blocks: one thread does not saturate memory bandwidth (11 vs 20 GB/s with 2
+//!   threads on an idle 2-vCPU VM, cpu-kernels.md §4d). Measured here (bench `bench_cpu_copy`, a
+//!   loaded 2-vCPU VM): best of N 16 MiB 24 vs 17 GB/s, 64 MiB 19 vs 6 GB/s; below 16 MiB the copy is
+//!   cache-resident and both reach ~48 GB/s, so smaller copies stay on the calling thread. Medians on
+//!   a loaded machine can be worse than one thread (a descheduled helper holds its block).
 
 use super::pool::{Task, WorkerSlot, pool};
 use crate::plugin::{PluginError, PluginResult};
@@ -23,7 +26,7 @@ pub const SMALL_MAX: usize = 256 * 1024;
 /// Largest mapping pre-faulted at allocation time (larger ones may be sparsely used).
 pub const POPULATE_MAX: usize = 1 << 30;
 /// Copies/fills from this size on run on the pool.
-pub const PARALLEL_MIN: usize = 4 << 20;
+pub const PARALLEL_MIN: usize = 16 << 20;
 /// Bytes per pool item of a parallel copy/fill.
 pub const PARALLEL_BLOCK: usize = 1 << 20;
 /// Alignment of every allocation.
@@ -343,6 +346,25 @@ unsafe fn fill_serial(ptr: *mut u8, pattern: &[u8], size: usize) {
     if size == 0 {
         return;
     }
+    if matches!(n, 2 | 4 | 8) {
+        // one 8-byte word of the repeated pattern, stored as words (vectorised), then the tail
+        let mut w = [0u8; 8];
+        for (i, b) in w.iter_mut().enumerate() {
+            *b = pattern[i % n];
+        }
+        let word = u64::from_ne_bytes(w);
+        let words = size / 8;
+        // SAFETY: `words * 8 <= size` bytes from `ptr` are writable; the tail is `size % 8` bytes, a
+        // multiple of `n`, so it starts at a pattern boundary and `w` begins with the pattern.
+        unsafe {
+            let p = ptr.cast::<u64>();
+            for i in 0..words {
+                p.add(i).write_unaligned(word);
+            }
+            std::ptr::copy_nonoverlapping(w.as_ptr(), ptr.add(words * 8), size % 8);
+        }
+        return;
+    }
     // SAFETY: size >= n as size is a non-zero multiple of n; then each step doubles the filled prefix
     // within the range.
     unsafe {
@@ -489,7 +511,7 @@ mod tests {
         unsafe { copy(v.as_mut_ptr() as usize + 10, v.as_ptr() as usize, 50) };
         assert_eq!(&v[10..60], &(0..50).collect::<Vec<u8>>()[..]);
 
-        for pat in [&[0xABu8][..], &[1, 2], &[1, 2, 3, 4], &[9u8; 17]] {
+        for pat in [&[0xABu8][..], &[1, 2], &[1, 2, 3, 4], &[1, 2, 3, 4, 5, 6, 7, 8], &[9u8; 17], &[3u8; 16]] {
             for n in [0usize, 1, 3, 1000, PARALLEL_MIN / pat.len() + 77] {
                 let size = n * pat.len();
                 let mut d = vec![0u8; size];

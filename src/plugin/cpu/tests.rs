@@ -694,3 +694,10 @@ fn many_threads_one_queue_and_many_queues() {
 fn bench_cpu_pool() {
     super::bench::run();
 }
+
+/// Timing, not a test: `cargo test --release -- --ignored --nocapture bench_cpu_copy`.
+#[test]
+#[ignore]
+fn bench_cpu_copy() {
+    super::bench::copy();
+}

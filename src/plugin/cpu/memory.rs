@@ -272,6 +272,10 @@ fn map(len: usize) -> Result<usize, String> {
     let mut flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
     if len <= POPULATE_MAX {
         flags |= libc::MAP_POPULATE;
+    } else {
+        // `max_mem_alloc_size` is all of RAM; do not let the kernel's overcommit heuristic refuse a
+        // mapping that size when most of it may never be touched
+        flags |= libc::MAP_NORESERVE;
     }
     // SAFETY: a fresh anonymous mapping; no existing memory is affected.
     let p = unsafe {

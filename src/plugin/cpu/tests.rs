@@ -415,6 +415,10 @@ fn device_memory() {
         dev.free(b, kind).unwrap();
         assert!(dev.free(a, kind).is_err());
     }
+    // the advertised maximum can be allocated (it is not touched)
+    let max = dev.info().max_mem_alloc_size as usize;
+    let big = dev.alloc(max, AllocKind::Device).unwrap();
+    dev.free(big, AllocKind::Device).unwrap();
 }
 
 // ---- queues and events ----

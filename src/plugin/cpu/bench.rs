@@ -254,7 +254,8 @@ pub fn copy() {
             std::ptr::write_bytes(b as *mut u8, 2, bytes);
         }
         let reps = (2048 / mib).clamp(5, 200);
-        let (mut one, mut par, mut fill1, mut fillp) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut one, mut par, mut fill1, mut fillp) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let pat = [1u8, 2, 3, 4];
         for _ in 0..reps {
             let t = Instant::now();

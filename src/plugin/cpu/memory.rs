@@ -515,7 +515,14 @@ mod tests {
         unsafe { copy(v.as_mut_ptr() as usize + 10, v.as_ptr() as usize, 50) };
         assert_eq!(&v[10..60], &(0..50).collect::<Vec<u8>>()[..]);
 
-        for pat in [&[0xABu8][..], &[1, 2], &[1, 2, 3, 4], &[1, 2, 3, 4, 5, 6, 7, 8], &[9u8; 17], &[3u8; 16]] {
+        for pat in [
+            &[0xABu8][..],
+            &[1, 2],
+            &[1, 2, 3, 4],
+            &[1, 2, 3, 4, 5, 6, 7, 8],
+            &[9u8; 17],
+            &[3u8; 16],
+        ] {
             for n in [0usize, 1, 3, 1000, PARALLEL_MIN / pat.len() + 77] {
                 let size = n * pat.len();
                 let mut d = vec![0u8; size];

@@ -31,6 +31,8 @@ use std::time::Duration;
 
 /// How long a waiting thread spins before parking.
 const SPIN: Duration = Duration::from_micros(30);
+/// Errors kept per queue before the ones already returned by a sync are dropped.
+const MAX_ERRORS: usize = 1024;
 /// A queue thread without work for this long exits (a new one starts on the next enqueue).
 const IDLE_EXIT: Duration = Duration::from_secs(1);
 
@@ -125,6 +127,12 @@ impl QueueShared {
             let seq = g.completed;
             self.completed.store(seq, Ordering::Release);
             if let Err(e) = r {
+                if g.errors.len() >= MAX_ERRORS {
+                    // keep what a sync has not returned yet; events recorded before that sync lose
+                    // their copy only when a queue fails this often
+                    let upto = g.reported_upto;
+                    g.errors.retain(|(s, _)| *s > upto);
+                }
                 g.errors.push((seq, e));
             }
             self.cv.notify_all();

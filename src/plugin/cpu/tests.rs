@@ -378,6 +378,30 @@ fn dims_are_validated() {
         .unwrap();
 }
 
+struct ForeignKernel;
+impl Kernel for ForeignKernel {
+    fn name(&self) -> &str {
+        "foreign"
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[test]
+fn foreign_kernels_are_rejected() {
+    let dev = device();
+    let d = dims([1, 1, 1], [1, 1, 1]);
+    assert!(matches!(
+        dev.launch_sync(Arc::new(ForeignKernel), &[], d),
+        Err(PluginError::InvalidArgument(_))
+    ));
+    let q = dev.create_queue().unwrap();
+    assert!(q.launch(Arc::new(ForeignKernel), &[], d).is_err());
+    assert!(q.is_empty().unwrap());
+    assert!(dev.optimal_group_size(&ForeignKernel, 0).is_err());
+}
+
 #[test]
 fn jit_errors_map_like_llvm() {
     assert!(matches!(

@@ -216,8 +216,12 @@ fn queue_thread(shared: Arc<QueueShared>) {
         let got = MutexGuard::unlocked(&mut g, || {
             spin_until(SPIN, || shared.enqueued.load(Ordering::Acquire) != seen)
         });
+        // re-check what may have changed while the lock was free (a notify then was missed)
         if got || g.enqueued != seen || (!g.executing && !g.ops.is_empty()) {
             continue;
+        }
+        if g.ops.is_empty() && !g.executing && !g.handle_alive {
+            break;
         }
         let timed_out = shared.cv.wait_for(&mut g, IDLE_EXIT).timed_out();
         if timed_out && g.ops.is_empty() && !g.executing {

@@ -328,8 +328,11 @@ pub unsafe fn copy(dst: usize, src: usize, size: usize) {
     let overlap = dst < src + size && src < dst + size;
     if size >= PARALLEL_MIN && !overlap && pool().threads() > 1 {
         let t = CopyTask { dst, src, size };
-        // cannot fail: CopyTask::run always succeeds
-        let _ = pool().run(&t, size.div_ceil(PARALLEL_BLOCK) as u64);
+        let n = size.div_ceil(PARALLEL_BLOCK) as u64;
+        // `None`: the pool runs a kernel, copy here; CopyTask::run itself cannot fail
+        if pool().try_run(&t, n).is_none() {
+            t.run(0, n, &mut WorkerSlot::default());
+        }
     } else {
         // SAFETY: the caller's contract.
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, size) };
@@ -419,7 +422,10 @@ pub unsafe fn fill(ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()> 
             size,
             block,
         };
-        let _ = pool().run(&t, size.div_ceil(block) as u64);
+        let n = size.div_ceil(block) as u64;
+        if pool().try_run(&t, n).is_none() {
+            t.run(0, n, &mut WorkerSlot::default());
+        }
     } else {
         // SAFETY: caller's contract.
         unsafe { fill_serial(ptr as *mut u8, pattern, size) };

@@ -5,7 +5,10 @@
 //!   last worker, so a 1-core machine has no worker threads at all.
 //! * One [`Job`] at a time: [`Pool::run`] holds the submit lock for the whole run, so launches from
 //!   many threads and queues are serialised (correctness first: no two launches share worker
-//!   buffers). The submit lock also owns the submitting thread's [`WorkerSlot`].
+//!   buffers). The submit lock also owns the submitting thread's [`WorkerSlot`]. A consequence: two
+//!   kernels that wait for each other (spinning on a flag the other sets) deadlock here even when a
+//!   GPU would run them side by side. Copies and fills use [`Pool::try_run`] and never wait behind a
+//!   kernel.
 //! * Items are handed out in chunks through one atomic counter per job (one atomic per work-group
 //!   measured 4x slower than 256-group chunks on saxpy). Chunk size: `total / (threads * 8)`, clamped
 //!   to `1..=MAX_CHUNK`, so each thread gets about 8 chunks (load balance) and tiny work-groups still
@@ -253,7 +256,23 @@ impl Pool {
     /// Run items `0..total` of `task` on all threads; returns when all have run. Jobs from several
     /// threads are serialised. `total` must be at most [`MAX_ITEMS`].
     pub fn run(&self, task: &(dyn Task + '_), total: u64) -> Result<(), PoolError> {
-        let mut slot = self.submit.lock();
+        let slot = self.submit.lock();
+        self.run_locked(slot, task, total)
+    }
+
+    /// [`Pool::run`] if no other job is running, else `None` (the caller does the work itself: a copy
+    /// must not wait behind a long kernel of some queue).
+    pub fn try_run(&self, task: &(dyn Task + '_), total: u64) -> Option<Result<(), PoolError>> {
+        let slot = self.submit.try_lock()?;
+        Some(self.run_locked(slot, task, total))
+    }
+
+    fn run_locked(
+        &self,
+        mut slot: parking_lot::MutexGuard<'_, WorkerSlot>,
+        task: &(dyn Task + '_),
+        total: u64,
+    ) -> Result<(), PoolError> {
         if total == 0 {
             return Ok(());
         }

@@ -173,6 +173,22 @@ unsafe extern "C" fn add1_wg(ctx: *const WgCtx) {
 
 unsafe extern "C" fn empty_wg(_ctx: *const WgCtx) {}
 
+/// hold(AtomicU32* flag): group 0 sets flag to 1, then spins (at most 30 s) until it becomes 2
+unsafe extern "C" fn hold_wg(ctx: *const WgCtx) {
+    // SAFETY: the argument is a pointer to a live AtomicU32.
+    unsafe {
+        let c = &*ctx;
+        let flag: *const AtomicU32 = arg(c, 0);
+        if c.group_id[0] == 0 {
+            (*flag).store(1, Ordering::SeqCst);
+            let t0 = Instant::now();
+            while (*flag).load(Ordering::SeqCst) != 2 && t0.elapsed() < Duration::from_secs(30) {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
 fn add1_args(buf: *mut u32, n: u32) -> Vec<u8> {
     let mut v = (buf as usize).to_ne_bytes().to_vec();
     v.extend_from_slice(&n.to_ne_bytes());
@@ -443,6 +459,40 @@ fn device_memory() {
     let max = dev.info().max_mem_alloc_size as usize;
     let big = dev.alloc(max, AllocKind::Device).unwrap();
     dev.free(big, AllocKind::Device).unwrap();
+}
+
+#[test]
+fn large_copies_do_not_wait_behind_a_kernel() {
+    let dev = device();
+    let q = dev.create_queue().unwrap();
+    let flag = Arc::new(AtomicU32::new(0));
+    let k = kernel("hold", hold_wg, vec![p(8, 8)], 0);
+    let args = (Arc::as_ptr(&flag) as usize).to_ne_bytes();
+    q.launch(k, &args, dims([4, 1, 1], [1, 1, 1])).unwrap();
+    let t0 = Instant::now();
+    while flag.load(Ordering::SeqCst) != 1 {
+        assert!(t0.elapsed() < Duration::from_secs(30));
+        std::thread::yield_now();
+    }
+    // the kernel now occupies the pool; a large synchronous copy and fill still complete
+    let n = memory::PARALLEL_MIN + 4096;
+    let src = vec![3u8; n];
+    let mut dst = vec![0u8; n];
+    dev.memcpy_sync(
+        dst.as_mut_ptr() as usize,
+        false,
+        src.as_ptr() as usize,
+        false,
+        n,
+    )
+    .unwrap();
+    assert!(dst.iter().all(|&b| b == 3));
+    // SAFETY: dst has n bytes.
+    unsafe { memory::fill(dst.as_mut_ptr() as usize, &[7], n).unwrap() };
+    assert!(dst.iter().all(|&b| b == 7));
+    assert!(!q.is_empty().unwrap());
+    flag.store(2, Ordering::SeqCst);
+    q.sync().unwrap();
 }
 
 // ---- queues and events ----

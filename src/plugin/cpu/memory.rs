@@ -329,10 +329,8 @@ pub unsafe fn copy(dst: usize, src: usize, size: usize) {
     if size >= PARALLEL_MIN && !overlap && pool().threads() > 1 {
         let t = CopyTask { dst, src, size };
         let n = size.div_ceil(PARALLEL_BLOCK) as u64;
-        // `None`: the pool runs a kernel, copy here; CopyTask::run itself cannot fail
-        if pool().try_run(&t, n).is_none() {
-            t.run(0, n, &mut WorkerSlot::default());
-        }
+        // cannot fail: CopyTask::run always succeeds
+        let _ = pool().run(&t, n);
     } else {
         // SAFETY: the caller's contract.
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, size) };
@@ -423,9 +421,7 @@ pub unsafe fn fill(ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()> 
             block,
         };
         let n = size.div_ceil(block) as u64;
-        if pool().try_run(&t, n).is_none() {
-            t.run(0, n, &mut WorkerSlot::default());
-        }
+        let _ = pool().run(&t, n);
     } else {
         // SAFETY: caller's contract.
         unsafe { fill_serial(ptr as *mut u8, pattern, size) };

@@ -3,12 +3,12 @@
 //! Design (shared/reference/cpu-kernels.md §2.11, §4a/b):
 //! * `available_parallelism() - 1` persistent workers with 16 MiB stacks; the submitting thread is the
 //!   last worker, so a 1-core machine has no worker threads at all.
-//! * One [`Job`] at a time: [`Pool::run`] holds the submit lock for the whole run, so launches from
-//!   many threads and queues are serialised (correctness first: no two launches share worker
-//!   buffers). The submit lock also owns the submitting thread's [`WorkerSlot`]. A consequence: two
-//!   kernels that wait for each other (spinning on a flag the other sets) deadlock here even when a
-//!   GPU would run them side by side. Copies and fills use [`Pool::try_run`] and never wait behind a
-//!   kernel.
+//! * Several jobs may be in flight (launches from many threads and queues, copies). Each submitting
+//!   thread works on its own job until no item of it is left, with its own thread-local
+//!   [`WorkerSlot`]; the workers help the oldest job that has items left, then the next. So every
+//!   launch makes progress even while another one runs for a long time (two kernels that wait for
+//!   each other work, as they would side by side on a GPU), and a worker's slot is only ever used by
+//!   the one chunk it runs.
 //! * Items are handed out in chunks through one atomic counter per job (one atomic per work-group
 //!   measured 4x slower than 256-group chunks on saxpy). Chunk size: `total / (threads * 8)`, clamped
 //!   to `1..=MAX_CHUNK`, so each thread gets about 8 chunks (load balance) and tiny work-groups still
@@ -192,6 +192,10 @@ impl Job {
         }
     }
 
+    fn has_work(&self) -> bool {
+        self.next.load(Ordering::Relaxed) < self.total
+    }
+
     fn finished(&self) -> bool {
         self.done.load(Ordering::Acquire) == self.total
     }
@@ -200,7 +204,8 @@ impl Job {
 struct Shared {
     /// bumped for every job; workers watch it
     epoch: AtomicU64,
-    current: Mutex<Option<Arc<Job>>>,
+    /// jobs in flight, oldest first
+    jobs: Mutex<Vec<Arc<Job>>>,
     sleepers: AtomicUsize,
     park: Mutex<()>,
     park_cv: Condvar,
@@ -209,9 +214,12 @@ struct Shared {
 /// The pool. One per process: [`pool`].
 pub struct Pool {
     shared: Arc<Shared>,
-    /// the submit lock, owning the submitting thread's buffers
-    submit: Mutex<WorkerSlot>,
     workers: usize,
+}
+
+thread_local! {
+    /// The buffers of a thread that submits jobs (queue threads, callers of synchronous launches).
+    static SUBMITTER_SLOT: std::cell::RefCell<WorkerSlot> = std::cell::RefCell::new(WorkerSlot::default());
 }
 
 /// The process-wide pool, started on first use.
@@ -225,7 +233,7 @@ impl Pool {
     pub fn new(workers: usize) -> Pool {
         let shared = Arc::new(Shared {
             epoch: AtomicU64::new(0),
-            current: Mutex::new(None),
+            jobs: Mutex::new(Vec::new()),
             sleepers: AtomicUsize::new(0),
             park: Mutex::new(()),
             park_cv: Condvar::new(),
@@ -243,7 +251,6 @@ impl Pool {
         }
         Pool {
             shared,
-            submit: Mutex::new(WorkerSlot::default()),
             workers: started,
         }
     }
@@ -253,23 +260,19 @@ impl Pool {
         self.workers + 1
     }
 
-    /// Run items `0..total` of `task` on all threads; returns when all have run. Jobs from several
-    /// threads are serialised. `total` must be at most [`MAX_ITEMS`].
+    /// Run items `0..total` of `task` on this thread and the idle workers; returns when all have run.
+    /// `total` must be at most [`MAX_ITEMS`].
     pub fn run(&self, task: &(dyn Task + '_), total: u64) -> Result<(), PoolError> {
-        let slot = self.submit.lock();
-        self.run_locked(slot, task, total)
+        SUBMITTER_SLOT.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut slot) => self.run_with(&mut slot, task, total),
+            // a task that submits a job itself (none does today) gets fresh buffers
+            Err(_) => self.run_with(&mut WorkerSlot::default(), task, total),
+        })
     }
 
-    /// [`Pool::run`] if no other job is running, else `None` (the caller does the work itself: a copy
-    /// must not wait behind a long kernel of some queue).
-    pub fn try_run(&self, task: &(dyn Task + '_), total: u64) -> Option<Result<(), PoolError>> {
-        let slot = self.submit.try_lock()?;
-        Some(self.run_locked(slot, task, total))
-    }
-
-    fn run_locked(
+    fn run_with(
         &self,
-        mut slot: parking_lot::MutexGuard<'_, WorkerSlot>,
+        slot: &mut WorkerSlot,
         task: &(dyn Task + '_),
         total: u64,
     ) -> Result<(), PoolError> {
@@ -278,7 +281,7 @@ impl Pool {
         }
         assert!(total <= MAX_ITEMS, "pool job of {total} items");
         if self.workers == 0 || total == 1 {
-            return if task.run(0, total, &mut slot) {
+            return if task.run(0, total, slot) {
                 Ok(())
             } else {
                 Err(PoolError)
@@ -302,13 +305,13 @@ impl Pool {
             fin: Mutex::new(()),
             fin_cv: Condvar::new(),
         });
-        *self.shared.current.lock() = Some(job.clone());
+        self.shared.jobs.lock().push(job.clone());
         self.shared.epoch.fetch_add(1, Ordering::SeqCst);
         if self.shared.sleepers.load(Ordering::SeqCst) > 0 {
             let _g = self.shared.park.lock();
             self.shared.park_cv.notify_all();
         }
-        job.help(&mut slot);
+        job.help(slot);
         // wait for the chunks other threads claimed
         if !spin_until(SPIN, || job.finished()) {
             let mut g = job.fin.lock();
@@ -316,7 +319,7 @@ impl Pool {
                 job.fin_cv.wait(&mut g);
             }
         }
-        *self.shared.current.lock() = None;
+        self.shared.jobs.lock().retain(|j| !Arc::ptr_eq(j, &job));
         if job.failed.load(Ordering::Relaxed) {
             Err(PoolError)
         } else {
@@ -327,8 +330,16 @@ impl Pool {
 
 fn worker_main(shared: Arc<Shared>) {
     let mut slot = WorkerSlot::default();
-    let mut seen = shared.epoch.load(Ordering::Acquire);
     loop {
+        // read the epoch before looking for work: a job added after the look moves it
+        let seen = shared.epoch.load(Ordering::SeqCst);
+        loop {
+            let job = shared.jobs.lock().iter().find(|j| j.has_work()).cloned();
+            match job {
+                Some(job) => job.help(&mut slot),
+                None => break,
+            }
+        }
         // spin, then park, until the epoch moves
         if !spin_until(SPIN, || shared.epoch.load(Ordering::Acquire) != seen) {
             let mut g = shared.park.lock();
@@ -337,11 +348,6 @@ fn worker_main(shared: Arc<Shared>) {
                 shared.park_cv.wait(&mut g);
             }
             shared.sleepers.fetch_sub(1, Ordering::SeqCst);
-        }
-        seen = shared.epoch.load(Ordering::Acquire);
-        let job = shared.current.lock().clone();
-        if let Some(job) = job {
-            job.help(&mut slot);
         }
     }
 }

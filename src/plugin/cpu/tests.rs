@@ -173,7 +173,17 @@ unsafe extern "C" fn add1_wg(ctx: *const WgCtx) {
 
 unsafe extern "C" fn empty_wg(_ctx: *const WgCtx) {}
 
-/// hold(AtomicU32* flag): group 0 sets flag to 1, then spins (at most 30 s) until it becomes 2
+/// release(AtomicU32* flag): flag 1 -> 2 (in every group)
+unsafe extern "C" fn release_wg(ctx: *const WgCtx) {
+    // SAFETY: the argument is a pointer to a live AtomicU32.
+    unsafe {
+        let flag: *const AtomicU32 = arg(&*ctx, 0);
+        let _ = (*flag).compare_exchange(1, 2, Ordering::SeqCst, Ordering::SeqCst);
+    }
+}
+
+/// hold(AtomicU32* flag): group 0 sets flag to 1, then spins (at most 30 s) until it becomes 2, then
+/// sets 4 (released) or 3 (timed out)
 unsafe extern "C" fn hold_wg(ctx: *const WgCtx) {
     // SAFETY: the argument is a pointer to a live AtomicU32.
     unsafe {
@@ -185,6 +195,8 @@ unsafe extern "C" fn hold_wg(ctx: *const WgCtx) {
             while (*flag).load(Ordering::SeqCst) != 2 && t0.elapsed() < Duration::from_secs(30) {
                 std::thread::yield_now();
             }
+            let released = (*flag).load(Ordering::SeqCst) == 2;
+            (*flag).store(if released { 4 } else { 3 }, Ordering::SeqCst);
         }
     }
 }
@@ -462,7 +474,7 @@ fn device_memory() {
 }
 
 #[test]
-fn large_copies_do_not_wait_behind_a_kernel() {
+fn launches_and_copies_do_not_wait_behind_a_kernel() {
     let dev = device();
     let q = dev.create_queue().unwrap();
     let flag = Arc::new(AtomicU32::new(0));
@@ -474,7 +486,7 @@ fn large_copies_do_not_wait_behind_a_kernel() {
         assert!(t0.elapsed() < Duration::from_secs(30));
         std::thread::yield_now();
     }
-    // the kernel now occupies the pool; a large synchronous copy and fill still complete
+    // the kernel now occupies a thread; a large synchronous copy and fill still complete
     let n = memory::PARALLEL_MIN + 4096;
     let src = vec![3u8; n];
     let mut dst = vec![0u8; n];
@@ -491,8 +503,16 @@ fn large_copies_do_not_wait_behind_a_kernel() {
     unsafe { memory::fill(dst.as_mut_ptr() as usize, &[7], n).unwrap() };
     assert!(dst.iter().all(|&b| b == 7));
     assert!(!q.is_empty().unwrap());
-    flag.store(2, Ordering::SeqCst);
+    // a second kernel releases the first: both run at once
+    let r = kernel("release", release_wg, vec![p(8, 8)], 0);
+    dev.launch_sync(r, &args, dims([64, 1, 1], [1, 1, 1]))
+        .unwrap();
     q.sync().unwrap();
+    assert_eq!(
+        flag.load(Ordering::SeqCst),
+        4,
+        "the first kernel was not released by the second"
+    );
 }
 
 // ---- queues and events ----

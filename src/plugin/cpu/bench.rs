@@ -108,7 +108,9 @@ pub fn run() {
     }));
     println!("empty queue launch + sync after 3 ms idle: median {med:.2} us, min {min:.2} us");
     let (med, min) = stats(idle(&mut || q.launch(empty.clone(), &[], d1).unwrap()));
-    println!("  of which the enqueue (wakes the parked queue thread): median {med:.2} us, min {min:.2} us");
+    println!(
+        "  of which the enqueue (wakes the parked queue thread): median {med:.2} us, min {min:.2} us"
+    );
     q.sync().unwrap();
     let d64 = LaunchDims {
         num_groups: [64, 1, 1],

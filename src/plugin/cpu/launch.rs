@@ -193,7 +193,7 @@ pub fn validate_dims(name: &str, dims: &LaunchDims, static_local: usize) -> Plug
             dims.num_groups[0], dims.num_groups[1], dims.num_groups[2]
         ));
     };
-    let local = static_local as u64 + dims.dyn_shared_mem as u64;
+    let local = (static_local as u64).saturating_add(dims.dyn_shared_mem as u64);
     if local > LOCAL_MEM_PER_GROUP {
         return Err(PluginError::OutOfResources(format!(
             "kernel '{name}' needs {local} bytes of local memory per work-group ({static_local} static + {} \

@@ -325,7 +325,7 @@ pub unsafe fn copy(dst: usize, src: usize, size: usize) {
     if size == 0 || dst == src {
         return;
     }
-    let overlap = dst < src + size && src < dst + size;
+    let overlap = dst < src.saturating_add(size) && src < dst.saturating_add(size);
     if size >= PARALLEL_MIN && !overlap && pool().threads() > 1 {
         let t = CopyTask { dst, src, size };
         let n = size.div_ceil(PARALLEL_BLOCK) as u64;

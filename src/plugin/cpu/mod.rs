@@ -142,7 +142,7 @@ impl Device for CpuDevice {
                 kernel.name()
             )));
         };
-        let local = k.static_local_bytes() as u64 + dyn_shared_mem as u64;
+        let local = (k.static_local_bytes() as u64).saturating_add(dyn_shared_mem as u64);
         if local > info::LOCAL_MEM_PER_GROUP {
             return Err(PluginError::OutOfResources(format!(
                 "kernel '{}' with {dyn_shared_mem} bytes of dynamic local memory needs {local} bytes per \

@@ -311,9 +311,18 @@ fn local_memory_is_per_worker() {
         ..d
     };
     assert!(matches!(
-        dev.launch_sync(k, &args, d),
+        dev.launch_sync(k.clone(), &args, d),
         Err(PluginError::OutOfResources(_))
     ));
+    let d = LaunchDims {
+        dyn_shared_mem: usize::MAX,
+        ..d
+    };
+    assert!(matches!(
+        dev.launch_sync(k.clone(), &args, d),
+        Err(PluginError::OutOfResources(_))
+    ));
+    assert!(device().optimal_group_size(&*k, usize::MAX).is_err());
 }
 
 #[test]

@@ -28,6 +28,8 @@ pub mod queue;
 #[cfg(test)]
 mod bench;
 #[cfg(test)]
+mod jit_tests;
+#[cfg(test)]
 mod tests;
 
 pub use launch::CpuKernel;

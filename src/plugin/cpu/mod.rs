@@ -12,12 +12,13 @@
 //!
 //! For the runtime: [`devices`] gives the one device (always the same `Arc`); call [`drain_all`] in
 //! `olShutDown` to wait for the work of every queue, including queues whose handle was destroyed
-//! while busy. Threads: the pool's workers start on the first multi-group launch or large copy and
-//! live as long as the process (parked when idle); each queue has a thread while it has work (it
+//! while busy. Threads: the pool's workers start on the first launch (or large copy) and live as
+//! long as the process (parked when idle); each queue has a thread while it has work (it
 //! exits after a second without work, or when the handle is gone and the work is done).
 //!
-//! Tests: `cargo test --lib plugin::cpu`; timings: `cargo test --release --lib -- --ignored
-//! --nocapture bench_cpu` (see `bench.rs`).
+//! Tests: `cargo test --lib plugin::cpu` (`jit_tests.rs` runs real kernels once the JIT is in);
+//! timings: `cargo test --release --lib -- --ignored --nocapture bench_cpu` (see `bench.rs`) and
+//! `... jit_saxpy_bench`.
 
 pub mod info;
 pub mod launch;

@@ -259,6 +259,7 @@ mod tests {
         assert_eq!(i.address_bits, 64);
         assert!(i.native_vector_width[2] >= 4, "at least SSE: 4 ints");
         assert!(i.native_vector_width[4] >= 4);
+        eprintln!("{i:#?}");
     }
 
     #[test]

@@ -263,11 +263,16 @@ impl Pool {
     /// Run items `0..total` of `task` on this thread and the idle workers; returns when all have run.
     /// `total` must be at most [`MAX_ITEMS`].
     pub fn run(&self, task: &(dyn Task + '_), total: u64) -> Result<(), PoolError> {
-        SUBMITTER_SLOT.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut slot) => self.run_with(&mut slot, task, total),
-            // a task that submits a job itself (none does today) gets fresh buffers
-            Err(_) => self.run_with(&mut WorkerSlot::default(), task, total),
-        })
+        let mut result = None;
+        // `try_with` fails once this thread's TLS is destroyed (a launch from a C++ static
+        // destructor or an atexit handler); a borrowed slot means a task submitted a job itself
+        // (none does today). Both get fresh buffers.
+        let _ = SUBMITTER_SLOT.try_with(|cell| {
+            if let Ok(mut slot) = cell.try_borrow_mut() {
+                result = Some(self.run_with(&mut slot, task, total));
+            }
+        });
+        result.unwrap_or_else(|| self.run_with(&mut WorkerSlot::default(), task, total))
     }
 
     fn run_with(

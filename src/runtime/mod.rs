@@ -125,6 +125,8 @@ pub fn shutdown() -> OlResult<()> {
             first_err.get_or_insert(OlError::from(e));
         }
     }
+    // Queues the CPU plugin still runs (e.g. host functions of destroyed queues) finish before teardown.
+    plugin::cpu::drain_all();
     // Programs unload (device global destructors run) when their last reference goes.
     for o in &objs {
         if let Object::Program(p) = o

@@ -1,5 +1,233 @@
-//! CPU compute device (placeholder until the cpu branch lands).
-use std::sync::Arc;
-pub fn devices() -> Vec<Arc<dyn super::Device>> {
-    Vec::new()
+//! CPU compute device: GPU-style kernels (JIT-compiled by [`crate::jit`] into work-group functions)
+//! run on all cores.
+//!
+//! * [`info`]: the device's properties, read from the machine once.
+//! * [`memory`]: allocations (host memory, pooled), registered host ranges, copies and fills.
+//! * [`pool`]: the persistent thread pool that runs work-groups in chunks.
+//! * [`launch`]: kernels, argument normalisation (natural vs packed layout), grid limits.
+//! * [`queue`]: asynchronous in-order queues and their events; [`drain_all`] for `olShutDown`.
+//!
+//! Everything here is host memory, so the device is `host_addressable`: the runtime may hand its
+//! pointers to other devices as host pointers.
+//!
+//! For the runtime: [`devices`] gives the one device (always the same `Arc`); call [`drain_all`] in
+//! `olShutDown` to wait for the work of every queue, including queues whose handle was destroyed
+//! while busy. Threads: the pool's workers start on the first launch (or large copy) and live as
+//! long as the process (parked when idle); each queue has a thread while it has work (it
+//! exits after a second without work, or when the handle is gone and the work is done).
+//!
+//! Tests: `cargo test --lib plugin::cpu` (`jit_tests.rs` runs real kernels once the JIT is in);
+//! timings: `cargo test --release --lib -- --ignored --nocapture bench_cpu` (see `bench.rs`) and
+//! `... jit_saxpy_bench`.
+
+pub mod info;
+pub mod launch;
+pub mod memory;
+pub mod pool;
+pub mod queue;
+
+#[cfg(test)]
+mod bench;
+#[cfg(test)]
+mod jit_tests;
+#[cfg(test)]
+mod tests;
+
+pub use launch::CpuKernel;
+pub use queue::{CpuEvent, CpuQueue, drain_all};
+
+use crate::jit::{self, JitError, LoadedImage};
+use crate::plugin::{
+    AllocKind, Device, DeviceInfo, GlobalInfo, Kernel, LaunchDims, PluginError, PluginResult,
+    Program, Queue,
+};
+use parking_lot::Mutex;
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+/// The CPU devices: exactly one, shared by every caller.
+pub fn devices() -> Vec<Arc<dyn Device>> {
+    vec![device() as Arc<dyn Device>]
+}
+
+/// The one CPU device.
+pub fn device() -> Arc<CpuDevice> {
+    static DEV: OnceLock<Arc<CpuDevice>> = OnceLock::new();
+    DEV.get_or_init(|| Arc::new(CpuDevice::new())).clone()
+}
+
+/// Group size answered by `olCalculateOptimalOccupancy`: 256 work-items. On the CPU a work-group is a
+/// loop on one thread, so the size only needs to be a multiple of the widest SIMD width (16 floats with
+/// AVX-512) and large enough to amortise the per-group call; 256 is what the measurements in
+/// cpu-kernels.md §4b used and keeps 256 x 4 bytes of a vector in L1. `SharedMemory` is taken as
+/// dynamic local memory per work-group, as LLVM 22's CUDA plugin passes it: it does not change the
+/// answer, but more than the device's local memory is `OutOfResources`.
+pub const OPTIMAL_GROUP_SIZE: usize = 256;
+
+pub struct CpuDevice {
+    info: DeviceInfo,
+    memory: memory::Memory,
+}
+
+impl CpuDevice {
+    fn new() -> CpuDevice {
+        CpuDevice {
+            info: info::read_device_info(),
+            memory: memory::Memory::new(),
+        }
+    }
+}
+
+impl Device for CpuDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn host_addressable(&self) -> bool {
+        true
+    }
+
+    fn alloc(&self, size: usize, _kind: AllocKind) -> PluginResult<usize> {
+        self.memory.alloc(size)
+    }
+
+    fn free(&self, ptr: usize, _kind: AllocKind) -> PluginResult<()> {
+        self.memory.free(ptr)
+    }
+
+    fn register_host(&self, ptr: usize, size: usize) -> PluginResult<usize> {
+        self.memory.register_host(ptr, size)
+    }
+
+    fn unregister_host(&self, ptr: usize) -> PluginResult<()> {
+        self.memory.unregister_host(ptr)
+    }
+
+    fn memcpy_sync(
+        &self,
+        dst: usize,
+        _dst_on_device: bool,
+        src: usize,
+        _src_on_device: bool,
+        size: usize,
+    ) -> PluginResult<()> {
+        // SAFETY: the API caller guarantees both ranges valid (olMemcpy's contract); every side is
+        // host memory on this device.
+        unsafe { memory::copy(dst, src, size) };
+        Ok(())
+    }
+
+    fn is_valid_binary(&self, image: &[u8]) -> bool {
+        jit::is_valid_for_cpu(image)
+    }
+
+    fn load_program(&self, image: &[u8]) -> PluginResult<Arc<dyn Program>> {
+        let img = jit::load(image).map_err(map_jit_error)?;
+        Ok(Arc::new(CpuProgram {
+            image: Mutex::new(Some(Arc::new(img))),
+            kernels: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    fn create_queue(&self) -> PluginResult<Arc<dyn Queue>> {
+        Ok(Arc::new(CpuQueue::new()))
+    }
+
+    fn optimal_group_size(
+        &self,
+        kernel: &dyn Kernel,
+        dyn_shared_mem: usize,
+    ) -> PluginResult<usize> {
+        let Some(k) = kernel.as_any().downcast_ref::<CpuKernel>() else {
+            return Err(PluginError::InvalidArgument(format!(
+                "kernel '{}' does not belong to the CPU device",
+                kernel.name()
+            )));
+        };
+        let local = (k.static_local_bytes() as u64).saturating_add(dyn_shared_mem as u64);
+        if local > info::LOCAL_MEM_PER_GROUP {
+            return Err(PluginError::OutOfResources(format!(
+                "kernel '{}' with {dyn_shared_mem} bytes of dynamic local memory needs {local} bytes per \
+                 work-group; the CPU device has {}",
+                k.name(),
+                info::LOCAL_MEM_PER_GROUP
+            )));
+        }
+        Ok(OPTIMAL_GROUP_SIZE)
+    }
+
+    fn launch_sync(
+        &self,
+        kernel: Arc<dyn Kernel>,
+        args: &[u8],
+        dims: LaunchDims,
+    ) -> PluginResult<()> {
+        launch::prepare(kernel, args, dims)?.execute()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// JIT errors as LLVM 22 reports them.
+pub fn map_jit_error(e: JitError) -> PluginError {
+    match e {
+        JitError::InvalidBinary(m) => PluginError::InvalidBinary(m),
+        JitError::Compile(m) | JitError::Link(m) | JitError::Io(m) => {
+            PluginError::Compile(format!("failure to jit IR image: {m}"))
+        }
+        JitError::NotFound(m) => PluginError::NotFound(m),
+    }
+}
+
+/// A loaded program. `unload` drops the image (device global destructors run then). Kernel lookups
+/// are cached: the same name gives the same kernel object.
+pub struct CpuProgram {
+    image: Mutex<Option<Arc<LoadedImage>>>,
+    kernels: Mutex<HashMap<String, Arc<CpuKernel>>>,
+}
+
+impl CpuProgram {
+    fn image(&self) -> PluginResult<Arc<LoadedImage>> {
+        self.image
+            .lock()
+            .clone()
+            .ok_or_else(|| PluginError::InvalidArgument("the program was unloaded".into()))
+    }
+}
+
+impl Program for CpuProgram {
+    fn kernel(&self, name: &str) -> PluginResult<Arc<dyn Kernel>> {
+        let image = self.image()?;
+        if let Some(k) = self.kernels.lock().get(name) {
+            return Ok(k.clone());
+        }
+        let entry = image
+            .kernel(name)
+            .ok_or_else(|| PluginError::NotFound(format!("could not find kernel '{name}'")))?;
+        let k = self
+            .kernels
+            .lock()
+            .entry(name.to_string())
+            .or_insert_with(|| Arc::new(CpuKernel::from_entry(entry)))
+            .clone();
+        Ok(k)
+    }
+
+    fn global(&self, name: &str) -> PluginResult<GlobalInfo> {
+        let (addr, size) = self.image()?.global(name).ok_or_else(|| {
+            PluginError::NotFound(format!("could not find global variable '{name}'"))
+        })?;
+        Ok(GlobalInfo { addr, size })
+    }
+
+    fn unload(&self) -> PluginResult<()> {
+        // kernels keep the code alive through their entries; the image (and its destructors) goes now
+        let image = self.image.lock().take();
+        self.kernels.lock().clear();
+        drop(image);
+        Ok(())
+    }
 }

@@ -1,0 +1,313 @@
+//! Kernel launch on the CPU device: kernels, argument normalisation, grid validation and the
+//! work-group loop run by the pool.
+//!
+//! # Arguments
+//! LLVM 22 passes one buffer laid out like a naturally aligned C struct of the kernel's parameters
+//! (`{uint32_t; void*}` is 16 bytes). The Unified Runtime adapter packs the same values *without*
+//! padding (offset = sum of the earlier sizes). With `natural_end` = end of the last parameter in the
+//! natural layout and `packed` = sum of the sizes:
+//! * `args.len() >= natural_end` -> natural layout, used as is (extra tail bytes are ignored, so
+//!   `sizeof(struct)` with tail padding works, as on CUDA);
+//! * else `args.len() == packed` -> packed layout, repacked to natural;
+//! * else `InvalidArgument("mismatch in kernel arguments: ...")`.
+//!
+//! A kernel with no parameter layout (`params` empty) gets the buffer unchanged.
+//!
+//! # Grid
+//! CUDA's limits, which the JIT'd kernels' `range()` attributes assume (a launch outside them would
+//! be undefined behaviour in the kernel): group size >= 1 in every dimension, x and y <= 1024, z <= 64,
+//! x*y*z <= 1024; group count >= 1 and < 2^31 in every dimension. A grid with 0 groups in some dimension
+//! is rejected (CUDA rejects it too) rather than silently doing nothing. Local memory (static +
+//! dynamic) is limited to [`LOCAL_MEM_PER_GROUP`].
+
+use super::info::{LOCAL_MEM_PER_GROUP, MAX_GROUP_SIZE, MAX_GROUP_SIZE_PER_DIM};
+use super::pool::{MAX_ITEMS, Task, WorkerSlot, pool};
+use crate::jit::{KernelEntry, ParamLayout, WgCtx, WgFn};
+use crate::plugin::{Kernel, LaunchDims, PluginError, PluginResult};
+use std::any::Any;
+use std::sync::Arc;
+
+/// A kernel of a CPU program.
+pub struct CpuKernel {
+    name: String,
+    wg_fn: WgFn,
+    params: Vec<ParamLayout>,
+    static_local_bytes: usize,
+    scratch_bytes_per_wi: usize,
+    /// keeps the JIT'd code alive
+    _entry: Option<KernelEntry>,
+}
+
+impl CpuKernel {
+    pub fn from_entry(entry: KernelEntry) -> CpuKernel {
+        CpuKernel {
+            name: entry.name.clone(),
+            wg_fn: entry.wg_fn,
+            params: entry.params.clone(),
+            static_local_bytes: entry.static_local_bytes,
+            scratch_bytes_per_wi: entry.scratch_bytes_per_wi,
+            _entry: Some(entry),
+        }
+    }
+
+    /// A kernel around a hand-written work-group function (tests, benchmarks).
+    ///
+    /// # Safety
+    /// `wg_fn` must be sound to call with any [`WgCtx`] this module builds for a launch of the
+    /// kernel: args laid out per `params`, `static_local_bytes` of local memory, no scratch.
+    pub unsafe fn from_raw(
+        name: &str,
+        wg_fn: WgFn,
+        params: Vec<ParamLayout>,
+        static_local_bytes: usize,
+    ) -> CpuKernel {
+        CpuKernel {
+            name: name.to_string(),
+            wg_fn,
+            params,
+            static_local_bytes,
+            scratch_bytes_per_wi: 0,
+            _entry: None,
+        }
+    }
+
+    pub fn static_local_bytes(&self) -> usize {
+        self.static_local_bytes
+    }
+}
+
+impl Kernel for CpuKernel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// 64-byte aligned argument storage.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Block([u8; 64]);
+
+/// The argument buffer of one launch, in the kernel's natural layout, 64-byte aligned.
+pub struct ArgBuf(Vec<Block>);
+
+impl ArgBuf {
+    fn zeroed(len: usize) -> ArgBuf {
+        ArgBuf(vec![Block([0; 64]); len.div_ceil(64)])
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        let n = self.0.len() * 64;
+        // SAFETY: `Block` is 64 plain bytes with no padding; the vector holds n bytes.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr().cast::<u8>(), n) }
+    }
+    /// The first byte.
+    pub fn as_ptr(&self) -> *const u8 {
+        self.0.as_ptr().cast()
+    }
+}
+
+/// Natural-layout offsets and end, and the packed size, of a parameter list.
+fn layouts(params: &[ParamLayout]) -> (Vec<usize>, usize, usize) {
+    let mut offsets = Vec::with_capacity(params.len());
+    let mut end = 0usize;
+    let mut packed = 0usize;
+    for p in params {
+        let off = end.next_multiple_of(p.align.max(1));
+        offsets.push(off);
+        end = off + p.size;
+        packed += p.size;
+    }
+    (offsets, end, packed)
+}
+
+/// Normalise `args` to the natural layout of `params` (rules in the module docs).
+pub fn normalize_args(name: &str, params: &[ParamLayout], args: &[u8]) -> PluginResult<ArgBuf> {
+    if params.is_empty() {
+        let mut buf = ArgBuf::zeroed(args.len());
+        buf.bytes_mut()[..args.len()].copy_from_slice(args);
+        return Ok(buf);
+    }
+    let (offsets, natural_end, packed) = layouts(params);
+    if args.len() >= natural_end {
+        let mut buf = ArgBuf::zeroed(natural_end);
+        buf.bytes_mut()[..natural_end].copy_from_slice(&args[..natural_end]);
+        Ok(buf)
+    } else if args.len() == packed {
+        let mut buf = ArgBuf::zeroed(natural_end);
+        let out = buf.bytes_mut();
+        let mut src = 0;
+        for (p, off) in params.iter().zip(offsets) {
+            out[off..off + p.size].copy_from_slice(&args[src..src + p.size]);
+            src += p.size;
+        }
+        Ok(buf)
+    } else {
+        Err(PluginError::InvalidArgument(format!(
+            "mismatch in kernel arguments: kernel '{name}' takes {natural_end} bytes of arguments \
+             ({packed} packed), got {}",
+            args.len()
+        )))
+    }
+}
+
+/// Check a grid against the limits in the module docs; returns the number of work-groups.
+pub fn validate_dims(name: &str, dims: &LaunchDims, static_local: usize) -> PluginResult<u64> {
+    let bad = |s: String| {
+        Err(PluginError::InvalidArgument(format!(
+            "invalid launch of kernel '{name}': {s}"
+        )))
+    };
+    const AXES: [&str; 3] = ["x", "y", "z"];
+    for (d, axis) in AXES.iter().enumerate() {
+        let gs = dims.group_size[d];
+        if gs == 0 || gs > MAX_GROUP_SIZE_PER_DIM[d] {
+            return bad(format!(
+                "group size {gs} in dimension {axis} is outside 1..={}",
+                MAX_GROUP_SIZE_PER_DIM[d]
+            ));
+        }
+        let ng = dims.num_groups[d];
+        if ng == 0 || ng >= 1 << 31 {
+            return bad(format!(
+                "{ng} work-groups in dimension {axis}; each dimension needs 1..2^31"
+            ));
+        }
+    }
+    let wis: u64 = dims.group_size.iter().map(|&g| g as u64).product();
+    if wis > MAX_GROUP_SIZE as u64 {
+        return bad(format!(
+            "group size {}x{}x{} = {wis} work-items exceeds the limit of {MAX_GROUP_SIZE}",
+            dims.group_size[0], dims.group_size[1], dims.group_size[2]
+        ));
+    }
+    let total = dims
+        .num_groups
+        .iter()
+        .try_fold(1u64, |acc, &n| acc.checked_mul(n as u64))
+        .filter(|&t| t <= MAX_ITEMS);
+    let Some(total) = total else {
+        return bad(format!(
+            "grid {}x{}x{} has more than 2^62 work-groups",
+            dims.num_groups[0], dims.num_groups[1], dims.num_groups[2]
+        ));
+    };
+    let local = (static_local as u64).saturating_add(dims.dyn_shared_mem as u64);
+    if local > LOCAL_MEM_PER_GROUP {
+        return Err(PluginError::OutOfResources(format!(
+            "kernel '{name}' needs {local} bytes of local memory per work-group ({static_local} static + {} \
+             dynamic); the CPU device has {LOCAL_MEM_PER_GROUP}",
+            dims.dyn_shared_mem
+        )));
+    }
+    Ok(total)
+}
+
+/// A validated launch, ready to run (now or later on a queue).
+pub struct PreparedLaunch {
+    /// keeps the kernel (and its code) alive until the launch ran
+    _kernel: Arc<dyn Kernel>,
+    wg_fn: WgFn,
+    args: ArgBuf,
+    num_groups: [u32; 3],
+    group_size: [u32; 3],
+    total: u64,
+    static_local: usize,
+    dyn_local: usize,
+    scratch: usize,
+    name: String,
+}
+
+/// Validate a launch of `kernel` (which must be a [`CpuKernel`]).
+pub fn prepare(
+    kernel: Arc<dyn Kernel>,
+    args: &[u8],
+    dims: LaunchDims,
+) -> PluginResult<PreparedLaunch> {
+    let Some(k) = kernel.as_any().downcast_ref::<CpuKernel>() else {
+        return Err(PluginError::InvalidArgument(format!(
+            "kernel '{}' does not belong to the CPU device",
+            kernel.name()
+        )));
+    };
+    let total = validate_dims(&k.name, &dims, k.static_local_bytes)?;
+    let args = normalize_args(&k.name, &k.params, args)?;
+    let wis: usize = dims.group_size.iter().map(|&g| g as usize).product();
+    let scratch = k.scratch_bytes_per_wi.checked_mul(wis).ok_or_else(|| {
+        PluginError::OutOfResources(format!("kernel '{}' needs too much private memory", k.name))
+    })?;
+    Ok(PreparedLaunch {
+        wg_fn: k.wg_fn,
+        args,
+        num_groups: dims.num_groups,
+        group_size: dims.group_size,
+        total,
+        static_local: k.static_local_bytes,
+        dyn_local: dims.dyn_shared_mem,
+        scratch,
+        name: k.name.clone(),
+        _kernel: kernel,
+    })
+}
+
+impl PreparedLaunch {
+    /// Run every work-group on the pool; returns when all have run.
+    pub fn execute(&self) -> PluginResult<()> {
+        pool().run(self, self.total).map_err(|_| {
+            PluginError::OutOfResources(format!(
+                "launch of kernel '{}': cannot allocate {} bytes of local and {} bytes of scratch memory per thread",
+                self.name,
+                self.static_local + self.dyn_local,
+                self.scratch
+            ))
+        })
+    }
+}
+
+impl Task for PreparedLaunch {
+    fn run(&self, start: u64, end: u64, slot: &mut WorkerSlot) -> bool {
+        let (Some(local), Some(dyn_local), Some(scratch)) = (
+            slot.local.get(self.static_local),
+            slot.dyn_local.get(self.dyn_local),
+            slot.scratch.get(self.scratch),
+        ) else {
+            return false;
+        };
+        let [nx, ny, _] = self.num_groups.map(|n| n as u64);
+        let mut ctx = WgCtx {
+            args: self.args.as_ptr(),
+            local_mem: local,
+            dyn_local_mem: dyn_local,
+            scratch,
+            group_id: [
+                (start % nx) as u32,
+                ((start / nx) % ny) as u32,
+                (start / (nx * ny)) as u32,
+            ],
+            num_groups: self.num_groups,
+            group_size: self.group_size,
+            _pad: 0,
+        };
+        for _ in start..end {
+            // SAFETY: the one call site of JIT'd (or hand-written) work-group functions. ABI: C, one
+            // argument, a pointer to a `#[repr(C)] WgCtx` that lives across the call: `args` in the
+            // natural layout of the kernel's parameters (normalised by `prepare`), `local_mem`,
+            // `dyn_local_mem` and `scratch` 64-byte aligned with the sizes the kernel declared, used
+            // by this thread only, and `group_id` inside `num_groups`, which `validate_dims` checked
+            // against the ranges the kernel code assumes. The kernel is kept alive by `_kernel`.
+            unsafe { (self.wg_fn)(&ctx) };
+            let g = &mut ctx.group_id;
+            g[0] += 1;
+            if g[0] == self.num_groups[0] {
+                g[0] = 0;
+                g[1] += 1;
+                if g[1] == self.num_groups[1] {
+                    g[1] = 0;
+                    g[2] += 1;
+                }
+            }
+        }
+        true
+    }
+}

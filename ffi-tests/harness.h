@@ -24,9 +24,11 @@
 
 #include <OffloadAPI.h>
 
-static int harness_passed, harness_failed, harness_skipped;
-static int harness_cur_failures;
-static int harness_cur_skipped;
+#define HARNESS_UNUSED __attribute__((unused))
+
+HARNESS_UNUSED static int harness_passed, harness_failed, harness_skipped;
+HARNESS_UNUSED static int harness_cur_failures;
+HARNESS_UNUSED static int harness_cur_skipped;
 static const char *harness_cur_name = "";
 
 static const char *harness_errc_name(unsigned code) {
@@ -42,7 +44,7 @@ static const char *harness_errc_name(unsigned code) {
   return code < sizeof names / sizeof names[0] ? names[code] : "(unknown code)";
 }
 
-static void harness_fail(const char *file, int line, const char *fmt, ...) {
+HARNESS_UNUSED static void harness_fail(const char *file, int line, const char *fmt, ...) {
   va_list ap;
   harness_cur_failures++;
   fprintf(stdout, "  %s:%d: [%s] ", file, line, harness_cur_name);
@@ -65,7 +67,7 @@ static const char *harness_describe(ol_result_t r, char *buf, size_t n) {
 }
 
 /* mode: 0 = any details, 1 = exact details, 2 = details contain `text`. */
-static bool harness_check_err(const char *file, int line, const char *expr, ol_result_t r, unsigned code,
+HARNESS_UNUSED static bool harness_check_err(const char *file, int line, const char *expr, ol_result_t r, unsigned code,
                               int mode, const char *text) {
   char got[1024];
   if (!r) {
@@ -149,7 +151,7 @@ static bool harness_check_err(const char *file, int line, const char *expr, ol_r
 #define TEST(name) static void name(void)
 #define RUN(name) harness_run(#name, name)
 
-static void harness_run(const char *name, void (*fn)(void)) {
+HARNESS_UNUSED static void harness_run(const char *name, void (*fn)(void)) {
   harness_cur_name = name;
   harness_cur_failures = 0;
   harness_cur_skipped = 0;
@@ -167,34 +169,35 @@ static void harness_run(const char *name, void (*fn)(void)) {
   fflush(stdout);
 }
 
-static int harness_summary(void) {
+HARNESS_UNUSED static int harness_summary(void) {
   printf("%d passed, %d failed, %d skipped\n", harness_passed, harness_failed, harness_skipped);
   fflush(stdout);
   return harness_failed ? 1 : 0;
 }
 
-/* ---- helpers shared by the tests ------------------------------------------------------------------ */
+/* ---- helpers shared by the tests (they call the API: define HARNESS_NO_API_HELPERS to leave them out) - */
+#ifndef HARNESS_NO_API_HELPERS
 
 typedef struct {
   ol_device_handle_t devices[64];
   size_t count;
 } harness_device_list_t;
 
-static bool harness_collect_cb(ol_device_handle_t d, void *ud) {
+HARNESS_UNUSED static bool harness_collect_cb(ol_device_handle_t d, void *ud) {
   harness_device_list_t *l = (harness_device_list_t *)ud;
   if (l->count < 64) l->devices[l->count++] = d;
   return true;
 }
 
 /* Every device, in iteration order (requires olInit). */
-static harness_device_list_t harness_devices(void) {
+HARNESS_UNUSED static harness_device_list_t harness_devices(void) {
   harness_device_list_t l;
   memset(&l, 0, sizeof l);
   olIterateDevices(harness_collect_cb, &l);
   return l;
 }
 
-static uint32_t harness_backend_of(ol_device_handle_t d) {
+HARNESS_UNUSED static uint32_t harness_backend_of(ol_device_handle_t d) {
   ol_platform_handle_t p = NULL;
   uint32_t backend = 0;
   if (olGetDeviceInfo(d, OL_DEVICE_INFO_PLATFORM, sizeof p, &p)) return 0;
@@ -206,11 +209,13 @@ static uint32_t harness_backend_of(ol_device_handle_t d) {
 #define HARNESS_BACKEND_CPU 0x100u
 
 /* The first device whose platform backend is `backend`, or NULL. */
-static ol_device_handle_t harness_find_backend(uint32_t backend) {
+HARNESS_UNUSED static ol_device_handle_t harness_find_backend(uint32_t backend) {
   harness_device_list_t l = harness_devices();
   for (size_t i = 0; i < l.count; i++)
     if (harness_backend_of(l.devices[i]) == backend) return l.devices[i];
   return NULL;
 }
+
+#endif /* HARNESS_NO_API_HELPERS */
 
 #endif

@@ -49,6 +49,9 @@ for mod, cname, rname, params in fns:
 text = "\n".join(out)
 if not any("c_char" in p for *_, ps in fns for p in ps):
     text = text.replace("use std::ffi::{c_char, c_void};", "use std::ffi::c_void;")
+import subprocess
+text = subprocess.run(["rustfmt", "--edition", "2024", "--config-path", str(root / "rustfmt.toml"), "--emit", "stdout"],
+                      input=text, capture_output=True, text=True, check=True).stdout
 target = root / "src/api/codeloc.rs"
 if "--check" in sys.argv:
     if target.read_text() != text:

@@ -75,7 +75,9 @@ pub fn clear() -> Vec<Object> {
 fn describe(h: Handle, found: Option<&Object>, want: &str) -> String {
     match found {
         Some(o) => format!("handle 0x{h:x} is a {}, not a {want}", o.kind_name()),
-        None => format!("{want} handle 0x{h:x} is not valid: it was destroyed, belongs to an earlier olInit, or was never created by this library"),
+        None => format!(
+            "{want} handle 0x{h:x} is not valid: it was destroyed, belongs to an earlier olInit, or was never created by this library"
+        ),
     }
 }
 

@@ -23,7 +23,11 @@ fn with_loc(loc: *const ol_code_location_t, f: impl FnOnce() -> ol_result_t) -> 
 /// # Safety
 /// As for `olIterateDevices`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olIterateDevicesWithCodeLoc")]
-pub unsafe extern "C" fn ol_iterate_devices_with_code_loc(Callback: ol_device_iterate_cb_t, UserData: *mut c_void, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_iterate_devices_with_code_loc(
+    Callback: ol_device_iterate_cb_t,
+    UserData: *mut c_void,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olIterateDevices`'s contract.
     with_loc(CodeLocation, || unsafe { super::device::ol_iterate_devices(Callback, UserData) })
 }
@@ -33,7 +37,13 @@ pub unsafe extern "C" fn ol_iterate_devices_with_code_loc(Callback: ol_device_it
 /// # Safety
 /// As for `olGetDeviceInfo`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olGetDeviceInfoWithCodeLoc")]
-pub unsafe extern "C" fn ol_get_device_info_with_code_loc(Device: ol_device_handle_t, PropName: ol_device_info_t, PropSize: usize, PropValue: *mut c_void, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_get_device_info_with_code_loc(
+    Device: ol_device_handle_t,
+    PropName: ol_device_info_t,
+    PropSize: usize,
+    PropValue: *mut c_void,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olGetDeviceInfo`'s contract.
     with_loc(CodeLocation, || unsafe { super::device::ol_get_device_info(Device, PropName, PropSize, PropValue) })
 }
@@ -43,7 +53,12 @@ pub unsafe extern "C" fn ol_get_device_info_with_code_loc(Device: ol_device_hand
 /// # Safety
 /// As for `olGetDeviceInfoSize`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olGetDeviceInfoSizeWithCodeLoc")]
-pub unsafe extern "C" fn ol_get_device_info_size_with_code_loc(Device: ol_device_handle_t, PropName: ol_device_info_t, PropSizeRet: *mut usize, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_get_device_info_size_with_code_loc(
+    Device: ol_device_handle_t,
+    PropName: ol_device_info_t,
+    PropSizeRet: *mut usize,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olGetDeviceInfoSize`'s contract.
     with_loc(CodeLocation, || unsafe { super::device::ol_get_device_info_size(Device, PropName, PropSizeRet) })
 }
@@ -53,7 +68,11 @@ pub unsafe extern "C" fn ol_get_device_info_size_with_code_loc(Device: ol_device
 /// # Safety
 /// As for `olCreateEvent`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olCreateEventWithCodeLoc")]
-pub unsafe extern "C" fn ol_create_event_with_code_loc(Queue: ol_queue_handle_t, Event: *mut ol_event_handle_t, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_create_event_with_code_loc(
+    Queue: ol_queue_handle_t,
+    Event: *mut ol_event_handle_t,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olCreateEvent`'s contract.
     with_loc(CodeLocation, || unsafe { super::event::ol_create_event(Queue, Event) })
 }
@@ -63,7 +82,10 @@ pub unsafe extern "C" fn ol_create_event_with_code_loc(Queue: ol_queue_handle_t,
 /// # Safety
 /// As for `olDestroyEvent`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olDestroyEventWithCodeLoc")]
-pub unsafe extern "C" fn ol_destroy_event_with_code_loc(Event: ol_event_handle_t, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_destroy_event_with_code_loc(
+    Event: ol_event_handle_t,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olDestroyEvent`'s contract.
     with_loc(CodeLocation, || unsafe { super::event::ol_destroy_event(Event) })
 }
@@ -73,7 +95,10 @@ pub unsafe extern "C" fn ol_destroy_event_with_code_loc(Event: ol_event_handle_t
 /// # Safety
 /// As for `olSyncEvent`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olSyncEventWithCodeLoc")]
-pub unsafe extern "C" fn ol_sync_event_with_code_loc(Event: ol_event_handle_t, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_sync_event_with_code_loc(
+    Event: ol_event_handle_t,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olSyncEvent`'s contract.
     with_loc(CodeLocation, || unsafe { super::event::ol_sync_event(Event) })
 }
@@ -83,7 +108,13 @@ pub unsafe extern "C" fn ol_sync_event_with_code_loc(Event: ol_event_handle_t, C
 /// # Safety
 /// As for `olGetEventInfo`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olGetEventInfoWithCodeLoc")]
-pub unsafe extern "C" fn ol_get_event_info_with_code_loc(Event: ol_event_handle_t, PropName: ol_event_info_t, PropSize: usize, PropValue: *mut c_void, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_get_event_info_with_code_loc(
+    Event: ol_event_handle_t,
+    PropName: ol_event_info_t,
+    PropSize: usize,
+    PropValue: *mut c_void,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olGetEventInfo`'s contract.
     with_loc(CodeLocation, || unsafe { super::event::ol_get_event_info(Event, PropName, PropSize, PropValue) })
 }
@@ -93,7 +124,12 @@ pub unsafe extern "C" fn ol_get_event_info_with_code_loc(Event: ol_event_handle_
 /// # Safety
 /// As for `olGetEventInfoSize`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olGetEventInfoSizeWithCodeLoc")]
-pub unsafe extern "C" fn ol_get_event_info_size_with_code_loc(Event: ol_event_handle_t, PropName: ol_event_info_t, PropSizeRet: *mut usize, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_get_event_info_size_with_code_loc(
+    Event: ol_event_handle_t,
+    PropName: ol_event_info_t,
+    PropSizeRet: *mut usize,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olGetEventInfoSize`'s contract.
     with_loc(CodeLocation, || unsafe { super::event::ol_get_event_info_size(Event, PropName, PropSizeRet) })
 }
@@ -123,9 +159,19 @@ pub unsafe extern "C" fn ol_shut_down_with_code_loc(CodeLocation: *mut ol_code_l
 /// # Safety
 /// As for `olLaunchKernel`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olLaunchKernelWithCodeLoc")]
-pub unsafe extern "C" fn ol_launch_kernel_with_code_loc(Queue: ol_queue_handle_t, Device: ol_device_handle_t, Kernel: ol_symbol_handle_t, ArgumentsData: *const c_void, ArgumentsSize: usize, LaunchSizeArgs: *const ol_kernel_launch_size_args_t, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_launch_kernel_with_code_loc(
+    Queue: ol_queue_handle_t,
+    Device: ol_device_handle_t,
+    Kernel: ol_symbol_handle_t,
+    ArgumentsData: *const c_void,
+    ArgumentsSize: usize,
+    LaunchSizeArgs: *const ol_kernel_launch_size_args_t,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olLaunchKernel`'s contract.
-    with_loc(CodeLocation, || unsafe { super::kernel::ol_launch_kernel(Queue, Device, Kernel, ArgumentsData, ArgumentsSize, LaunchSizeArgs) })
+    with_loc(CodeLocation, || unsafe {
+        super::kernel::ol_launch_kernel(Queue, Device, Kernel, ArgumentsData, ArgumentsSize, LaunchSizeArgs)
+    })
 }
 
 /// `olCalculateOptimalOccupancy` with a code location (accepted, never read).
@@ -133,9 +179,17 @@ pub unsafe extern "C" fn ol_launch_kernel_with_code_loc(Queue: ol_queue_handle_t
 /// # Safety
 /// As for `olCalculateOptimalOccupancy`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olCalculateOptimalOccupancyWithCodeLoc")]
-pub unsafe extern "C" fn ol_calculate_optimal_occupancy_with_code_loc(Device: ol_device_handle_t, Kernel: ol_symbol_handle_t, SharedMemory: usize, GroupSize: *mut usize, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_calculate_optimal_occupancy_with_code_loc(
+    Device: ol_device_handle_t,
+    Kernel: ol_symbol_handle_t,
+    SharedMemory: usize,
+    GroupSize: *mut usize,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olCalculateOptimalOccupancy`'s contract.
-    with_loc(CodeLocation, || unsafe { super::kernel::ol_calculate_optimal_occupancy(Device, Kernel, SharedMemory, GroupSize) })
+    with_loc(CodeLocation, || unsafe {
+        super::kernel::ol_calculate_optimal_occupancy(Device, Kernel, SharedMemory, GroupSize)
+    })
 }
 
 /// `olMemAlloc` with a code location (accepted, never read).
@@ -143,7 +197,13 @@ pub unsafe extern "C" fn ol_calculate_optimal_occupancy_with_code_loc(Device: ol
 /// # Safety
 /// As for `olMemAlloc`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olMemAllocWithCodeLoc")]
-pub unsafe extern "C" fn ol_mem_alloc_with_code_loc(Device: ol_device_handle_t, Type: ol_alloc_type_t, Size: usize, AllocationOut: *mut *mut c_void, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_mem_alloc_with_code_loc(
+    Device: ol_device_handle_t,
+    Type: ol_alloc_type_t,
+    Size: usize,
+    AllocationOut: *mut *mut c_void,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olMemAlloc`'s contract.
     with_loc(CodeLocation, || unsafe { super::memory::ol_mem_alloc(Device, Type, Size, AllocationOut) })
 }
@@ -153,7 +213,10 @@ pub unsafe extern "C" fn ol_mem_alloc_with_code_loc(Device: ol_device_handle_t, 
 /// # Safety
 /// As for `olMemFree`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olMemFreeWithCodeLoc")]
-pub unsafe extern "C" fn ol_mem_free_with_code_loc(Address: *mut c_void, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_mem_free_with_code_loc(
+    Address: *mut c_void,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olMemFree`'s contract.
     with_loc(CodeLocation, || unsafe { super::memory::ol_mem_free(Address) })
 }
@@ -163,7 +226,13 @@ pub unsafe extern "C" fn ol_mem_free_with_code_loc(Address: *mut c_void, CodeLoc
 /// # Safety
 /// As for `olGetMemInfo`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olGetMemInfoWithCodeLoc")]
-pub unsafe extern "C" fn ol_get_mem_info_with_code_loc(Ptr: *const c_void, PropName: ol_mem_info_t, PropSize: usize, PropValue: *mut c_void, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_get_mem_info_with_code_loc(
+    Ptr: *const c_void,
+    PropName: ol_mem_info_t,
+    PropSize: usize,
+    PropValue: *mut c_void,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olGetMemInfo`'s contract.
     with_loc(CodeLocation, || unsafe { super::memory::ol_get_mem_info(Ptr, PropName, PropSize, PropValue) })
 }
@@ -173,7 +242,12 @@ pub unsafe extern "C" fn ol_get_mem_info_with_code_loc(Ptr: *const c_void, PropN
 /// # Safety
 /// As for `olGetMemInfoSize`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olGetMemInfoSizeWithCodeLoc")]
-pub unsafe extern "C" fn ol_get_mem_info_size_with_code_loc(Ptr: *const c_void, PropName: ol_mem_info_t, PropSizeRet: *mut usize, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_get_mem_info_size_with_code_loc(
+    Ptr: *const c_void,
+    PropName: ol_mem_info_t,
+    PropSizeRet: *mut usize,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olGetMemInfoSize`'s contract.
     with_loc(CodeLocation, || unsafe { super::memory::ol_get_mem_info_size(Ptr, PropName, PropSizeRet) })
 }
@@ -183,7 +257,15 @@ pub unsafe extern "C" fn ol_get_mem_info_size_with_code_loc(Ptr: *const c_void, 
 /// # Safety
 /// As for `olMemcpy`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olMemcpyWithCodeLoc")]
-pub unsafe extern "C" fn ol_memcpy_with_code_loc(Queue: ol_queue_handle_t, DstPtr: *mut c_void, DstDevice: ol_device_handle_t, SrcPtr: *const c_void, SrcDevice: ol_device_handle_t, Size: usize, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_memcpy_with_code_loc(
+    Queue: ol_queue_handle_t,
+    DstPtr: *mut c_void,
+    DstDevice: ol_device_handle_t,
+    SrcPtr: *const c_void,
+    SrcDevice: ol_device_handle_t,
+    Size: usize,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olMemcpy`'s contract.
     with_loc(CodeLocation, || unsafe { super::memory::ol_memcpy(Queue, DstPtr, DstDevice, SrcPtr, SrcDevice, Size) })
 }
@@ -193,7 +275,14 @@ pub unsafe extern "C" fn ol_memcpy_with_code_loc(Queue: ol_queue_handle_t, DstPt
 /// # Safety
 /// As for `olMemFill`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olMemFillWithCodeLoc")]
-pub unsafe extern "C" fn ol_mem_fill_with_code_loc(Queue: ol_queue_handle_t, Ptr: *mut c_void, PatternSize: usize, PatternPtr: *const c_void, FillSize: usize, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_mem_fill_with_code_loc(
+    Queue: ol_queue_handle_t,
+    Ptr: *mut c_void,
+    PatternSize: usize,
+    PatternPtr: *const c_void,
+    FillSize: usize,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olMemFill`'s contract.
     with_loc(CodeLocation, || unsafe { super::memory::ol_mem_fill(Queue, Ptr, PatternSize, PatternPtr, FillSize) })
 }
@@ -203,7 +292,14 @@ pub unsafe extern "C" fn ol_mem_fill_with_code_loc(Queue: ol_queue_handle_t, Ptr
 /// # Safety
 /// As for `olMemRegister`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olMemRegisterWithCodeLoc")]
-pub unsafe extern "C" fn ol_mem_register_with_code_loc(Device: ol_device_handle_t, Ptr: *mut c_void, Size: usize, Flags: ol_memory_register_flags_t, PinnedPtr: *mut *mut c_void, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_mem_register_with_code_loc(
+    Device: ol_device_handle_t,
+    Ptr: *mut c_void,
+    Size: usize,
+    Flags: ol_memory_register_flags_t,
+    PinnedPtr: *mut *mut c_void,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olMemRegister`'s contract.
     with_loc(CodeLocation, || unsafe { super::memory::ol_mem_register(Device, Ptr, Size, Flags, PinnedPtr) })
 }
@@ -213,7 +309,11 @@ pub unsafe extern "C" fn ol_mem_register_with_code_loc(Device: ol_device_handle_
 /// # Safety
 /// As for `olMemUnregister`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olMemUnregisterWithCodeLoc")]
-pub unsafe extern "C" fn ol_mem_unregister_with_code_loc(Device: ol_device_handle_t, Ptr: *mut c_void, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_mem_unregister_with_code_loc(
+    Device: ol_device_handle_t,
+    Ptr: *mut c_void,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olMemUnregister`'s contract.
     with_loc(CodeLocation, || unsafe { super::memory::ol_mem_unregister(Device, Ptr) })
 }
@@ -223,7 +323,13 @@ pub unsafe extern "C" fn ol_mem_unregister_with_code_loc(Device: ol_device_handl
 /// # Safety
 /// As for `olGetPlatformInfo`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olGetPlatformInfoWithCodeLoc")]
-pub unsafe extern "C" fn ol_get_platform_info_with_code_loc(Platform: ol_platform_handle_t, PropName: ol_platform_info_t, PropSize: usize, PropValue: *mut c_void, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_get_platform_info_with_code_loc(
+    Platform: ol_platform_handle_t,
+    PropName: ol_platform_info_t,
+    PropSize: usize,
+    PropValue: *mut c_void,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olGetPlatformInfo`'s contract.
     with_loc(CodeLocation, || unsafe { super::platform::ol_get_platform_info(Platform, PropName, PropSize, PropValue) })
 }
@@ -233,7 +339,12 @@ pub unsafe extern "C" fn ol_get_platform_info_with_code_loc(Platform: ol_platfor
 /// # Safety
 /// As for `olGetPlatformInfoSize`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olGetPlatformInfoSizeWithCodeLoc")]
-pub unsafe extern "C" fn ol_get_platform_info_size_with_code_loc(Platform: ol_platform_handle_t, PropName: ol_platform_info_t, PropSizeRet: *mut usize, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_get_platform_info_size_with_code_loc(
+    Platform: ol_platform_handle_t,
+    PropName: ol_platform_info_t,
+    PropSizeRet: *mut usize,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olGetPlatformInfoSize`'s contract.
     with_loc(CodeLocation, || unsafe { super::platform::ol_get_platform_info_size(Platform, PropName, PropSizeRet) })
 }
@@ -243,7 +354,13 @@ pub unsafe extern "C" fn ol_get_platform_info_size_with_code_loc(Platform: ol_pl
 /// # Safety
 /// As for `olCreateProgram`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olCreateProgramWithCodeLoc")]
-pub unsafe extern "C" fn ol_create_program_with_code_loc(Device: ol_device_handle_t, ProgData: *const c_void, ProgDataSize: usize, Program: *mut ol_program_handle_t, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_create_program_with_code_loc(
+    Device: ol_device_handle_t,
+    ProgData: *const c_void,
+    ProgDataSize: usize,
+    Program: *mut ol_program_handle_t,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olCreateProgram`'s contract.
     with_loc(CodeLocation, || unsafe { super::program::ol_create_program(Device, ProgData, ProgDataSize, Program) })
 }
@@ -253,7 +370,13 @@ pub unsafe extern "C" fn ol_create_program_with_code_loc(Device: ol_device_handl
 /// # Safety
 /// As for `olIsValidBinary`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olIsValidBinaryWithCodeLoc")]
-pub unsafe extern "C" fn ol_is_valid_binary_with_code_loc(Device: ol_device_handle_t, ProgData: *const c_void, ProgDataSize: usize, Valid: *mut bool, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_is_valid_binary_with_code_loc(
+    Device: ol_device_handle_t,
+    ProgData: *const c_void,
+    ProgDataSize: usize,
+    Valid: *mut bool,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olIsValidBinary`'s contract.
     with_loc(CodeLocation, || unsafe { super::program::ol_is_valid_binary(Device, ProgData, ProgDataSize, Valid) })
 }
@@ -263,7 +386,10 @@ pub unsafe extern "C" fn ol_is_valid_binary_with_code_loc(Device: ol_device_hand
 /// # Safety
 /// As for `olDestroyProgram`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olDestroyProgramWithCodeLoc")]
-pub unsafe extern "C" fn ol_destroy_program_with_code_loc(Program: ol_program_handle_t, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_destroy_program_with_code_loc(
+    Program: ol_program_handle_t,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olDestroyProgram`'s contract.
     with_loc(CodeLocation, || unsafe { super::program::ol_destroy_program(Program) })
 }
@@ -273,7 +399,11 @@ pub unsafe extern "C" fn ol_destroy_program_with_code_loc(Program: ol_program_ha
 /// # Safety
 /// As for `olCreateQueue`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olCreateQueueWithCodeLoc")]
-pub unsafe extern "C" fn ol_create_queue_with_code_loc(Device: ol_device_handle_t, Queue: *mut ol_queue_handle_t, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_create_queue_with_code_loc(
+    Device: ol_device_handle_t,
+    Queue: *mut ol_queue_handle_t,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olCreateQueue`'s contract.
     with_loc(CodeLocation, || unsafe { super::queue::ol_create_queue(Device, Queue) })
 }
@@ -283,7 +413,10 @@ pub unsafe extern "C" fn ol_create_queue_with_code_loc(Device: ol_device_handle_
 /// # Safety
 /// As for `olDestroyQueue`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olDestroyQueueWithCodeLoc")]
-pub unsafe extern "C" fn ol_destroy_queue_with_code_loc(Queue: ol_queue_handle_t, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_destroy_queue_with_code_loc(
+    Queue: ol_queue_handle_t,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olDestroyQueue`'s contract.
     with_loc(CodeLocation, || unsafe { super::queue::ol_destroy_queue(Queue) })
 }
@@ -293,7 +426,10 @@ pub unsafe extern "C" fn ol_destroy_queue_with_code_loc(Queue: ol_queue_handle_t
 /// # Safety
 /// As for `olSyncQueue`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olSyncQueueWithCodeLoc")]
-pub unsafe extern "C" fn ol_sync_queue_with_code_loc(Queue: ol_queue_handle_t, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_sync_queue_with_code_loc(
+    Queue: ol_queue_handle_t,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olSyncQueue`'s contract.
     with_loc(CodeLocation, || unsafe { super::queue::ol_sync_queue(Queue) })
 }
@@ -303,7 +439,12 @@ pub unsafe extern "C" fn ol_sync_queue_with_code_loc(Queue: ol_queue_handle_t, C
 /// # Safety
 /// As for `olWaitEvents`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olWaitEventsWithCodeLoc")]
-pub unsafe extern "C" fn ol_wait_events_with_code_loc(Queue: ol_queue_handle_t, Events: *mut ol_event_handle_t, NumEvents: usize, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_wait_events_with_code_loc(
+    Queue: ol_queue_handle_t,
+    Events: *mut ol_event_handle_t,
+    NumEvents: usize,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olWaitEvents`'s contract.
     with_loc(CodeLocation, || unsafe { super::queue::ol_wait_events(Queue, Events, NumEvents) })
 }
@@ -313,7 +454,13 @@ pub unsafe extern "C" fn ol_wait_events_with_code_loc(Queue: ol_queue_handle_t, 
 /// # Safety
 /// As for `olGetQueueInfo`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olGetQueueInfoWithCodeLoc")]
-pub unsafe extern "C" fn ol_get_queue_info_with_code_loc(Queue: ol_queue_handle_t, PropName: ol_queue_info_t, PropSize: usize, PropValue: *mut c_void, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_get_queue_info_with_code_loc(
+    Queue: ol_queue_handle_t,
+    PropName: ol_queue_info_t,
+    PropSize: usize,
+    PropValue: *mut c_void,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olGetQueueInfo`'s contract.
     with_loc(CodeLocation, || unsafe { super::queue::ol_get_queue_info(Queue, PropName, PropSize, PropValue) })
 }
@@ -323,7 +470,12 @@ pub unsafe extern "C" fn ol_get_queue_info_with_code_loc(Queue: ol_queue_handle_
 /// # Safety
 /// As for `olGetQueueInfoSize`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olGetQueueInfoSizeWithCodeLoc")]
-pub unsafe extern "C" fn ol_get_queue_info_size_with_code_loc(Queue: ol_queue_handle_t, PropName: ol_queue_info_t, PropSizeRet: *mut usize, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_get_queue_info_size_with_code_loc(
+    Queue: ol_queue_handle_t,
+    PropName: ol_queue_info_t,
+    PropSizeRet: *mut usize,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olGetQueueInfoSize`'s contract.
     with_loc(CodeLocation, || unsafe { super::queue::ol_get_queue_info_size(Queue, PropName, PropSizeRet) })
 }
@@ -333,7 +485,12 @@ pub unsafe extern "C" fn ol_get_queue_info_size_with_code_loc(Queue: ol_queue_ha
 /// # Safety
 /// As for `olLaunchHostFunction`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olLaunchHostFunctionWithCodeLoc")]
-pub unsafe extern "C" fn ol_launch_host_function_with_code_loc(Queue: ol_queue_handle_t, Callback: ol_host_function_cb_t, UserData: *mut c_void, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_launch_host_function_with_code_loc(
+    Queue: ol_queue_handle_t,
+    Callback: ol_host_function_cb_t,
+    UserData: *mut c_void,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olLaunchHostFunction`'s contract.
     with_loc(CodeLocation, || unsafe { super::queue::ol_launch_host_function(Queue, Callback, UserData) })
 }
@@ -343,7 +500,13 @@ pub unsafe extern "C" fn ol_launch_host_function_with_code_loc(Queue: ol_queue_h
 /// # Safety
 /// As for `olGetSymbol`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olGetSymbolWithCodeLoc")]
-pub unsafe extern "C" fn ol_get_symbol_with_code_loc(Program: ol_program_handle_t, Name: *const c_char, Kind: ol_symbol_kind_t, Symbol: *mut ol_symbol_handle_t, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_get_symbol_with_code_loc(
+    Program: ol_program_handle_t,
+    Name: *const c_char,
+    Kind: ol_symbol_kind_t,
+    Symbol: *mut ol_symbol_handle_t,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olGetSymbol`'s contract.
     with_loc(CodeLocation, || unsafe { super::symbol::ol_get_symbol(Program, Name, Kind, Symbol) })
 }
@@ -353,7 +516,13 @@ pub unsafe extern "C" fn ol_get_symbol_with_code_loc(Program: ol_program_handle_
 /// # Safety
 /// As for `olGetSymbolInfo`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olGetSymbolInfoWithCodeLoc")]
-pub unsafe extern "C" fn ol_get_symbol_info_with_code_loc(Symbol: ol_symbol_handle_t, PropName: ol_symbol_info_t, PropSize: usize, PropValue: *mut c_void, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_get_symbol_info_with_code_loc(
+    Symbol: ol_symbol_handle_t,
+    PropName: ol_symbol_info_t,
+    PropSize: usize,
+    PropValue: *mut c_void,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olGetSymbolInfo`'s contract.
     with_loc(CodeLocation, || unsafe { super::symbol::ol_get_symbol_info(Symbol, PropName, PropSize, PropValue) })
 }
@@ -363,7 +532,12 @@ pub unsafe extern "C" fn ol_get_symbol_info_with_code_loc(Symbol: ol_symbol_hand
 /// # Safety
 /// As for `olGetSymbolInfoSize`; `CodeLocation` may be NULL.
 #[unsafe(export_name = "olGetSymbolInfoSizeWithCodeLoc")]
-pub unsafe extern "C" fn ol_get_symbol_info_size_with_code_loc(Symbol: ol_symbol_handle_t, PropName: ol_symbol_info_t, PropSizeRet: *mut usize, CodeLocation: *mut ol_code_location_t) -> ol_result_t {
+pub unsafe extern "C" fn ol_get_symbol_info_size_with_code_loc(
+    Symbol: ol_symbol_handle_t,
+    PropName: ol_symbol_info_t,
+    PropSizeRet: *mut usize,
+    CodeLocation: *mut ol_code_location_t,
+) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds `olGetSymbolInfoSize`'s contract.
     with_loc(CodeLocation, || unsafe { super::symbol::ol_get_symbol_info_size(Symbol, PropName, PropSizeRet) })
 }

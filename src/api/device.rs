@@ -133,7 +133,13 @@ pub unsafe extern "C" fn ol_iterate_devices(Callback: ol_device_iterate_cb_t, Us
             }
             Ok(())
         },
-        || format!(".Callback = {}, .UserData = {}", trace::fnptr(Callback.map_or(0, |f| f as usize)), trace::ptr(UserData)),
+        || {
+            format!(
+                ".Callback = {}, .UserData = {}",
+                trace::fnptr(Callback.map_or(0, |f| f as usize)),
+                trace::ptr(UserData)
+            )
+        },
     )
 }
 
@@ -156,11 +162,14 @@ pub unsafe extern "C" fn ol_get_device_info(
     entry(
         "olGetDeviceInfo",
         |ctx| {
-            validate(ctx, &[
-                (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
-                (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
-                (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
+                ],
+            )?;
             let d = handle::device(h(Device))?;
             let v = device_info(&d, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
@@ -196,10 +205,13 @@ pub unsafe extern "C" fn ol_get_device_info_size(
     entry(
         "olGetDeviceInfoSize",
         |ctx| {
-            validate(ctx, &[
-                (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
-                (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
+                ],
+            )?;
             let d = handle::device(h(Device))?;
             let v = device_info(&d, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).

@@ -22,10 +22,13 @@ pub unsafe extern "C" fn ol_create_event(Queue: ol_queue_handle_t, Event: *mut o
     entry(
         "olCreateEvent",
         |ctx| {
-            validate(ctx, &[
-                (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
-                (Event.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Event"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
+                    (Event.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Event"),
+                ],
+            )?;
             let q = handle::queue(h(Queue))?;
             if Event.is_null() {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Event is NULL"));
@@ -113,11 +116,14 @@ pub unsafe extern "C" fn ol_get_event_info(
     entry(
         "olGetEventInfo",
         |ctx| {
-            validate(ctx, &[
-                (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
-                (Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event"),
-                (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
+                    (Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event"),
+                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
+                ],
+            )?;
             let e = handle::event(h(Event))?;
             let v = event_info(&e, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
@@ -153,10 +159,13 @@ pub unsafe extern "C" fn ol_get_event_info_size(
     entry(
         "olGetEventInfoSize",
         |ctx| {
-            validate(ctx, &[
-                (Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event"),
-                (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event"),
+                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
+                ],
+            )?;
             let e = handle::event(h(Event))?;
             let v = event_info(&e, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).

@@ -35,16 +35,19 @@ pub unsafe extern "C" fn ol_launch_kernel(
     entry(
         "olLaunchKernel",
         |ctx| {
-            validate(ctx, &[
-                (
-                    ArgumentsSize > 0 && ArgumentsData.is_null(),
-                    OL_ERRC_INVALID_ARGUMENT,
-                    "ArgumentsSize > 0 && ArgumentsData == NULL",
-                ),
-                (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
-                (Kernel.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Kernel"),
-                (LaunchSizeArgs.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == LaunchSizeArgs"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (
+                        ArgumentsSize > 0 && ArgumentsData.is_null(),
+                        OL_ERRC_INVALID_ARGUMENT,
+                        "ArgumentsSize > 0 && ArgumentsData == NULL",
+                    ),
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (Kernel.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Kernel"),
+                    (LaunchSizeArgs.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == LaunchSizeArgs"),
+                ],
+            )?;
             let q = if Queue.is_null() { None } else { Some(handle::queue(h(Queue))?) };
             let d = handle::device(h(Device))?;
             let k = handle::symbol(h(Kernel))?;
@@ -70,7 +73,15 @@ pub unsafe extern "C" fn ol_launch_kernel(
                 let a = unsafe { LaunchSizeArgs.read_unaligned() };
                 format!(
                     "{:p} ((struct ol_kernel_launch_size_args_t){{.Dimensions = {}, .NumGroups = (struct ol_dimensions_t){{.x = {}, .y = {}, .z = {}}}, .GroupSize = (struct ol_dimensions_t){{.x = {}, .y = {}, .z = {}}}, .DynSharedMemory = {}}})",
-                    LaunchSizeArgs, a.Dimensions, a.NumGroups.x, a.NumGroups.y, a.NumGroups.z, a.GroupSize.x, a.GroupSize.y, a.GroupSize.z, a.DynSharedMemory
+                    LaunchSizeArgs,
+                    a.Dimensions,
+                    a.NumGroups.x,
+                    a.NumGroups.y,
+                    a.NumGroups.z,
+                    a.GroupSize.x,
+                    a.GroupSize.y,
+                    a.GroupSize.z,
+                    a.DynSharedMemory
                 )
             };
             format!(
@@ -102,11 +113,14 @@ pub unsafe extern "C" fn ol_calculate_optimal_occupancy(
     entry(
         "olCalculateOptimalOccupancy",
         |ctx| {
-            validate(ctx, &[
-                (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
-                (Kernel.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Kernel"),
-                (GroupSize.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == GroupSize"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (Kernel.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Kernel"),
+                    (GroupSize.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == GroupSize"),
+                ],
+            )?;
             let d = handle::device(h(Device))?;
             let k = handle::symbol(h(Kernel))?;
             let n = objects::optimal_group_size(&d, &k, SharedMemory)?;

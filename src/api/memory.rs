@@ -48,11 +48,14 @@ pub unsafe extern "C" fn ol_mem_alloc(
     entry(
         "olMemAlloc",
         |ctx| {
-            validate(ctx, &[
-                (Size == 0, OL_ERRC_INVALID_SIZE, "Size == 0"),
-                (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
-                (AllocationOut.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == AllocationOut"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Size == 0, OL_ERRC_INVALID_SIZE, "Size == 0"),
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (AllocationOut.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == AllocationOut"),
+                ],
+            )?;
             let d = handle::device(h(Device))?;
             if AllocationOut.is_null() {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "AllocationOut is NULL"));
@@ -125,11 +128,14 @@ pub unsafe extern "C" fn ol_get_mem_info(
     entry(
         "olGetMemInfo",
         |ctx| {
-            validate(ctx, &[
-                (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
-                (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
-                (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
+                    (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
+                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
+                ],
+            )?;
             let v = mem_info(ctx, Ptr as usize, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
             unsafe { info::write(&v, PropSize, PropValue) }?;
@@ -163,10 +169,13 @@ pub unsafe extern "C" fn ol_get_mem_info_size(
     entry(
         "olGetMemInfoSize",
         |ctx| {
-            validate(ctx, &[
-                (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
-                (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
+                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
+                ],
+            )?;
             let v = mem_info(ctx, Ptr as usize, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).
             unsafe { info::write_size(&v, PropSizeRet) }?;
@@ -205,12 +214,15 @@ pub unsafe extern "C" fn ol_memcpy(
     entry(
         "olMemcpy",
         |ctx| {
-            validate(ctx, &[
-                (DstDevice.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == DstDevice"),
-                (SrcDevice.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == SrcDevice"),
-                (DstPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == DstPtr"),
-                (SrcPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == SrcPtr"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (DstDevice.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == DstDevice"),
+                    (SrcDevice.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == SrcDevice"),
+                    (DstPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == DstPtr"),
+                    (SrcPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == SrcPtr"),
+                ],
+            )?;
             let q = if Queue.is_null() { None } else { Some(handle::queue(h(Queue))?) };
             let dst_dev = handle::device(h(DstDevice))?;
             let src_dev = handle::device(h(SrcDevice))?;
@@ -255,12 +267,15 @@ pub unsafe extern "C" fn ol_mem_fill(
             if PatternSize == 0 {
                 return Err(OlError::validation(OL_ERRC_INVALID_SIZE, "PatternSize == 0"));
             }
-            validate(ctx, &[
-                (FillSize % PatternSize != 0, OL_ERRC_INVALID_SIZE, "FillSize % PatternSize != 0"),
-                (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
-                (PatternPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PatternPtr"),
-            ])?;
-            if FillSize % PatternSize != 0 || Ptr.is_null() || PatternPtr.is_null() {
+            validate(
+                ctx,
+                &[
+                    (!FillSize.is_multiple_of(PatternSize), OL_ERRC_INVALID_SIZE, "FillSize % PatternSize != 0"),
+                    (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
+                    (PatternPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PatternPtr"),
+                ],
+            )?;
+            if !FillSize.is_multiple_of(PatternSize) || Ptr.is_null() || PatternPtr.is_null() {
                 return Err(OlError::invalid_argument("olMemFill: invalid pattern or pointer"));
             }
             let q = if Queue.is_null() { None } else { Some(handle::queue(h(Queue))?) };
@@ -299,12 +314,15 @@ pub unsafe extern "C" fn ol_mem_register(
     entry(
         "olMemRegister",
         |ctx| {
-            validate(ctx, &[
-                (Size == 0, OL_ERRC_INVALID_SIZE, "Size == 0"),
-                (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
-                (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
-                (PinnedPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PinnedPtr"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Size == 0, OL_ERRC_INVALID_SIZE, "Size == 0"),
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
+                    (PinnedPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PinnedPtr"),
+                ],
+            )?;
             let d = handle::device(h(Device))?;
             if Ptr.is_null() || PinnedPtr.is_null() || Size == 0 {
                 return Err(OlError::invalid_argument("olMemRegister: NULL pointer or zero size"));
@@ -338,10 +356,13 @@ pub unsafe extern "C" fn ol_mem_unregister(Device: ol_device_handle_t, Ptr: *mut
     entry(
         "olMemUnregister",
         |ctx| {
-            validate(ctx, &[
-                (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
-                (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
+                ],
+            )?;
             let d = handle::device(h(Device))?;
             if Ptr.is_null() {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Ptr is NULL"));

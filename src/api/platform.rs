@@ -49,11 +49,14 @@ pub unsafe extern "C" fn ol_get_platform_info(
     entry(
         "olGetPlatformInfo",
         |ctx| {
-            validate(ctx, &[
-                (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
-                (Platform.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Platform"),
-                (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
+                    (Platform.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Platform"),
+                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
+                ],
+            )?;
             let p = handle::platform(h(Platform))?;
             let v = platform_info(&p, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
@@ -89,10 +92,13 @@ pub unsafe extern "C" fn ol_get_platform_info_size(
     entry(
         "olGetPlatformInfoSize",
         |ctx| {
-            validate(ctx, &[
-                (Platform.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Platform"),
-                (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Platform.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Platform"),
+                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
+                ],
+            )?;
             let p = handle::platform(h(Platform))?;
             let v = platform_info(&p, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).

@@ -30,11 +30,14 @@ pub unsafe extern "C" fn ol_create_program(
     entry(
         "olCreateProgram",
         |ctx| {
-            validate(ctx, &[
-                (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
-                (ProgData.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == ProgData"),
-                (Program.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Program"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (ProgData.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == ProgData"),
+                    (Program.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Program"),
+                ],
+            )?;
             let d = handle::device(h(Device))?;
             if ProgData.is_null() || Program.is_null() {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "ProgData or Program is NULL"));
@@ -79,11 +82,14 @@ pub unsafe extern "C" fn ol_is_valid_binary(
     entry(
         "olIsValidBinary",
         |ctx| {
-            validate(ctx, &[
-                (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
-                (ProgData.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == ProgData"),
-                (Valid.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Valid"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (ProgData.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == ProgData"),
+                    (Valid.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Valid"),
+                ],
+            )?;
             let d = handle::device(h(Device))?;
             if ProgData.is_null() {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "ProgData is NULL"));

@@ -24,10 +24,13 @@ pub unsafe extern "C" fn ol_create_queue(Device: ol_device_handle_t, Queue: *mut
     entry(
         "olCreateQueue",
         |ctx| {
-            validate(ctx, &[
-                (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
-                (Queue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Queue"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (Queue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Queue"),
+                ],
+            )?;
             let d = handle::device(h(Device))?;
             if Queue.is_null() {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Queue is NULL"));
@@ -98,10 +101,13 @@ pub unsafe extern "C" fn ol_wait_events(
     entry(
         "olWaitEvents",
         |ctx| {
-            validate(ctx, &[
-                (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
-                (Events.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Events"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
+                    (Events.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Events"),
+                ],
+            )?;
             let q = handle::queue(h(Queue))?;
             if NumEvents == 0 {
                 return Ok(());
@@ -110,7 +116,8 @@ pub unsafe extern "C" fn ol_wait_events(
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Events is NULL"));
             }
             // SAFETY: Events is valid for NumEvents handles (caller contract).
-            let evs: Vec<u64> = unsafe { std::slice::from_raw_parts(Events, NumEvents) }.iter().map(|&e| h(e)).collect();
+            let evs: Vec<u64> =
+                unsafe { std::slice::from_raw_parts(Events, NumEvents) }.iter().map(|&e| h(e)).collect();
             objects::wait_events(&q, &evs)
         },
         || {
@@ -155,11 +162,14 @@ pub unsafe extern "C" fn ol_get_queue_info(
     entry(
         "olGetQueueInfo",
         |ctx| {
-            validate(ctx, &[
-                (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
-                (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
-                (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
+                    (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
+                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
+                ],
+            )?;
             let q = handle::queue(h(Queue))?;
             let v = queue_info(&q, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
@@ -195,10 +205,13 @@ pub unsafe extern "C" fn ol_get_queue_info_size(
     entry(
         "olGetQueueInfoSize",
         |ctx| {
-            validate(ctx, &[
-                (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
-                (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
+                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
+                ],
+            )?;
             let q = handle::queue(h(Queue))?;
             let v = queue_info(&q, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).
@@ -239,10 +252,13 @@ pub unsafe extern "C" fn ol_launch_host_function(
     entry(
         "olLaunchHostFunction",
         |ctx| {
-            validate(ctx, &[
-                (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
-                (Callback.is_none(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Callback"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
+                    (Callback.is_none(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Callback"),
+                ],
+            )?;
             let q = handle::queue(h(Queue))?;
             let Some(cb) = Callback else {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Callback is NULL"));

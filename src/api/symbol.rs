@@ -47,11 +47,14 @@ pub unsafe extern "C" fn ol_get_symbol(
     entry(
         "olGetSymbol",
         |ctx| {
-            validate(ctx, &[
-                (Program.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Program"),
-                (Name.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Name"),
-                (Symbol.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Symbol"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Program.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Program"),
+                    (Name.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Name"),
+                    (Symbol.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Symbol"),
+                ],
+            )?;
             let p = handle::program(h(Program))?;
             if Name.is_null() || Symbol.is_null() {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Name or Symbol is NULL"));
@@ -59,7 +62,9 @@ pub unsafe extern "C" fn ol_get_symbol(
             let kind = match Kind {
                 OL_SYMBOL_KIND_KERNEL => SymbolKind::Kernel,
                 OL_SYMBOL_KIND_GLOBAL_VARIABLE => SymbolKind::Global,
-                other => return Err(OlError::invalid_enum(format!("getSymbol kind enum '{}' is invalid", other.0 as i32))),
+                other => {
+                    return Err(OlError::invalid_enum(format!("getSymbol kind enum '{}' is invalid", other.0 as i32)));
+                }
             };
             // SAFETY: Name is a valid C string (caller contract); copied before return.
             let name = unsafe { CStr::from_ptr(Name) }.to_string_lossy().into_owned();
@@ -122,11 +127,14 @@ pub unsafe extern "C" fn ol_get_symbol_info(
     entry(
         "olGetSymbolInfo",
         |ctx| {
-            validate(ctx, &[
-                (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
-                (Symbol.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Symbol"),
-                (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
+                    (Symbol.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Symbol"),
+                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
+                ],
+            )?;
             let s = handle::symbol(h(Symbol))?;
             let v = symbol_info(&s, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
@@ -162,10 +170,13 @@ pub unsafe extern "C" fn ol_get_symbol_info_size(
     entry(
         "olGetSymbolInfoSize",
         |ctx| {
-            validate(ctx, &[
-                (Symbol.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Symbol"),
-                (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
-            ])?;
+            validate(
+                ctx,
+                &[
+                    (Symbol.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Symbol"),
+                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
+                ],
+            )?;
             let s = handle::symbol(h(Symbol))?;
             let v = symbol_info(&s, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).

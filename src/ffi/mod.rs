@@ -63,16 +63,20 @@ pub const OL_ALLOC_TYPE_FORCE_UINT32: ol_alloc_type_t = ol_alloc_type_t(0x7fffff
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ol_device_fp_capability_flag_t(pub u32);
 
-pub const OL_DEVICE_FP_CAPABILITY_FLAG_CORRECTLY_ROUNDED_DIVIDE_SQRT: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(1);
-pub const OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_NEAREST: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(2);
-pub const OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_ZERO: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(4);
+pub const OL_DEVICE_FP_CAPABILITY_FLAG_CORRECTLY_ROUNDED_DIVIDE_SQRT: ol_device_fp_capability_flag_t =
+    ol_device_fp_capability_flag_t(1);
+pub const OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_NEAREST: ol_device_fp_capability_flag_t =
+    ol_device_fp_capability_flag_t(2);
+pub const OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_ZERO: ol_device_fp_capability_flag_t =
+    ol_device_fp_capability_flag_t(4);
 pub const OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_INF: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(8);
 pub const OL_DEVICE_FP_CAPABILITY_FLAG_INF_NAN: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(16);
 pub const OL_DEVICE_FP_CAPABILITY_FLAG_DENORM: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(32);
 pub const OL_DEVICE_FP_CAPABILITY_FLAG_FMA: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(64);
 pub const OL_DEVICE_FP_CAPABILITY_FLAG_SOFT_FLOAT: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(128);
 pub const OL_DEVICE_FP_CAPABILITY_FLAG_LAST: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(256);
-pub const OL_DEVICE_FP_CAPABILITY_FLAG_FORCE_UINT32: ol_device_fp_capability_flag_t = ol_device_fp_capability_flag_t(0x7fffffff);
+pub const OL_DEVICE_FP_CAPABILITY_FLAG_FORCE_UINT32: ol_device_fp_capability_flag_t =
+    ol_device_fp_capability_flag_t(0x7fffffff);
 
 /// C enum `ol_device_info_t` (LLVM 22 `OffloadAPI.h`). Arrives from C as a raw `uint32_t`: unknown values are
 /// representable and rejected with `OL_ERRC_INVALID_ENUMERATION`, never undefined behaviour.

@@ -161,14 +161,8 @@ pub trait Kernel: Send + Sync {
 /// Errors raised by queued work are kept and returned by the next `sync` (or the event's `sync`).
 pub trait Queue: Send + Sync {
     /// Enqueue a copy; `*_on_device` as in [`Device::memcpy_sync`].
-    fn memcpy(
-        &self,
-        dst: usize,
-        dst_on_device: bool,
-        src: usize,
-        src_on_device: bool,
-        size: usize,
-    ) -> PluginResult<()>;
+    fn memcpy(&self, dst: usize, dst_on_device: bool, src: usize, src_on_device: bool, size: usize)
+    -> PluginResult<()>;
     /// Enqueue a fill of `size` bytes at `ptr` with `pattern` repeated (`size % pattern.len() == 0`).
     fn fill(&self, ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()>;
     fn launch(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()>;

@@ -96,12 +96,9 @@ impl AllocTable {
     pub fn info(&self, ptr: usize) -> OlResult<MemInfo> {
         let map = self.map.lock();
         match map.range(..=ptr).next_back() {
-            Some((_, a)) if ptr < a.base.saturating_add(a.size) => Ok(MemInfo {
-                device: a.device.handle,
-                base: a.base,
-                size: a.size,
-                raw_type: a.raw_type,
-            }),
+            Some((_, a)) if ptr < a.base.saturating_add(a.size) => {
+                Ok(MemInfo { device: a.device.handle, base: a.base, size: a.size, raw_type: a.raw_type })
+            }
             _ => Err(OlError::not_found("allocated memory information not found")),
         }
     }
@@ -168,15 +165,15 @@ pub fn memcpy(
             let exec = q.device.plugin("olMemcpy")?;
             // A queue of a host-addressable device (CPU) cannot reach a GPU's memory.
             for side in [dst_dev, src_dev] {
-                if let super::DeviceKind::Plugin(p) = &side.kind {
-                    if !Arc::ptr_eq(p, exec) && !p.host_addressable() {
-                        if exec.host_addressable() {
-                            return Err(OlError::unsupported(
-                                "olMemcpy: the queue's device cannot reach the other device's memory; \
-                                 enqueue the copy on a queue of the GPU device instead",
-                            ));
-                        }
-                    }
+                if let super::DeviceKind::Plugin(p) = &side.kind
+                    && !Arc::ptr_eq(p, exec)
+                    && !p.host_addressable()
+                    && exec.host_addressable()
+                {
+                    return Err(OlError::unsupported(
+                        "olMemcpy: the queue's device cannot reach the other device's memory; \
+                         enqueue the copy on a queue of the GPU device instead",
+                    ));
                 }
             }
             q.inner.memcpy(dst, on_device(dst_dev, exec), src, on_device(src_dev, exec), size)?;

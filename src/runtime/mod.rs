@@ -113,10 +113,10 @@ pub fn shutdown() -> OlResult<()> {
     // Finish pending work first: queues still alive, then those destroyed while busy.
     let objs = handle::clear();
     for o in &objs {
-        if let Object::Queue(q) = o {
-            if let Err(e) = q.inner.sync() {
-                first_err.get_or_insert(OlError::from(e));
-            }
+        if let Object::Queue(q) = o
+            && let Err(e) = q.inner.sync()
+        {
+            first_err.get_or_insert(OlError::from(e));
         }
     }
     let outstanding = std::mem::take(&mut *ctx.outstanding.lock());
@@ -127,10 +127,10 @@ pub fn shutdown() -> OlResult<()> {
     }
     // Programs unload (device global destructors run) when their last reference goes.
     for o in &objs {
-        if let Object::Program(p) = o {
-            if let Err(e) = p.inner.unload() {
-                first_err.get_or_insert(OlError::from(e));
-            }
+        if let Object::Program(p) = o
+            && let Err(e) = p.inner.unload()
+        {
+            first_err.get_or_insert(OlError::from(e));
         }
     }
     drop(objs);

@@ -193,7 +193,8 @@ pub fn get_symbol(p: &Arc<Program>, name: &str, kind: SymbolKind) -> OlResult<Ha
         return Ok(h);
     }
     let (program, name) = (p.handle, name.to_string());
-    let h = handle::insert_with(|h| Object::Symbol(Arc::new(Symbol { handle: h, program, name, kind, kernel, global })));
+    let h =
+        handle::insert_with(|h| Object::Symbol(Arc::new(Symbol { handle: h, program, name, kind, kernel, global })));
     syms.insert(key, h);
     Ok(h)
 }
@@ -207,10 +208,13 @@ pub fn launch_kernel(
     args: &[u8],
     dims: LaunchDims,
 ) -> OlResult<()> {
-    if let Some(q) = queue {
-        if q.device.handle != dev.handle {
-            return Err(OlError::new(OL_ERRC_INVALID_DEVICE, "device specified does not match the device of the given queue"));
-        }
+    if let Some(q) = queue
+        && q.device.handle != dev.handle
+    {
+        return Err(OlError::new(
+            OL_ERRC_INVALID_DEVICE,
+            "device specified does not match the device of the given queue",
+        ));
     }
     let Some(kernel) = &sym.kernel else {
         return Err(OlError::new(OL_ERRC_SYMBOL_KIND, "provided symbol is not a kernel"));

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Build the benchmarks into build/bench (run `make lib` first). Then:
+#   build/bench/cpu_kernels          CPU device vs PoCL 3.1 vs memcpy (BENCHMARKS.md)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=build/bench
+mkdir -p "$out"
+inc=/usr/lib/llvm-22/include/offload
+clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -flto -O2 \
+  -c bench/kernels/bench.c -o "$out/bench.nvptx64.bc"
+cp bench/kernels/bench.cl "$out/bench.cl"
+cc -O2 -Wall -I"$inc" bench/cpu_kernels.c -o "$out/cpu_kernels" -Lbuild/lib -lLLVMOffload -lOpenCL -lpthread \
+  -Wl,-rpath,"$PWD/build/lib"
+echo "built $out/cpu_kernels"

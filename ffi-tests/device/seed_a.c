@@ -1,0 +1,5 @@
+// Seed scenario image A (shared/seeds/: LLVM's JIT cache keyed by address returned the wrong program).
+#include <gpuintrin.h>
+#include <stdint.h>
+__attribute__((visibility("default"))) uint32_t which = 0xAAAA0001;
+__gpu_kernel void get(uint32_t *out) { out[0] = which + 1; }

@@ -1,0 +1,333 @@
+// Queues, events and host functions on the CPU device: real asynchrony with LLVM 22's ordering rules.
+#include "ol_test.h"
+#include <unistd.h>
+
+#define NEED_CPU()                                                                                  \
+  if (!t_cpu)                                                                                       \
+  SKIP("no CPU device")
+
+// A host function that blocks its queue until released (LLVM's ManuallyTriggeredTask).
+struct gate {
+  pthread_mutex_t m;
+  pthread_cond_t c;
+  int open;
+  int ran;
+};
+static void gate_wait(void *p) {
+  struct gate *g = p;
+  pthread_mutex_lock(&g->m);
+  while (!g->open)
+    pthread_cond_wait(&g->c, &g->m);
+  g->ran++;
+  pthread_mutex_unlock(&g->m);
+}
+static void gate_open(struct gate *g) {
+  pthread_mutex_lock(&g->m);
+  g->open = 1;
+  pthread_cond_broadcast(&g->c);
+  pthread_mutex_unlock(&g->m);
+}
+#define GATE_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0}
+
+static bool is_empty(ol_queue_handle_t q) {
+  bool e = false;
+  OK(olGetQueueInfo(q, OL_QUEUE_INFO_EMPTY, sizeof e, &e));
+  return e;
+}
+static bool is_complete(ol_event_handle_t ev) {
+  bool c = false;
+  OK(olGetEventInfo(ev, OL_EVENT_INFO_IS_COMPLETE, sizeof c, &c));
+  return c;
+}
+
+static void enqueue_is_asynchronous(void) {
+  NEED_CPU();
+  ol_queue_handle_t q = NULL;
+  OK(olCreateQueue(t_cpu, &q));
+  CHECK(is_empty(q));
+  ol_event_handle_t before = NULL, after = NULL;
+  OK(olCreateEvent(q, &before)); // empty queue: complete forever
+  CHECK(is_complete(before));
+  struct gate g = GATE_INIT;
+  OK(olLaunchHostFunction(q, gate_wait, &g)); // returns at once although the callback blocks
+  unsigned char *buf = NULL;
+  OK(olMemAlloc(t_cpu, OL_ALLOC_TYPE_DEVICE, 4096, (void **)&buf));
+  memset(buf, 0, 4096);
+  unsigned char pat = 0x5a;
+  OK(olMemFill(q, buf, 1, &pat, 4096)); // queued behind the gate
+  OK(olCreateEvent(q, &after));
+  usleep(50 * 1000);
+  CHECK(!is_empty(q));
+  CHECK(!is_complete(after));
+  CHECK(buf[0] == 0 && buf[4095] == 0); // the fill has not run
+  ol_queue_handle_t qinfo = NULL;
+  OK(olGetEventInfo(after, OL_EVENT_INFO_QUEUE, sizeof qinfo, &qinfo));
+  CHECK(qinfo == q);
+  gate_open(&g);
+  OK(olSyncEvent(after));
+  CHECK(is_complete(after));
+  CHECK(buf[0] == 0x5a && buf[4095] == 0x5a);
+  OK(olSyncQueue(q));
+  CHECK(is_empty(q));
+  OK(olSyncEvent(after)); // repeated syncs are fine
+  OK(olDestroyEvent(before));
+  OK(olDestroyEvent(after));
+  ERR(OL_ERRC_INVALID_EVENT, olSyncEvent(after));
+  ERR(OL_ERRC_INVALID_EVENT, olDestroyEvent(after));
+  OK(olMemFree(buf));
+  OK(olDestroyQueue(q));
+  ERR(OL_ERRC_INVALID_QUEUE, olSyncQueue(q));
+  ERR(OL_ERRC_INVALID_QUEUE, olDestroyQueue(q));
+  ERR(OL_ERRC_INVALID_QUEUE, olCreateEvent(q, &after));
+}
+
+static uint32_t seq_buf[16];
+static void seq_step(void *p) {
+  uintptr_t k = (uintptr_t)p;
+  seq_buf[k] = k < 2 ? 1 : seq_buf[k - 1] + seq_buf[k - 2];
+}
+
+static void host_functions_in_order(void) {
+  NEED_CPU();
+  ol_queue_handle_t q = NULL;
+  OK(olCreateQueue(t_cpu, &q));
+  memset(seq_buf, 0, sizeof seq_buf);
+  for (uintptr_t k = 0; k < 16; k++)
+    OK(olLaunchHostFunction(q, seq_step, (void *)k));
+  OK(olSyncQueue(q));
+  for (int k = 2; k < 16; k++)
+    CHECK(seq_buf[k] == seq_buf[k - 1] + seq_buf[k - 2] && seq_buf[k] > 0);
+  ERR(OL_ERRC_INVALID_NULL_POINTER, olLaunchHostFunction(q, NULL, NULL));
+  ERR(OL_ERRC_INVALID_NULL_HANDLE, olLaunchHostFunction(NULL, seq_step, NULL));
+  OK(olDestroyQueue(q));
+}
+
+// LLVM's olWaitEvents test: 16 queues, each waits on the previous one's event, kernel `sequence`.
+static void cross_queue_wait_events(void) {
+  NEED_CPU();
+  size_t n;
+  void *img = t_load("kernels", "nvptx64", &n);
+  ol_program_handle_t p = NULL;
+  OK(olCreateProgram(t_cpu, img, n, &p));
+  free(img);
+  if (!p)
+    return;
+  ol_symbol_handle_t k = NULL;
+  OK(olGetSymbol(p, "sequence", OL_SYMBOL_KIND_KERNEL, &k));
+  for (int multi = 0; multi < 2; multi++) {
+    uint32_t *data = NULL;
+    OK(olMemAlloc(t_cpu, OL_ALLOC_TYPE_MANAGED, 16 * 4, (void **)&data));
+    memset(data, 0, 64);
+    ol_queue_handle_t qs[16];
+    ol_event_handle_t evs[16];
+    struct gate g = GATE_INIT;
+    ol_kernel_launch_size_args_t la = {1, {1, 1, 1}, {1, 1, 1}, 0};
+    for (uint32_t i = 0; i < 16; i++) {
+      OK(olCreateQueue(t_cpu, &qs[i]));
+      if (i == 0)
+        OK(olLaunchHostFunction(qs[0], gate_wait, &g)); // hold the whole chain
+      if (i > 0) {
+        if (multi)
+          OK(olWaitEvents(qs[i], evs, i));
+        else
+          OK(olWaitEvents(qs[i], &evs[i - 1], 1));
+      }
+      struct {
+        uint32_t idx;
+        uint32_t *mem;
+      } args = {i, data};
+      OK(olLaunchKernel(qs[i], t_cpu, k, &args, sizeof args, &la));
+      OK(olCreateEvent(qs[i], &evs[i]));
+    }
+    usleep(20 * 1000);
+    CHECK(!is_complete(evs[15])); // the waits did not block the caller, and nothing ran yet
+    gate_open(&g);
+    OK(olSyncEvent(evs[15]));
+    for (int i = 2; i < 16; i++)
+      CHECK(data[i] == data[i - 1] + data[i - 2]);
+    CHECK(data[15] == 610);
+    for (int i = 0; i < 16; i++) {
+      OK(olDestroyEvent(evs[i]));
+      OK(olDestroyQueue(qs[i]));
+    }
+    OK(olMemFree(data));
+  }
+  ol_queue_handle_t q = NULL;
+  OK(olCreateQueue(t_cpu, &q));
+  ol_event_handle_t nul[1] = {NULL};
+  ERR(OL_ERRC_INVALID_NULL_HANDLE, olWaitEvents(q, nul, 1));
+  ERR(OL_ERRC_INVALID_NULL_POINTER, olWaitEvents(q, NULL, 1));
+  ERR(OL_ERRC_INVALID_NULL_HANDLE, olWaitEvents(NULL, nul, 1));
+  ol_event_handle_t stale = NULL;
+  OK(olCreateEvent(q, &stale));
+  OK(olDestroyEvent(stale));
+  ERR(OL_ERRC_INVALID_EVENT, olWaitEvents(q, &stale, 1));
+  ol_event_handle_t own = NULL;
+  OK(olCreateEvent(q, &own));
+  OK(olWaitEvents(q, &own, 1)); // an event of the same queue: a no-op
+  OK(olDestroyEvent(own));
+  OK(olDestroyQueue(q));
+  OK(olDestroyProgram(p));
+}
+
+// olDestroyQueue never waits; the pending work still completes and its events stay usable.
+static void destroy_with_pending_work(void) {
+  NEED_CPU();
+  ol_queue_handle_t q = NULL;
+  OK(olCreateQueue(t_cpu, &q));
+  struct gate g = GATE_INIT;
+  OK(olLaunchHostFunction(q, gate_wait, &g));
+  memset(seq_buf, 0, sizeof seq_buf);
+  OK(olLaunchHostFunction(q, seq_step, (void *)(uintptr_t)0));
+  ol_event_handle_t ev = NULL;
+  OK(olCreateEvent(q, &ev));
+  OK(olDestroyQueue(q)); // returns while the gate is closed
+  CHECK(!is_complete(ev));
+  gate_open(&g);
+  OK(olSyncEvent(ev));
+  CHECK(g.ran == 1 && seq_buf[0] == 1);
+  OK(olDestroyEvent(ev));
+}
+
+// A host function still blocking a destroyed queue, as the UR adapter's urEventSetCallback does.
+static void host_function_outlives_queue(void) {
+  NEED_CPU();
+  ol_queue_handle_t q = NULL;
+  OK(olCreateQueue(t_cpu, &q));
+  static struct gate g = GATE_INIT;
+  OK(olLaunchHostFunction(q, gate_wait, &g));
+  OK(olDestroyQueue(q));
+  gate_open(&g);
+  for (int i = 0; i < 200 && __atomic_load_n(&g.ran, __ATOMIC_ACQUIRE) == 0; i++)
+    usleep(5000);
+  CHECK(g.ran == 1);
+}
+
+static void async_memcpy_and_fill(void) {
+  NEED_CPU();
+  ol_queue_handle_t q = NULL;
+  OK(olCreateQueue(t_cpu, &q));
+  size_t n = 1 << 20;
+  unsigned char *a = NULL, *b = NULL, *host = malloc(n);
+  OK(olMemAlloc(t_cpu, OL_ALLOC_TYPE_DEVICE, n, (void **)&a));
+  OK(olMemAlloc(t_cpu, OL_ALLOC_TYPE_HOST, n, (void **)&b));
+  for (size_t i = 0; i < n; i++)
+    host[i] = (unsigned char)(i * 13);
+  OK(olMemcpy(q, a, t_cpu, host, t_host, n));
+  OK(olMemcpy(q, b, t_cpu, a, t_cpu, n));
+  uint32_t pat = 0xDEADBEEF;
+  OK(olMemFill(q, a, 4, &pat, n / 2));
+  OK(olSyncQueue(q));
+  CHECK(!memcmp(b, host, n));
+  uint32_t w;
+  memcpy(&w, a + n / 2 - 4, 4);
+  CHECK(w == 0xDEADBEEF);
+  CHECK(a[n / 2] == host[n / 2]);
+  ERR(OL_ERRC_INVALID_ARGUMENT, olMemcpy(q, host, t_host, host, t_host, 16));
+  OK(olMemFree(a));
+  OK(olMemFree(b));
+  free(host);
+  OK(olDestroyQueue(q));
+}
+
+static void queue_info_and_errors(void) {
+  NEED_CPU();
+  ol_queue_handle_t q = NULL;
+  OK(olCreateQueue(t_cpu, &q));
+  ol_device_handle_t d = NULL;
+  size_t sz = 0;
+  OK(olGetQueueInfo(q, OL_QUEUE_INFO_DEVICE, sizeof d, &d));
+  CHECK(d == t_cpu);
+  OK(olGetQueueInfoSize(q, OL_QUEUE_INFO_EMPTY, &sz));
+  CHECK(sz == 1);
+  ERR(OL_ERRC_INVALID_ENUMERATION, olGetQueueInfo(q, OL_QUEUE_INFO_FORCE_UINT32, sizeof d, &d));
+  ERR(OL_ERRC_INVALID_SIZE, olGetQueueInfo(q, OL_QUEUE_INFO_DEVICE, 7, &d));
+  ol_event_handle_t ev = NULL;
+  OK(olCreateEvent(q, &ev));
+  OK(olGetEventInfoSize(ev, OL_EVENT_INFO_QUEUE, &sz));
+  CHECK(sz == 8);
+  ERR(OL_ERRC_INVALID_ENUMERATION, olGetEventInfo(ev, OL_EVENT_INFO_FORCE_UINT32, 8, &d));
+  // wrong kinds
+  ERR(OL_ERRC_INVALID_QUEUE, olSyncQueue((ol_queue_handle_t)ev));
+  ERR(OL_ERRC_INVALID_EVENT, olSyncEvent((ol_event_handle_t)q));
+  ERR(OL_ERRC_INVALID_QUEUE, olSyncQueue((ol_queue_handle_t)0xdeadbeef));
+  ERR(OL_ERRC_UNSUPPORTED, olCreateQueue(t_host, &q));
+  OK(olDestroyEvent(ev));
+  OK(olDestroyQueue(q));
+}
+
+struct et {
+  ol_queue_handle_t shared;
+  int own;
+  uint32_t counter;
+};
+static void bump(void *p) { __atomic_fetch_add((uint32_t *)p, 1, __ATOMIC_RELAXED); }
+
+static void *enqueue_thread(void *arg) {
+  struct et *e = arg;
+  ol_queue_handle_t q = e->shared;
+  if (e->own)
+    OK(olCreateQueue(t_cpu, &q));
+  uint32_t local = 0;
+  for (int i = 0; i < 100; i++) {
+    OK(olLaunchHostFunction(q, bump, &local));
+    ol_event_handle_t ev = NULL;
+    OK(olCreateEvent(q, &ev));
+    if (i % 10 == 0)
+      OK(olSyncEvent(ev));
+    OK(olDestroyEvent(ev));
+  }
+  OK(olSyncQueue(q));
+  CHECK(local == 100);
+  if (e->own)
+    OK(olDestroyQueue(q));
+  return NULL;
+}
+
+static void twenty_threads_enqueueing(void) {
+  NEED_CPU();
+  ol_queue_handle_t shared = NULL;
+  OK(olCreateQueue(t_cpu, &shared));
+  for (int own = 0; own < 2; own++) {
+    pthread_t t[20];
+    struct et e[20];
+    for (int i = 0; i < 20; i++) {
+      e[i] = (struct et){shared, own, 0};
+      pthread_create(&t[i], NULL, enqueue_thread, &e[i]);
+    }
+    for (int i = 0; i < 20; i++)
+      pthread_join(t[i], NULL);
+  }
+  OK(olDestroyQueue(shared));
+}
+
+// Shutdown drains every queue, including destroyed ones with pending work.
+static void shutdown_drains(void) {
+  NEED_CPU();
+  OK(olInit()); // a second reference: the last olShutDown below must drain
+  ol_queue_handle_t q = NULL;
+  OK(olCreateQueue(t_cpu, &q));
+  static uint32_t count;
+  count = 0;
+  for (int i = 0; i < 50; i++)
+    OK(olLaunchHostFunction(q, bump, &count));
+  OK(olShutDown());
+  OK(olShutDown());
+  CHECK(count == 50);
+  t_init();
+}
+
+int main(void) {
+  t_init();
+  RUN(enqueue_is_asynchronous);
+  RUN(host_functions_in_order);
+  RUN(cross_queue_wait_events);
+  RUN(destroy_with_pending_work);
+  RUN(host_function_outlives_queue);
+  RUN(async_memcpy_and_fill);
+  RUN(queue_info_and_errors);
+  RUN(twenty_threads_enqueueing);
+  RUN(shutdown_drains);
+  olShutDown();
+  return t_finish();
+}

@@ -102,7 +102,14 @@ device_info_tool() {
 }
 
 step "dependencies" bash scripts/install-deps.sh || true
-step "cargo fmt --check" cargo fmt --check
+fmt_check() { # the file list, not pages of diff (run `cargo fmt` to fix)
+  cargo fmt --check -- --color=never > "$LOG/cargo-fmt.log" 2>&1 && return 0
+  grep '^Diff in' "$LOG/cargo-fmt.log" | sed 's/:[0-9]*:$//' | sort | uniq -c
+  echo "(full diff: $LOG/cargo-fmt.log; run 'cargo fmt')"
+  return 1
+}
+
+step "cargo fmt --check" fmt_check
 step "cargo clippy --all-targets -- -D warnings" cargo clippy --all-targets -- -D warnings
 step "gen-codeloc --check" python3 scripts/gen-codeloc.py --check
 step "cargo test (incl. tests/header.rs)" cargo test

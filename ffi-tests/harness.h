@@ -151,7 +151,18 @@ HARNESS_UNUSED static bool harness_check_err(const char *file, int line, const c
 #define TEST(name) static void name(void)
 #define RUN(name) harness_run(#name, name)
 
+/* HARNESS_FILTER=name1,name2: run only those tests (e.g. to run a subset against LLVM's own library). */
+HARNESS_UNUSED static bool harness_selected(const char *name) {
+  const char *f = getenv("HARNESS_FILTER");
+  size_t n = strlen(name);
+  if (!f || !*f) return true;
+  for (const char *p = f; (p = strstr(p, name)) != NULL; p += n)
+    if ((p == f || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return true;
+  return false;
+}
+
 HARNESS_UNUSED static void harness_run(const char *name, void (*fn)(void)) {
+  if (!harness_selected(name)) return;
   harness_cur_name = name;
   harness_cur_failures = 0;
   harness_cur_skipped = 0;

@@ -83,6 +83,10 @@ TEST(session_through_function_pointers) {
 
 TEST(dlclose_library) {
   REQUIRE(lib);
+  /* Under valgrind/ASan the leak checkers run at exit: after dlclose the library's statics (which hold the
+   * intentionally immortal interned errors and the handle table) are unmapped, so those would be reported
+   * as leaks. scripts/test.sh sets FFI_TESTS_NO_DLCLOSE=1 there and keeps leak checking on. */
+  if (getenv("FFI_TESTS_NO_DLCLOSE")) SKIP("FFI_TESTS_NO_DLCLOSE is set (leak-checked run)");
   CHECK(dlclose(lib) == 0);
 }
 

@@ -807,8 +807,15 @@ static int run_child(const char *mode, const char *const *extra_env, char *out, 
   self[n] = 0;
   char *envp[256];
   size_t k = 0;
-  for (char **e = environ; *e && k < 200; e++)
-    if (strncmp(*e, "OFFLOAD_TRACE=", 14) && strncmp(*e, "OFFLOAD_DISABLE_VALIDATION=", 27)) envp[k++] = *e;
+  for (char **e = environ; *e && k < 200; e++) {
+    bool overridden = false;
+    for (const char *const *x = extra_env; *x; x++) {
+      size_t n = strcspn(*x, "=");
+      if (strncmp(*e, *x, n + 1) == 0) overridden = true;
+    }
+    if (!overridden && strncmp(*e, "OFFLOAD_TRACE=", 14) && strncmp(*e, "OFFLOAD_DISABLE_VALIDATION=", 27))
+      envp[k++] = *e;
+  }
   for (const char *const *e = extra_env; *e && k < 250; e++) envp[k++] = (char *)*e;
   envp[k] = NULL;
   posix_spawn_file_actions_t fa;
@@ -868,6 +875,36 @@ static int trace_child(void) {
   olGetDeviceInfoSize(h, OL_DEVICE_INFO_NAME, &sz);
   olGetDeviceInfo(h, OL_DEVICE_INFO_TYPE, sizeof t, &t);
   olMemcpyWithCodeLoc(NULL, buf, h, buf + 32, h, 8, NULL);
+  /* more parameter and value kinds; only calls LLVM 22 survives (valid host calls, validation failures) */
+  {
+    ol_platform_handle_t p = NULL;
+    uint32_t backend = 0;
+    ol_dimensions_t dims = {0, 0, 0};
+    bool valid = true;
+    void *ptr = NULL;
+    ol_symbol_handle_t sym = NULL;
+    ol_queue_handle_t q = NULL;
+    ol_event_handle_t evs[1] = {NULL};
+    uint64_t args = 0;
+    char pat[2] = {1, 2};
+    ol_kernel_launch_size_args_t la = {1, {1, 2, 3}, {4, 5, 6}, 7};
+    olGetDeviceInfo(h, OL_DEVICE_INFO_PLATFORM, sizeof p, &p);
+    olGetPlatformInfo(p, OL_PLATFORM_INFO_BACKEND, sizeof backend, &backend);
+    olGetPlatformInfo(p, OL_PLATFORM_INFO_NAME, sizeof buf, buf);
+    olGetDeviceInfo(h, OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE_PER_DIMENSION, sizeof dims, &dims);
+    sz = 0;
+    olGetDeviceInfoSize(h, (ol_device_info_t)999, &sz);
+    olIsValidBinary(h, "garbage", 7, &valid);
+    olMemAlloc(NULL, OL_ALLOC_TYPE_DEVICE, 0, &ptr);
+    olGetSymbol(NULL, "foo", OL_SYMBOL_KIND_KERNEL, &sym);
+    olLaunchKernel(NULL, h, NULL, &args, sizeof args, &la);
+    olMemFill(NULL, buf, 2, pat, 3);
+    olWaitEvents(NULL, evs, 1);
+    olCreateQueue(NULL, &q);
+    olIterateDevices(NULL, NULL);
+    olInit();
+    olShutDown(); /* not the last reference: a full line */
+  }
   olShutDown();
   return 0;
 }
@@ -955,6 +992,65 @@ TEST(offload_trace_prints_enum_values_by_name) {
   snprintf(prefix, sizeof prefix,
            "---> olGetDeviceInfo(.Device = %s, .PropName = OL_DEVICE_INFO_TYPE, .PropSize = 4, .PropValue = 0x", host);
   check_trace_line(trace_err, prefix, " (OL_DEVICE_TYPE_HOST))-> OL_SUCCESS", NULL);
+}
+
+/* Normalise a trace for comparison: addresses become 0xADDR; on failed calls the `(value)` after
+ * `.PropValue = 0xADDR` is dropped (LLVM 22 dumps whatever the caller's buffer holds there, even on failure). */
+static void normalise_trace(const char *in, char *out, size_t n) {
+  size_t o = 0;
+  for (size_t i = 0; in[i] && o + 8 < n;) {
+    if (in[i] == '0' && in[i + 1] == 'x') {
+      memcpy(out + o, "0xADDR", 6);
+      o += 6;
+      i += 2;
+      while ((in[i] >= '0' && in[i] <= '9') || (in[i] >= 'a' && in[i] <= 'f')) i++;
+    } else {
+      out[o++] = in[i++];
+    }
+  }
+  out[o] = 0;
+  for (char *line = out; line && *line;) {
+    char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    char *err = NULL, *pv = NULL;
+    for (char *c = line; c + 11 <= line + len; c++) {
+      if (!strncmp(c, ")-> OL_ERRC", 11)) err = c;
+      if (!strncmp(c, ".PropValue = 0xADDR", 19) && !pv) pv = c + 19;
+    }
+    if (err && pv && pv < err) {
+      memmove(pv, err, strlen(err) + 1);
+      end = strchr(line, '\n');
+    }
+    line = end ? end + 1 : NULL;
+  }
+}
+
+TEST(offload_trace_matches_llvm_line_by_line) {
+  /* The same call sequence traced by LLVM 22's library and by ours must print the same lines. */
+  static char out[4096], llvm_err[65536], ours_n[65536], llvm_n[65536];
+  const char *env[] = {"OFFLOAD_TRACE=1", "LD_LIBRARY_PATH=/usr/lib/llvm-22/lib", NULL};
+  FILE *f = fopen("/usr/lib/llvm-22/lib/libLLVMOffload.so.22.1", "rb");
+  if (!f) SKIP("LLVM's libLLVMOffload.so.22.1 is not installed");
+  fclose(f);
+  run_trace_child_once();
+  REQUIRE(WIFEXITED(trace_status) && WEXITSTATUS(trace_status) == 0);
+  int st = run_child("--trace-child", env, out, sizeof out, llvm_err, sizeof llvm_err);
+  REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  normalise_trace(trace_err, ours_n, sizeof ours_n);
+  normalise_trace(llvm_err, llvm_n, sizeof llvm_n);
+  const char *a = llvm_n, *b = ours_n;
+  int shown = 0;
+  while ((*a || *b) && shown < 6) {
+    char la[2048], lb[2048];
+    line_at(a, la, sizeof la);
+    line_at(b, lb, sizeof lb);
+    if (strcmp(la, lb)) {
+      harness_fail(__FILE__, __LINE__, "trace differs from LLVM 22's:\n      LLVM: %s\n      ours: %s", la, lb);
+      shown++;
+    }
+    a = strchr(a, '\n') ? strchr(a, '\n') + 1 : a + strlen(a);
+    b = strchr(b, '\n') ? strchr(b, '\n') + 1 : b + strlen(b);
+  }
 }
 
 /* The child with validation disabled: NULLs still give errors (LLVM 22 crashes on most of these). */
@@ -1048,6 +1144,7 @@ int main(int argc, char **argv) {
   RUN(mem_free_of_unknown_memory);
   RUN(offload_trace_format);
   RUN(offload_trace_prints_enum_values_by_name);
+  RUN(offload_trace_matches_llvm_line_by_line);
   RUN(offload_disable_validation_never_crashes);
   return harness_summary();
 }

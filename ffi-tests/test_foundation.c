@@ -606,6 +606,38 @@ TEST(validation_order_of_every_entry_point) {
   CHECK_OK(olShutDown());
 }
 
+/* After validation, the order in each entry point's doc comment (src/api/ files): handle lookups in parameter
+ * order, then enums, then what the device supports. */
+TEST(post_validation_order_per_doc_comments) {
+  REQUIRE_OK(olInit());
+  ol_device_handle_t h = host_device();
+  char buf[64];
+  size_t sz = 0;
+  void *ptr = NULL;
+  ol_symbol_handle_t sym = NULL;
+  ol_event_handle_t evs[1] = {(ol_event_handle_t)BOGUS};
+  ol_kernel_launch_size_args_t la = {1, {1, 1, 1}, {1, 1, 1}, 0};
+  CHECK_ERR(OL_ERRC_INVALID_DEVICE, olGetDeviceInfo((ol_device_handle_t)BOGUS, (ol_device_info_t)999, 1, buf));
+  CHECK_ERR(OL_ERRC_INVALID_DEVICE, olGetDeviceInfoSize((ol_device_handle_t)BOGUS, (ol_device_info_t)999, &sz));
+  CHECK_ERR(OL_ERRC_INVALID_PLATFORM, olGetPlatformInfo((ol_platform_handle_t)BOGUS, (ol_platform_info_t)999, 1, buf));
+  CHECK_ERR(OL_ERRC_INVALID_DEVICE, olMemAlloc((ol_device_handle_t)BOGUS, (ol_alloc_type_t)77, 8, &ptr));
+  CHECK_ERR(OL_ERRC_UNSUPPORTED, olMemAlloc(h, (ol_alloc_type_t)77, 8, &ptr));
+  CHECK_ERR(OL_ERRC_INVALID_QUEUE, olMemcpy((ol_queue_handle_t)BOGUS, buf, (ol_device_handle_t)BOGUS, buf + 8, h, 4));
+  CHECK_ERR(OL_ERRC_INVALID_DEVICE, olMemcpy(NULL, buf, (ol_device_handle_t)BOGUS, buf + 8, (ol_device_handle_t)BOGUS, 4));
+  CHECK_ERR(OL_ERRC_INVALID_QUEUE, olLaunchKernel((ol_queue_handle_t)BOGUS, (ol_device_handle_t)BOGUS, (ol_symbol_handle_t)BOGUS, NULL, 0, &la));
+  CHECK_ERR(OL_ERRC_INVALID_DEVICE, olLaunchKernel(NULL, (ol_device_handle_t)BOGUS, (ol_symbol_handle_t)BOGUS, NULL, 0, &la));
+  CHECK_ERR(OL_ERRC_INVALID_ARGUMENT, olLaunchKernel(NULL, h, (ol_symbol_handle_t)BOGUS, NULL, 0, &la));
+  CHECK_ERR(OL_ERRC_INVALID_DEVICE, olCalculateOptimalOccupancy((ol_device_handle_t)BOGUS, (ol_symbol_handle_t)BOGUS, 0, &sz));
+  CHECK_ERR(OL_ERRC_INVALID_ARGUMENT, olCalculateOptimalOccupancy(h, (ol_symbol_handle_t)BOGUS, 0, &sz));
+  CHECK_ERR(OL_ERRC_INVALID_ARGUMENT, olGetSymbol((ol_program_handle_t)BOGUS, "x", (ol_symbol_kind_t)999, &sym));
+  CHECK_ERR(OL_ERRC_INVALID_QUEUE, olWaitEvents((ol_queue_handle_t)BOGUS, evs, 1));
+  CHECK_ERR(OL_ERRC_INVALID_DEVICE, olMemRegister((ol_device_handle_t)BOGUS, buf, 8, 0, &ptr));
+  CHECK_ERR(OL_ERRC_INVALID_DEVICE, olCreateProgram((ol_device_handle_t)BOGUS, buf, 0, (ol_program_handle_t *)&ptr));
+  CHECK_ERR(OL_ERRC_UNSUPPORTED, olCreateProgram(h, buf, 0, (ol_program_handle_t *)&ptr));
+  CHECK(ptr == NULL && sym == NULL && sz == 0);
+  CHECK_OK(olShutDown());
+}
+
 /* ---- error interning -------------------------------------------------------------------------------- */
 
 TEST(identical_errors_share_one_pointer_forever) {
@@ -1134,6 +1166,7 @@ int main(int argc, char **argv) {
   RUN(getinfo_bad_enum_texts);
   RUN(getinfo_validation_order_and_texts);
   RUN(validation_order_of_every_entry_point);
+  RUN(post_validation_order_per_doc_comments);
   RUN(identical_errors_share_one_pointer_forever);
   RUN(garbage_handles_get_the_kinds_error);
   RUN(wrong_kind_handles_are_detected);

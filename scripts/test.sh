@@ -27,7 +27,7 @@ ctest() {
   echo "---- $label"
   "$@" > "$out" 2>&1
   local rc=$?
-  grep -E '^FAIL |^  [^ ].*:[0-9]+: \[' "$out" | head -60
+  grep -E '^FAIL |^  [^ ].*:[0-9]+: \[|^      (LLVM|ours): ' "$out" | head -60
   local nskip
   nskip=$(grep -c '^SKIP ' "$out")
   if [ "$nskip" -gt 0 ]; then

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The one command that runs every check of offload-rs (CI: .ci/run). Needs root only to install missing
+# packages (scripts/install-deps.sh). Every section runs even if an earlier one failed (except what
+# depends on the library being built); the last line is the C tests' total, `N passed, N failed, N skipped`,
+# summed over every C test run (plain, valgrind, ASan+UBSan); the exit status is non-zero if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+export PATH="$HOME/.cargo/bin:$PATH"
+LOG=build/test-logs
+mkdir -p "$LOG"
+
+FAILED=()
+PASSED=0 FAILED_TESTS=0 SKIPPED=0
+
+section() { printf '\n==================== %s ====================\n' "$*"; }
+step() { # step NAME CMD...: run a section, record failure
+  local name=$1; shift
+  section "$name"
+  if "$@"; then echo "---- $name: ok"; else echo "---- $name: FAILED"; FAILED+=("$name"); return 1; fi
+}
+
+# ctest LABEL CMD...: run one C test executable; add its `N passed, N failed, N skipped` line to the totals.
+ctest() {
+  local label=$1; shift
+  local out="$LOG/${label//[^A-Za-z0-9_.-]/_}.log"
+  echo "---- $label"
+  "$@" > "$out" 2>&1
+  local rc=$?
+  grep -E '^FAIL |^  [^ ].*:[0-9]+: \[|^      (LLVM|ours): ' "$out" | head -60
+  local nskip
+  nskip=$(grep -c '^SKIP ' "$out")
+  if [ "$nskip" -gt 0 ]; then
+    echo "     $nskip skipped, e.g. $(grep -m1 '^SKIP ' "$out")"
+  fi
+  local line
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -1)
+  if [ -z "$line" ]; then
+    echo "     no summary line (rc $rc): the test crashed or was killed; last lines:"
+    tail -15 "$out" | sed 's/^/     /'
+    FAILED_TESTS=$((FAILED_TESTS + 1))
+    return 1
+  fi
+  local p f s
+  p=$(sed -E 's/^([0-9]+) passed.*/\1/' <<< "$line")
+  f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<< "$line")
+  s=$(sed -nE 's/.* ([0-9]+) skipped.*/\1/p' <<< "$line"); s=${s:-0}
+  PASSED=$((PASSED + p)); FAILED_TESTS=$((FAILED_TESTS + f)); SKIPPED=$((SKIPPED + s))
+  echo "     $line (rc $rc)"
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    echo "     exit status $rc without a failed test (valgrind/sanitizer error?); last lines:"
+    grep -E '==[0-9]+==|ERROR|runtime error' "$out" | head -20 | sed 's/^/     /'
+    FAILED_TESTS=$((FAILED_TESTS + 1))
+    return 1
+  fi
+  [ "$rc" -eq 0 ]
+}
+
+C_TESTS=(test_foundation test_cpu_device test_dlopen test_programs test_kernels test_queues)
+# Under valgrind: all but the two JIT-heavy tests (LLVM code generation under valgrind takes minutes per
+# program and would break CI's 30-minute budget); those two run under ASan+UBSan instead.
+VALGRIND_TESTS=(test_foundation test_cpu_device test_dlopen test_queues)
+export LD_LIBRARY_PATH="$ROOT/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+run_c_tests() {
+  local ok=0
+  for t in "${C_TESTS[@]}"; do ctest "$t" "build/ffi-tests/$t" || ok=1; done
+  return $ok
+}
+
+run_c_tests_valgrind() {
+  local ok=0
+  # OFFLOAD_RS_TESTS_SMALL: fewer iterations / smaller sizes in the stress tests (valgrind is ~50x slower).
+  for t in "${VALGRIND_TESTS[@]}"; do
+    ctest "valgrind $t" env OFFLOAD_RS_TESTS_SMALL=1 valgrind -q --error-exitcode=1 --leak-check=full \
+      --suppressions=ffi-tests/valgrind.supp env FFI_TESTS_NO_DLCLOSE=1 "build/ffi-tests/$t" || ok=1
+  done
+  return $ok
+}
+
+run_c_tests_asan() {
+  local ok=0
+  # Leak detection stays on (the interned errors stay reachable from the library's statics);
+  # FFI_TESTS_NO_DLCLOSE keeps test_dlopen from unmapping those statics before the leak check.
+  for t in "${C_TESTS[@]}"; do
+    ctest "asan+ubsan $t" env UBSAN_OPTIONS=print_stacktrace=1 FFI_TESTS_NO_DLCLOSE=1 "build/ffi-tests/asan/$t" || ok=1
+  done
+  return $ok
+}
+
+# The foundation tests whose expectations hold for LLVM 22's own library too (the others pass garbage
+# handles, use the host device for work, etc., which crash LLVM 22): run them against LLVM's library to
+# prove the expected codes and texts are LLVM's.
+LLVM_REFERENCE_TESTS=uninitialized_before_init_has_llvm_text_and_one_static_pointer,uninitialized_for_every_entry_point_and_twin,every_entry_point_with_null_arguments_and_twins_forward,uninitialized_after_last_shutdown,init_and_shutdown_are_refcounted,repeated_init_10x,iteration_host_device_last_and_stops_on_false,host_device_info_matches_llvm_table,host_platform_info_matches_llvm,every_platform_answers_every_property,getinfo_bad_enum_texts,getinfo_validation_order_and_texts,validation_order_of_every_entry_point,identical_errors_share_one_pointer_forever,host_to_host_memcpy,is_valid_binary_on_host_is_false,mem_free_of_unknown_memory,offload_trace_format,offload_trace_prints_enum_values_by_name,offload_trace_matches_llvm_line_by_line
+run_llvm_reference() {
+  ctest "test_foundation against LLVM 22's libLLVMOffload.so.22.1" env HARNESS_FILTER="$LLVM_REFERENCE_TESTS" \
+    LD_LIBRARY_PATH=/usr/lib/llvm-22/lib build/ffi-tests/test_foundation
+}
+
+device_info_tool() {
+  local out="$LOG/llvm-offload-device-info.log"
+  llvm-offload-device-info-22 > "$out" 2>&1
+  local rc=$?
+  grep -E '^\[|^Num Devices|^Platform Name' "$out"
+  [ "$rc" -eq 0 ] || { echo "exit status $rc"; cat "$out"; return 1; }
+  grep -q '^\[Virtual Host Device\]' "$out" || { echo "host device not listed"; return 1; }
+  grep -q 'no version information' "$out" && { echo "glibc version warning"; return 1; }
+  if build/ffi-tests/test_cpu_device 2>/dev/null | grep -q '^PASS cpu_device_info'; then
+    grep -q '^Platform Name: CPU' "$out" || { echo "CPU device present but not listed"; return 1; }
+  fi
+  return 0
+}
+
+step "dependencies" bash scripts/install-deps.sh || true
+fmt_check() { # the file list, not pages of diff (run `cargo fmt` to fix)
+  cargo fmt --check -- --color=never > "$LOG/cargo-fmt.log" 2>&1 && return 0
+  grep '^Diff in' "$LOG/cargo-fmt.log" | sed 's/:[0-9]*:$//' | sort | uniq -c
+  echo "(full diff: $LOG/cargo-fmt.log; run 'cargo fmt')"
+  return 1
+}
+
+step "cargo fmt --check" fmt_check
+step "cargo clippy --all-targets -- -D warnings" cargo clippy --all-targets -- -D warnings
+step "gen-codeloc --check" python3 scripts/gen-codeloc.py --check
+step "cargo test (incl. tests/header.rs)" cargo test
+if step "make lib" make lib; then
+  step "symbol check" bash ffi-tests/check_symbols.sh
+  step "ABI check (compile ffi-tests/abi_check.cpp)" make -C ffi-tests abi
+  step "tests compile against our header" make -C ffi-tests ours
+  if step "build C tests" make -C ffi-tests tests asan; then
+    step "C tests" run_c_tests
+    step "C test expectations checked against LLVM's own library" run_llvm_reference
+    step "C tests under valgrind" run_c_tests_valgrind
+    step "C tests with ASan+UBSan" run_c_tests_asan
+  fi
+  step "llvm-offload-device-info-22 with our library" device_info_tool
+fi
+
+section "summary"
+if [ ${#FAILED[@]} -gt 0 ]; then
+  printf 'FAILED sections:\n'; printf '  %s\n' "${FAILED[@]}"
+else
+  echo "all sections passed"
+fi
+echo "C test logs: $LOG/"
+echo "$PASSED passed, $FAILED_TESTS failed, $SKIPPED skipped"
+[ ${#FAILED[@]} -eq 0 ] && [ "$FAILED_TESTS" -eq 0 ]

@@ -18,16 +18,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update
-  # LLVM 22 comes from apt.llvm.org on Debian 12 / Ubuntu: add that repository if apt has no candidate.
-  if ! apt-cache policy llvm-22-dev 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-    . /etc/os-release
-    codename=${VERSION_CODENAME:?}
-    apt-get install -y --no-install-recommends ca-certificates curl
-    curl -fsSL https://apt.llvm.org/llvm-snapshot.gpg.key -o /usr/share/keyrings/apt.llvm.org.asc
-    echo "deb [signed-by=/usr/share/keyrings/apt.llvm.org.asc] http://apt.llvm.org/$codename/ llvm-toolchain-$codename-22 main" \
-      > /etc/apt/sources.list.d/apt.llvm.org-22.list
-    apt-get update
-  fi
   apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
@@ -36,9 +26,8 @@ if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
   export PATH="$HOME/.cargo/bin:$PATH"
 fi
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "install-deps: installing the Rust toolchain with rustup"
-  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt
-  export PATH="$HOME/.cargo/bin:$PATH"
+  echo "install-deps: no Rust toolchain (cargo) on PATH: this project needs the machine's Rust toolchain (1.85+)" >&2
+  exit 1
 fi
 if command -v rustup >/dev/null 2>&1; then
   cargo clippy --version >/dev/null 2>&1 || rustup component add clippy

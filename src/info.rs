@@ -10,18 +10,31 @@ use std::ffi::c_void;
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
 
-#[derive(Clone, Debug, PartialEq)]
-pub enum InfoValue {
-    Str(String),
+#[derive(Clone, Copy, Debug)]
+pub enum InfoValue<'a> {
+    Str(&'a str),
     U32(u32),
     U64(u64),
     Bool(bool),
     /// pointers and handles (8 bytes)
     Ptr(u64),
     Dims([u32; 3]),
+    /// an enumeration: 4 bytes, traced by its enumerator name
+    Enum(u32, fn(u32) -> &'static str),
 }
 
-impl InfoValue {
+impl InfoValue<'_> {
+    /// The exact byte size the value needs (strings include their NUL).
+    pub fn size(&self) -> usize {
+        match self {
+            InfoValue::Str(s) => s.len() + 1,
+            InfoValue::U32(_) | InfoValue::Enum(..) => 4,
+            InfoValue::U64(_) | InfoValue::Ptr(_) => 8,
+            InfoValue::Bool(_) => 1,
+            InfoValue::Dims(_) => 12,
+        }
+    }
+
     pub fn bytes(&self) -> Vec<u8> {
         match self {
             InfoValue::Str(s) => {
@@ -29,7 +42,7 @@ impl InfoValue {
                 v.push(0);
                 v
             }
-            InfoValue::U32(x) => x.to_ne_bytes().to_vec(),
+            InfoValue::U32(x) | InfoValue::Enum(x, _) => x.to_ne_bytes().to_vec(),
             InfoValue::U64(x) | InfoValue::Ptr(x) => x.to_ne_bytes().to_vec(),
             InfoValue::Bool(b) => vec![u8::from(*b)],
             InfoValue::Dims(d) => d.iter().flat_map(|x| x.to_ne_bytes()).collect(),
@@ -39,7 +52,8 @@ impl InfoValue {
     /// How the tracer prints the written value.
     pub fn trace(&self) -> String {
         match self {
-            InfoValue::Str(s) => s.clone(),
+            InfoValue::Str(s) => s.to_string(),
+            InfoValue::Enum(x, name) => name(*x).to_string(),
             InfoValue::U32(x) => x.to_string(),
             InfoValue::U64(x) => x.to_string(),
             InfoValue::Bool(b) => u8::from(*b).to_string(),
@@ -58,12 +72,24 @@ pub unsafe fn write(value: &InfoValue, prop_size: usize, prop_value: *mut c_void
     if prop_value.is_null() {
         return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "value and size outputs are nullptr"));
     }
-    let bytes = value.bytes();
-    if prop_size < bytes.len() {
+    if prop_size < value.size() {
         return Err(OlError::invalid_size("provided size is invalid"));
     }
-    // SAFETY: the caller guarantees prop_value is valid for prop_size >= bytes.len() bytes.
-    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), prop_value.cast::<u8>(), bytes.len()) };
+    let dst = prop_value.cast::<u8>();
+    // SAFETY: the caller guarantees prop_value is valid for prop_size >= value.size() bytes; each arm
+    // writes exactly value.size() bytes.
+    unsafe {
+        match value {
+            InfoValue::Str(s) => {
+                std::ptr::copy_nonoverlapping(s.as_ptr(), dst, s.len());
+                dst.add(s.len()).write(0);
+            }
+            InfoValue::U32(x) | InfoValue::Enum(x, _) => dst.cast::<u32>().write_unaligned(*x),
+            InfoValue::U64(x) | InfoValue::Ptr(x) => dst.cast::<u64>().write_unaligned(*x),
+            InfoValue::Bool(b) => dst.write(u8::from(*b)),
+            InfoValue::Dims(d) => dst.cast::<[u32; 3]>().write_unaligned(*d),
+        }
+    }
     Ok(())
 }
 
@@ -76,7 +102,7 @@ pub unsafe fn write_size(value: &InfoValue, size_ret: *mut usize) -> OlResult<()
         return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "value and size outputs are nullptr"));
     }
     // SAFETY: checked non-NULL; the caller guarantees it is writable.
-    unsafe { size_ret.write_unaligned(value.bytes().len()) };
+    unsafe { size_ret.write_unaligned(value.size()) };
     Ok(())
 }
 
@@ -86,7 +112,7 @@ mod tests {
 
     #[test]
     fn strings_include_nul_and_small_buffers_are_rejected_untouched() {
-        let v = InfoValue::Str("Host".into());
+        let v = InfoValue::Str("Host");
         let mut sz = 0usize;
         // SAFETY: valid out pointer.
         unsafe { write_size(&v, &mut sz).unwrap() };

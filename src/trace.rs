@@ -56,3 +56,41 @@ pub fn out<T>(p: *const T, value: Option<String>) -> String {
         (false, None) => format!("{p:p}"),
     }
 }
+
+/// A pointer-typed out-parameter, read after the call whatever its result (as LLVM's tracer does):
+/// `0xADDR (nullptr)` / `0xADDR (0xVALUE)`.
+///
+/// # Safety
+/// `p` must be NULL or valid for reading a pointer.
+pub unsafe fn out_ptr<T>(p: *const *mut T) -> String {
+    if p.is_null() {
+        return "nullptr".into();
+    }
+    // SAFETY: non-NULL and readable per the caller contract (the entry point's own out-parameter).
+    let v = unsafe { p.read_unaligned() };
+    format!("{p:p} ({})", ptr(v))
+}
+
+/// A `size_t` out-parameter, read after the call: `0xADDR (N)`.
+///
+/// # Safety
+/// `p` must be NULL or valid for reading a `size_t`.
+pub unsafe fn out_usize(p: *const usize) -> String {
+    if p.is_null() {
+        return "nullptr".into();
+    }
+    // SAFETY: non-NULL and readable per the caller contract.
+    format!("{p:p} ({})", unsafe { p.read_unaligned() })
+}
+
+/// A `bool` out-parameter, read after the call: `0xADDR (0|1)`.
+///
+/// # Safety
+/// `p` must be NULL or valid for reading one byte.
+pub unsafe fn out_bool(p: *const bool) -> String {
+    if p.is_null() {
+        return "nullptr".into();
+    }
+    // SAFETY: non-NULL and readable per the caller contract; read as a byte so any value is defined.
+    format!("{p:p} ({})", unsafe { p.cast::<u8>().read() })
+}

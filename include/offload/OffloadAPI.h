@@ -27,6 +27,54 @@
 #define OL_VERSION_PATCH 1
 
 
+// Group size answered by `olCalculateOptimalOccupancy`: 256 work-items. On the CPU a work-group is a
+// loop on one thread, so the size only needs to be a multiple of the widest SIMD width (16 floats with
+// AVX-512) and large enough to amortise the per-group call; 256 is what the measurements in
+// cpu-kernels.md §4b used and keeps 256 x 4 bytes of a vector in L1. `SharedMemory` is taken as
+// dynamic local memory per work-group, as LLVM 22's CUDA plugin passes it: it does not change the
+// answer, but more than the device's local memory is `OutOfResources`.
+#define OPTIMAL_GROUP_SIZE 256
+
+// `OL_DEVICE_TYPE_CPU`
+#define DEVICE_TYPE_CPU 3
+
+// Local (`__shared__`) memory per work-group, static plus dynamic. 64 KiB: more than CUDA's default
+// 48 KiB so ported kernels fit, small enough to stay in L2.
+#define LOCAL_MEM_PER_GROUP (64 * 1024)
+
+// Work-items per group (CUDA's limit).
+#define MAX_GROUP_SIZE 1024
+
+// Memory clock in MHz when SMBIOS cannot be read: DDR4-3200 (3200 MT/s, 1600 MHz clock).
+#define FALLBACK_MEMORY_CLOCK_MHZ 1600
+
+// `fp_config` bits (`ol_device_fp_capability_flags_t`): denorm, inf/nan, round-to-nearest, round-to-zero,
+// round-to-inf, fma, correctly-rounded divide/sqrt: all IEEE-754 on x86 (SSE2/AVX).
+#define FP_CONFIG_FULL 127
+
+// Largest allocation served by the global allocator.
+#define SMALL_MAX (256 * 1024)
+
+// Largest mapping pre-faulted at allocation time (larger ones may be sparsely used).
+#define POPULATE_MAX (1 << 30)
+
+// Copies/fills from this size on run on the pool.
+#define PARALLEL_MIN (16 << 20)
+
+// Bytes per pool item of a parallel copy/fill.
+#define PARALLEL_BLOCK (1 << 20)
+
+// Alignment of every allocation.
+#define MIN_ALIGN 64
+
+// Stack of each worker: JIT'd kernels keep private arrays on the stack.
+#define WORKER_STACK (16 << 20)
+
+// Jobs are limited to this many items so that the chunk counter cannot overflow.
+#define MAX_ITEMS (1 << 62)
+
+#define AlignedBuf_ALIGN 64
+
 // Opaque target of `ol_context_handle_t` (declared by LLVM 22, used by no entry point).
 typedef struct ol_context_impl_t ol_context_impl_t;
 
@@ -158,6 +206,8 @@ typedef uint32_t ol_device_type_t;
 typedef uint32_t ol_platform_backend_t;
 
 typedef struct ol_context_impl_t *ol_context_handle_t;
+
+typedef uint32_t ol_device_fp_capability_flags_t;
 
 #define OL_ALLOC_TYPE_HOST 0
 
@@ -394,6 +444,9 @@ typedef struct ol_context_impl_t *ol_context_handle_t;
 // offload-rs extension: the backend of the CPU compute platform. Outside LLVM 22's range on purpose, so
 // that clients which skip `HOST` and `UNKNOWN` platforms (the UR adapter, LLVM's tests) use the CPU device.
 #define OL_PLATFORM_BACKEND_CPU 256
+
+// Work-items per group per dimension (CUDA's limits).
+#define MAX_GROUP_SIZE_PER_DIM { 1024, 1024, 64, }
 
 #ifdef __cplusplus
 extern "C" {

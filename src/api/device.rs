@@ -46,20 +46,31 @@ pub(crate) fn device_info_name(name: ol_device_info_t) -> &'static str {
     NAMES.get(name.0 as usize).copied().unwrap_or("unknown enumerator")
 }
 
+fn device_type_name(t: u32) -> &'static str {
+    const NAMES: [&str; 5] = [
+        "OL_DEVICE_TYPE_DEFAULT",
+        "OL_DEVICE_TYPE_ALL",
+        "OL_DEVICE_TYPE_GPU",
+        "OL_DEVICE_TYPE_CPU",
+        "OL_DEVICE_TYPE_HOST",
+    ];
+    NAMES.get(t as usize).copied().unwrap_or("unknown enumerator")
+}
+
 /// The value of a device property: LLVM 22's values for the virtual host device, the plugin's for others.
-pub(crate) fn device_info(dev: &Device, name: ol_device_info_t) -> OlResult<InfoValue> {
+pub(crate) fn device_info(dev: &Device, name: ol_device_info_t) -> OlResult<InfoValue<'_>> {
     use InfoValue::*;
     if name.0 >= OL_DEVICE_INFO_LAST.0 {
         return Err(OlError::invalid_enum(format!("getDeviceInfo enum '{}' is invalid", name.0 as i32)));
     }
     let v = match &dev.kind {
         DeviceKind::Host => match name {
-            OL_DEVICE_INFO_TYPE => U32(OL_DEVICE_TYPE_HOST.0),
+            OL_DEVICE_INFO_TYPE => Enum(OL_DEVICE_TYPE_HOST.0, device_type_name),
             OL_DEVICE_INFO_PLATFORM => Ptr(dev.platform),
-            OL_DEVICE_INFO_NAME | OL_DEVICE_INFO_PRODUCT_NAME => Str("Virtual Host Device".into()),
-            OL_DEVICE_INFO_UID => Str("HOST".into()),
-            OL_DEVICE_INFO_VENDOR => Str("Liboffload".into()),
-            OL_DEVICE_INFO_DRIVER_VERSION => Str("22.1.8".into()),
+            OL_DEVICE_INFO_NAME | OL_DEVICE_INFO_PRODUCT_NAME => Str("Virtual Host Device"),
+            OL_DEVICE_INFO_UID => Str("HOST"),
+            OL_DEVICE_INFO_VENDOR => Str("Liboffload"),
+            OL_DEVICE_INFO_DRIVER_VERSION => Str("22.1.8"),
             OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE => U32(1),
             OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE_PER_DIMENSION => Dims([1, 1, 1]),
             OL_DEVICE_INFO_MAX_WORK_SIZE => U32(u32::MAX),
@@ -79,13 +90,13 @@ pub(crate) fn device_info(dev: &Device, name: ol_device_info_t) -> OlResult<Info
         DeviceKind::Plugin(p) => {
             let i = p.info();
             match name {
-                OL_DEVICE_INFO_TYPE => U32(i.device_type),
+                OL_DEVICE_INFO_TYPE => Enum(i.device_type, device_type_name),
                 OL_DEVICE_INFO_PLATFORM => Ptr(dev.platform),
-                OL_DEVICE_INFO_NAME => Str(i.name.clone()),
-                OL_DEVICE_INFO_PRODUCT_NAME => Str(i.product_name.clone()),
-                OL_DEVICE_INFO_UID => Str(i.uid.clone()),
-                OL_DEVICE_INFO_VENDOR => Str(i.vendor.clone()),
-                OL_DEVICE_INFO_DRIVER_VERSION => Str(i.driver_version.clone()),
+                OL_DEVICE_INFO_NAME => Str(&i.name),
+                OL_DEVICE_INFO_PRODUCT_NAME => Str(&i.product_name),
+                OL_DEVICE_INFO_UID => Str(&i.uid),
+                OL_DEVICE_INFO_VENDOR => Str(&i.vendor),
+                OL_DEVICE_INFO_DRIVER_VERSION => Str(&i.driver_version),
                 OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE => U32(i.max_work_group_size),
                 OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE_PER_DIMENSION => Dims(i.max_work_group_size_per_dim),
                 OL_DEVICE_INFO_MAX_WORK_SIZE => U32(i.max_work_size),
@@ -174,7 +185,9 @@ pub unsafe extern "C" fn ol_get_device_info(
             let v = device_info(&d, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
             unsafe { info::write(&v, PropSize, PropValue) }?;
-            let _ = shown.set(v.trace());
+            if ctx.trace {
+                let _ = shown.set(v.trace());
+            }
             Ok(())
         },
         || {
@@ -201,7 +214,6 @@ pub unsafe extern "C" fn ol_get_device_info_size(
     PropName: ol_device_info_t,
     PropSizeRet: *mut usize,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
     entry(
         "olGetDeviceInfoSize",
         |ctx| {
@@ -216,7 +228,6 @@ pub unsafe extern "C" fn ol_get_device_info_size(
             let v = device_info(&d, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).
             unsafe { info::write_size(&v, PropSizeRet) }?;
-            let _ = shown.set(v.bytes().len().to_string());
             Ok(())
         },
         || {
@@ -224,7 +235,8 @@ pub unsafe extern "C" fn ol_get_device_info_size(
                 ".Device = {}, .PropName = {}, .PropSizeRet = {}",
                 trace::ptr(Device),
                 device_info_name(PropName),
-                trace::out(PropSizeRet, shown.get().cloned())
+                // SAFETY: the out-parameter is NULL or valid (caller contract).
+                unsafe { trace::out_usize(PropSizeRet) }
             )
         },
     )

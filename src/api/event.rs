@@ -18,7 +18,6 @@ use crate::trace;
 /// `Event` must be NULL or valid for writing a handle.
 #[unsafe(export_name = "olCreateEvent")]
 pub unsafe extern "C" fn ol_create_event(Queue: ol_queue_handle_t, Event: *mut ol_event_handle_t) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
     entry(
         "olCreateEvent",
         |ctx| {
@@ -36,10 +35,15 @@ pub unsafe extern "C" fn ol_create_event(Queue: ol_queue_handle_t, Event: *mut o
             let e = objects::create_event(&q)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(Event, e as usize as ol_event_handle_t, "Event") }?;
-            let _ = shown.set(format!("0x{e:x}"));
             Ok(())
         },
-        || format!(".Queue = {}, .Event = {}", trace::ptr(Queue), trace::out(Event, shown.get().cloned())),
+        || {
+            format!(
+                ".Queue = {}, .Event = {}",
+                trace::ptr(Queue), // SAFETY: the out-parameter is NULL or valid (caller contract).
+                unsafe { trace::out_ptr(Event) }
+            )
+        },
     )
 }
 
@@ -82,7 +86,7 @@ pub unsafe extern "C" fn ol_sync_event(Event: ol_event_handle_t) -> ol_result_t 
     )
 }
 
-fn event_info(e: &Event, name: ol_event_info_t) -> OlResult<InfoValue> {
+fn event_info(e: &Event, name: ol_event_info_t) -> OlResult<InfoValue<'static>> {
     Ok(match name {
         OL_EVENT_INFO_QUEUE => InfoValue::Ptr(e.queue),
         OL_EVENT_INFO_IS_COMPLETE => InfoValue::Bool(objects::event_is_complete(e)?),
@@ -128,7 +132,7 @@ pub unsafe extern "C" fn ol_get_event_info(
             let v = event_info(&e, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
             unsafe { info::write(&v, PropSize, PropValue) }?;
-            let _ = shown.set(v.trace());
+            let _ = shown.set(v);
             Ok(())
         },
         || {
@@ -136,7 +140,7 @@ pub unsafe extern "C" fn ol_get_event_info(
                 ".Event = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
                 trace::ptr(Event),
                 event_info_name(PropName),
-                trace::out(PropValue, shown.get().cloned())
+                trace::out(PropValue, shown.get().map(|v| v.trace()))
             )
         },
     )
@@ -155,7 +159,6 @@ pub unsafe extern "C" fn ol_get_event_info_size(
     PropName: ol_event_info_t,
     PropSizeRet: *mut usize,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
     entry(
         "olGetEventInfoSize",
         |ctx| {
@@ -170,7 +173,6 @@ pub unsafe extern "C" fn ol_get_event_info_size(
             let v = event_info(&e, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).
             unsafe { info::write_size(&v, PropSizeRet) }?;
-            let _ = shown.set(v.bytes().len().to_string());
             Ok(())
         },
         || {
@@ -178,7 +180,8 @@ pub unsafe extern "C" fn ol_get_event_info_size(
                 ".Event = {}, .PropName = {}, .PropSizeRet = {}",
                 trace::ptr(Event),
                 event_info_name(PropName),
-                trace::out(PropSizeRet, shown.get().cloned())
+                // SAFETY: the out-parameter is NULL or valid (caller contract).
+                unsafe { trace::out_usize(PropSizeRet) }
             )
         },
     )

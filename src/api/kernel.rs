@@ -109,7 +109,6 @@ pub unsafe extern "C" fn ol_calculate_optimal_occupancy(
     SharedMemory: usize,
     GroupSize: *mut usize,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
     entry(
         "olCalculateOptimalOccupancy",
         |ctx| {
@@ -126,7 +125,6 @@ pub unsafe extern "C" fn ol_calculate_optimal_occupancy(
             let n = objects::optimal_group_size(&d, &k, SharedMemory)?;
             // SAFETY: GroupSize is NULL (rejected) or writable per the caller contract.
             unsafe { write_out(GroupSize, n, "GroupSize") }?;
-            let _ = shown.set(n.to_string());
             Ok(())
         },
         || {
@@ -134,7 +132,8 @@ pub unsafe extern "C" fn ol_calculate_optimal_occupancy(
                 ".Device = {}, .Kernel = {}, .SharedMemory = {SharedMemory}, .GroupSize = {}",
                 trace::ptr(Device),
                 trace::ptr(Kernel),
-                trace::out(GroupSize, shown.get().cloned())
+                // SAFETY: the out-parameter is NULL or valid (caller contract).
+                unsafe { trace::out_usize(GroupSize) }
             )
         },
     )

@@ -44,7 +44,6 @@ pub unsafe extern "C" fn ol_mem_alloc(
     Size: usize,
     AllocationOut: *mut *mut c_void,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
     entry(
         "olMemAlloc",
         |ctx| {
@@ -66,7 +65,6 @@ pub unsafe extern "C" fn ol_mem_alloc(
             let p = ctx.allocs.alloc(&d, Type.0, Size)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(AllocationOut, p as *mut c_void, "AllocationOut") }?;
-            let _ = shown.set(format!("0x{p:x}"));
             Ok(())
         },
         || {
@@ -74,7 +72,8 @@ pub unsafe extern "C" fn ol_mem_alloc(
                 ".Device = {}, .Type = {}, .Size = {Size}, .AllocationOut = {}",
                 trace::ptr(Device),
                 alloc_type_name(Type),
-                trace::out(AllocationOut, shown.get().cloned())
+                // SAFETY: the out-parameter is NULL or valid (caller contract).
+                unsafe { trace::out_ptr(AllocationOut) }
             )
         },
     )
@@ -99,13 +98,13 @@ pub unsafe extern "C" fn ol_mem_free(Address: *mut c_void) -> ol_result_t {
     )
 }
 
-fn mem_info(ctx: &Context, ptr: usize, name: ol_mem_info_t) -> OlResult<InfoValue> {
+fn mem_info(ctx: &Context, ptr: usize, name: ol_mem_info_t) -> OlResult<InfoValue<'static>> {
     let m = ctx.allocs.info(ptr)?;
     Ok(match name {
         OL_MEM_INFO_DEVICE => InfoValue::Ptr(m.device),
         OL_MEM_INFO_BASE => InfoValue::Ptr(m.base as u64),
         OL_MEM_INFO_SIZE => InfoValue::U64(m.size as u64),
-        OL_MEM_INFO_TYPE => InfoValue::U32(m.raw_type),
+        OL_MEM_INFO_TYPE => InfoValue::Enum(m.raw_type, |t| alloc_type_name(ol_alloc_type_t(t))),
         other => return Err(OlError::invalid_enum(format!("olGetMemInfo enum '{}' is invalid", other.0 as i32))),
     })
 }
@@ -139,7 +138,7 @@ pub unsafe extern "C" fn ol_get_mem_info(
             let v = mem_info(ctx, Ptr as usize, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
             unsafe { info::write(&v, PropSize, PropValue) }?;
-            let _ = shown.set(v.trace());
+            let _ = shown.set(v);
             Ok(())
         },
         || {
@@ -147,7 +146,7 @@ pub unsafe extern "C" fn ol_get_mem_info(
                 ".Ptr = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
                 trace::ptr(Ptr),
                 mem_info_name(PropName),
-                trace::out(PropValue, shown.get().cloned())
+                trace::out(PropValue, shown.get().map(|v| v.trace()))
             )
         },
     )
@@ -165,7 +164,6 @@ pub unsafe extern "C" fn ol_get_mem_info_size(
     PropName: ol_mem_info_t,
     PropSizeRet: *mut usize,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
     entry(
         "olGetMemInfoSize",
         |ctx| {
@@ -179,7 +177,6 @@ pub unsafe extern "C" fn ol_get_mem_info_size(
             let v = mem_info(ctx, Ptr as usize, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).
             unsafe { info::write_size(&v, PropSizeRet) }?;
-            let _ = shown.set(v.bytes().len().to_string());
             Ok(())
         },
         || {
@@ -187,7 +184,8 @@ pub unsafe extern "C" fn ol_get_mem_info_size(
                 ".Ptr = {}, .PropName = {}, .PropSizeRet = {}",
                 trace::ptr(Ptr),
                 mem_info_name(PropName),
-                trace::out(PropSizeRet, shown.get().cloned())
+                // SAFETY: the out-parameter is NULL or valid (caller contract).
+                unsafe { trace::out_usize(PropSizeRet) }
             )
         },
     )
@@ -310,7 +308,6 @@ pub unsafe extern "C" fn ol_mem_register(
     Flags: ol_memory_register_flags_t,
     PinnedPtr: *mut *mut c_void,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
     entry(
         "olMemRegister",
         |ctx| {
@@ -330,7 +327,6 @@ pub unsafe extern "C" fn ol_mem_register(
             let pinned = d.plugin("olMemRegister")?.register_host(Ptr as usize, Size)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(PinnedPtr, pinned as *mut c_void, "PinnedPtr") }?;
-            let _ = shown.set(format!("0x{pinned:x}"));
             Ok(())
         },
         || {
@@ -338,7 +334,8 @@ pub unsafe extern "C" fn ol_mem_register(
                 ".Device = {}, .Ptr = {}, .Size = {Size}, .Flags = {Flags}, .PinnedPtr = {}",
                 trace::ptr(Device),
                 trace::ptr(Ptr),
-                trace::out(PinnedPtr, shown.get().cloned())
+                // SAFETY: the out-parameter is NULL or valid (caller contract).
+                unsafe { trace::out_ptr(PinnedPtr) }
             )
         },
     )

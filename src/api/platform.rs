@@ -10,12 +10,24 @@ use crate::info::{self, InfoValue};
 use crate::runtime::Platform;
 use crate::trace;
 
-pub(crate) fn platform_info(p: &Platform, name: ol_platform_info_t) -> OlResult<InfoValue> {
+fn backend_name(b: u32) -> &'static str {
+    match ol_platform_backend_t(b) {
+        OL_PLATFORM_BACKEND_UNKNOWN => "OL_PLATFORM_BACKEND_UNKNOWN",
+        OL_PLATFORM_BACKEND_CUDA => "OL_PLATFORM_BACKEND_CUDA",
+        OL_PLATFORM_BACKEND_AMDGPU => "OL_PLATFORM_BACKEND_AMDGPU",
+        OL_PLATFORM_BACKEND_LEVEL_ZERO => "OL_PLATFORM_BACKEND_LEVEL_ZERO",
+        OL_PLATFORM_BACKEND_HOST => "OL_PLATFORM_BACKEND_HOST",
+        OL_PLATFORM_BACKEND_CPU => "OL_PLATFORM_BACKEND_CPU",
+        _ => "unknown enumerator",
+    }
+}
+
+pub(crate) fn platform_info(p: &Platform, name: ol_platform_info_t) -> OlResult<InfoValue<'_>> {
     Ok(match name {
-        OL_PLATFORM_INFO_NAME => InfoValue::Str(p.name.clone()),
-        OL_PLATFORM_INFO_VENDOR_NAME => InfoValue::Str(p.vendor.clone()),
-        OL_PLATFORM_INFO_VERSION => InfoValue::Str("v0.0.1".into()),
-        OL_PLATFORM_INFO_BACKEND => InfoValue::U32(p.backend.0),
+        OL_PLATFORM_INFO_NAME => InfoValue::Str(&p.name),
+        OL_PLATFORM_INFO_VENDOR_NAME => InfoValue::Str(&p.vendor),
+        OL_PLATFORM_INFO_VERSION => InfoValue::Str("v0.0.1"),
+        OL_PLATFORM_INFO_BACKEND => InfoValue::Enum(p.backend.0, backend_name),
         other => return Err(OlError::invalid_enum(format!("getPlatformInfo enum '{}' is invalid", other.0 as i32))),
     })
 }
@@ -61,7 +73,9 @@ pub unsafe extern "C" fn ol_get_platform_info(
             let v = platform_info(&p, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
             unsafe { info::write(&v, PropSize, PropValue) }?;
-            let _ = shown.set(v.trace());
+            if ctx.trace {
+                let _ = shown.set(v.trace());
+            }
             Ok(())
         },
         || {
@@ -88,7 +102,6 @@ pub unsafe extern "C" fn ol_get_platform_info_size(
     PropName: ol_platform_info_t,
     PropSizeRet: *mut usize,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
     entry(
         "olGetPlatformInfoSize",
         |ctx| {
@@ -103,7 +116,6 @@ pub unsafe extern "C" fn ol_get_platform_info_size(
             let v = platform_info(&p, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).
             unsafe { info::write_size(&v, PropSizeRet) }?;
-            let _ = shown.set(v.bytes().len().to_string());
             Ok(())
         },
         || {
@@ -111,7 +123,8 @@ pub unsafe extern "C" fn ol_get_platform_info_size(
                 ".Platform = {}, .PropName = {}, .PropSizeRet = {}",
                 trace::ptr(Platform),
                 platform_info_name(PropName),
-                trace::out(PropSizeRet, shown.get().cloned())
+                // SAFETY: the out-parameter is NULL or valid (caller contract).
+                unsafe { trace::out_usize(PropSizeRet) }
             )
         },
     )

@@ -26,7 +26,6 @@ pub unsafe extern "C" fn ol_create_program(
     ProgDataSize: usize,
     Program: *mut ol_program_handle_t,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
     entry(
         "olCreateProgram",
         |ctx| {
@@ -50,7 +49,6 @@ pub unsafe extern "C" fn ol_create_program(
                 handle::remove(p);
                 return Err(e);
             }
-            let _ = shown.set(format!("0x{p:x}"));
             Ok(())
         },
         || {
@@ -58,7 +56,8 @@ pub unsafe extern "C" fn ol_create_program(
                 ".Device = {}, .ProgData = {}, .ProgDataSize = {ProgDataSize}, .Program = {}",
                 trace::ptr(Device),
                 trace::ptr(ProgData),
-                trace::out(Program, shown.get().cloned())
+                // SAFETY: the out-parameter is NULL or valid (caller contract).
+                unsafe { trace::out_ptr(Program) }
             )
         },
     )
@@ -78,7 +77,6 @@ pub unsafe extern "C" fn ol_is_valid_binary(
     ProgDataSize: usize,
     Valid: *mut bool,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
     entry(
         "olIsValidBinary",
         |ctx| {
@@ -99,7 +97,6 @@ pub unsafe extern "C" fn ol_is_valid_binary(
             let ok = objects::is_valid_binary(&d, image);
             // SAFETY: Valid is NULL (rejected) or writable per the caller contract.
             unsafe { write_out(Valid, ok, "Valid") }?;
-            let _ = shown.set(u8::from(ok).to_string());
             Ok(())
         },
         || {
@@ -107,7 +104,8 @@ pub unsafe extern "C" fn ol_is_valid_binary(
                 ".Device = {}, .ProgData = {}, .ProgDataSize = {ProgDataSize}, .Valid = {}",
                 trace::ptr(Device),
                 trace::ptr(ProgData),
-                trace::out(Valid, shown.get().cloned())
+                // SAFETY: the out-parameter is NULL or valid (caller contract).
+                unsafe { trace::out_bool(Valid) }
             )
         },
     )

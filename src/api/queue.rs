@@ -20,7 +20,6 @@ use crate::trace;
 /// `Queue` must be NULL or valid for writing a handle.
 #[unsafe(export_name = "olCreateQueue")]
 pub unsafe extern "C" fn ol_create_queue(Device: ol_device_handle_t, Queue: *mut ol_queue_handle_t) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
     entry(
         "olCreateQueue",
         |ctx| {
@@ -38,10 +37,15 @@ pub unsafe extern "C" fn ol_create_queue(Device: ol_device_handle_t, Queue: *mut
             let q = objects::create_queue(&d)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(Queue, q as usize as ol_queue_handle_t, "Queue") }?;
-            let _ = shown.set(format!("0x{q:x}"));
             Ok(())
         },
-        || format!(".Device = {}, .Queue = {}", trace::ptr(Device), trace::out(Queue, shown.get().cloned())),
+        || {
+            format!(
+                ".Device = {}, .Queue = {}",
+                trace::ptr(Device), // SAFETY: the out-parameter is NULL or valid (caller contract).
+                unsafe { trace::out_ptr(Queue) }
+            )
+        },
     )
 }
 
@@ -128,7 +132,7 @@ pub unsafe extern "C" fn ol_wait_events(
     )
 }
 
-fn queue_info(q: &Queue, name: ol_queue_info_t) -> OlResult<InfoValue> {
+fn queue_info(q: &Queue, name: ol_queue_info_t) -> OlResult<InfoValue<'static>> {
     Ok(match name {
         OL_QUEUE_INFO_DEVICE => InfoValue::Ptr(q.device.handle),
         OL_QUEUE_INFO_EMPTY => InfoValue::Bool(q.inner.is_empty()?),
@@ -174,7 +178,7 @@ pub unsafe extern "C" fn ol_get_queue_info(
             let v = queue_info(&q, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
             unsafe { info::write(&v, PropSize, PropValue) }?;
-            let _ = shown.set(v.trace());
+            let _ = shown.set(v);
             Ok(())
         },
         || {
@@ -182,7 +186,7 @@ pub unsafe extern "C" fn ol_get_queue_info(
                 ".Queue = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
                 trace::ptr(Queue),
                 queue_info_name(PropName),
-                trace::out(PropValue, shown.get().cloned())
+                trace::out(PropValue, shown.get().map(|v| v.trace()))
             )
         },
     )
@@ -201,7 +205,6 @@ pub unsafe extern "C" fn ol_get_queue_info_size(
     PropName: ol_queue_info_t,
     PropSizeRet: *mut usize,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
     entry(
         "olGetQueueInfoSize",
         |ctx| {
@@ -216,7 +219,6 @@ pub unsafe extern "C" fn ol_get_queue_info_size(
             let v = queue_info(&q, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).
             unsafe { info::write_size(&v, PropSizeRet) }?;
-            let _ = shown.set(v.bytes().len().to_string());
             Ok(())
         },
         || {
@@ -224,7 +226,8 @@ pub unsafe extern "C" fn ol_get_queue_info_size(
                 ".Queue = {}, .PropName = {}, .PropSizeRet = {}",
                 trace::ptr(Queue),
                 queue_info_name(PropName),
-                trace::out(PropSizeRet, shown.get().cloned())
+                // SAFETY: the out-parameter is NULL or valid (caller contract).
+                unsafe { trace::out_usize(PropSizeRet) }
             )
         },
     )

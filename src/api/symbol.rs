@@ -43,7 +43,6 @@ pub unsafe extern "C" fn ol_get_symbol(
     Kind: ol_symbol_kind_t,
     Symbol: *mut ol_symbol_handle_t,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
     entry(
         "olGetSymbol",
         |ctx| {
@@ -71,7 +70,6 @@ pub unsafe extern "C" fn ol_get_symbol(
             let s = objects::get_symbol(&p, &name, kind)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(Symbol, s as usize as ol_symbol_handle_t, "Symbol") }?;
-            let _ = shown.set(format!("0x{s:x}"));
             Ok(())
         },
         || {
@@ -81,13 +79,14 @@ pub unsafe extern "C" fn ol_get_symbol(
                 // SAFETY: Name is NULL or a valid C string (caller contract).
                 unsafe { trace::cstr(Name) },
                 kind_name(Kind),
-                trace::out(Symbol, shown.get().cloned())
+                // SAFETY: the out-parameter is NULL or valid (caller contract).
+                unsafe { trace::out_ptr(Symbol) }
             )
         },
     )
 }
 
-fn symbol_info(s: &Symbol, name: ol_symbol_info_t) -> OlResult<InfoValue> {
+fn symbol_info(s: &Symbol, name: ol_symbol_info_t) -> OlResult<InfoValue<'static>> {
     let need_global = |what: ol_symbol_info_t| -> OlResult<crate::plugin::GlobalInfo> {
         s.global.ok_or_else(|| {
             OlError::new(
@@ -101,7 +100,7 @@ fn symbol_info(s: &Symbol, name: ol_symbol_info_t) -> OlResult<InfoValue> {
         })
     };
     Ok(match name {
-        OL_SYMBOL_INFO_KIND => InfoValue::U32(s.kind.raw().0),
+        OL_SYMBOL_INFO_KIND => InfoValue::Enum(s.kind.raw().0, |k| kind_name(ol_symbol_kind_t(k))),
         OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS => InfoValue::Ptr(need_global(name)?.addr as u64),
         OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE => InfoValue::U64(need_global(name)?.size as u64),
         other => return Err(OlError::invalid_enum(format!("olGetSymbolInfo enum '{}' is invalid", other.0 as i32))),
@@ -139,7 +138,7 @@ pub unsafe extern "C" fn ol_get_symbol_info(
             let v = symbol_info(&s, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
             unsafe { info::write(&v, PropSize, PropValue) }?;
-            let _ = shown.set(v.trace());
+            let _ = shown.set(v);
             Ok(())
         },
         || {
@@ -147,7 +146,7 @@ pub unsafe extern "C" fn ol_get_symbol_info(
                 ".Symbol = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
                 trace::ptr(Symbol),
                 info_name(PropName),
-                trace::out(PropValue, shown.get().cloned())
+                trace::out(PropValue, shown.get().map(|v| v.trace()))
             )
         },
     )
@@ -166,7 +165,6 @@ pub unsafe extern "C" fn ol_get_symbol_info_size(
     PropName: ol_symbol_info_t,
     PropSizeRet: *mut usize,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
     entry(
         "olGetSymbolInfoSize",
         |ctx| {
@@ -181,7 +179,6 @@ pub unsafe extern "C" fn ol_get_symbol_info_size(
             let v = symbol_info(&s, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).
             unsafe { info::write_size(&v, PropSizeRet) }?;
-            let _ = shown.set(v.bytes().len().to_string());
             Ok(())
         },
         || {
@@ -189,7 +186,8 @@ pub unsafe extern "C" fn ol_get_symbol_info_size(
                 ".Symbol = {}, .PropName = {}, .PropSizeRet = {}",
                 trace::ptr(Symbol),
                 info_name(PropName),
-                trace::out(PropSizeRet, shown.get().cloned())
+                // SAFETY: the out-parameter is NULL or valid (caller contract).
+                unsafe { trace::out_usize(PropSizeRet) }
             )
         },
     )

@@ -12,9 +12,7 @@ pub fn is_valid_for_cpu(_image: &[u8]) -> bool {
 
 /// Load (JIT-compile) an image.
 pub fn load(_image: &[u8]) -> Result<LoadedImage, JitError> {
-    Err(JitError::InvalidBinary(
-        "the JIT is a stub on this branch".into(),
-    ))
+    Err(JitError::InvalidBinary("the JIT is a stub on this branch".into()))
 }
 
 #[derive(thiserror::Error, Debug)]

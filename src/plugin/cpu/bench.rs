@@ -54,31 +54,16 @@ fn time_n(n: usize, mut f: impl FnMut()) -> Vec<Duration> {
 pub fn run() {
     let dev = device();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!(
-        "CPU device: {} ({} threads), loadavg {}",
-        dev.info().name,
-        pool::pool().threads(),
-        load.trim()
-    );
+    println!("CPU device: {} ({} threads), loadavg {}", dev.info().name, pool::pool().threads(), load.trim());
     // SAFETY: does nothing.
-    let empty: Arc<dyn Kernel> =
-        Arc::new(unsafe { CpuKernel::from_raw("empty", empty_wg, vec![], 0) });
-    let d1 = LaunchDims {
-        num_groups: [1, 1, 1],
-        group_size: [1, 1, 1],
-        dyn_shared_mem: 0,
-    };
+    let empty: Arc<dyn Kernel> = Arc::new(unsafe { CpuKernel::from_raw("empty", empty_wg, vec![], 0) });
+    let d1 = LaunchDims { num_groups: [1, 1, 1], group_size: [1, 1, 1], dyn_shared_mem: 0 };
     for groups in [1u32, 2, 64] {
-        let d = LaunchDims {
-            num_groups: [groups, 1, 1],
-            ..d1
-        };
+        let d = LaunchDims { num_groups: [groups, 1, 1], ..d1 };
         for _ in 0..1000 {
             dev.launch_sync(empty.clone(), &[], d).unwrap();
         }
-        let (med, min) = stats(time_n(20000, || {
-            dev.launch_sync(empty.clone(), &[], d).unwrap()
-        }));
+        let (med, min) = stats(time_n(20000, || dev.launch_sync(empty.clone(), &[], d).unwrap()));
         println!("empty launch_sync, {groups:>2} groups: median {med:.2} us, min {min:.2} us");
     }
     let q = dev.create_queue().unwrap();
@@ -108,17 +93,10 @@ pub fn run() {
     }));
     println!("empty queue launch + sync after 3 ms idle: median {med:.2} us, min {min:.2} us");
     let (med, min) = stats(idle(&mut || q.launch(empty.clone(), &[], d1).unwrap()));
-    println!(
-        "  of which the enqueue (wakes the parked queue thread): median {med:.2} us, min {min:.2} us"
-    );
+    println!("  of which the enqueue (wakes the parked queue thread): median {med:.2} us, min {min:.2} us");
     q.sync().unwrap();
-    let d64 = LaunchDims {
-        num_groups: [64, 1, 1],
-        ..d1
-    };
-    let (med, min) = stats(idle(&mut || {
-        dev.launch_sync(empty.clone(), &[], d64).unwrap()
-    }));
+    let d64 = LaunchDims { num_groups: [64, 1, 1], ..d1 };
+    let (med, min) = stats(idle(&mut || dev.launch_sync(empty.clone(), &[], d64).unwrap()));
     println!("empty launch_sync, 64 groups, after 3 ms idle: median {med:.2} us, min {min:.2} us");
     let host = |q: &Arc<dyn Queue>| {
         q.host_fn(Box::new(|| {})).unwrap();
@@ -165,18 +143,13 @@ pub fn run() {
         ParamLayout { size: 4, align: 4 },
     ];
     // SAFETY: saxpy_wg reads the declared params and stays within n elements.
-    let saxpy: Arc<dyn Kernel> =
-        Arc::new(unsafe { CpuKernel::from_raw("saxpy", saxpy_wg, params, 0) });
+    let saxpy: Arc<dyn Kernel> = Arc::new(unsafe { CpuKernel::from_raw("saxpy", saxpy_wg, params, 0) });
     let mut args = vec![0u8; 28];
     args[0..4].copy_from_slice(&0.5f32.to_ne_bytes());
     args[8..16].copy_from_slice(&x.to_ne_bytes());
     args[16..24].copy_from_slice(&y.to_ne_bytes());
     args[24..28].copy_from_slice(&(n as u32).to_ne_bytes());
-    let ds = LaunchDims {
-        num_groups: [(n / 256) as u32, 1, 1],
-        group_size: [256, 1, 1],
-        dyn_shared_mem: 0,
-    };
+    let ds = LaunchDims { num_groups: [(n / 256) as u32, 1, 1], group_size: [256, 1, 1], dyn_shared_mem: 0 };
     let mut sax = Vec::new();
     let mut cp2 = Vec::new();
     let mut cpp = Vec::new();
@@ -192,11 +165,7 @@ pub fn run() {
                 s.spawn(move || {
                     // SAFETY: disjoint halves of two separate allocations of `bytes`.
                     unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            (x + k * half) as *const u8,
-                            (z + k * half) as *mut u8,
-                            half,
-                        )
+                        std::ptr::copy_nonoverlapping((x + k * half) as *const u8, (z + k * half) as *mut u8, half)
                     }
                 });
             }
@@ -214,31 +183,11 @@ pub fn run() {
     let (c_med, c_min) = stats(cp2);
     let (p_med, p_min) = stats(cpp);
     let (o_med, o_min) = stats(cp1);
-    println!(
-        "saxpy 16M floats, groups of 256: median {:.2} ms, min {:.2} ms",
-        s_med / 1e3,
-        s_min / 1e3
-    );
-    println!(
-        "memcpy 64 MiB, 2 scoped threads: median {:.2} ms, min {:.2} ms",
-        c_med / 1e3,
-        c_min / 1e3
-    );
-    println!(
-        "memcpy 64 MiB, memcpy_sync (pool): median {:.2} ms, min {:.2} ms",
-        p_med / 1e3,
-        p_min / 1e3
-    );
-    println!(
-        "memcpy 64 MiB, 1 thread: median {:.2} ms, min {:.2} ms",
-        o_med / 1e3,
-        o_min / 1e3
-    );
-    println!(
-        "saxpy / 2-thread memcpy: {:.2} (median), {:.2} (min)",
-        s_med / c_med,
-        s_min / c_min
-    );
+    println!("saxpy 16M floats, groups of 256: median {:.2} ms, min {:.2} ms", s_med / 1e3, s_min / 1e3);
+    println!("memcpy 64 MiB, 2 scoped threads: median {:.2} ms, min {:.2} ms", c_med / 1e3, c_min / 1e3);
+    println!("memcpy 64 MiB, memcpy_sync (pool): median {:.2} ms, min {:.2} ms", p_med / 1e3, p_min / 1e3);
+    println!("memcpy 64 MiB, 1 thread: median {:.2} ms, min {:.2} ms", o_med / 1e3, o_min / 1e3);
+    println!("saxpy / 2-thread memcpy: {:.2} (median), {:.2} (min)", s_med / c_med, s_min / c_min);
     for p in [x, y, z] {
         dev.free(p, AllocKind::Device).unwrap();
     }
@@ -259,8 +208,7 @@ pub fn copy() {
             std::ptr::write_bytes(b as *mut u8, 2, bytes);
         }
         let reps = (2048 / mib).clamp(5, 200);
-        let (mut one, mut par, mut fill1, mut fillp) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut one, mut par, mut fill1, mut fillp) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let pat = [1u8, 2, 3, 4];
         for _ in 0..reps {
             let t = Instant::now();

@@ -72,9 +72,7 @@ pub fn read_device_info() -> DeviceInfo {
 /// Threads the device runs work-groups on: `available_parallelism` (respects cgroup quotas and
 /// affinity masks), at least 1.
 pub fn num_compute_units() -> u32 {
-    std::thread::available_parallelism()
-        .map(|n| n.get() as u32)
-        .unwrap_or(1)
+    std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)
 }
 
 /// First value of `key` in `/proc/cpuinfo` text.
@@ -119,11 +117,7 @@ fn read_max_clock_mhz(cpuinfo: &str) -> u32 {
             (k.trim() == "cpu MHz").then(|| v.trim().parse::<f64>().ok())?
         })
         .fold(0.0f64, f64::max);
-    if mhz >= 1.0 {
-        mhz.round() as u32
-    } else {
-        FALLBACK_CPU_CLOCK_MHZ
-    }
+    if mhz >= 1.0 { mhz.round() as u32 } else { FALLBACK_CPU_CLOCK_MHZ }
 }
 
 /// SMBIOS type 17 (memory device): the largest configured speed (MT/s) of any DIMM, halved to a
@@ -144,8 +138,7 @@ fn parse_smbios_memory_mts(table: &[u8]) -> Option<u32> {
         }
         let s = &table[pos..pos + len];
         if ty == 17 {
-            let word =
-                |off: usize| (off + 2 <= s.len()).then(|| u16::from_le_bytes([s[off], s[off + 1]]));
+            let word = |off: usize| (off + 2 <= s.len()).then(|| u16::from_le_bytes([s[off], s[off + 1]]));
             // 0x20: configured memory speed (SMBIOS 2.7+), 0x15: max speed; 0 = unknown, 0xFFFF = see
             // the 32-bit extended fields (0x54 configured, 0x58 max; SMBIOS 3.3+).
             for (off, ext) in [(0x20usize, 0x58usize), (0x15, 0x54)] {
@@ -210,21 +203,11 @@ impl SimdFeatures {
             } else {
                 16
             };
-            SimdFeatures {
-                int_bytes,
-                float_bytes,
-                half: fp16,
-                half_bytes: if fp16 { 64 } else { 0 },
-            }
+            SimdFeatures { int_bytes, float_bytes, half: fp16, half_bytes: if fp16 { 64 } else { 0 } }
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            SimdFeatures {
-                int_bytes: 16,
-                float_bytes: 16,
-                half: false,
-                half_bytes: 0,
-            }
+            SimdFeatures { int_bytes: 16, float_bytes: 16, half: false, half_bytes: 0 }
         }
     }
 

@@ -21,24 +21,12 @@ fn bitcode(name: &str, nv: bool) -> Option<Vec<u8>> {
     let out = dir.join(format!("{name}-{nv}.bc"));
     let mut c = Command::new("clang-22");
     if nv {
-        c.args([
-            "--target=nvptx64-nvidia-cuda",
-            "-march=sm_90",
-            "--cuda-feature=+ptx80",
-        ]);
+        c.args(["--target=nvptx64-nvidia-cuda", "-march=sm_90", "--cuda-feature=+ptx80"]);
     } else {
         c.args(["--target=amdgcn-amd-amdhsa", "-mcpu=gfx90a"]);
     }
     let ok = c
-        .args([
-            "-nogpulib",
-            "-ffreestanding",
-            "-flto",
-            "-O2",
-            "-c",
-            &src,
-            "-o",
-        ])
+        .args(["-nogpulib", "-ffreestanding", "-flto", "-O2", "-c", &src, "-o"])
         .arg(&out)
         .status()
         .is_ok_and(|s| s.success());
@@ -60,11 +48,7 @@ fn bc(name: &str, nv: bool) -> Vec<u8> {
 }
 
 fn d(ng: [u32; 3], gs: [u32; 3], dynm: usize) -> LaunchDims {
-    LaunchDims {
-        num_groups: ng,
-        group_size: gs,
-        dyn_shared_mem: dynm,
-    }
+    LaunchDims { num_groups: ng, group_size: gs, dyn_shared_mem: dynm }
 }
 
 fn natural(fields: &[(&[u8], usize)]) -> Vec<u8> {
@@ -108,12 +92,7 @@ fn real_kernels() {
         let q = dev.create_queue().unwrap();
         q.launch(k.clone(), &packed, dims).unwrap();
         q.sync().unwrap();
-        assert!(
-            y.iter()
-                .enumerate()
-                .all(|(i, v)| *v == 1.0 + 4.0 * i as f32),
-            "saxpy nv={nv}"
-        );
+        assert!(y.iter().enumerate().all(|(i, v)| *v == 1.0 + 4.0 * i as f32), "saxpy nv={nv}");
         assert!(dev.launch_sync(k.clone(), &packed[..20], dims).is_err());
 
         // barriers + static local memory
@@ -129,8 +108,7 @@ fn real_kernels() {
             (&n.to_ne_bytes(), 4),
         ]);
         let q = dev.create_queue().unwrap();
-        q.launch(k.clone(), &args, d([groups, 1, 1], [256, 1, 1], 0))
-            .unwrap();
+        q.launch(k.clone(), &args, d([groups, 1, 1], [256, 1, 1], 0)).unwrap();
         let ev = q.record_event().unwrap();
         if let Some(ev) = ev {
             ev.sync().unwrap();
@@ -146,19 +124,12 @@ fn real_kernels() {
         let groups = 300u32;
         let input: Vec<u32> = (0..bs * groups).collect();
         let mut out = vec![0u32; (bs * groups) as usize];
-        let args = natural(&[
-            (&(input.as_ptr() as usize).to_ne_bytes(), 8),
-            (&(out.as_mut_ptr() as usize).to_ne_bytes(), 8),
-        ]);
-        dev.launch_sync(k, &args, d([groups, 1, 1], [bs, 1, 1], 4 * bs as usize))
-            .unwrap();
+        let args =
+            natural(&[(&(input.as_ptr() as usize).to_ne_bytes(), 8), (&(out.as_mut_ptr() as usize).to_ne_bytes(), 8)]);
+        dev.launch_sync(k, &args, d([groups, 1, 1], [bs, 1, 1], 4 * bs as usize)).unwrap();
         for g in 0..groups {
             for t in 0..bs {
-                assert_eq!(
-                    out[(g * bs + t) as usize],
-                    2 * (g * bs + bs - 1 - t),
-                    "dynshared nv={nv}"
-                );
+                assert_eq!(out[(g * bs + t) as usize], 2 * (g * bs + bs - 1 - t), "dynshared nv={nv}");
             }
         }
 
@@ -171,8 +142,7 @@ fn real_kernels() {
             (&(&mut m as *mut u32 as usize).to_ne_bytes(), 8),
             (&(&mut cl as *mut u32 as usize).to_ne_bytes(), 8),
         ]);
-        dev.launch_sync(k, &args, d([1000, 1, 1], [64, 1, 1], 0))
-            .unwrap();
+        dev.launch_sync(k, &args, d([1000, 1, 1], [64, 1, 1], 0)).unwrap();
         assert_eq!((c, m), (64000, 63999));
         assert!((1..=64000).contains(&cl));
 
@@ -182,8 +152,7 @@ fn real_kernels() {
         let (ng, gs) = ([3u32, 2, 4], [4u32, 2, 3]);
         let (w, h, dd) = (12u32, 4u32, 12u32);
         let mut out = vec![0u32; (4 * w * h * dd) as usize];
-        dev.launch_sync(k, &(out.as_mut_ptr() as usize).to_ne_bytes(), d(ng, gs, 0))
-            .unwrap();
+        dev.launch_sync(k, &(out.as_mut_ptr() as usize).to_ne_bytes(), d(ng, gs, 0)).unwrap();
         for z in 0..dd {
             for yy in 0..h {
                 for xx in 0..w {
@@ -234,11 +203,7 @@ fn jit_saxpy_bench() {
             for h in 0..2 {
                 // SAFETY: disjoint halves of two allocations of n * 4 bytes.
                 sc.spawn(move || unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        (x + h * n * 2) as *const u8,
-                        (z + h * n * 2) as *mut u8,
-                        n * 2,
-                    )
+                    std::ptr::copy_nonoverlapping((x + h * n * 2) as *const u8, (z + h * n * 2) as *mut u8, n * 2)
                 });
             }
         });
@@ -257,12 +222,8 @@ fn jit_saxpy_bench() {
     );
     let empty_q = dev.create_queue().unwrap();
     let d1 = d([1, 1, 1], [1, 1, 1], 0);
-    let small = natural(&[
-        (&1.5f32.to_ne_bytes(), 4),
-        (&x.to_ne_bytes(), 8),
-        (&y.to_ne_bytes(), 8),
-        (&0u32.to_ne_bytes(), 4),
-    ]);
+    let small =
+        natural(&[(&1.5f32.to_ne_bytes(), 4), (&x.to_ne_bytes(), 8), (&y.to_ne_bytes(), 8), (&0u32.to_ne_bytes(), 4)]);
     let mut v = Vec::new();
     for _ in 0..20000 {
         let t = Instant::now();
@@ -271,8 +232,5 @@ fn jit_saxpy_bench() {
         v.push(t.elapsed().as_secs_f64() * 1e6);
     }
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    println!(
-        "JIT saxpy n=0, 1 group, queue launch+sync: median {:.2} us",
-        v[10000]
-    );
+    println!("JIT saxpy n=0, 1 group, queue launch+sync: median {:.2} us", v[10000]);
 }

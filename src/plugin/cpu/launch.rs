@@ -55,20 +55,8 @@ impl CpuKernel {
     /// # Safety
     /// `wg_fn` must be sound to call with any [`WgCtx`] this module builds for a launch of the
     /// kernel: args laid out per `params`, `static_local_bytes` of local memory, no scratch.
-    pub unsafe fn from_raw(
-        name: &str,
-        wg_fn: WgFn,
-        params: Vec<ParamLayout>,
-        static_local_bytes: usize,
-    ) -> CpuKernel {
-        CpuKernel {
-            name: name.to_string(),
-            wg_fn,
-            params,
-            static_local_bytes,
-            scratch_bytes_per_wi: 0,
-            _entry: None,
-        }
+    pub unsafe fn from_raw(name: &str, wg_fn: WgFn, params: Vec<ParamLayout>, static_local_bytes: usize) -> CpuKernel {
+        CpuKernel { name: name.to_string(), wg_fn, params, static_local_bytes, scratch_bytes_per_wi: 0, _entry: None }
     }
 
     pub fn static_local_bytes(&self) -> usize {
@@ -154,25 +142,16 @@ pub fn normalize_args(name: &str, params: &[ParamLayout], args: &[u8]) -> Plugin
 
 /// Check a grid against the limits in the module docs; returns the number of work-groups.
 pub fn validate_dims(name: &str, dims: &LaunchDims, static_local: usize) -> PluginResult<u64> {
-    let bad = |s: String| {
-        Err(PluginError::InvalidArgument(format!(
-            "invalid launch of kernel '{name}': {s}"
-        )))
-    };
+    let bad = |s: String| Err(PluginError::InvalidArgument(format!("invalid launch of kernel '{name}': {s}")));
     const AXES: [&str; 3] = ["x", "y", "z"];
     for (d, axis) in AXES.iter().enumerate() {
         let gs = dims.group_size[d];
         if gs == 0 || gs > MAX_GROUP_SIZE_PER_DIM[d] {
-            return bad(format!(
-                "group size {gs} in dimension {axis} is outside 1..={}",
-                MAX_GROUP_SIZE_PER_DIM[d]
-            ));
+            return bad(format!("group size {gs} in dimension {axis} is outside 1..={}", MAX_GROUP_SIZE_PER_DIM[d]));
         }
         let ng = dims.num_groups[d];
         if ng == 0 || ng >= 1 << 31 {
-            return bad(format!(
-                "{ng} work-groups in dimension {axis}; each dimension needs 1..2^31"
-            ));
+            return bad(format!("{ng} work-groups in dimension {axis}; each dimension needs 1..2^31"));
         }
     }
     let wis: u64 = dims.group_size.iter().map(|&g| g as u64).product();
@@ -182,11 +161,7 @@ pub fn validate_dims(name: &str, dims: &LaunchDims, static_local: usize) -> Plug
             dims.group_size[0], dims.group_size[1], dims.group_size[2]
         ));
     }
-    let total = dims
-        .num_groups
-        .iter()
-        .try_fold(1u64, |acc, &n| acc.checked_mul(n as u64))
-        .filter(|&t| t <= MAX_ITEMS);
+    let total = dims.num_groups.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n as u64)).filter(|&t| t <= MAX_ITEMS);
     let Some(total) = total else {
         return bad(format!(
             "grid {}x{}x{} has more than 2^62 work-groups",
@@ -220,11 +195,7 @@ pub struct PreparedLaunch {
 }
 
 /// Validate a launch of `kernel` (which must be a [`CpuKernel`]).
-pub fn prepare(
-    kernel: Arc<dyn Kernel>,
-    args: &[u8],
-    dims: LaunchDims,
-) -> PluginResult<PreparedLaunch> {
+pub fn prepare(kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<PreparedLaunch> {
     let Some(k) = kernel.as_any().downcast_ref::<CpuKernel>() else {
         return Err(PluginError::InvalidArgument(format!(
             "kernel '{}' does not belong to the CPU device",
@@ -234,9 +205,10 @@ pub fn prepare(
     let total = validate_dims(&k.name, &dims, k.static_local_bytes)?;
     let args = normalize_args(&k.name, &k.params, args)?;
     let wis: usize = dims.group_size.iter().map(|&g| g as usize).product();
-    let scratch = k.scratch_bytes_per_wi.checked_mul(wis).ok_or_else(|| {
-        PluginError::OutOfResources(format!("kernel '{}' needs too much private memory", k.name))
-    })?;
+    let scratch = k
+        .scratch_bytes_per_wi
+        .checked_mul(wis)
+        .ok_or_else(|| PluginError::OutOfResources(format!("kernel '{}' needs too much private memory", k.name)))?;
     Ok(PreparedLaunch {
         wg_fn: k.wg_fn,
         args,
@@ -267,11 +239,9 @@ impl PreparedLaunch {
 
 impl Task for PreparedLaunch {
     fn run(&self, start: u64, end: u64, slot: &mut WorkerSlot) -> bool {
-        let (Some(local), Some(dyn_local), Some(scratch)) = (
-            slot.local.get(self.static_local),
-            slot.dyn_local.get(self.dyn_local),
-            slot.scratch.get(self.scratch),
-        ) else {
+        let (Some(local), Some(dyn_local), Some(scratch)) =
+            (slot.local.get(self.static_local), slot.dyn_local.get(self.dyn_local), slot.scratch.get(self.scratch))
+        else {
             return false;
         };
         let [nx, ny, _] = self.num_groups.map(|n| n as u64);
@@ -280,11 +250,7 @@ impl Task for PreparedLaunch {
             local_mem: local,
             dyn_local_mem: dyn_local,
             scratch,
-            group_id: [
-                (start % nx) as u32,
-                ((start / nx) % ny) as u32,
-                (start / (nx * ny)) as u32,
-            ],
+            group_id: [(start % nx) as u32, ((start / nx) % ny) as u32, (start / (nx * ny)) as u32],
             num_groups: self.num_groups,
             group_size: self.group_size,
             _pad: 0,

@@ -62,16 +62,8 @@ pub fn cache_limit() -> usize {
     *LIMIT.get_or_init(|| {
         let total = std::fs::read_to_string("/proc/meminfo")
             .ok()
-            .and_then(|t| {
-                t.lines()
-                    .find(|l| l.starts_with("MemTotal:"))
-                    .map(str::to_string)
-            })
-            .and_then(|l| {
-                l.split_whitespace()
-                    .nth(1)
-                    .and_then(|v| v.parse::<usize>().ok())
-            })
+            .and_then(|t| t.lines().find(|l| l.starts_with("MemTotal:")).map(str::to_string))
+            .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<usize>().ok()))
             .map(|kib| kib * 1024)
             .unwrap_or(1 << 30);
         (total / 8).min(4 << 30)
@@ -106,18 +98,13 @@ impl Memory {
     /// Allocate `size` (> 0) bytes, at least 64-byte aligned.
     pub fn alloc(&self, size: usize) -> PluginResult<usize> {
         let oom = |why: &str| {
-            PluginError::OutOfResources(format!(
-                "failed to allocate {size} bytes of CPU device memory: {why}"
-            ))
+            PluginError::OutOfResources(format!("failed to allocate {size} bytes of CPU device memory: {why}"))
         };
         if size == 0 {
-            return Err(PluginError::InvalidSize(
-                "allocation size must be non-zero".into(),
-            ));
+            return Err(PluginError::InvalidSize("allocation size must be non-zero".into()));
         }
         let (ptr, backing) = if size <= SMALL_MAX {
-            let layout =
-                Layout::from_size_align(size, MIN_ALIGN).map_err(|e| oom(&e.to_string()))?;
+            let layout = Layout::from_size_align(size, MIN_ALIGN).map_err(|e| oom(&e.to_string()))?;
             // SAFETY: non-zero size.
             let p = unsafe { std::alloc::alloc(layout) };
             if p.is_null() {
@@ -138,9 +125,11 @@ impl Memory {
 
     /// Free an allocation made by [`Memory::alloc`].
     pub fn free(&self, ptr: usize) -> PluginResult<()> {
-        let backing = self.live.lock().remove(&ptr).ok_or_else(|| {
-            PluginError::InvalidArgument("address is not a known allocation".into())
-        })?;
+        let backing = self
+            .live
+            .lock()
+            .remove(&ptr)
+            .ok_or_else(|| PluginError::InvalidArgument("address is not a known allocation".into()))?;
         match backing {
             // SAFETY: allocated in `alloc` with this layout, removed from the table so freed once.
             Backing::Heap(layout) => unsafe { std::alloc::dealloc(ptr as *mut u8, layout) },
@@ -195,12 +184,10 @@ impl Memory {
 
     /// `olMemRegister`: record `[ptr, ptr+size)`; the pinned pointer is `ptr`.
     pub fn register_host(&self, ptr: usize, size: usize) -> PluginResult<usize> {
-        let partial = || {
-            PluginError::InvalidArgument("partial overlapping not allowed in locked buffers".into())
-        };
-        let end = ptr.checked_add(size).ok_or_else(|| {
-            PluginError::InvalidArgument("host range wraps around the address space".into())
-        })?;
+        let partial = || PluginError::InvalidArgument("partial overlapping not allowed in locked buffers".into());
+        let end = ptr
+            .checked_add(size)
+            .ok_or_else(|| PluginError::InvalidArgument("host range wraps around the address space".into()))?;
         let mut t = self.registered.lock();
         if let Some((&start, r)) = t.range_mut(..=ptr).next_back()
             && ptr < start + r.len
@@ -224,14 +211,10 @@ impl Memory {
     pub fn unregister_host(&self, ptr: usize) -> PluginResult<()> {
         let mut t = self.registered.lock();
         let Some((&start, r)) = t.range_mut(..=ptr).next_back() else {
-            return Err(PluginError::InvalidArgument(
-                "cannot find locked buffer".into(),
-            ));
+            return Err(PluginError::InvalidArgument("cannot find locked buffer".into()));
         };
         if ptr >= start + r.len {
-            return Err(PluginError::InvalidArgument(
-                "cannot find locked buffer".into(),
-            ));
+            return Err(PluginError::InvalidArgument("cannot find locked buffer".into()));
         }
         r.uses -= 1;
         if r.uses == 0 {
@@ -278,16 +261,7 @@ fn map(len: usize) -> Result<usize, String> {
         flags |= libc::MAP_NORESERVE;
     }
     // SAFETY: a fresh anonymous mapping; no existing memory is affected.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            flags,
-            -1,
-            0,
-        )
-    };
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
     if p == libc::MAP_FAILED {
         return Err(std::io::Error::last_os_error().to_string());
     }
@@ -305,13 +279,7 @@ impl Task for CopyTask {
         let a = start as usize * PARALLEL_BLOCK;
         let b = (end as usize * PARALLEL_BLOCK).min(self.size);
         // SAFETY: `copy` checked that the ranges do not overlap; the caller guaranteed them valid.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                (self.src + a) as *const u8,
-                (self.dst + a) as *mut u8,
-                b - a,
-            )
-        };
+        unsafe { std::ptr::copy_nonoverlapping((self.src + a) as *const u8, (self.dst + a) as *mut u8, b - a) };
         true
     }
 }
@@ -414,12 +382,7 @@ pub unsafe fn fill(ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()> 
     }
     if size >= PARALLEL_MIN && pool().threads() > 1 {
         let block = (PARALLEL_BLOCK / pattern.len()).max(1) * pattern.len();
-        let t = FillTask {
-            ptr,
-            pattern,
-            size,
-            block,
-        };
+        let t = FillTask { ptr, pattern, size, block };
         let n = size.div_ceil(block) as u64;
         let _ = pool().run(&t, n);
     } else {
@@ -436,16 +399,7 @@ mod tests {
     #[test]
     fn alloc_alignment_and_reuse() {
         let m = Memory::new();
-        for size in [
-            1usize,
-            3,
-            64,
-            1000,
-            SMALL_MAX,
-            SMALL_MAX + 1,
-            3 << 20,
-            17 << 20,
-        ] {
+        for size in [1usize, 3, 64, 1000, SMALL_MAX, SMALL_MAX + 1, 3 << 20, 17 << 20] {
             let p = m.alloc(size).unwrap();
             assert_eq!(p % MIN_ALIGN, 0, "size {size}");
             if size > SMALL_MAX {
@@ -517,23 +471,13 @@ mod tests {
         unsafe { copy(v.as_mut_ptr() as usize + 10, v.as_ptr() as usize, 50) };
         assert_eq!(&v[10..60], &(0..50).collect::<Vec<u8>>()[..]);
 
-        for pat in [
-            &[0xABu8][..],
-            &[1, 2],
-            &[1, 2, 3, 4],
-            &[1, 2, 3, 4, 5, 6, 7, 8],
-            &[9u8; 17],
-            &[3u8; 16],
-        ] {
+        for pat in [&[0xABu8][..], &[1, 2], &[1, 2, 3, 4], &[1, 2, 3, 4, 5, 6, 7, 8], &[9u8; 17], &[3u8; 16]] {
             for n in [0usize, 1, 3, 1000, PARALLEL_MIN / pat.len() + 77] {
                 let size = n * pat.len();
                 let mut d = vec![0u8; size];
                 // SAFETY: d has size bytes.
                 unsafe { fill(d.as_mut_ptr() as usize, pat, size).unwrap() };
-                assert!(
-                    d.chunks(pat.len()).all(|c| c == pat),
-                    "pattern {pat:?} n {n}"
-                );
+                assert!(d.chunks(pat.len()).all(|c| c == pat), "pattern {pat:?} n {n}");
             }
         }
         let mut d = [0u8; 5];

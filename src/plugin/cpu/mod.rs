@@ -38,8 +38,7 @@ pub use queue::{CpuEvent, CpuQueue, drain_all};
 
 use crate::jit::{self, JitError, LoadedImage};
 use crate::plugin::{
-    AllocKind, Device, DeviceInfo, GlobalInfo, Kernel, LaunchDims, PluginError, PluginResult,
-    Program, Queue,
+    AllocKind, Device, DeviceInfo, GlobalInfo, Kernel, LaunchDims, PluginError, PluginResult, Program, Queue,
 };
 use parking_lot::Mutex;
 use std::any::Any;
@@ -72,10 +71,7 @@ pub struct CpuDevice {
 
 impl CpuDevice {
     fn new() -> CpuDevice {
-        CpuDevice {
-            info: info::read_device_info(),
-            memory: memory::Memory::new(),
-        }
+        CpuDevice { info: info::read_device_info(), memory: memory::Memory::new() }
     }
 }
 
@@ -124,21 +120,14 @@ impl Device for CpuDevice {
 
     fn load_program(&self, image: &[u8]) -> PluginResult<Arc<dyn Program>> {
         let img = jit::load(image).map_err(map_jit_error)?;
-        Ok(Arc::new(CpuProgram {
-            image: Mutex::new(Some(Arc::new(img))),
-            kernels: Mutex::new(HashMap::new()),
-        }))
+        Ok(Arc::new(CpuProgram { image: Mutex::new(Some(Arc::new(img))), kernels: Mutex::new(HashMap::new()) }))
     }
 
     fn create_queue(&self) -> PluginResult<Arc<dyn Queue>> {
         Ok(Arc::new(CpuQueue::new()))
     }
 
-    fn optimal_group_size(
-        &self,
-        kernel: &dyn Kernel,
-        dyn_shared_mem: usize,
-    ) -> PluginResult<usize> {
+    fn optimal_group_size(&self, kernel: &dyn Kernel, dyn_shared_mem: usize) -> PluginResult<usize> {
         let Some(k) = kernel.as_any().downcast_ref::<CpuKernel>() else {
             return Err(PluginError::InvalidArgument(format!(
                 "kernel '{}' does not belong to the CPU device",
@@ -157,12 +146,7 @@ impl Device for CpuDevice {
         Ok(OPTIMAL_GROUP_SIZE)
     }
 
-    fn launch_sync(
-        &self,
-        kernel: Arc<dyn Kernel>,
-        args: &[u8],
-        dims: LaunchDims,
-    ) -> PluginResult<()> {
+    fn launch_sync(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()> {
         launch::prepare(kernel, args, dims)?.execute()
     }
 
@@ -191,10 +175,7 @@ pub struct CpuProgram {
 
 impl CpuProgram {
     fn image(&self) -> PluginResult<Arc<LoadedImage>> {
-        self.image
-            .lock()
-            .clone()
-            .ok_or_else(|| PluginError::InvalidArgument("the program was unloaded".into()))
+        self.image.lock().clone().ok_or_else(|| PluginError::InvalidArgument("the program was unloaded".into()))
     }
 }
 
@@ -204,9 +185,8 @@ impl Program for CpuProgram {
         if let Some(k) = self.kernels.lock().get(name) {
             return Ok(k.clone());
         }
-        let entry = image
-            .kernel(name)
-            .ok_or_else(|| PluginError::NotFound(format!("could not find kernel '{name}'")))?;
+        let entry =
+            image.kernel(name).ok_or_else(|| PluginError::NotFound(format!("could not find kernel '{name}'")))?;
         let k = self
             .kernels
             .lock()
@@ -217,9 +197,10 @@ impl Program for CpuProgram {
     }
 
     fn global(&self, name: &str) -> PluginResult<GlobalInfo> {
-        let (addr, size) = self.image()?.global(name).ok_or_else(|| {
-            PluginError::NotFound(format!("could not find global variable '{name}'"))
-        })?;
+        let (addr, size) = self
+            .image()?
+            .global(name)
+            .ok_or_else(|| PluginError::NotFound(format!("could not find global variable '{name}'")))?;
         Ok(GlobalInfo { addr, size })
     }
 

@@ -84,21 +84,14 @@ impl AlignedBuf {
     pub const ALIGN: usize = 64;
 
     pub const fn new() -> Self {
-        AlignedBuf {
-            ptr: std::ptr::null_mut(),
-            cap: 0,
-        }
+        AlignedBuf { ptr: std::ptr::null_mut(), cap: 0 }
     }
 
     /// A pointer to at least `size` bytes, 64-byte aligned; `None` if the allocation failed.
     /// `size == 0` gives a non-null, aligned, dangling pointer.
     pub fn get(&mut self, size: usize) -> Option<*mut u8> {
         if size == 0 {
-            return Some(if self.ptr.is_null() {
-                Self::ALIGN as *mut u8
-            } else {
-                self.ptr
-            });
+            return Some(if self.ptr.is_null() { Self::ALIGN as *mut u8 } else { self.ptr });
         }
         if size > self.cap {
             self.release();
@@ -118,12 +111,7 @@ impl AlignedBuf {
     fn release(&mut self) {
         if !self.ptr.is_null() {
             // SAFETY: ptr was allocated by `get` with exactly this layout.
-            unsafe {
-                std::alloc::dealloc(
-                    self.ptr,
-                    Layout::from_size_align_unchecked(self.cap, Self::ALIGN),
-                )
-            };
+            unsafe { std::alloc::dealloc(self.ptr, Layout::from_size_align_unchecked(self.cap, Self::ALIGN)) };
             self.ptr = std::ptr::null_mut();
             self.cap = 0;
         }
@@ -249,10 +237,7 @@ impl Pool {
                 started += 1;
             }
         }
-        Pool {
-            shared,
-            workers: started,
-        }
+        Pool { shared, workers: started }
     }
 
     /// Threads that run a job: the workers plus the submitter.
@@ -275,31 +260,19 @@ impl Pool {
         result.unwrap_or_else(|| self.run_with(&mut WorkerSlot::default(), task, total))
     }
 
-    fn run_with(
-        &self,
-        slot: &mut WorkerSlot,
-        task: &(dyn Task + '_),
-        total: u64,
-    ) -> Result<(), PoolError> {
+    fn run_with(&self, slot: &mut WorkerSlot, task: &(dyn Task + '_), total: u64) -> Result<(), PoolError> {
         if total == 0 {
             return Ok(());
         }
         assert!(total <= MAX_ITEMS, "pool job of {total} items");
         if self.workers == 0 || total == 1 {
-            return if task.run(0, total, slot) {
-                Ok(())
-            } else {
-                Err(PoolError)
-            };
+            return if task.run(0, total, slot) { Ok(()) } else { Err(PoolError) };
         }
         let threads = self.threads() as u64;
         let chunk = (total / (threads * 8)).clamp(1, MAX_CHUNK);
         // SAFETY: only the lifetime is erased; see `Job::help` for why the pointee outlives its uses.
-        let task_ptr: *const (dyn Task + 'static) = unsafe {
-            std::mem::transmute::<*const (dyn Task + '_), *const (dyn Task + 'static)>(
-                task as *const _,
-            )
-        };
+        let task_ptr: *const (dyn Task + 'static) =
+            unsafe { std::mem::transmute::<*const (dyn Task + '_), *const (dyn Task + 'static)>(task as *const _) };
         let job = Arc::new(Job {
             task: TaskPtr(task_ptr),
             total,
@@ -325,11 +298,7 @@ impl Pool {
             }
         }
         self.shared.jobs.lock().retain(|j| !Arc::ptr_eq(j, &job));
-        if job.failed.load(Ordering::Relaxed) {
-            Err(PoolError)
-        } else {
-            Ok(())
-        }
+        if job.failed.load(Ordering::Relaxed) { Err(PoolError) } else { Ok(()) }
     }
 }
 
@@ -378,10 +347,7 @@ mod tests {
             for total in [0u64, 1, 2, 7, 1000, 100_000] {
                 let t = Count((0..total).map(|_| AtomicU64::new(0)).collect());
                 p.run(&t, total).unwrap();
-                assert!(
-                    t.0.iter().all(|c| c.load(Ordering::Relaxed) == 1),
-                    "workers {workers} total {total}"
-                );
+                assert!(t.0.iter().all(|c| c.load(Ordering::Relaxed) == 1), "workers {workers} total {total}");
             }
         }
     }

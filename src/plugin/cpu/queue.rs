@@ -37,16 +37,8 @@ const MAX_ERRORS: usize = 1024;
 const IDLE_EXIT: Duration = Duration::from_secs(1);
 
 pub(crate) enum Op {
-    Copy {
-        dst: usize,
-        src: usize,
-        size: usize,
-    },
-    Fill {
-        ptr: usize,
-        pattern: Vec<u8>,
-        size: usize,
-    },
+    Copy { dst: usize, src: usize, size: usize },
+    Fill { ptr: usize, pattern: Vec<u8>, size: usize },
     Launch(Box<PreparedLaunch>),
     Host(Box<dyn FnOnce() + Send>),
     Wait(Arc<dyn Event>),
@@ -64,12 +56,11 @@ impl Op {
             // SAFETY: as above, for the filled range.
             Op::Fill { ptr, pattern, size } => unsafe { memory::fill(ptr, &pattern, size) },
             Op::Launch(l) => l.execute(),
-            Op::Host(f) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|p| {
-                PluginError::Backend(format!("host function panicked: {}", panic_text(&*p)))
-            }),
-            Op::Wait(ev) => ev.sync().map_err(|e| {
-                PluginError::Backend(format!("waiting on an event of another queue failed: {e}"))
-            }),
+            Op::Host(f) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+                .map_err(|p| PluginError::Backend(format!("host function panicked: {}", panic_text(&*p)))),
+            Op::Wait(ev) => {
+                ev.sync().map_err(|e| PluginError::Backend(format!("waiting on an event of another queue failed: {e}")))
+            }
         }
     }
 }
@@ -110,12 +101,7 @@ impl QueueShared {
     /// Run ops while holding the executor token, until `completed >= target` or no op is left; a
     /// borrowed thread (`inline`) also stops before a host function. Called with the lock held, the
     /// token free and work pending.
-    fn drive<'a>(
-        &'a self,
-        mut g: MutexGuard<'a, QState>,
-        target: u64,
-        inline: bool,
-    ) -> MutexGuard<'a, QState> {
+    fn drive<'a>(&'a self, mut g: MutexGuard<'a, QState>, target: u64, inline: bool) -> MutexGuard<'a, QState> {
         g.executing = true;
         while g.completed < target {
             if inline && matches!(g.ops.front(), Some(Op::Host(_))) {
@@ -213,9 +199,7 @@ fn queue_thread(shared: Arc<QueueShared>) {
         }
         // spin a little for the next op (pipelined launches), then park
         let seen = g.enqueued;
-        let got = MutexGuard::unlocked(&mut g, || {
-            spin_until(SPIN, || shared.enqueued.load(Ordering::Acquire) != seen)
-        });
+        let got = MutexGuard::unlocked(&mut g, || spin_until(SPIN, || shared.enqueued.load(Ordering::Acquire) != seen));
         // re-check what may have changed while the lock was free (a notify then was missed)
         if got || g.enqueued != seen || (!g.executing && !g.ops.is_empty()) {
             continue;
@@ -326,11 +310,7 @@ impl Queue for CpuQueue {
         if size == 0 {
             return Ok(());
         }
-        self.push(Op::Fill {
-            ptr,
-            pattern: pattern.to_vec(),
-            size,
-        })
+        self.push(Op::Fill { ptr, pattern: pattern.to_vec(), size })
     }
 
     fn launch(
@@ -352,11 +332,7 @@ impl Queue for CpuQueue {
         if g.completed == g.enqueued {
             return Ok(None);
         }
-        Ok(Some(Arc::new(CpuEvent {
-            queue: self.shared.clone(),
-            target: g.enqueued,
-            from: g.reported_upto,
-        })))
+        Ok(Some(Arc::new(CpuEvent { queue: self.shared.clone(), target: g.enqueued, from: g.reported_upto })))
     }
 
     fn wait_event(&self, event: Arc<dyn Event>) -> PluginResult<()> {
@@ -383,8 +359,7 @@ impl Queue for CpuQueue {
     }
 
     fn is_empty(&self) -> PluginResult<bool> {
-        Ok(self.shared.completed.load(Ordering::Acquire)
-            == self.shared.enqueued.load(Ordering::Acquire))
+        Ok(self.shared.completed.load(Ordering::Acquire) == self.shared.enqueued.load(Ordering::Acquire))
     }
 }
 

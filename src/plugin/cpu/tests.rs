@@ -18,11 +18,7 @@ fn kernel(name: &str, f: jit::WgFn, params: Vec<ParamLayout>, local: usize) -> A
 }
 
 fn dims(num_groups: [u32; 3], group_size: [u32; 3]) -> LaunchDims {
-    LaunchDims {
-        num_groups,
-        group_size,
-        dyn_shared_mem: 0,
-    }
+    LaunchDims { num_groups, group_size, dyn_shared_mem: 0 }
 }
 
 /// Read a `T` at byte offset `off` of the argument buffer.
@@ -113,9 +109,7 @@ unsafe extern "C" fn local_wg(ctx: *const WgCtx) {
     unsafe {
         let c = &*ctx;
         let errors: *const AtomicU32 = arg(c, 0);
-        if !(c.local_mem as usize).is_multiple_of(64)
-            || !(c.dyn_local_mem as usize).is_multiple_of(64)
-        {
+        if !(c.local_mem as usize).is_multiple_of(64) || !(c.dyn_local_mem as usize).is_multiple_of(64) {
             (*errors).fetch_add(1, Ordering::Relaxed);
         }
         let id = c.group_id[0] + 1;
@@ -221,14 +215,8 @@ fn device_basics() {
     assert_eq!(d[0].info().device_type, info::DEVICE_TYPE_CPU);
     let k = kernel("empty", empty_wg, vec![], 0);
     assert_eq!(d[0].optimal_group_size(&*k, 0).unwrap(), OPTIMAL_GROUP_SIZE);
-    assert_eq!(
-        d[0].optimal_group_size(&*k, 1024).unwrap(),
-        OPTIMAL_GROUP_SIZE
-    );
-    assert!(matches!(
-        d[0].optimal_group_size(&*k, 1 << 20),
-        Err(PluginError::OutOfResources(_))
-    ));
+    assert_eq!(d[0].optimal_group_size(&*k, 1024).unwrap(), OPTIMAL_GROUP_SIZE);
+    assert!(matches!(d[0].optimal_group_size(&*k, 1 << 20), Err(PluginError::OutOfResources(_))));
     assert!(!d[0].is_valid_binary(b"garbage"));
 }
 
@@ -240,12 +228,7 @@ fn saxpy_many_groups() {
     let mut y: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
     let k = kernel("saxpy", saxpy_wg, saxpy_params(), 0);
     let groups = n.div_ceil(256);
-    dev.launch_sync(
-        k,
-        &saxpy_args(2.0, x.as_ptr(), y.as_mut_ptr(), n),
-        dims([groups, 1, 1], [256, 1, 1]),
-    )
-    .unwrap();
+    dev.launch_sync(k, &saxpy_args(2.0, x.as_ptr(), y.as_mut_ptr(), n), dims([groups, 1, 1], [256, 1, 1])).unwrap();
     for (i, v) in y.iter().enumerate() {
         assert_eq!(*v, 2.0 * i as f32 + (i % 7) as f32, "index {i}");
     }
@@ -254,17 +237,13 @@ fn saxpy_many_groups() {
 #[test]
 fn grid_coordinates_2d_3d() {
     let dev = device();
-    for (ng, gs) in [
-        ([5u32, 3, 1], [4u32, 2, 1]),
-        ([3, 2, 4], [2, 3, 5]),
-        ([7, 1, 1], [1, 1, 1]),
-        ([1, 1, 9], [1, 1, 64]),
-    ] {
+    for (ng, gs) in
+        [([5u32, 3, 1], [4u32, 2, 1]), ([3, 2, 4], [2, 3, 5]), ([7, 1, 1], [1, 1, 1]), ([1, 1, 9], [1, 1, 64])]
+    {
         let total: usize = (0..3).map(|d| (ng[d] * gs[d]) as usize).product();
         let mut out = vec![0u32; 3 * total];
         let k = kernel("coords", coords_wg, vec![p(8, 8)], 0);
-        dev.launch_sync(k, &(out.as_mut_ptr() as usize).to_ne_bytes(), dims(ng, gs))
-            .unwrap();
+        dev.launch_sync(k, &(out.as_mut_ptr() as usize).to_ne_bytes(), dims(ng, gs)).unwrap();
         let gd = [0, 1, 2].map(|d| (ng[d] * gs[d]) as usize);
         for z in 0..gd[2] {
             for y in 0..gd[1] {
@@ -287,8 +266,7 @@ fn atomics_across_groups() {
     let c = AtomicU64::new(0);
     let k = kernel("count", count_wg, vec![p(8, 8)], 0);
     let args = (&c as *const AtomicU64 as usize).to_ne_bytes();
-    dev.launch_sync(k, &args, dims([100, 30, 2], [8, 4, 2]))
-        .unwrap();
+    dev.launch_sync(k, &args, dims([100, 30, 2], [8, 4, 2])).unwrap();
     assert_eq!(c.load(Ordering::Relaxed), 100 * 30 * 2 * 64);
 }
 
@@ -298,30 +276,14 @@ fn local_memory_is_per_worker() {
     let errors = AtomicU32::new(0);
     let k = kernel("local", local_wg, vec![p(8, 8)], LOCAL_BYTES);
     let args = (&errors as *const AtomicU32 as usize).to_ne_bytes();
-    let d = LaunchDims {
-        num_groups: [5000, 1, 1],
-        group_size: [32, 1, 1],
-        dyn_shared_mem: DYN_BYTES,
-    };
+    let d = LaunchDims { num_groups: [5000, 1, 1], group_size: [32, 1, 1], dyn_shared_mem: DYN_BYTES };
     dev.launch_sync(k.clone(), &args, d).unwrap();
     assert_eq!(errors.load(Ordering::Relaxed), 0);
     // local + dynamic over the per-group limit
-    let d = LaunchDims {
-        dyn_shared_mem: info::LOCAL_MEM_PER_GROUP as usize,
-        ..d
-    };
-    assert!(matches!(
-        dev.launch_sync(k.clone(), &args, d),
-        Err(PluginError::OutOfResources(_))
-    ));
-    let d = LaunchDims {
-        dyn_shared_mem: usize::MAX,
-        ..d
-    };
-    assert!(matches!(
-        dev.launch_sync(k.clone(), &args, d),
-        Err(PluginError::OutOfResources(_))
-    ));
+    let d = LaunchDims { dyn_shared_mem: info::LOCAL_MEM_PER_GROUP as usize, ..d };
+    assert!(matches!(dev.launch_sync(k.clone(), &args, d), Err(PluginError::OutOfResources(_))));
+    let d = LaunchDims { dyn_shared_mem: usize::MAX, ..d };
+    assert!(matches!(dev.launch_sync(k.clone(), &args, d), Err(PluginError::OutOfResources(_))));
     assert!(device().optimal_group_size(&*k, usize::MAX).is_err());
 }
 
@@ -335,38 +297,31 @@ fn argument_layouts() {
     let mut natural = vec![0u8; 16];
     natural[0..4].copy_from_slice(&1u32.to_ne_bytes());
     natural[8..16].copy_from_slice(&ptr);
-    dev.launch_sync(k.clone(), &natural, dims([1, 1, 1], [1, 1, 1]))
-        .unwrap();
+    dev.launch_sync(k.clone(), &natural, dims([1, 1, 1], [1, 1, 1])).unwrap();
     // natural with tail padding / extra bytes
     let mut longer = natural.clone();
     longer[0..4].copy_from_slice(&2u32.to_ne_bytes());
     longer.extend_from_slice(&[0xEE; 8]);
-    dev.launch_sync(k.clone(), &longer, dims([1, 1, 1], [1, 1, 1]))
-        .unwrap();
+    dev.launch_sync(k.clone(), &longer, dims([1, 1, 1], [1, 1, 1])).unwrap();
     // packed, as the UR adapter does: {u32 idx; void* out} without padding
     let mut packed = 3u32.to_ne_bytes().to_vec();
     packed.extend_from_slice(&ptr);
     assert_eq!(packed.len(), 12);
-    dev.launch_sync(k.clone(), &packed, dims([1, 1, 1], [1, 1, 1]))
-        .unwrap();
+    dev.launch_sync(k.clone(), &packed, dims([1, 1, 1], [1, 1, 1])).unwrap();
     assert_eq!(&out[1..4], &[43, 44, 45]);
     // too short
-    let e = dev
-        .launch_sync(k.clone(), &natural[..8], dims([1, 1, 1], [1, 1, 1]))
-        .unwrap_err();
+    let e = dev.launch_sync(k.clone(), &natural[..8], dims([1, 1, 1], [1, 1, 1])).unwrap_err();
     match e {
-        PluginError::InvalidArgument(s) => assert_eq!(
-            s,
-            "mismatch in kernel arguments: kernel 'seq' takes 16 bytes of arguments (12 packed), got 8"
-        ),
+        PluginError::InvalidArgument(s) => {
+            assert_eq!(s, "mismatch in kernel arguments: kernel 'seq' takes 16 bytes of arguments (12 packed), got 8")
+        }
         e => panic!("{e:?}"),
     }
     assert!(dev.launch_sync(k, &[], dims([1, 1, 1], [1, 1, 1])).is_err());
     // no layout: raw pass-through
     let raw = kernel("seq_raw", seq_wg, vec![], 0);
     natural[0..4].copy_from_slice(&5u32.to_ne_bytes());
-    dev.launch_sync(raw, &natural, dims([1, 1, 1], [1, 1, 1]))
-        .unwrap();
+    dev.launch_sync(raw, &natural, dims([1, 1, 1], [1, 1, 1])).unwrap();
     assert_eq!(out[5], 47);
 }
 
@@ -411,8 +366,7 @@ fn dims_are_validated() {
         }
     }
     assert!(launch::validate_dims("empty", &dims([(1 << 31) - 1, 1, 1], [1, 1, 1]), 0).is_ok());
-    dev.launch_sync(k, &[], dims([1, 1, 1], [32, 32, 1]))
-        .unwrap();
+    dev.launch_sync(k, &[], dims([1, 1, 1], [32, 32, 1])).unwrap();
 }
 
 struct ForeignKernel;
@@ -429,10 +383,7 @@ impl Kernel for ForeignKernel {
 fn foreign_kernels_are_rejected() {
     let dev = device();
     let d = dims([1, 1, 1], [1, 1, 1]);
-    assert!(matches!(
-        dev.launch_sync(Arc::new(ForeignKernel), &[], d),
-        Err(PluginError::InvalidArgument(_))
-    ));
+    assert!(matches!(dev.launch_sync(Arc::new(ForeignKernel), &[], d), Err(PluginError::InvalidArgument(_))));
     let q = dev.create_queue().unwrap();
     assert!(q.launch(Arc::new(ForeignKernel), &[], d).is_err());
     assert!(q.is_empty().unwrap());
@@ -441,18 +392,12 @@ fn foreign_kernels_are_rejected() {
 
 #[test]
 fn jit_errors_map_like_llvm() {
-    assert!(matches!(
-        map_jit_error(JitError::InvalidBinary("x".into())),
-        PluginError::InvalidBinary(_)
-    ));
+    assert!(matches!(map_jit_error(JitError::InvalidBinary("x".into())), PluginError::InvalidBinary(_)));
     match map_jit_error(JitError::Link("undefined symbol foo".into())) {
         PluginError::Compile(s) => assert_eq!(s, "failure to jit IR image: undefined symbol foo"),
         e => panic!("{e:?}"),
     }
-    assert!(matches!(
-        map_jit_error(JitError::NotFound("k".into())),
-        PluginError::NotFound(_)
-    ));
+    assert!(matches!(map_jit_error(JitError::NotFound("k".into())), PluginError::NotFound(_)));
     assert!(device().load_program(b"not an image").is_err());
 }
 
@@ -465,12 +410,10 @@ fn device_memory() {
         assert_eq!(a % 64, 0);
         assert_eq!(b % 4096, 0);
         let src: Vec<u8> = (0..100).collect();
-        dev.memcpy_sync(a, true, src.as_ptr() as usize, false, 100)
-            .unwrap();
+        dev.memcpy_sync(a, true, src.as_ptr() as usize, false, 100).unwrap();
         dev.memcpy_sync(b + 5, true, a, true, 100).unwrap();
         let mut back = vec![0u8; 100];
-        dev.memcpy_sync(back.as_mut_ptr() as usize, false, b + 5, true, 100)
-            .unwrap();
+        dev.memcpy_sync(back.as_mut_ptr() as usize, false, b + 5, true, 100).unwrap();
         assert_eq!(back, src);
         dev.free(a, kind).unwrap();
         dev.free(b, kind).unwrap();
@@ -499,14 +442,7 @@ fn launches_and_copies_do_not_wait_behind_a_kernel() {
     let n = memory::PARALLEL_MIN + 4096;
     let src = vec![3u8; n];
     let mut dst = vec![0u8; n];
-    dev.memcpy_sync(
-        dst.as_mut_ptr() as usize,
-        false,
-        src.as_ptr() as usize,
-        false,
-        n,
-    )
-    .unwrap();
+    dev.memcpy_sync(dst.as_mut_ptr() as usize, false, src.as_ptr() as usize, false, n).unwrap();
     assert!(dst.iter().all(|&b| b == 3));
     // SAFETY: dst has n bytes.
     unsafe { memory::fill(dst.as_mut_ptr() as usize, &[7], n).unwrap() };
@@ -514,14 +450,9 @@ fn launches_and_copies_do_not_wait_behind_a_kernel() {
     assert!(!q.is_empty().unwrap());
     // a second kernel releases the first: both run at once
     let r = kernel("release", release_wg, vec![p(8, 8)], 0);
-    dev.launch_sync(r, &args, dims([64, 1, 1], [1, 1, 1]))
-        .unwrap();
+    dev.launch_sync(r, &args, dims([64, 1, 1], [1, 1, 1])).unwrap();
     q.sync().unwrap();
-    assert_eq!(
-        flag.load(Ordering::SeqCst),
-        4,
-        "the first kernel was not released by the second"
-    );
+    assert_eq!(flag.load(Ordering::SeqCst), 4, "the first kernel was not released by the second");
 }
 
 // ---- queues and events ----
@@ -553,10 +484,7 @@ fn host_fns_run_in_order() {
     let other = Arc::new(AtomicBool::new(false));
     for _ in 0..50 {
         let o = other.clone();
-        q.host_fn(Box::new(move || {
-            o.store(std::thread::current().id() != me, Ordering::SeqCst)
-        }))
-        .unwrap();
+        q.host_fn(Box::new(move || o.store(std::thread::current().id() != me, Ordering::SeqCst))).unwrap();
         q.sync().unwrap();
         assert!(other.load(Ordering::SeqCst));
     }
@@ -570,24 +498,11 @@ fn queue_work_mixed_in_order() {
     let mut buf = vec![0u32; n as usize];
     let mut out = vec![0u32; n as usize];
     let bp = buf.as_mut_ptr();
-    q.fill(bp as usize, &7u32.to_ne_bytes(), 4 * n as usize)
-        .unwrap();
+    q.fill(bp as usize, &7u32.to_ne_bytes(), 4 * n as usize).unwrap();
     for _ in 0..5 {
-        q.launch(
-            add1_kernel(),
-            &add1_args(bp, n),
-            dims([n.div_ceil(64), 1, 1], [64, 1, 1]),
-        )
-        .unwrap();
+        q.launch(add1_kernel(), &add1_args(bp, n), dims([n.div_ceil(64), 1, 1], [64, 1, 1])).unwrap();
     }
-    q.memcpy(
-        out.as_mut_ptr() as usize,
-        false,
-        bp as usize,
-        true,
-        4 * n as usize,
-    )
-    .unwrap();
+    q.memcpy(out.as_mut_ptr() as usize, false, bp as usize, true, 4 * n as usize).unwrap();
     assert!(q.fill(bp as usize, &[1, 2, 3], 10).is_err());
     q.sync().unwrap();
     assert!(out.iter().all(|&v| v == 12));
@@ -603,16 +518,12 @@ fn enqueue_is_asynchronous() {
     let ran = Arc::new(AtomicBool::new(false));
     q.host_fn(blocker).unwrap();
     let r = ran.clone();
-    q.host_fn(Box::new(move || r.store(true, Ordering::SeqCst)))
-        .unwrap();
+    q.host_fn(Box::new(move || r.store(true, Ordering::SeqCst))).unwrap();
     // enqueue returned while the first host fn blocks
     std::thread::sleep(Duration::from_millis(20));
     assert!(!q.is_empty().unwrap());
     assert!(!ran.load(Ordering::SeqCst));
-    let ev = q
-        .record_event()
-        .unwrap()
-        .expect("busy queue gives an event");
+    let ev = q.record_event().unwrap().expect("busy queue gives an event");
     assert!(!ev.is_complete().unwrap());
     release.send(()).unwrap();
     ev.sync().unwrap();
@@ -634,16 +545,12 @@ fn events_across_queues() {
     let (release, blocker) = gate();
     q1.host_fn(blocker).unwrap();
     let x1 = x.clone();
-    q1.host_fn(Box::new(move || x1.store(1, Ordering::SeqCst)))
-        .unwrap();
+    q1.host_fn(Box::new(move || x1.store(1, Ordering::SeqCst))).unwrap();
     let e = q1.record_event().unwrap().unwrap();
     // the caller does not block
     q2.wait_event(e.clone()).unwrap();
     let (x2, y2) = (x.clone(), y.clone());
-    q2.host_fn(Box::new(move || {
-        y2.store(x2.load(Ordering::SeqCst) + 10, Ordering::SeqCst)
-    }))
-    .unwrap();
+    q2.host_fn(Box::new(move || y2.store(x2.load(Ordering::SeqCst) + 10, Ordering::SeqCst))).unwrap();
     std::thread::sleep(Duration::from_millis(10));
     assert!(!q2.is_empty().unwrap());
     assert_eq!(y.load(Ordering::SeqCst), 0);
@@ -681,8 +588,7 @@ fn errors_surface_at_sync() {
     q.wait_event(Arc::new(FailingEvent)).unwrap();
     let ran = Arc::new(AtomicBool::new(false));
     let r = ran.clone();
-    q.host_fn(Box::new(move || r.store(true, Ordering::SeqCst)))
-        .unwrap();
+    q.host_fn(Box::new(move || r.store(true, Ordering::SeqCst))).unwrap();
     let e1 = q.record_event().unwrap().unwrap();
     release.send(()).unwrap();
     // the event before the failure is fine, the one after it reports it (every time)
@@ -745,15 +651,11 @@ fn dropped_queue_runs_without_sync() {
     let q = device().create_queue().unwrap();
     let flag = Arc::new(AtomicBool::new(false));
     let f = flag.clone();
-    q.host_fn(Box::new(move || f.store(true, Ordering::SeqCst)))
-        .unwrap();
+    q.host_fn(Box::new(move || f.store(true, Ordering::SeqCst))).unwrap();
     drop(q);
     let t0 = Instant::now();
     while !flag.load(Ordering::SeqCst) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "dropped queue never ran its work"
-        );
+        assert!(t0.elapsed() < Duration::from_secs(30), "dropped queue never ran its work");
         std::thread::sleep(Duration::from_millis(1));
     }
 }
@@ -774,14 +676,9 @@ fn many_threads_one_queue_and_many_queues() {
                 let own_q = dev.create_queue().unwrap();
                 let d = dims([n.div_ceil(128), 1, 1], [128, 1, 1]);
                 for _ in 0..10 {
-                    shared_q
-                        .launch(add1_kernel(), &add1_args(a.as_mut_ptr(), n), d)
-                        .unwrap();
-                    own_q
-                        .launch(add1_kernel(), &add1_args(b.as_mut_ptr(), n), d)
-                        .unwrap();
-                    dev.launch_sync(add1_kernel(), &add1_args(c.as_mut_ptr(), n), d)
-                        .unwrap();
+                    shared_q.launch(add1_kernel(), &add1_args(a.as_mut_ptr(), n), d).unwrap();
+                    own_q.launch(add1_kernel(), &add1_args(b.as_mut_ptr(), n), d).unwrap();
+                    dev.launch_sync(add1_kernel(), &add1_args(c.as_mut_ptr(), n), d).unwrap();
                 }
                 // a sync by any thread covers what this thread enqueued before it
                 shared_q.sync().unwrap();

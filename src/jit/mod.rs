@@ -1,1 +1,357 @@
-//! JIT.
+//! The CPU JIT: turns GPU-style kernels into x86-64 work-group functions that run on the calling thread.
+//!
+//! # Inputs ([`classify`], [`is_valid_for_cpu`], [`load`])
+//! * **LLVM bitcode** (raw `BC\xC0\xDE` or with the `0x0B17C0DE` wrapper header) whose triple is
+//!   `nvptx64-*`, `amdgcn-*` or the x86-64 host. Kernels are the functions with the `ptx_kernel` (71),
+//!   `amdgpu_kernel` (91) or `spir_kernel` (76) calling convention; they are retargeted to the host
+//!   (triple, datalayout, target-cpu/features, C calling convention), fully inlined (recursion is rejected),
+//!   their GPU intrinsics replaced, and wrapped in one work-group ("WG") function each (see below).
+//!   `spirv64` bitcode is recognised but rejected with [`JitError::InvalidBinary`] (clang 22 emits SPIR-V
+//!   builtins this JIT does not emulate).
+//!   **Host-triple (x86-64) bitcode** follows the native convention: every exported function of type
+//!   `void(ptr)` is already a WG function with the [`WgFn`] ABI and is compiled as is.
+//! * **x86-64 ELF shared objects** (`ET_DYN`), loaded with `dlopen` from a `memfd` (no file is left
+//!   behind). Every exported function named like the kernel is taken to be a WG function with exactly the
+//!   [`WgFn`] ABI: `void name(const WgCtx *ctx)`, running one whole work-group; `ctx->args` is the raw
+//!   argument buffer (the plugin passes it through; [`KernelEntry::params`] is empty).
+//!
+//! # The WG function ABI
+//! `unsafe extern "C" fn(*const WgCtx)` runs all work-items of group `ctx.group_id` on the calling thread.
+//! Everything per-group comes through `ctx` (no mutable globals, no TLS), so many threads may run groups of
+//! the same kernel at once, each with its own `local_mem`/`scratch`.
+//! * Arguments: `ctx.args` is laid out like the kernel's parameters in a naturally aligned C struct
+//!   (offset = align_up(previous end, align)); [`KernelEntry::params`] gives each size and alignment.
+//!   By-value structs (`byval`/`byref`) are read from the buffer.
+//! * Static `__gpu_local` (addrspace 3) variables live at `ctx.local_mem[0..static_local_bytes)`;
+//!   `extern __gpu_local` zero-size arrays all start at `ctx.dyn_local_mem`.
+//! * Kernels with barriers or warp collectives use `ctx.scratch`
+//!   (`scratch_bytes_per_wi * group_size.x*y*z` bytes).
+//!
+//! # Work-items, barriers and warps
+//! Kernels without barriers become a z/y/x loop over work-items around the inlined body (LLVM vectorises
+//! the x loop). Kernels with `__gpu_sync_threads` (or warp operations) use continuation-based
+//! synchronisation (CBS, cpu-kernels.md §7), written as a C++ LLVM pass in `lower.cpp` because the C API
+//! has no CloneFunction/InlineFunction/DemoteRegToStack: blocks are split at barriers, every value live
+//! across a block boundary and every private variable is demoted to a per-work-item array in scratch, and
+//! a dispatcher runs each work-item up to its next barrier, sweep after sweep, until all have returned.
+//! No fibers. `__gpu_exit` ends the calling work-item only.
+//!
+//! The warp width is the one clang folded into the bitcode: 32 for nvptx64, 64 for amdgcn (32 with
+//! `+wavefrontsize32`). Lanes are consecutive linear work-item ids (`x + y*nx + z*nx*ny`), warps start at
+//! multiples of the width. Shuffles, ballots, votes, `readfirstlane`, `readlane` and `ds_bpermute` are
+//! emulated as two group barriers around an exchange through scratch; `activemask`/`__gpu_lane_mask` is
+//! the set of lanes of the warp that exist (divergence inside a warp is not tracked). `bar.warp.sync` /
+//! `wave.barrier` are group barriers. Any other GPU intrinsic is a [`JitError::Compile`] naming it.
+//!
+//! # Code loading and the cache
+//! The lowered module is optimised (`default<O{LIBOMPTARGET_JIT_OPT_LEVEL}>`, default 3) and compiled
+//! for the host CPU into an ELF relocatable object, which our own small loader (`elf.rs`) maps and
+//! relocates — one fresh copy (own globals) per [`load`]. Global constructors/destructors become
+//! `__ol_rs_init`/`__ol_rs_fini`, run at load and when the last user of the instance is gone.
+//! Compiled objects are cached by **content** (blake3 of the image, host CPU and features, options, crate
+//! and ABI versions) and evicted when the last [`LoadedImage`] made from them is dropped (unlike the
+//! address-keyed cache of LLVM PR #148847). `OFFLOAD_RS_JIT_CACHE_DIR=<dir>` enables a verified on-disk
+//! cache.
+
+mod cache;
+mod compile;
+mod elf;
+mod native;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+pub use cache::cache_stats;
+
+/// Bumped whenever the generated code's ABI (WgCtx, metadata, lowering) changes; part of the cache key.
+pub const JIT_ABI_VERSION: u32 = 1;
+
+/// What an image looks like.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImageKind {
+    Bitcode { triple: String },
+    NativeElf,
+    Unknown(String),
+}
+
+/// JIT errors. Messages say what was expected and what was found.
+#[derive(thiserror::Error, Debug, Clone)]
+pub enum JitError {
+    #[error("{0}")]
+    InvalidBinary(String),
+    #[error("{0}")]
+    Compile(String),
+    #[error("{0}")]
+    Link(String),
+    #[error("{0}")]
+    Io(String),
+    #[error("{0}")]
+    NotFound(String),
+}
+
+/// A work-group function: runs every work-item of one group.
+pub type WgFn = unsafe extern "C" fn(ctx: *const WgCtx);
+
+/// Per-group context handed to a [`WgFn`]. Field offsets are part of the generated code's ABI.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct WgCtx {
+    pub args: *const u8,
+    pub local_mem: *mut u8,
+    pub dyn_local_mem: *mut u8,
+    pub scratch: *mut u8,
+    pub group_id: [u32; 3],
+    pub num_groups: [u32; 3],
+    pub group_size: [u32; 3],
+    pub _pad: u32,
+}
+
+const _: () = {
+    assert!(std::mem::offset_of!(WgCtx, args) == 0);
+    assert!(std::mem::offset_of!(WgCtx, local_mem) == 8);
+    assert!(std::mem::offset_of!(WgCtx, dyn_local_mem) == 16);
+    assert!(std::mem::offset_of!(WgCtx, scratch) == 24);
+    assert!(std::mem::offset_of!(WgCtx, group_id) == 32);
+    assert!(std::mem::offset_of!(WgCtx, num_groups) == 44);
+    assert!(std::mem::offset_of!(WgCtx, group_size) == 56);
+    assert!(std::mem::size_of::<WgCtx>() == 72);
+};
+
+/// Size and natural alignment of one kernel parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParamLayout {
+    pub size: usize,
+    pub align: usize,
+}
+
+/// Metadata of one kernel, as produced by the lowering.
+#[derive(Debug, Clone)]
+pub(crate) struct KernelMeta {
+    pub name: String,
+    pub symbol: String,
+    pub static_local_bytes: usize,
+    pub scratch_bytes_per_wi: usize,
+    pub has_barriers: bool,
+    pub warp_size: u32,
+    pub params: Vec<ParamLayout>,
+}
+
+/// A kernel of a loaded image.
+#[derive(Clone)]
+pub struct KernelEntry {
+    pub name: String,
+    pub wg_fn: WgFn,
+    pub params: Vec<ParamLayout>,
+    pub static_local_bytes: usize,
+    pub scratch_bytes_per_wi: usize,
+    pub has_barriers: bool,
+    pub warp_size: u32,
+    #[allow(dead_code)]
+    keepalive: Arc<Instance>,
+}
+
+impl std::fmt::Debug for KernelEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelEntry")
+            .field("name", &self.name)
+            .field("params", &self.params)
+            .field("static_local_bytes", &self.static_local_bytes)
+            .field("scratch_bytes_per_wi", &self.scratch_bytes_per_wi)
+            .field("has_barriers", &self.has_barriers)
+            .field("warp_size", &self.warp_size)
+            .finish()
+    }
+}
+
+/// One loaded instance: JIT'ed code mapped by our loader, or a dlopen'ed native shared object.
+pub(crate) enum Instance {
+    Jit(elf::LoadedObject, Arc<compile::CompiledObject>),
+    Native(native::NativeLib),
+}
+
+impl Instance {
+    fn symbol(&self, name: &str) -> Option<(usize, usize)> {
+        match self {
+            Instance::Jit(o, _) => o.symbol(name),
+            Instance::Native(n) => n.symbol(name),
+        }
+    }
+}
+
+/// A program loaded for the CPU device: owns its own copy of the code and globals.
+pub struct LoadedImage {
+    inst: Arc<Instance>,
+}
+
+impl std::fmt::Debug for LoadedImage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LoadedImage")
+    }
+}
+
+impl LoadedImage {
+    /// The kernel `name`, or `None`.
+    pub fn kernel(&self, name: &str) -> Option<KernelEntry> {
+        match &*self.inst {
+            Instance::Jit(obj, co) => {
+                let m = co.kernels.iter().find(|k| k.name == name)?;
+                let (addr, _) = obj.symbol(&m.symbol)?;
+                if addr == 0 {
+                    return None;
+                }
+                // SAFETY: `addr` is the address of a function generated with the WgFn ABI
+                // (`void(ptr)`, C calling convention) inside the mapping kept alive by `keepalive`.
+                let wg_fn: WgFn = unsafe { std::mem::transmute::<usize, WgFn>(addr) };
+                Some(KernelEntry {
+                    name: m.name.clone(),
+                    wg_fn,
+                    params: m.params.clone(),
+                    static_local_bytes: m.static_local_bytes,
+                    scratch_bytes_per_wi: m.scratch_bytes_per_wi,
+                    has_barriers: m.has_barriers,
+                    warp_size: m.warp_size,
+                    keepalive: self.inst.clone(),
+                })
+            }
+            Instance::Native(lib) => {
+                let addr = lib.function(name)?;
+                // SAFETY: by the documented native-ELF convention, an exported function named like the
+                // kernel has the WgFn ABI; the library stays loaded while `keepalive` lives.
+                let wg_fn: WgFn = unsafe { std::mem::transmute::<usize, WgFn>(addr) };
+                Some(KernelEntry {
+                    name: name.to_string(),
+                    wg_fn,
+                    params: Vec::new(),
+                    static_local_bytes: 0,
+                    scratch_bytes_per_wi: 0,
+                    has_barriers: false,
+                    warp_size: 1,
+                    keepalive: self.inst.clone(),
+                })
+            }
+        }
+    }
+
+    /// Address and size of the global variable `name` in this instance.
+    pub fn global(&self, name: &str) -> Option<(usize, usize)> {
+        match &*self.inst {
+            Instance::Jit(obj, co) => {
+                if co.kernels.iter().any(|k| k.name == name) {
+                    return None;
+                }
+                obj.data_symbol(name)
+            }
+            Instance::Native(_) => self.inst.symbol(name),
+        }
+    }
+
+    /// Names of the kernels in this image (native images: unknown, empty).
+    pub fn kernel_names(&self) -> Vec<String> {
+        match &*self.inst {
+            Instance::Jit(_, co) => co.kernels.iter().map(|k| k.name.clone()).collect(),
+            Instance::Native(_) => Vec::new(),
+        }
+    }
+}
+
+const BC_MAGIC: [u8; 4] = [b'B', b'C', 0xC0, 0xDE];
+const BC_WRAPPER: [u8; 4] = [0xDE, 0xC0, 0x17, 0x0B];
+
+fn describe(image: &[u8]) -> String {
+    let n = image.len().min(4);
+    let mut hex = String::new();
+    for b in &image[..n] {
+        hex.push_str(&format!("{b:02x}"));
+    }
+    if image.is_empty() {
+        "an empty image (0 bytes)".to_string()
+    } else {
+        format!("{} bytes starting 0x{hex}", image.len())
+    }
+}
+
+/// Returns the raw bitcode inside an image (unwrapping the 0x0B17C0DE wrapper) if it is bitcode.
+fn bitcode_payload(image: &[u8]) -> Option<&[u8]> {
+    if image.len() >= 4 && image[..4] == BC_MAGIC {
+        return Some(image);
+    }
+    if image.len() >= 20 && image[..4] == BC_WRAPPER {
+        let off = u32::from_le_bytes([image[8], image[9], image[10], image[11]]) as usize;
+        let size = u32::from_le_bytes([image[12], image[13], image[14], image[15]]) as usize;
+        let end = off.checked_add(size)?;
+        if end <= image.len() && size >= 4 && image[off..off + 4] == BC_MAGIC {
+            return Some(&image[off..end]);
+        }
+    }
+    None
+}
+
+/// Classifies an image by its header. Never panics.
+pub fn classify(image: &[u8]) -> ImageKind {
+    if let Some(bc) = bitcode_payload(image) {
+        return match compile::bitcode_triple(bc) {
+            Ok(t) => ImageKind::Bitcode { triple: t },
+            Err(e) => ImageKind::Unknown(format!("malformed LLVM bitcode ({}): {e}", describe(image))),
+        };
+    }
+    if image.len() >= 4 && image[..4] == BC_WRAPPER {
+        return ImageKind::Unknown(format!("truncated bitcode wrapper ({})", describe(image)));
+    }
+    if image.len() >= 4 && &image[..4] == b"\x7fELF" {
+        return match native::check_elf(image) {
+            Ok(()) => ImageKind::NativeElf,
+            Err(e) => ImageKind::Unknown(e),
+        };
+    }
+    ImageKind::Unknown(describe(image))
+}
+
+/// Which bitcode architectures this JIT compiles.
+fn supported_arch(triple: &str) -> Option<compile::Arch> {
+    let arch = triple.split('-').next().unwrap_or("");
+    match arch {
+        "nvptx64" => Some(compile::Arch::Nvptx),
+        "amdgcn" => Some(compile::Arch::Amdgcn),
+        "x86_64" => Some(compile::Arch::Host),
+        _ => None,
+    }
+}
+
+/// `olIsValidBinary` for the CPU device.
+pub fn is_valid_for_cpu(image: &[u8]) -> bool {
+    match classify(image) {
+        ImageKind::Bitcode { triple } => supported_arch(&triple).is_some(),
+        ImageKind::NativeElf => true,
+        ImageKind::Unknown(_) => false,
+    }
+}
+
+/// Compiles (through the cache) and loads a fresh instance of `image`.
+pub fn load(image: &[u8]) -> Result<LoadedImage, JitError> {
+    match classify(image) {
+        ImageKind::NativeElf => {
+            let lib = native::NativeLib::open(image)?;
+            Ok(LoadedImage { inst: Arc::new(Instance::Native(lib)) })
+        }
+        ImageKind::Bitcode { triple } => {
+            let Some(arch) = supported_arch(&triple) else {
+                return Err(JitError::InvalidBinary(format!(
+                    "expected LLVM bitcode for nvptx64, amdgcn or x86_64, found bitcode for target '{triple}'{}",
+                    if triple.starts_with("spirv") { " (SPIR-V kernels are not supported by the CPU JIT)" } else { "" }
+                )));
+            };
+            let bc = bitcode_payload(image).unwrap_or(image);
+            let co = cache::get_or_compile(bc, arch)?;
+            let obj = elf::LoadedObject::load(&co.object)?;
+            let inst = Instance::Jit(obj, co);
+            if let Instance::Jit(o, _) = &inst {
+                o.run_init();
+            }
+            Ok(LoadedImage { inst: Arc::new(inst) })
+        }
+        ImageKind::Unknown(what) => Err(JitError::InvalidBinary(format!(
+            "expected LLVM bitcode or an x86-64 ELF shared object, found {what}"
+        ))),
+    }
+}

@@ -1,0 +1,190 @@
+//! Bitcode -> x86-64 relocatable object: parse, verify, retarget (triple/datalayout here, the rest in the
+//! C++ shim `lower.cpp`), optimise with the host TargetMachine, emit an ELF object in memory.
+
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::sync::OnceLock;
+
+use inkwell::OptimizationLevel;
+use inkwell::context::Context;
+use inkwell::memory_buffer::MemoryBuffer;
+use inkwell::module::Module;
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
+
+use super::{JitError, KernelMeta, ParamLayout};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arch {
+    Nvptx = 0,
+    Amdgcn = 1,
+    Host = 3,
+}
+
+unsafe extern "C" {
+    fn ol_rs_jit_lower(
+        m: *mut c_void,
+        arch: c_int,
+        cpu: *const c_char,
+        features: *const c_char,
+        meta_out: *mut *mut c_char,
+        err_out: *mut *mut c_char,
+    ) -> c_int;
+    fn ol_rs_jit_free(p: *mut c_char);
+}
+
+/// A compiled image: object bytes plus kernel metadata. Shared (through the cache) by all loads of the
+/// same content; dropping the last `Arc` evicts the cache entry.
+pub(crate) struct CompiledObject {
+    pub object: Vec<u8>,
+    pub kernels: Vec<KernelMeta>,
+    pub meta_text: String,
+    pub key: [u8; 32],
+}
+
+impl Drop for CompiledObject {
+    fn drop(&mut self) {
+        super::cache::evict(&self.key);
+    }
+}
+
+pub(crate) struct HostInfo {
+    pub triple: String,
+    pub cpu: String,
+    pub features: String,
+}
+
+pub(crate) fn host() -> &'static HostInfo {
+    static HOST: OnceLock<HostInfo> = OnceLock::new();
+    HOST.get_or_init(|| {
+        Target::initialize_x86(&InitializationConfig::default());
+        HostInfo {
+            triple: TargetMachine::get_default_triple().as_str().to_string_lossy().into_owned(),
+            cpu: TargetMachine::get_host_cpu_name().to_string(),
+            features: TargetMachine::get_host_cpu_features().to_string(),
+        }
+    })
+}
+
+/// `LIBOMPTARGET_JIT_OPT_LEVEL` (default 3), as LLVM's JIT reads it.
+pub(crate) fn opt_level() -> u32 {
+    std::env::var("LIBOMPTARGET_JIT_OPT_LEVEL")
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .map(|v| v.min(3))
+        .unwrap_or(3)
+}
+
+fn parse<'c>(ctx: &'c Context, bc: &[u8]) -> Result<Module<'c>, String> {
+    let buf = MemoryBuffer::create_from_memory_range_copy(bc, "image");
+    Module::parse_bitcode_from_buffer(&buf, ctx).map_err(|e| e.to_string())
+}
+
+/// Target triple of a bitcode image (full parse: garbage and truncation are errors).
+pub(crate) fn bitcode_triple(bc: &[u8]) -> Result<String, String> {
+    let ctx = Context::create();
+    let m = parse(&ctx, bc)?;
+    Ok(m.get_triple().as_str().to_string_lossy().into_owned())
+}
+
+fn tm_for(opt: u32) -> Result<TargetMachine, JitError> {
+    let h = host();
+    let triple = inkwell::targets::TargetTriple::create(&h.triple);
+    let target = Target::from_triple(&triple).map_err(|e| JitError::Compile(format!("host target: {e}")))?;
+    let level = match opt {
+        0 => OptimizationLevel::None,
+        1 => OptimizationLevel::Less,
+        2 => OptimizationLevel::Default,
+        _ => OptimizationLevel::Aggressive,
+    };
+    target
+        .create_target_machine(&triple, &h.cpu, &h.features, level, RelocMode::PIC, CodeModel::Small)
+        .ok_or_else(|| JitError::Compile(format!("cannot create a target machine for {}", h.triple)))
+}
+
+/// Compiles bitcode to an x86-64 ELF relocatable object. Returns (object, metadata text).
+pub(crate) fn compile(bc: &[u8], arch: Arch, opt: u32) -> Result<(Vec<u8>, String), JitError> {
+    let h = host();
+    let ctx = Context::create();
+    let m = parse(&ctx, bc).map_err(|e| JitError::InvalidBinary(format!("malformed LLVM bitcode: {e}")))?;
+    m.verify()
+        .map_err(|e| JitError::Compile(format!("input module does not verify: {}", truncate(&e.to_string()))))?;
+    let tm = tm_for(opt)?;
+    m.set_triple(&tm.get_triple());
+    m.set_data_layout(&tm.get_target_data().get_data_layout());
+    let cpu = CString::new(h.cpu.as_str()).unwrap_or_default();
+    let feat = CString::new(h.features.as_str()).unwrap_or_default();
+    let mut meta: *mut c_char = std::ptr::null_mut();
+    let mut err: *mut c_char = std::ptr::null_mut();
+    // SAFETY: the module pointer is valid for the call (owned by `m`); out-pointers are valid; the shim
+    // returns malloc'ed strings that we free with ol_rs_jit_free.
+    let rc = unsafe {
+        ol_rs_jit_lower(m.as_mut_ptr() as *mut c_void, arch as c_int, cpu.as_ptr(), feat.as_ptr(), &mut meta, &mut err)
+    };
+    let take = |p: *mut c_char| -> String {
+        if p.is_null() {
+            return String::new();
+        }
+        // SAFETY: p is a NUL-terminated malloc'ed string from the shim.
+        let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        // SAFETY: p came from the shim's malloc and is freed once.
+        unsafe { ol_rs_jit_free(p) };
+        s
+    };
+    let meta = take(meta);
+    let err = take(err);
+    if rc != 0 {
+        return Err(JitError::Compile(err));
+    }
+    if std::env::var_os("OFFLOAD_RS_JIT_DUMP_LOWERED").is_some() {
+        let _ = m.print_to_file("/tmp/offload_rs_lowered.ll");
+    }
+    m.verify()
+        .map_err(|e| JitError::Compile(format!("lowered module does not verify: {}", truncate(&e.to_string()))))?;
+    let passes = format!("default<O{opt}>");
+    m.run_passes(&passes, &tm, PassBuilderOptions::create())
+        .map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
+    if std::env::var_os("OFFLOAD_RS_JIT_DUMP_LOWERED").is_some() {
+        let _ = m.print_to_file("/tmp/offload_rs_opt.ll");
+    }
+    let buf = tm
+        .write_to_memory_buffer(&m, FileType::Object)
+        .map_err(|e| JitError::Compile(format!("code generation failed: {e}")))?;
+    Ok((buf.as_slice().to_vec(), meta))
+}
+
+fn truncate(s: &str) -> String {
+    s.chars().take(2000).collect()
+}
+
+/// Parses the shim's metadata lines: `K name symbol static scratch barriers warp nparams size:align...`.
+pub(crate) fn parse_meta(text: &str) -> Result<Vec<KernelMeta>, JitError> {
+    let bad = || JitError::Compile(format!("internal: malformed kernel metadata: {}", truncate(text)));
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        if f.first() != Some(&"K") || f.len() < 8 {
+            return Err(bad());
+        }
+        let num = |i: usize| f.get(i).and_then(|s| s.parse::<usize>().ok()).ok_or_else(bad);
+        let n = num(7)?;
+        let mut params = Vec::with_capacity(n);
+        for i in 0..n {
+            let p = f.get(8 + i).ok_or_else(bad)?;
+            let (s, a) = p.split_once(':').ok_or_else(bad)?;
+            params.push(ParamLayout {
+                size: s.parse().map_err(|_| bad())?,
+                align: a.parse().map_err(|_| bad())?,
+            });
+        }
+        out.push(KernelMeta {
+            name: f[1].to_string(),
+            symbol: f[2].to_string(),
+            static_local_bytes: num(3)?,
+            scratch_bytes_per_wi: num(4)?,
+            has_barriers: num(5)? != 0,
+            warp_size: num(6)? as u32,
+            params,
+        });
+    }
+    Ok(out)
+}

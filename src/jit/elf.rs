@@ -30,6 +30,8 @@ pub(crate) struct LoadedObject {
     base: *mut u8,
     len: usize,
     symbols: HashMap<String, (usize, usize, bool /*data*/)>,
+    /// set once the constructors ran: only then do destructors run on drop
+    initialized: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: the mapping is owned exclusively by this value; after loading it is only read (code) or
@@ -139,7 +141,7 @@ impl LoadedObject {
         if base == libc::MAP_FAILED {
             return Err(JitError::Io(format!("mmap of {total} bytes for JIT code failed")));
         }
-        let mut obj = LoadedObject { base: base as *mut u8, len: total, symbols: HashMap::new() };
+        let mut obj = LoadedObject { base: base as *mut u8, len: total, symbols: HashMap::new(), initialized: Default::default() };
         let class_base = [exec_start, ro_start, rw_start];
         let base_addr = obj.base as usize;
         let sec_addr = |idx: SectionIndex| -> Option<usize> {
@@ -309,6 +311,7 @@ impl LoadedObject {
 
     /// Runs the image's global constructors (`__ol_rs_init`).
     pub(crate) fn run_init(&self) {
+        self.initialized.store(true, std::sync::atomic::Ordering::Release);
         self.call("__ol_rs_init");
     }
 
@@ -327,7 +330,9 @@ impl LoadedObject {
 
 impl Drop for LoadedObject {
     fn drop(&mut self) {
-        self.call("__ol_rs_fini");
+        if *self.initialized.get_mut() {
+            self.call("__ol_rs_fini");
+        }
         // SAFETY: we own the mapping; nothing references it any more (KernelEntry keepalive ensures that).
         unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
     }

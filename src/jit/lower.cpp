@@ -621,6 +621,17 @@ struct Lowering {
             return fail("dynamic alloca in a kernel with barriers is not supported");
     // Move every static alloca into the entry block (after inlining some may sit elsewhere).
     BasicBlock &Entry = F->getEntryBlock();
+    BasicBlock::iterator allocaPt0 = Entry.begin();
+    while (isa<AllocaInst>(&*allocaPt0))
+      ++allocaPt0;
+    {
+      std::vector<PHINode *> phis;
+      for (BasicBlock &BB : *F)
+        for (PHINode &P : BB.phis())
+          phis.push_back(&P);
+      for (PHINode *P : phis)
+        DemotePHIToStack(P, allocaPt0);
+    }
     // 2. isolate markers into their own blocks.
     std::vector<CallInst *> marks;
     for (BasicBlock &BB : *F)
@@ -657,14 +668,6 @@ struct Lowering {
         break;
       for (Instruction *I : work)
         DemoteRegToStack(*I, false, allocaPt);
-    }
-    {
-      std::vector<PHINode *> phis;
-      for (BasicBlock &BB : *F)
-        for (PHINode &P : BB.phis())
-          phis.push_back(&P);
-      for (PHINode *P : phis)
-        DemotePHIToStack(P, allocaPt);
     }
     // 4. per-work-item layout of all allocas.
     std::vector<AllocaInst *> allocas;

@@ -56,7 +56,7 @@ pub fn cache_stats() -> (usize, u64, u64) {
     (live, c.compiles.load(Ordering::Relaxed), c.hits.load(Ordering::Relaxed))
 }
 
-fn key_of(bc: &[u8], arch: Arch, opt: u32) -> Key {
+pub(crate) fn key_of(bc: &[u8], arch: Arch, opt: u32) -> Key {
     let h = compile::host();
     let mut k = blake3::Hasher::new();
     k.update(b"offload-rs jit\0");
@@ -146,7 +146,7 @@ fn produce(bc: &[u8], arch: Arch, opt: u32, key: Key) -> Result<Arc<CompiledObje
         && let Ok(kernels) = compile::parse_meta(&meta_text)
     {
         cache().hits.fetch_add(1, Ordering::Relaxed);
-        return Ok(Arc::new(CompiledObject { object, kernels, meta_text, key }));
+        return Ok(Arc::new(CompiledObject { object, kernels, key }));
     }
     let (object, meta_text) = compile::compile(bc, arch, opt)?;
     let kernels = compile::parse_meta(&meta_text)?;
@@ -154,13 +154,21 @@ fn produce(bc: &[u8], arch: Arch, opt: u32, key: Key) -> Result<Arc<CompiledObje
     if let Some(d) = &dir {
         disk_write(d, &key, &object, &meta_text);
     }
-    Ok(Arc::new(CompiledObject { object, kernels, meta_text, key }))
+    Ok(Arc::new(CompiledObject { object, kernels, key }))
 }
 
 const DISK_MAGIC: &[u8; 8] = b"OLRSJIT\0";
 const DISK_VERSION: u32 = 1;
 
+/// Tests point the disk layer at a private directory without touching the process environment.
+#[cfg(test)]
+pub(crate) static DISK_DIR_OVERRIDE: Mutex<Option<PathBuf>> = Mutex::new(None);
+
 fn disk_dir() -> Option<PathBuf> {
+    #[cfg(test)]
+    if let Some(d) = DISK_DIR_OVERRIDE.lock().clone() {
+        return Some(d);
+    }
     let d = std::env::var_os("OFFLOAD_RS_JIT_CACHE_DIR")?;
     if d.is_empty() {
         return None;
@@ -168,7 +176,7 @@ fn disk_dir() -> Option<PathBuf> {
     Some(PathBuf::from(d))
 }
 
-fn hex(key: &Key) -> String {
+pub(crate) fn hex(key: &Key) -> String {
     key.iter().map(|b| format!("{b:02x}")).collect()
 }
 

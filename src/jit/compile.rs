@@ -37,7 +37,6 @@ unsafe extern "C" {
 pub(crate) struct CompiledObject {
     pub object: Vec<u8>,
     pub kernels: Vec<KernelMeta>,
-    pub meta_text: String,
     pub key: [u8; 32],
 }
 

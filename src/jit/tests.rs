@@ -29,7 +29,8 @@ fn clang() -> Option<&'static str> {
 
 /// Compiles ffi-tests/kernels/<name>.c for `t`, memoised per process.
 fn bitcode(name: &str, t: Tgt) -> Option<Vec<u8>> {
-    static MEMO: OnceLock<Mutex<HashMap<(String, Tgt), Vec<u8>>>> = OnceLock::new();
+    type Memo = Mutex<HashMap<(String, Tgt), Vec<u8>>>;
+    static MEMO: OnceLock<Memo> = OnceLock::new();
     let cl = clang()?;
     let memo = MEMO.get_or_init(|| Mutex::new(HashMap::new()));
     if let Some(v) = memo.lock().unwrap().get(&(name.to_string(), t)) {
@@ -170,9 +171,9 @@ fn dynamic_shared_memory() {
         let mut out = vec![0u32; 512];
         let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out)]);
         launch(&k, [4, 1, 1], [128, 1, 1], &args, 128 * 4);
-        for i in 0..512usize {
+        for (i, o) in out.iter().enumerate() {
             let (g, tt) = (i / 128, i % 128);
-            assert_eq!(out[i], input[g * 128 + 127 - tt] * 2, "{t:?} {i}");
+            assert_eq!(*o, input[g * 128 + 127 - tt] * 2, "{t:?} {i}");
         }
     }
 }
@@ -610,5 +611,128 @@ fn recursion_is_rejected() {
         Err(JitError::Compile(m)) => assert!(m.contains("recurs"), "{m}"),
         Err(e) => panic!("unexpected error kind {e:?}"),
         Ok(_) => panic!("recursive kernel compiled"),
+    }
+}
+
+/// Numbers for the report (not a test of behaviour): cold compile, warm load, vectorisation.
+/// `cargo test --release --lib jit::tests::measure -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn measure() {
+    let _g = CACHE_TESTS.write().unwrap_or_else(|e| e.into_inner());
+    for (file, kname) in [("saxpy", "saxpy"), ("reduce", "reduce_sum")] {
+        for t in TARGETS {
+            let Some(bc) = bitcode(file, t) else { return };
+            let mut cold = f64::MAX;
+            for salt in 0..3 {
+                let v = wrap(&bc, bc.len() + 20 + 8 * (salt + 1)); // fresh content: always a miss
+                let t0 = std::time::Instant::now();
+                let img = load(&v).unwrap();
+                cold = cold.min(t0.elapsed().as_secs_f64());
+                drop(img);
+            }
+            let keep = load(&bc).unwrap();
+            let mut warm = f64::MAX;
+            for _ in 0..50 {
+                let t0 = std::time::Instant::now();
+                let img = load(&bc).unwrap();
+                warm = warm.min(t0.elapsed().as_secs_f64());
+                drop(img);
+            }
+            let k = keep.kernel(kname).unwrap();
+            println!(
+                "{file:>7} {t:?}: cold {:.2} ms, warm {:.1} us ({:.0}x), barriers {}, scratch/wi {}",
+                cold * 1e3,
+                warm * 1e6,
+                cold / warm,
+                k.has_barriers,
+                k.scratch_bytes_per_wi
+            );
+        }
+    }
+}
+
+#[test]
+fn disk_cache_roundtrip_and_corruption() {
+    let _g = CACHE_TESTS.write().unwrap_or_else(|e| e.into_inner());
+    let Some(bc) = bitcode("saxpy", Tgt::Amd) else { return };
+    let bc = wrap(&bc, bc.len() + 20 + 24);
+    let dir = std::env::temp_dir().join(format!("offload-rs-jit-disk-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    *cache::DISK_DIR_OVERRIDE.lock() = Some(dir.clone());
+    let run = || {
+        let img = load(&bc).unwrap();
+        let k = img.kernel("saxpy").unwrap();
+        let x = [1.0f32; 4];
+        let mut y = [2.0f32; 4];
+        let args = pack(&k.params, &[&b(&2.0f32), &b(&(x.as_ptr() as usize)), &ptr(&mut y), &b(&4u32)]);
+        launch(&k, [1, 1, 1], [4, 1, 1], &args, 0);
+        assert_eq!(y, [4.0; 4]);
+    };
+    let (_, c0, _) = cache_stats();
+    run(); // compiles and writes the file
+    let (_, c1, _) = cache_stats();
+    assert_eq!(c1, c0 + 1);
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "one cache file, no temporaries: {files:?}");
+    run(); // evicted from memory after the previous drop: must come from disk
+    let (_, c2, _) = cache_stats();
+    assert_eq!(c2, c1, "disk hit must not compile");
+    // corrupt the payload: ignored, recompiled, rewritten
+    let mut data = std::fs::read(&files[0]).unwrap();
+    let n = data.len();
+    data[n - 10] ^= 0xff;
+    std::fs::write(&files[0], &data).unwrap();
+    run();
+    let (_, c3, _) = cache_stats();
+    assert_eq!(c3, c2 + 1, "corrupt file must be ignored");
+    assert_ne!(std::fs::read(&files[0]).unwrap(), data, "corrupt file rewritten");
+    run();
+    let (_, c4, _) = cache_stats();
+    assert_eq!(c4, c3);
+    *cache::DISK_DIR_OVERRIDE.lock() = None;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn host_bitcode_wg_functions() {
+    let _g = shared();
+    let Some(cl) = clang() else { return };
+    let dir = std::env::temp_dir().join(format!("offload-rs-jit-hostbc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("h.c");
+    std::fs::write(
+        &src,
+        r#"
+        #include <math.h>
+        struct WgCtx { const void *args; void *l, *d, *s; unsigned gid[3], ng[3], gs[3], pad; };
+        int host_global = 7;
+        __attribute__((constructor(200))) static void init(void) { host_global *= 3; }
+        void roots(const struct WgCtx *c) {
+            float *out = *(float *const *)c->args;
+            for (unsigned i = 0; i < c->gs[0]; ++i) {
+                unsigned g = c->gid[0] * c->gs[0] + i;
+                out[g] = sqrtf((float)g) + (float)host_global;
+            }
+        }
+        "#,
+    )
+    .unwrap();
+    let out = dir.join("h.bc");
+    let st = Command::new(cl).args(["-O2", "-flto", "-c", "-fPIC"]).arg(&src).arg("-o").arg(&out).status().unwrap();
+    assert!(st.success());
+    let bc = std::fs::read(&out).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(is_valid_for_cpu(&bc));
+    let img = load(&bc).unwrap();
+    let (ga, _) = img.global("host_global").unwrap();
+    // SAFETY: 4-byte global of this instance.
+    assert_eq!(unsafe { *(ga as *const i32) }, 21);
+    let k = img.kernel("roots").unwrap();
+    let mut o = vec![0f32; 8];
+    let args = [o.as_mut_ptr() as u64];
+    launch(&k, [2, 1, 1], [4, 1, 1], &args, 0);
+    for (i, v) in o.iter().enumerate() {
+        assert_eq!(*v, (i as f32).sqrt() + 21.0);
     }
 }

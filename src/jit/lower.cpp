@@ -689,15 +689,29 @@ struct Lowering {
     }
     S = (S + 7) / 8 * 8;
     scratchPerWi = S + 12;
-    // 5. skeleton.
+    // 5. one work-item loop per region. A region starts at the kernel entry or right after a barrier
+    //    and runs to the next barriers/exits; its blocks are cloned into a loop over the work-items whose
+    //    resume id is the region's. A scheduler picks the region of the first unfinished work-item.
     BasicBlock *oldEntry = &Entry;
+    std::vector<BasicBlock *> origBlocks;
+    for (BasicBlock &BB : *F)
+      origBlocks.push_back(&BB);
+    auto firstCallTo = [&](BasicBlock *BB, Function *Fn) {
+      auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
+      return CI && CI->getCalledFunction() == Fn && Fn;
+    };
+    std::map<BasicBlock *, int> barrierId;
+    std::vector<BasicBlock *> regionEntry = {oldEntry};
+    for (BasicBlock *BB : origBlocks)
+      if (firstCallTo(BB, BM)) {
+        barrierId[BB] = (int)regionEntry.size();
+        regionEntry.push_back(BB->getSingleSuccessor());
+      }
     BasicBlock *NE = BasicBlock::Create(C, "cbs.entry", F, oldEntry);
-    BasicBlock *sweep = BasicBlock::Create(C, "cbs.sweep", F, oldEntry);
-    BasicBlock *head = BasicBlock::Create(C, "cbs.head", F, oldEntry);
-    BasicBlock *disp = BasicBlock::Create(C, "cbs.dispatch", F, oldEntry);
-    BasicBlock *latch = BasicBlock::Create(C, "cbs.latch", F, oldEntry);
-    BasicBlock *sweepEnd = BasicBlock::Create(C, "cbs.sweepend", F, oldEntry);
-    BasicBlock *done = BasicBlock::Create(C, "cbs.done", F, oldEntry);
+    for (AllocaInst *AI : allocas) {
+      AI->removeFromParent();
+      AI->insertInto(NE, NE->end());
+    }
     IRBuilder<> B(NE);
     Value *scratch = X(o, F, E_SCRATCH);
     Value *gsx = X(o, F, E_GSX), *gsy = X(o, F, E_GSY);
@@ -706,101 +720,124 @@ struct Lowering {
     Value *xchg = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S)), "cbs.xchg");
     Value *resume = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S + 8)), "cbs.resume");
     B.CreateMemSet(resume, ConstantInt::get(I8, 0), B.CreateMul(nwi64, ConstantInt::get(I64, 4)), MaybeAlign(4));
-    AllocaInst *live = B.CreateAlloca(I32, nullptr, "cbs.live");
-    B.CreateBr(sweep);
-    B.SetInsertPoint(sweep);
-    B.CreateStore(ConstantInt::get(I32, 0), live);
-    B.CreateBr(head);
-    B.SetInsertPoint(head);
-    PHINode *wi = B.CreatePHI(I32, 2, "cbs.wi");
-    wi->addIncoming(ConstantInt::get(I32, 0), sweep);
-    B.CreateCondBr(B.CreateICmpULT(wi, nwi), disp, sweepEnd);
-    B.SetInsertPoint(latch);
-    Value *wi2 = B.CreateAdd(wi, ConstantInt::get(I32, 1));
-    wi->addIncoming(wi2, latch);
-    B.CreateBr(head);
-    B.SetInsertPoint(sweepEnd);
-    B.CreateCondBr(B.CreateICmpNE(B.CreateLoad(I32, live), ConstantInt::get(I32, 0)), sweep, done);
+    AllocaInst *next = B.CreateAlloca(I32, nullptr, "cbs.next");
+    B.CreateStore(ConstantInt::get(I32, 0), next);
+    BasicBlock *sched = BasicBlock::Create(C, "cbs.sched", F);
+    BasicBlock *done = BasicBlock::Create(C, "cbs.done", F);
+    BasicBlock *scanStart = BasicBlock::Create(C, "cbs.scan", F);
+    BasicBlock *scanHead = BasicBlock::Create(C, "cbs.scan.head", F);
+    BasicBlock *scanBody = BasicBlock::Create(C, "cbs.scan.body", F);
+    BasicBlock *scanNext = BasicBlock::Create(C, "cbs.scan.next", F);
+    BasicBlock *scanFound = BasicBlock::Create(C, "cbs.scan.found", F);
+    B.CreateBr(sched);
     B.SetInsertPoint(done);
     B.CreateRetVoid();
-    B.SetInsertPoint(disp);
-    Value *wi64 = B.CreateZExt(wi, I64);
-    Value *lx = B.CreateURem(wi, gsx);
-    Value *t = B.CreateUDiv(wi, gsx);
-    Value *ly = B.CreateURem(t, gsy);
-    Value *lz = B.CreateUDiv(t, gsy);
-    // xchg slots live at scratch + S*nwi; emitExchange addresses them as scratch + 8*lwi, so rebase.
-    Value *myResume = B.CreateGEP(I32, resume, wi64);
-    std::vector<Value *> ptrs;
-    for (size_t k = 0; k < allocas.size(); ++k) {
-      Value *base = B.CreateMul(nwi64, ConstantInt::get(I64, offs[k]));
-      Value *p = B.CreateGEP(I8, scratch, B.CreateAdd(base, B.CreateMul(wi64, ConstantInt::get(I64, sizes[k]))));
-      ptrs.push_back(p);
-    }
-    Value *r = B.CreateLoad(I32, myResume);
-    SwitchInst *SW = B.CreateSwitch(r, latch);
-    SW->addCase(cast<ConstantInt>(ConstantInt::get(I32, 0)), oldEntry);
-    // replace allocas
-    for (size_t k = 0; k < allocas.size(); ++k) {
-      allocas[k]->replaceAllUsesWith(ptrs[k]);
-      allocas[k]->eraseFromParent();
-    }
-    X(o, F, E_LX)->replaceAllUsesWith(lx);
-    X(o, F, E_LY)->replaceAllUsesWith(ly);
-    X(o, F, E_LZ)->replaceAllUsesWith(lz);
-    X(o, F, E_LWI)->replaceAllUsesWith(wi);
-    // emitExchange used E_SCRATCH as the xchg base: it was RAUW-free, so rewrite those GEPs now:
-    // every use of `scratch` other than the skeleton's own is an exchange slot.
-    {
-      SmallVector<Use *, 16> us;
-      for (Use &U : scratch->uses()) {
-        auto *I = dyn_cast<Instruction>(U.getUser());
-        if (!I || I->getParent() == NE || I->getParent() == disp)
-          continue;
-        us.push_back(&U);
+    B.SetInsertPoint(sched);
+    SwitchInst *SW = B.CreateSwitch(B.CreateLoad(I32, next), done);
+    B.SetInsertPoint(scanStart);
+    B.CreateBr(scanHead);
+    B.SetInsertPoint(scanHead);
+    PHINode *si = B.CreatePHI(I32, 2, "scan.i");
+    si->addIncoming(ConstantInt::get(I32, 0), scanStart);
+    B.CreateCondBr(B.CreateICmpULT(si, nwi), scanBody, done);
+    B.SetInsertPoint(scanBody);
+    Value *sr = B.CreateLoad(I32, B.CreateGEP(I32, resume, B.CreateZExt(si, I64)));
+    B.CreateCondBr(B.CreateICmpEQ(sr, ConstantInt::get(I32, RESUME_EXIT)), scanNext, scanFound);
+    B.SetInsertPoint(scanNext);
+    si->addIncoming(B.CreateAdd(si, ConstantInt::get(I32, 1)), scanNext);
+    B.CreateBr(scanHead);
+    B.SetInsertPoint(scanFound);
+    B.CreateStore(sr, next);
+    B.CreateBr(sched);
+    for (size_t k = 0; k < regionEntry.size(); ++k) {
+      std::string sfx = ".r" + std::to_string(k);
+      BasicBlock *H = BasicBlock::Create(C, "cbs.head" + sfx, F);
+      BasicBlock *P = BasicBlock::Create(C, "cbs.pre" + sfx, F);
+      BasicBlock *L = BasicBlock::Create(C, "cbs.latch" + sfx, F);
+      SW->addCase(cast<ConstantInt>(ConstantInt::get(I32, k)), H);
+      B.SetInsertPoint(H);
+      PHINode *wi = B.CreatePHI(I32, 2, "wi" + sfx);
+      wi->addIncoming(ConstantInt::get(I32, 0), sched);
+      B.CreateCondBr(B.CreateICmpULT(wi, nwi), P, scanStart);
+      B.SetInsertPoint(L);
+      wi->addIncoming(B.CreateAdd(wi, ConstantInt::get(I32, 1), "", true, true), L);
+      B.CreateBr(H);
+      B.SetInsertPoint(P);
+      Value *wi64 = B.CreateZExt(wi, I64);
+      Value *lx = B.CreateURem(wi, gsx);
+      Value *t = B.CreateUDiv(wi, gsx);
+      Value *ly = B.CreateURem(t, gsy);
+      Value *lz = B.CreateUDiv(t, gsy);
+      Value *myResume = B.CreateGEP(I32, resume, wi64);
+      ValueToValueMapTy VM;
+      for (size_t j = 0; j < allocas.size(); ++j) {
+        Value *base = B.CreateMul(nwi64, ConstantInt::get(I64, offs[j]));
+        VM[allocas[j]] = B.CreateGEP(I8, scratch, B.CreateAdd(base, B.CreateMul(wi64, ConstantInt::get(I64, sizes[j]))));
       }
-      for (Use *U : us)
-        U->set(xchg);
-    }
-    // markers and returns
-    int nextId = 1;
-    std::vector<BasicBlock *> bbs;
-    for (BasicBlock &BB : *F)
-      bbs.push_back(&BB);
-    for (BasicBlock *BB : bbs) {
-      Instruction *first = &*BB->getFirstNonPHIIt();
-      auto *CI = dyn_cast<CallInst>(first);
-      if (CI && CI->getCalledFunction() == BM) {
-        BasicBlock *succ = BB->getSingleSuccessor();
-        int id = nextId++;
-        BB->getTerminator()->eraseFromParent();
-        CI->eraseFromParent();
-        IRBuilder<> B2(BB);
-        B2.CreateStore(ConstantInt::get(I32, id), myResume);
-        B2.CreateStore(ConstantInt::get(I32, 1), live);
-        B2.CreateBr(latch);
-        SW->addCase(cast<ConstantInt>(ConstantInt::get(I32, id)), succ);
-      } else if (CI && CI->getCalledFunction() == EM) {
-        while (&BB->back() != CI)
-          BB->back().eraseFromParent();
-        CI->eraseFromParent();
-        IRBuilder<> B2(BB);
-        B2.CreateStore(ConstantInt::get(I32, RESUME_EXIT), myResume);
-        B2.CreateBr(latch);
-      } else if (auto *RI = dyn_cast<ReturnInst>(BB->getTerminator())) {
-        if (BB == done)
+      VM[X(o, F, E_LX)] = lx;
+      VM[X(o, F, E_LY)] = ly;
+      VM[X(o, F, E_LZ)] = lz;
+      VM[X(o, F, E_LWI)] = wi;
+      VM[scratch] = xchg;
+      Value *mine = B.CreateICmpEQ(B.CreateLoad(I32, myResume), ConstantInt::get(I32, k));
+      // blocks of the region
+      std::vector<BasicBlock *> set;
+      std::set<BasicBlock *> seen;
+      std::vector<BasicBlock *> work = {regionEntry[k]};
+      while (!work.empty()) {
+        BasicBlock *BB = work.back();
+        work.pop_back();
+        if (!seen.insert(BB).second)
           continue;
-        RI->eraseFromParent();
-        IRBuilder<> B2(BB);
-        B2.CreateStore(ConstantInt::get(I32, RESUME_EXIT), myResume);
-        B2.CreateBr(latch);
+        set.push_back(BB);
+        if (barrierId.count(BB))
+          continue;
+        for (BasicBlock *Su : successors(BB))
+          work.push_back(Su);
+      }
+      SmallVector<BasicBlock *, 32> clones;
+      for (BasicBlock *BB : set) {
+        BasicBlock *NB = CloneBasicBlock(BB, VM, sfx, F);
+        VM[BB] = NB;
+        clones.push_back(NB);
+      }
+      remapInstructionsInBlocks(clones, VM);
+      B.CreateCondBr(mine, cast<BasicBlock>(VM[regionEntry[k]]), L);
+      for (size_t c = 0; c < set.size(); ++c) {
+        BasicBlock *NB = clones[c];
+        if (barrierId.count(set[c])) {
+          NB->getTerminator()->eraseFromParent();
+          NB->front().eraseFromParent();
+          IRBuilder<> B2(NB);
+          B2.CreateStore(ConstantInt::get(I32, barrierId[set[c]]), myResume);
+          B2.CreateBr(L);
+        } else if (firstCallTo(NB, EM)) {
+          while (!NB->empty())
+            NB->back().eraseFromParent();
+          IRBuilder<> B2(NB);
+          B2.CreateStore(ConstantInt::get(I32, RESUME_EXIT), myResume);
+          B2.CreateBr(L);
+        } else if (isa<ReturnInst>(NB->getTerminator())) {
+          NB->getTerminator()->eraseFromParent();
+          IRBuilder<> B2(NB);
+          B2.CreateStore(ConstantInt::get(I32, RESUME_EXIT), myResume);
+          B2.CreateBr(L);
+        }
       }
     }
-    // any marker left inside a block (cannot happen after splitting) is an internal error
+    // the original body is now unreachable
+    for (BasicBlock *BB : origBlocks)
+      BB->dropAllReferences();
+    for (BasicBlock *BB : origBlocks)
+      BB->eraseFromParent();
+    for (AllocaInst *AI : allocas) {
+      AI->replaceAllUsesWith(PoisonValue::get(AI->getType()));
+      AI->eraseFromParent();
+    }
     for (BasicBlock &BB : *F)
       for (Instruction &I : BB)
         if (auto *CI = dyn_cast<CallInst>(&I))
-          if (CI->getCalledFunction() == BM || CI->getCalledFunction() == EM)
+          if (CI->getCalledFunction() && (CI->getCalledFunction() == BM || CI->getCalledFunction() == EM))
             return fail("internal: unsplit barrier marker");
     removeUnreachableBlocks(*F);
     return true;

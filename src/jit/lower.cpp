@@ -22,6 +22,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Analysis/CallGraph.h"
+#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DataLayout.h"
 #include "llvm/IR/DerivedTypes.h"
@@ -78,6 +79,7 @@ struct Lowering {
   LLVMContext &C;
   const DataLayout &DL;
   Type *I8, *I16, *I32, *I64, *Ptr, *Void;
+  Type *I1Ty() { return Type::getInt1Ty(C); }
 
   Lowering(Module &M, int arch, const char *cpu, const char *features)
       : M(M), arch(arch), warp(1), cpu(cpu), features(features), C(M.getContext()),
@@ -646,7 +648,32 @@ struct Lowering {
       if (CI->getCalledFunction() == BM)
         BB->splitBasicBlock(std::next(CI->getIterator()), "cbs.after");
     }
-    // 3. demote every value that crosses a block boundary (reg2mem).
+    // 3. demote every value that crosses a block boundary (reg2mem), except work-item-invariant
+    //    ("uniform") side-effect-free instructions of the entry block: those are hoisted to the group
+    //    prologue in step 5 and computed once per group.
+    std::set<Instruction *> uniform;
+    for (Instruction &I : Entry) {
+      if (isa<AllocaInst>(&I) || isa<PHINode>(&I) || I.isTerminator() || isa<CallBase>(&I) ||
+          I.mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(&I))
+        continue;
+      bool ok = true;
+      for (Value *Op : I.operands()) {
+        if (isa<Constant>(Op))
+          continue;
+        if (auto *A = dyn_cast<Argument>(Op)) {
+          unsigned n = A->getArgNo();
+          if (n == o + E_LX || n == o + E_LY || n == o + E_LZ || n == o + E_LWI)
+            ok = false;
+          continue;
+        }
+        if (auto *OI = dyn_cast<Instruction>(Op))
+          if (uniform.count(OI))
+            continue;
+        ok = false;
+      }
+      if (ok)
+        uniform.insert(&I);
+    }
     BasicBlock::iterator allocaPt = Entry.begin();
     while (isa<AllocaInst>(&*allocaPt))
       ++allocaPt;
@@ -654,7 +681,7 @@ struct Lowering {
       std::vector<Instruction *> work;
       for (BasicBlock &BB : *F)
         for (Instruction &I : BB) {
-          if (isa<AllocaInst>(&I) && &BB == &Entry)
+          if ((isa<AllocaInst>(&I) && &BB == &Entry) || uniform.count(&I))
             continue;
           for (User *U : I.users()) {
             auto *UI = cast<Instruction>(U);
@@ -712,6 +739,16 @@ struct Lowering {
       AI->removeFromParent();
       AI->insertInto(NE, NE->end());
     }
+    {
+      std::vector<Instruction *> hoist;
+      for (Instruction &I : *oldEntry)
+        if (uniform.count(&I))
+          hoist.push_back(&I);
+      for (Instruction *I : hoist) {
+        I->removeFromParent();
+        I->insertInto(NE, NE->end());
+      }
+    }
     IRBuilder<> B(NE);
     Value *scratch = X(o, F, E_SCRATCH);
     Value *gsx = X(o, F, E_GSX), *gsy = X(o, F, E_GSY);
@@ -722,6 +759,11 @@ struct Lowering {
     B.CreateMemSet(resume, ConstantInt::get(I8, 0), B.CreateMul(nwi64, ConstantInt::get(I64, 4)), MaybeAlign(4));
     AllocaInst *next = B.CreateAlloca(I32, nullptr, "cbs.next");
     B.CreateStore(ConstantInt::get(I32, 0), next);
+    // `uni`: every work-item waits at the region `next` (the common, convergent case). Region loops test
+    // it (loop-invariant) before the per-item resume check, so O3's loop unswitching can produce a
+    // check-free loop that the vectoriser can handle.
+    AllocaInst *uni = B.CreateAlloca(I1Ty(), nullptr, "cbs.uni");
+    B.CreateStore(ConstantInt::getTrue(C), uni);
     BasicBlock *sched = BasicBlock::Create(C, "cbs.sched", F);
     BasicBlock *done = BasicBlock::Create(C, "cbs.done", F);
     BasicBlock *scanStart = BasicBlock::Create(C, "cbs.scan", F);
@@ -733,6 +775,7 @@ struct Lowering {
     B.SetInsertPoint(done);
     B.CreateRetVoid();
     B.SetInsertPoint(sched);
+    Value *uniV = B.CreateLoad(I1Ty(), uni, "uni");
     SwitchInst *SW = B.CreateSwitch(B.CreateLoad(I32, next), done);
     B.SetInsertPoint(scanStart);
     B.CreateBr(scanHead);
@@ -748,7 +791,27 @@ struct Lowering {
     B.CreateBr(scanHead);
     B.SetInsertPoint(scanFound);
     B.CreateStore(sr, next);
-    B.CreateBr(sched);
+    {
+      BasicBlock *uh = BasicBlock::Create(C, "cbs.uni.head", F);
+      BasicBlock *ub = BasicBlock::Create(C, "cbs.uni.body", F);
+      BasicBlock *uy = BasicBlock::Create(C, "cbs.uni.yes", F);
+      BasicBlock *un = BasicBlock::Create(C, "cbs.uni.no", F);
+      B.CreateBr(uh);
+      B.SetInsertPoint(uh);
+      PHINode *uj = B.CreatePHI(I32, 2, "uni.j");
+      uj->addIncoming(ConstantInt::get(I32, 0), scanFound);
+      B.CreateCondBr(B.CreateICmpULT(uj, nwi), ub, uy);
+      B.SetInsertPoint(ub);
+      Value *rj = B.CreateLoad(I32, B.CreateGEP(I32, resume, B.CreateZExt(uj, I64)));
+      uj->addIncoming(B.CreateAdd(uj, ConstantInt::get(I32, 1)), ub);
+      B.CreateCondBr(B.CreateICmpEQ(rj, sr), uh, un);
+      B.SetInsertPoint(uy);
+      B.CreateStore(ConstantInt::getTrue(C), uni);
+      B.CreateBr(sched);
+      B.SetInsertPoint(un);
+      B.CreateStore(ConstantInt::getFalse(C), uni);
+      B.CreateBr(sched);
+    }
     for (size_t k = 0; k < regionEntry.size(); ++k) {
       std::string sfx = ".r" + std::to_string(k);
       BasicBlock *H = BasicBlock::Create(C, "cbs.head" + sfx, F);
@@ -779,7 +842,7 @@ struct Lowering {
       VM[X(o, F, E_LZ)] = lz;
       VM[X(o, F, E_LWI)] = wi;
       VM[scratch] = xchg;
-      Value *mine = B.CreateICmpEQ(B.CreateLoad(I32, myResume), ConstantInt::get(I32, k));
+      BasicBlock *Chk = BasicBlock::Create(C, "cbs.check" + sfx, F);
       // blocks of the region
       std::vector<BasicBlock *> set;
       std::set<BasicBlock *> seen;
@@ -802,7 +865,10 @@ struct Lowering {
         clones.push_back(NB);
       }
       remapInstructionsInBlocks(clones, VM);
-      B.CreateCondBr(mine, cast<BasicBlock>(VM[regionEntry[k]]), L);
+      BasicBlock *RE = cast<BasicBlock>(VM[regionEntry[k]]);
+      B.CreateCondBr(uniV, RE, Chk);
+      B.SetInsertPoint(Chk);
+      B.CreateCondBr(B.CreateICmpEQ(B.CreateLoad(I32, myResume), ConstantInt::get(I32, k)), RE, L);
       for (size_t c = 0; c < set.size(); ++c) {
         BasicBlock *NB = clones[c];
         if (barrierId.count(set[c])) {

@@ -677,22 +677,97 @@ struct Lowering {
     BasicBlock::iterator allocaPt = Entry.begin();
     while (isa<AllocaInst>(&*allocaPt))
       ++allocaPt;
-    for (;;) {
-      std::vector<Instruction *> work;
-      for (BasicBlock &BB : *F)
-        for (Instruction &I : BB) {
-          if ((isa<AllocaInst>(&I) && &BB == &Entry) || uniform.count(&I))
+    // Regions: the blocks reachable from the entry or from a barrier's successor without crossing
+    // another barrier. A value needs scratch only if, in some region containing a use, its definition
+    // is not in that region or does not dominate the use there (i.e. it is live across a barrier).
+    {
+      std::vector<BasicBlock *> blocks;
+      std::map<BasicBlock *, unsigned> idx;
+      for (BasicBlock &BB : *F) {
+        idx[&BB] = blocks.size();
+        blocks.push_back(&BB);
+      }
+      unsigned nb = blocks.size();
+      auto isBarrierBlock = [&](BasicBlock *BB) {
+        auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
+        return CI && BM && CI->getCalledFunction() == BM;
+      };
+      std::vector<BasicBlock *> entries = {&Entry};
+      for (BasicBlock *BB : blocks)
+        if (isBarrierBlock(BB) && BB->getSingleSuccessor())
+          entries.push_back(BB->getSingleSuccessor());
+      std::vector<std::vector<bool>> inR;                // [region][block]
+      std::vector<std::vector<std::vector<bool>>> dom;   // [region][block][dominator]
+      for (BasicBlock *E0 : entries) {
+        std::vector<bool> in(nb, false);
+        std::vector<BasicBlock *> wl = {E0};
+        while (!wl.empty()) {
+          BasicBlock *BB = wl.back();
+          wl.pop_back();
+          if (in[idx[BB]])
             continue;
-          for (User *U : I.users()) {
-            auto *UI = cast<Instruction>(U);
-            if (UI->getParent() != &BB || isa<PHINode>(UI)) {
-              work.push_back(&I);
-              break;
+          in[idx[BB]] = true;
+          if (isBarrierBlock(BB))
+            continue;
+          for (BasicBlock *Su : successors(BB))
+            wl.push_back(Su);
+        }
+        std::vector<std::vector<bool>> d(nb);
+        for (unsigned b = 0; b < nb; ++b)
+          if (in[b])
+            d[b] = std::vector<bool>(nb, true);
+        d[idx[E0]] = std::vector<bool>(nb, false);
+        d[idx[E0]][idx[E0]] = true;
+        for (bool changed = true; changed;) {
+          changed = false;
+          for (unsigned b = 0; b < nb; ++b) {
+            if (!in[b] || blocks[b] == E0)
+              continue;
+            std::vector<bool> nd(nb, true);
+            bool any = false;
+            for (BasicBlock *P : predecessors(blocks[b])) {
+              unsigned p = idx[P];
+              if (!in[p] || isBarrierBlock(P))
+                continue;
+              any = true;
+              for (unsigned x = 0; x < nb; ++x)
+                nd[x] = nd[x] && d[p][x];
+            }
+            if (!any)
+              nd.assign(nb, false);
+            nd[b] = true;
+            if (nd != d[b]) {
+              d[b] = nd;
+              changed = true;
             }
           }
         }
-      if (work.empty())
-        break;
+        inR.push_back(in);
+        dom.push_back(d);
+      }
+      std::vector<Instruction *> work;
+      for (BasicBlock &BB : *F)
+        for (Instruction &I : BB) {
+          if (isa<AllocaInst>(&I) || uniform.count(&I) || I.getType()->isVoidTy())
+            continue;
+          unsigned D = idx[&BB];
+          bool need = false;
+          for (User *U : I.users()) {
+            auto *UI = cast<Instruction>(U);
+            if (isa<PHINode>(UI)) {
+              need = true;
+              break;
+            }
+            unsigned Ub = idx[UI->getParent()];
+            for (unsigned k = 0; k < entries.size() && !need; ++k)
+              if (inR[k][Ub] && (!inR[k][D] || !dom[k][Ub][D]))
+                need = true;
+            if (need)
+              break;
+          }
+          if (need)
+            work.push_back(&I);
+        }
       for (Instruction *I : work)
         DemoteRegToStack(*I, false, allocaPt);
     }

@@ -889,23 +889,41 @@ struct Lowering {
     }
     for (size_t k = 0; k < regionEntry.size(); ++k) {
       std::string sfx = ".r" + std::to_string(k);
-      BasicBlock *H = BasicBlock::Create(C, "cbs.head" + sfx, F);
+      // z, y, x loops so that the local x id is the inner induction variable (affine: vectorisable)
+      BasicBlock *Hz = BasicBlock::Create(C, "cbs.hz" + sfx, F);
+      BasicBlock *Hy = BasicBlock::Create(C, "cbs.hy" + sfx, F);
+      BasicBlock *H = BasicBlock::Create(C, "cbs.hx" + sfx, F);
       BasicBlock *P = BasicBlock::Create(C, "cbs.pre" + sfx, F);
       BasicBlock *L = BasicBlock::Create(C, "cbs.latch" + sfx, F);
-      SW->addCase(cast<ConstantInt>(ConstantInt::get(I32, k)), H);
+      BasicBlock *Ly = BasicBlock::Create(C, "cbs.ly" + sfx, F);
+      BasicBlock *Lz = BasicBlock::Create(C, "cbs.lz" + sfx, F);
+      Value *gsz = X(o, F, E_GSZ);
+      SW->addCase(cast<ConstantInt>(ConstantInt::get(I32, k)), Hz);
+      B.SetInsertPoint(Hz);
+      PHINode *lz = B.CreatePHI(I32, 2, "lz" + sfx);
+      lz->addIncoming(ConstantInt::get(I32, 0), sched);
+      B.CreateCondBr(B.CreateICmpULT(lz, gsz), Hy, scanStart);
+      B.SetInsertPoint(Hy);
+      PHINode *ly = B.CreatePHI(I32, 2, "ly" + sfx);
+      ly->addIncoming(ConstantInt::get(I32, 0), Hz);
+      Value *rowBase = B.CreateMul(B.CreateAdd(B.CreateMul(lz, gsy), ly), gsx);
+      B.CreateCondBr(B.CreateICmpULT(ly, gsy), H, Lz);
       B.SetInsertPoint(H);
-      PHINode *wi = B.CreatePHI(I32, 2, "wi" + sfx);
-      wi->addIncoming(ConstantInt::get(I32, 0), sched);
-      B.CreateCondBr(B.CreateICmpULT(wi, nwi), P, scanStart);
+      PHINode *lx = B.CreatePHI(I32, 2, "lx" + sfx);
+      lx->addIncoming(ConstantInt::get(I32, 0), Hy);
+      B.CreateCondBr(B.CreateICmpULT(lx, gsx), P, Ly);
       B.SetInsertPoint(L);
-      wi->addIncoming(B.CreateAdd(wi, ConstantInt::get(I32, 1), "", true, true), L);
+      lx->addIncoming(B.CreateAdd(lx, ConstantInt::get(I32, 1), "", true, true), L);
       B.CreateBr(H);
+      B.SetInsertPoint(Ly);
+      ly->addIncoming(B.CreateAdd(ly, ConstantInt::get(I32, 1), "", true, true), Ly);
+      B.CreateBr(Hy);
+      B.SetInsertPoint(Lz);
+      lz->addIncoming(B.CreateAdd(lz, ConstantInt::get(I32, 1), "", true, true), Lz);
+      B.CreateBr(Hz);
       B.SetInsertPoint(P);
+      Value *wi = B.CreateAdd(rowBase, lx, "wi" + sfx, true, true);
       Value *wi64 = B.CreateZExt(wi, I64);
-      Value *lx = B.CreateURem(wi, gsx);
-      Value *t = B.CreateUDiv(wi, gsx);
-      Value *ly = B.CreateURem(t, gsy);
-      Value *lz = B.CreateUDiv(t, gsy);
       Value *myResume = B.CreateGEP(I32, resume, wi64);
       ValueToValueMapTy VM;
       for (size_t j = 0; j < allocas.size(); ++j) {

@@ -22,6 +22,9 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Analysis/CallGraph.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/PostDominators.h"
+#include "llvm/IR/Dominators.h"
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DataLayout.h"
@@ -609,6 +612,98 @@ struct Lowering {
     removeUnreachableBlocks(*F);
   }
 
+  // Which SSA values are the same for every work-item of the group (under GPU semantics: race-free
+  // memory, convergent barriers)? Sources of divergence: the local ids, allocas (per-work-item memory),
+  // atomics, non-intrinsic calls; propagated through operands, loads from divergent addresses, PHIs at
+  // joins of divergent branches (blocks reachable from the branch before its immediate post-dominator)
+  // and values leaving loops with a divergent exit.
+  std::set<Value *> divergentValues(Function *F) {
+    unsigned o = F->arg_size() - E_COUNT;
+    std::set<Value *> div;
+    for (int e : {E_LX, E_LY, E_LZ, E_LWI})
+      div.insert(F->getArg(o + e));
+    DominatorTree DT(*F);
+    LoopInfo LI(DT);
+    PostDominatorTree PDT(*F);
+    auto isDiv = [&](Value *v) { return div.count(v) != 0; };
+    for (bool changed = true; changed;) {
+      changed = false;
+      // join blocks of divergent branches
+      std::set<BasicBlock *> joins;
+      for (BasicBlock &BB : *F) {
+        Instruction *T = BB.getTerminator();
+        Value *cond = nullptr;
+        if (auto *BI = dyn_cast<BranchInst>(T))
+          cond = BI->isConditional() ? BI->getCondition() : nullptr;
+        else if (auto *SI = dyn_cast<SwitchInst>(T))
+          cond = SI->getCondition();
+        if (!cond || !isDiv(cond))
+          continue;
+        DomTreeNode *N = PDT.getNode(&BB);
+        BasicBlock *P = (N && N->getIDom()) ? N->getIDom()->getBlock() : nullptr;
+        if (P)
+          joins.insert(P);
+        std::vector<BasicBlock *> wl(succ_begin(&BB), succ_end(&BB));
+        std::set<BasicBlock *> seen;
+        while (!wl.empty()) {
+          BasicBlock *X = wl.back();
+          wl.pop_back();
+          if (X == P || !seen.insert(X).second)
+            continue;
+          joins.insert(X);
+          for (BasicBlock *Su : successors(X))
+            wl.push_back(Su);
+        }
+      }
+      for (BasicBlock &BB : *F)
+        for (Instruction &I : BB) {
+          if (isDiv(&I))
+            continue;
+          bool d = false;
+          if (isa<AllocaInst>(&I) || isa<AtomicRMWInst>(&I) || isa<AtomicCmpXchgInst>(&I)) {
+            d = true;
+          } else if (auto *CB = dyn_cast<CallBase>(&I)) {
+            Function *Cal = CB->getCalledFunction();
+            if (!Cal || !Cal->isIntrinsic() || CB->mayReadOrWriteMemory())
+              d = true;
+            else
+              for (Value *A : CB->args())
+                d = d || isDiv(A);
+          } else if (auto *PN = dyn_cast<PHINode>(&I)) {
+            d = joins.count(&BB) != 0;
+            for (Value *V : PN->incoming_values())
+              d = d || isDiv(V);
+          } else {
+            for (Value *Op : I.operands())
+              d = d || isDiv(Op);
+          }
+          if (!d && !I.getType()->isVoidTy())
+            if (Loop *L = LI.getLoopFor(&BB)) {
+              bool usedOutside = false;
+              for (User *U : I.users())
+                if (auto *UI = dyn_cast<Instruction>(U))
+                  usedOutside = usedOutside || !L->contains(UI->getParent());
+              if (usedOutside) {
+                SmallVector<BasicBlock *, 4> exiting;
+                L->getExitingBlocks(exiting);
+                for (BasicBlock *EB : exiting) {
+                  Instruction *T = EB->getTerminator();
+                  if (auto *BI = dyn_cast<BranchInst>(T))
+                    d = d || (BI->isConditional() && isDiv(BI->getCondition()));
+                  else
+                    d = true;
+                }
+              }
+            }
+          if (d) {
+            div.insert(&I);
+            changed = true;
+          }
+        }
+    }
+    return div;
+  }
+
   // Continuation-based synchronisation. F = K.body with barrier/exit markers.
   bool buildCbs(Function *F, uint64_t &scratchPerWi) {
     unsigned o = F->arg_size() - E_COUNT;
@@ -623,6 +718,8 @@ struct Lowering {
             return fail("dynamic alloca in a kernel with barriers is not supported");
     // Move every static alloca into the entry block (after inlining some may sit elsewhere).
     BasicBlock &Entry = F->getEntryBlock();
+    std::set<Value *> div = divergentValues(F);
+    std::set<AllocaInst *> uniSlots; // demotion slots of work-item-invariant values: one shared copy
     BasicBlock::iterator allocaPt0 = Entry.begin();
     while (isa<AllocaInst>(&*allocaPt0))
       ++allocaPt0;
@@ -631,8 +728,12 @@ struct Lowering {
       for (BasicBlock &BB : *F)
         for (PHINode &P : BB.phis())
           phis.push_back(&P);
-      for (PHINode *P : phis)
-        DemotePHIToStack(P, allocaPt0);
+      for (PHINode *P : phis) {
+        bool uni = !div.count(P);
+        AllocaInst *A = DemotePHIToStack(P, allocaPt0);
+        if (uni && A)
+          uniSlots.insert(A);
+      }
     }
     // 2. isolate markers into their own blocks.
     std::vector<CallInst *> marks;
@@ -651,7 +752,7 @@ struct Lowering {
     // 3. demote every value that crosses a block boundary (reg2mem), except work-item-invariant
     //    ("uniform") side-effect-free instructions of the entry block: those are hoisted to the group
     //    prologue in step 5 and computed once per group.
-    std::set<Instruction *> uniform;
+    std::set<Instruction *> hoistable;
     for (Instruction &I : Entry) {
       if (isa<AllocaInst>(&I) || isa<PHINode>(&I) || I.isTerminator() || isa<CallBase>(&I) ||
           I.mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(&I))
@@ -667,12 +768,12 @@ struct Lowering {
           continue;
         }
         if (auto *OI = dyn_cast<Instruction>(Op))
-          if (uniform.count(OI))
+          if (hoistable.count(OI))
             continue;
         ok = false;
       }
       if (ok)
-        uniform.insert(&I);
+        hoistable.insert(&I);
     }
     BasicBlock::iterator allocaPt = Entry.begin();
     while (isa<AllocaInst>(&*allocaPt))
@@ -748,7 +849,7 @@ struct Lowering {
       std::vector<Instruction *> work;
       for (BasicBlock &BB : *F)
         for (Instruction &I : BB) {
-          if (isa<AllocaInst>(&I) || uniform.count(&I) || I.getType()->isVoidTy())
+          if (isa<AllocaInst>(&I) || hoistable.count(&I) || I.getType()->isVoidTy())
             continue;
           unsigned D = idx[&BB];
           bool need = false;
@@ -768,8 +869,15 @@ struct Lowering {
           if (need)
             work.push_back(&I);
         }
-      for (Instruction *I : work)
-        DemoteRegToStack(*I, false, allocaPt);
+      for (Instruction *I : work) {
+        bool uni = !div.count(I);
+        if (auto *LI = dyn_cast<LoadInst>(I))
+          if (auto *A = dyn_cast<AllocaInst>(LI->getPointerOperand()))
+            uni = uniSlots.count(A) != 0;
+        AllocaInst *A = DemoteRegToStack(*I, false, allocaPt);
+        if (uni && A)
+          uniSlots.insert(A);
+      }
     }
     // 4. per-work-item layout of all allocas.
     std::vector<AllocaInst *> allocas;
@@ -817,7 +925,7 @@ struct Lowering {
     {
       std::vector<Instruction *> hoist;
       for (Instruction &I : *oldEntry)
-        if (uniform.count(&I))
+        if (hoistable.count(&I))
           hoist.push_back(&I);
       for (Instruction *I : hoist) {
         I->removeFromParent();
@@ -832,6 +940,10 @@ struct Lowering {
     Value *xchg = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S)), "cbs.xchg");
     Value *resume = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S + 8)), "cbs.resume");
     B.CreateMemSet(resume, ConstantInt::get(I8, 0), B.CreateMul(nwi64, ConstantInt::get(I64, 4)), MaybeAlign(4));
+    std::vector<Value *> uniPtr(allocas.size(), nullptr);
+    for (size_t j = 0; j < allocas.size(); ++j)
+      if (uniSlots.count(allocas[j]))
+        uniPtr[j] = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, offs[j])), "cbs.uslot");
     AllocaInst *next = B.CreateAlloca(I32, nullptr, "cbs.next");
     B.CreateStore(ConstantInt::get(I32, 0), next);
     // `uni`: every work-item waits at the region `next` (the common, convergent case). Region loops test
@@ -898,10 +1010,17 @@ struct Lowering {
       BasicBlock *Ly = BasicBlock::Create(C, "cbs.ly" + sfx, F);
       BasicBlock *Lz = BasicBlock::Create(C, "cbs.lz" + sfx, F);
       Value *gsz = X(o, F, E_GSZ);
-      SW->addCase(cast<ConstantInt>(ConstantInt::get(I32, k)), Hz);
+      BasicBlock *Pre = BasicBlock::Create(C, "cbs.preload" + sfx, F);
+      SW->addCase(cast<ConstantInt>(ConstantInt::get(I32, k)), Pre);
+      B.SetInsertPoint(Pre);
+      std::vector<Value *> preVal(allocas.size(), nullptr);
+      for (size_t j = 0; j < allocas.size(); ++j)
+        if (uniPtr[j])
+          preVal[j] = B.CreateLoad(allocas[j]->getAllocatedType(), uniPtr[j], "pre");
+      B.CreateBr(Hz);
       B.SetInsertPoint(Hz);
       PHINode *lz = B.CreatePHI(I32, 2, "lz" + sfx);
-      lz->addIncoming(ConstantInt::get(I32, 0), sched);
+      lz->addIncoming(ConstantInt::get(I32, 0), Pre);
       B.CreateCondBr(B.CreateICmpULT(lz, gsz), Hy, scanStart);
       B.SetInsertPoint(Hy);
       PHINode *ly = B.CreatePHI(I32, 2, "ly" + sfx);
@@ -927,6 +1046,10 @@ struct Lowering {
       Value *myResume = B.CreateGEP(I32, resume, wi64);
       ValueToValueMapTy VM;
       for (size_t j = 0; j < allocas.size(); ++j) {
+        if (uniPtr[j]) {
+          VM[allocas[j]] = uniPtr[j];
+          continue;
+        }
         Value *base = B.CreateMul(nwi64, ConstantInt::get(I64, offs[j]));
         VM[allocas[j]] = B.CreateGEP(I8, scratch, B.CreateAdd(base, B.CreateMul(wi64, ConstantInt::get(I64, sizes[j]))));
       }
@@ -958,6 +1081,56 @@ struct Lowering {
         clones.push_back(NB);
       }
       remapInstructionsInBlocks(clones, VM);
+      // Loads of a shared (uniform) slot that no store of this region can precede read the value the
+      // slot had when the region started: use the preloaded copy (other work-items may already have
+      // stored the next value).
+      {
+        std::set<BasicBlock *> inSet(set.begin(), set.end());
+        std::map<AllocaInst *, size_t> slotIdx;
+        for (size_t j = 0; j < allocas.size(); ++j)
+          if (uniPtr[j])
+            slotIdx[allocas[j]] = j;
+        std::map<size_t, std::set<BasicBlock *>> reached; // blocks reachable after a store
+        for (BasicBlock *BB : set)
+          for (Instruction &I : *BB)
+            if (auto *St = dyn_cast<StoreInst>(&I))
+              if (auto *A = dyn_cast<AllocaInst>(St->getPointerOperand()))
+                if (slotIdx.count(A)) {
+                  size_t j = slotIdx[A];
+                  if (barrierId.count(BB))
+                    continue;
+                  std::vector<BasicBlock *> wl(succ_begin(BB), succ_end(BB));
+                  while (!wl.empty()) {
+                    BasicBlock *X = wl.back();
+                    wl.pop_back();
+                    if (!inSet.count(X) || !reached[j].insert(X).second || barrierId.count(X))
+                      continue;
+                    for (BasicBlock *Su : successors(X))
+                      wl.push_back(Su);
+                  }
+                }
+        for (BasicBlock *BB : set) {
+          std::set<size_t> storedHere;
+          for (Instruction &I : *BB) {
+            if (auto *St = dyn_cast<StoreInst>(&I))
+              if (auto *A = dyn_cast<AllocaInst>(St->getPointerOperand()))
+                if (slotIdx.count(A))
+                  storedHere.insert(slotIdx[A]);
+            auto *Ld = dyn_cast<LoadInst>(&I);
+            if (!Ld)
+              continue;
+            auto *A = dyn_cast<AllocaInst>(Ld->getPointerOperand());
+            if (!A || !slotIdx.count(A))
+              continue;
+            size_t j = slotIdx[A];
+            if (storedHere.count(j) || reached[j].count(BB))
+              continue;
+            auto *Lc = cast<Instruction>(VM[Ld]);
+            Lc->replaceAllUsesWith(preVal[j]);
+            Lc->eraseFromParent();
+          }
+        }
+      }
       BasicBlock *RE = cast<BasicBlock>(VM[regionEntry[k]]);
       B.CreateCondBr(uniV, RE, Chk);
       B.SetInsertPoint(Chk);

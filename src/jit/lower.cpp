@@ -612,6 +612,33 @@ struct Lowering {
     removeUnreachableBlocks(*F);
   }
 
+  // Work-items of one barrier region are independent under GPU semantics (no data races between
+  // work-items without a barrier), so the work-item loops are marked parallel for the vectoriser.
+  MDNode *newAccessGroup() { return MDNode::getDistinct(C, {}); }
+  void addAccessGroup(Instruction &I, MDNode *AG) {
+    if (!I.mayReadOrWriteMemory())
+      return;
+    MDNode *old = I.getMetadata(LLVMContext::MD_access_group);
+    if (!old) {
+      I.setMetadata(LLVMContext::MD_access_group, AG);
+      return;
+    }
+    SmallVector<Metadata *, 4> ops;
+    if (old->getNumOperands() == 0)
+      ops.push_back(old);
+    else
+      for (const MDOperand &Op : old->operands())
+        ops.push_back(Op.get());
+    ops.push_back(AG);
+    I.setMetadata(LLVMContext::MD_access_group, MDNode::get(C, ops));
+  }
+  void markParallelLoop(Instruction *latchBr, MDNode *AG) {
+    MDNode *PA = MDNode::get(C, {MDString::get(C, "llvm.loop.parallel_accesses"), AG});
+    MDNode *ID = MDNode::getDistinct(C, {nullptr, PA});
+    ID->replaceOperandWith(0, ID);
+    latchBr->setMetadata(LLVMContext::MD_loop, ID);
+  }
+
   // Which SSA values are the same for every work-item of the group (under GPU semantics: race-free
   // memory, convergent barriers)? Sources of divergence: the local ids, allocas (per-work-item memory),
   // atomics, non-intrinsic calls; propagated through operands, loads from divergent addresses, PHIs at
@@ -1033,7 +1060,8 @@ struct Lowering {
       B.CreateCondBr(B.CreateICmpULT(lx, gsx), P, Ly);
       B.SetInsertPoint(L);
       lx->addIncoming(B.CreateAdd(lx, ConstantInt::get(I32, 1), "", true, true), L);
-      B.CreateBr(H);
+      MDNode *AG = newAccessGroup();
+      markParallelLoop(B.CreateBr(H), AG);
       B.SetInsertPoint(Ly);
       ly->addIncoming(B.CreateAdd(ly, ConstantInt::get(I32, 1), "", true, true), Ly);
       B.CreateBr(Hy);
@@ -1131,28 +1159,33 @@ struct Lowering {
           }
         }
       }
+      for (BasicBlock *NB : clones)
+        for (Instruction &I : *NB)
+          addAccessGroup(I, AG);
       BasicBlock *RE = cast<BasicBlock>(VM[regionEntry[k]]);
       B.CreateCondBr(uniV, RE, Chk);
       B.SetInsertPoint(Chk);
-      B.CreateCondBr(B.CreateICmpEQ(B.CreateLoad(I32, myResume), ConstantInt::get(I32, k)), RE, L);
+      LoadInst *rl = B.CreateLoad(I32, myResume);
+      addAccessGroup(*rl, AG);
+      B.CreateCondBr(B.CreateICmpEQ(rl, ConstantInt::get(I32, k)), RE, L);
       for (size_t c = 0; c < set.size(); ++c) {
         BasicBlock *NB = clones[c];
         if (barrierId.count(set[c])) {
           NB->getTerminator()->eraseFromParent();
           NB->front().eraseFromParent();
           IRBuilder<> B2(NB);
-          B2.CreateStore(ConstantInt::get(I32, barrierId[set[c]]), myResume);
+          addAccessGroup(*B2.CreateStore(ConstantInt::get(I32, barrierId[set[c]]), myResume), AG);
           B2.CreateBr(L);
         } else if (firstCallTo(NB, EM)) {
           while (!NB->empty())
             NB->back().eraseFromParent();
           IRBuilder<> B2(NB);
-          B2.CreateStore(ConstantInt::get(I32, RESUME_EXIT), myResume);
+          addAccessGroup(*B2.CreateStore(ConstantInt::get(I32, RESUME_EXIT), myResume), AG);
           B2.CreateBr(L);
         } else if (isa<ReturnInst>(NB->getTerminator())) {
           NB->getTerminator()->eraseFromParent();
           IRBuilder<> B2(NB);
-          B2.CreateStore(ConstantInt::get(I32, RESUME_EXIT), myResume);
+          addAccessGroup(*B2.CreateStore(ConstantInt::get(I32, RESUME_EXIT), myResume), AG);
           B2.CreateBr(L);
         }
       }
@@ -1324,10 +1357,14 @@ struct Lowering {
       B.SetInsertPoint(hx);
       PHINode *x = B.CreatePHI(I32, 2, "lx");
       x->addIncoming(zero, hy);
+      MDNode *AG = newAccessGroup();
       callBody(x, y, z, B.CreateAdd(rowBase, x));
+      for (Instruction &I : *hx)
+        if (isa<CallInst>(&I))
+          I.setMetadata(LLVMContext::MD_access_group, AG); // propagated to the inlined body
       Value *x2 = B.CreateAdd(x, one, "", true, true);
       x->addIncoming(x2, hx);
-      B.CreateCondBr(B.CreateICmpULT(x2, gs[0]), hx, ly);
+      markParallelLoop(B.CreateCondBr(B.CreateICmpULT(x2, gs[0]), hx, ly), AG);
       B.SetInsertPoint(ly);
       Value *y2 = B.CreateAdd(y, one, "", true, true);
       y->addIncoming(y2, ly);

@@ -991,41 +991,32 @@ struct Lowering {
     B.SetInsertPoint(sched);
     Value *uniV = B.CreateLoad(I1Ty(), uni, "uni");
     SwitchInst *SW = B.CreateSwitch(B.CreateLoad(I32, next), done);
+    // After a region: min/max of all resume ids (EXIT is the largest unsigned value). All exited ->
+    // done; otherwise run the smallest pending region next; uniform iff every work-item waits there.
     B.SetInsertPoint(scanStart);
     B.CreateBr(scanHead);
     B.SetInsertPoint(scanHead);
     PHINode *si = B.CreatePHI(I32, 2, "scan.i");
+    PHINode *mn = B.CreatePHI(I32, 2, "scan.min");
+    PHINode *mx = B.CreatePHI(I32, 2, "scan.max");
     si->addIncoming(ConstantInt::get(I32, 0), scanStart);
-    B.CreateCondBr(B.CreateICmpULT(si, nwi), scanBody, done);
+    mn->addIncoming(ConstantInt::get(I32, RESUME_EXIT), scanStart);
+    mx->addIncoming(ConstantInt::get(I32, 0), scanStart);
+    B.CreateCondBr(B.CreateICmpULT(si, nwi), scanBody, scanFound);
     B.SetInsertPoint(scanBody);
     Value *sr = B.CreateLoad(I32, B.CreateGEP(I32, resume, B.CreateZExt(si, I64)));
-    B.CreateCondBr(B.CreateICmpEQ(sr, ConstantInt::get(I32, RESUME_EXIT)), scanNext, scanFound);
-    B.SetInsertPoint(scanNext);
-    si->addIncoming(B.CreateAdd(si, ConstantInt::get(I32, 1)), scanNext);
+    Value *mn2 = B.CreateSelect(B.CreateICmpULT(sr, mn), sr, mn);
+    Value *mx2 = B.CreateSelect(B.CreateICmpUGT(sr, mx), sr, mx);
+    si->addIncoming(B.CreateAdd(si, ConstantInt::get(I32, 1), "", true, true), scanBody);
+    mn->addIncoming(mn2, scanBody);
+    mx->addIncoming(mx2, scanBody);
     B.CreateBr(scanHead);
     B.SetInsertPoint(scanFound);
-    B.CreateStore(sr, next);
-    {
-      BasicBlock *uh = BasicBlock::Create(C, "cbs.uni.head", F);
-      BasicBlock *ub = BasicBlock::Create(C, "cbs.uni.body", F);
-      BasicBlock *uy = BasicBlock::Create(C, "cbs.uni.yes", F);
-      BasicBlock *un = BasicBlock::Create(C, "cbs.uni.no", F);
-      B.CreateBr(uh);
-      B.SetInsertPoint(uh);
-      PHINode *uj = B.CreatePHI(I32, 2, "uni.j");
-      uj->addIncoming(ConstantInt::get(I32, 0), scanFound);
-      B.CreateCondBr(B.CreateICmpULT(uj, nwi), ub, uy);
-      B.SetInsertPoint(ub);
-      Value *rj = B.CreateLoad(I32, B.CreateGEP(I32, resume, B.CreateZExt(uj, I64)));
-      uj->addIncoming(B.CreateAdd(uj, ConstantInt::get(I32, 1)), ub);
-      B.CreateCondBr(B.CreateICmpEQ(rj, sr), uh, un);
-      B.SetInsertPoint(uy);
-      B.CreateStore(ConstantInt::getTrue(C), uni);
-      B.CreateBr(sched);
-      B.SetInsertPoint(un);
-      B.CreateStore(ConstantInt::getFalse(C), uni);
-      B.CreateBr(sched);
-    }
+    B.CreateStore(mn, next);
+    B.CreateStore(B.CreateICmpEQ(mn, mx), uni);
+    B.CreateCondBr(B.CreateICmpEQ(mn, ConstantInt::get(I32, RESUME_EXIT)), done, scanNext);
+    B.SetInsertPoint(scanNext);
+    B.CreateBr(sched);
     for (size_t k = 0; k < regionEntry.size(); ++k) {
       std::string sfx = ".r" + std::to_string(k);
       // z, y, x loops so that the local x id is the inner induction variable (affine: vectorisable)

@@ -640,6 +640,29 @@ fn measure() {
                 drop(img);
             }
             let k = keep.kernel(kname).unwrap();
+            // throughput: 16M elements, block 256, one thread
+            let n = 1usize << 24;
+            let x: Vec<f32> = (0..n).map(|i| (i % 13) as f32).collect();
+            let mut y: Vec<f32> = vec![1.0; n];
+            let groups = (n / 256) as u32;
+            let mut partial = vec![0f32; groups as usize];
+            let args = if file == "saxpy" {
+                pack(&k.params, &[&b(&2.0f32), &b(&(x.as_ptr() as usize)), &ptr(&mut y), &b(&(n as u32))])
+            } else {
+                pack(&k.params, &[&b(&(x.as_ptr() as usize)), &ptr(&mut partial), &b(&(n as u32))])
+            };
+            let mut run_t = f64::MAX;
+            for _ in 0..3 {
+                let t0 = std::time::Instant::now();
+                launch(&k, [groups, 1, 1], [256, 1, 1], &args, 0);
+                run_t = run_t.min(t0.elapsed().as_secs_f64());
+            }
+            if file == "reduce" {
+                let total: f64 = partial.iter().map(|&v| v as f64).sum();
+                let expect: f64 = x.iter().map(|&v| v as f64).sum();
+                assert_eq!(total, expect);
+            }
+            println!("{file:>7} {t:?}: 16M elements, block 256, 1 thread: {:.1} ms", run_t * 1e3);
             println!(
                 "{file:>7} {t:?}: cold {:.2} ms, warm {:.1} us ({:.0}x), barriers {}, scratch/wi {}",
                 cold * 1e3,

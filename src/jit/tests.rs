@@ -759,3 +759,21 @@ fn host_bitcode_wg_functions() {
         assert_eq!(*v, (i as f32).sqrt() + 21.0);
     }
 }
+
+#[test]
+fn exit_before_barrier() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("exitbar", t) else { return };
+        let k = img.kernel("exitbar").expect("kernel");
+        assert!(k.has_barriers);
+        let mut out = vec![0u32; 3 * 64];
+        let args = pack(&k.params, &[&ptr(&mut out)]);
+        launch(&k, [3, 1, 1], [64, 1, 1], &args, 0);
+        for (i, v) in out.iter().enumerate() {
+            let (base, tt) = ((i / 64 * 64) as u32, (i % 64) as u32);
+            let e = if tt % 4 == 3 { 7 } else { (tt - tt % 4) * 3 + base + 1 };
+            assert_eq!(*v, e, "{t:?} {i}");
+        }
+    }
+}

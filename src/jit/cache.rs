@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use parking_lot::{Condvar, Mutex};
 
 use super::JitError;
-use super::compile::{self, Arch, CompiledObject};
+use super::compile::{self, CompiledObject};
 
 type Key = [u8; 32];
 type Outcome = Option<Result<Arc<CompiledObject>, JitError>>;
@@ -56,13 +56,13 @@ pub fn cache_stats() -> (usize, u64, u64) {
     (live, c.compiles.load(Ordering::Relaxed), c.hits.load(Ordering::Relaxed))
 }
 
-pub(crate) fn key_of(bc: &[u8], arch: Arch, opt: u32) -> Key {
+pub(crate) fn key_of(bc: &[u8], opt: u32) -> Key {
     let h = compile::host();
     let mut k = blake3::Hasher::new();
     k.update(b"offload-rs jit\0");
     k.update(env!("CARGO_PKG_VERSION").as_bytes());
     k.update(&super::JIT_ABI_VERSION.to_le_bytes());
-    k.update(&[arch as u8, opt as u8]);
+    k.update(&[opt as u8]);
     for s in [&h.triple, &h.cpu, &h.features] {
         k.update(&(s.len() as u64).to_le_bytes());
         k.update(s.as_bytes());
@@ -82,9 +82,9 @@ pub(crate) fn evict(key: &Key) {
 }
 
 /// Returns the compiled object for `bc`, compiling it at most once for concurrent callers.
-pub(crate) fn get_or_compile(bc: &[u8], arch: Arch) -> Result<Arc<CompiledObject>, JitError> {
+pub(crate) fn get_or_compile(bc: &[u8]) -> Result<Arc<CompiledObject>, JitError> {
     let opt = compile::opt_level();
-    let key = key_of(bc, arch, opt);
+    let key = key_of(bc, opt);
     let c = cache();
     let flight = {
         let mut map = c.map.lock();
@@ -120,7 +120,7 @@ pub(crate) fn get_or_compile(bc: &[u8], arch: Arch) -> Result<Arc<CompiledObject
             r
         }
         Ok(f) => {
-            let r = produce(bc, arch, opt, key);
+            let r = produce(bc, opt, key);
             {
                 let mut map = c.map.lock();
                 match &r {
@@ -139,7 +139,7 @@ pub(crate) fn get_or_compile(bc: &[u8], arch: Arch) -> Result<Arc<CompiledObject
     }
 }
 
-fn produce(bc: &[u8], arch: Arch, opt: u32, key: Key) -> Result<Arc<CompiledObject>, JitError> {
+fn produce(bc: &[u8], opt: u32, key: Key) -> Result<Arc<CompiledObject>, JitError> {
     let dir = disk_dir();
     if let Some(d) = &dir
         && let Some((object, meta_text)) = disk_read(d, &key)
@@ -148,7 +148,7 @@ fn produce(bc: &[u8], arch: Arch, opt: u32, key: Key) -> Result<Arc<CompiledObje
         cache().hits.fetch_add(1, Ordering::Relaxed);
         return Ok(Arc::new(CompiledObject { object, kernels, key }));
     }
-    let (object, meta_text) = compile::compile(bc, arch, opt)?;
+    let (object, meta_text) = compile::compile(bc, opt)?;
     let kernels = compile::parse_meta(&meta_text)?;
     cache().compiles.fetch_add(1, Ordering::Relaxed);
     if let Some(d) = &dir {

@@ -78,11 +78,20 @@ fn parse<'c>(ctx: &'c Context, bc: &[u8]) -> Result<Module<'c>, String> {
     Module::parse_bitcode_from_buffer(&buf, ctx).map_err(|e| e.to_string())
 }
 
-/// Target triple of a bitcode image (full parse: garbage and truncation are errors).
+/// Target triple of a bitcode image (full parse, in a child process: garbage and truncation are errors).
 pub(crate) fn bitcode_triple(bc: &[u8]) -> Result<String, String> {
-    let ctx = Context::create();
-    let m = parse(&ctx, bc)?;
-    Ok(m.get_triple().as_str().to_string_lossy().into_owned())
+    let probe = || {
+        let ctx = Context::create();
+        parse(&ctx, bc).map(|m| m.get_triple().as_str().to_string_lossy().into_owned())
+    };
+    if !super::isolate::enabled() {
+        return probe();
+    }
+    let out = super::isolate::run_isolated(
+        || encode(probe().map(String::into_bytes).map_err(JitError::InvalidBinary)),
+        std::time::Duration::from_secs(120),
+    )?;
+    decode(&out).map(|b| String::from_utf8_lossy(b).into_owned()).map_err(|e| e.to_string())
 }
 
 fn tm_for(opt: u32) -> Result<TargetMachine, JitError> {
@@ -100,11 +109,84 @@ fn tm_for(opt: u32) -> Result<TargetMachine, JitError> {
         .ok_or_else(|| JitError::Compile(format!("cannot create a target machine for {}", h.triple)))
 }
 
-/// Compiles bitcode to an x86-64 ELF relocatable object. Returns (object, metadata text).
-pub(crate) fn compile(bc: &[u8], arch: Arch, opt: u32) -> Result<(Vec<u8>, String), JitError> {
+/// Which bitcode architectures this JIT compiles.
+pub(crate) fn supported_arch(triple: &str) -> Option<Arch> {
+    match triple.split('-').next().unwrap_or("") {
+        "nvptx64" => Some(Arch::Nvptx),
+        "amdgcn" => Some(Arch::Amdgcn),
+        "x86_64" => Some(Arch::Host),
+        _ => None,
+    }
+}
+
+fn unsupported(triple: &str) -> JitError {
+    JitError::InvalidBinary(format!(
+        "expected LLVM bitcode for nvptx64, amdgcn or x86_64, found bitcode for target '{triple}'{}",
+        if triple.starts_with("spirv") { " (SPIR-V kernels are not supported by the CPU JIT)" } else { "" }
+    ))
+}
+
+/// Compiles bitcode to an x86-64 ELF relocatable object: (object, metadata text). Runs LLVM in a child
+/// process (see isolate.rs) unless OFFLOAD_RS_JIT_IN_PROCESS is set.
+pub(crate) fn compile(bc: &[u8], opt: u32) -> Result<(Vec<u8>, String), JitError> {
+    host();
+    if !super::isolate::enabled() {
+        return compile_in_process(bc, opt);
+    }
+    let out = super::isolate::run_isolated(
+        || encode(compile_in_process(bc, opt).map(|(o, m)| {
+            let mut v = Vec::with_capacity(o.len() + m.len() + 8);
+            v.extend_from_slice(&(o.len() as u64).to_le_bytes());
+            v.extend_from_slice(&o);
+            v.extend_from_slice(m.as_bytes());
+            v
+        })),
+        std::time::Duration::from_secs(600),
+    )
+    .map_err(JitError::Compile)?;
+    let payload = decode(&out)?;
+    let bad = || JitError::Compile("internal: malformed result from the JIT child".into());
+    let ol: [u8; 8] = payload.get(..8).ok_or_else(bad)?.try_into().map_err(|_| bad())?;
+    let ol = usize::try_from(u64::from_le_bytes(ol)).map_err(|_| bad())?;
+    let obj = payload.get(8..8usize.checked_add(ol).ok_or_else(bad)?).ok_or_else(bad)?.to_vec();
+    let meta = String::from_utf8(payload[8 + ol..].to_vec()).map_err(|_| bad())?;
+    Ok((obj, meta))
+}
+
+fn encode(r: Result<Vec<u8>, JitError>) -> Vec<u8> {
+    let (tag, body) = match r {
+        Ok(v) => (0u8, v),
+        Err(JitError::InvalidBinary(m)) => (1, m.into_bytes()),
+        Err(JitError::Compile(m)) => (2, m.into_bytes()),
+        Err(JitError::Link(m)) => (3, m.into_bytes()),
+        Err(JitError::Io(m)) => (4, m.into_bytes()),
+        Err(JitError::NotFound(m)) => (5, m.into_bytes()),
+    };
+    let mut v = Vec::with_capacity(body.len() + 1);
+    v.push(tag);
+    v.extend_from_slice(&body);
+    v
+}
+
+fn decode(v: &[u8]) -> Result<&[u8], JitError> {
+    let msg = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    match v.split_first() {
+        Some((0, rest)) => Ok(rest),
+        Some((1, rest)) => Err(JitError::InvalidBinary(msg(rest))),
+        Some((3, rest)) => Err(JitError::Link(msg(rest))),
+        Some((4, rest)) => Err(JitError::Io(msg(rest))),
+        Some((5, rest)) => Err(JitError::NotFound(msg(rest))),
+        Some((_, rest)) => Err(JitError::Compile(msg(rest))),
+        None => Err(JitError::Compile("internal: empty result from the JIT child".into())),
+    }
+}
+
+fn compile_in_process(bc: &[u8], opt: u32) -> Result<(Vec<u8>, String), JitError> {
     let h = host();
     let ctx = Context::create();
-    let m = parse(&ctx, bc).map_err(|e| JitError::InvalidBinary(format!("malformed LLVM bitcode: {e}")))?;
+    let m = parse(&ctx, bc).map_err(|e| JitError::InvalidBinary(format!("expected valid LLVM bitcode, found malformed bitcode: {e}")))?;
+    let triple = m.get_triple().as_str().to_string_lossy().into_owned();
+    let arch = supported_arch(&triple).ok_or_else(|| unsupported(&triple))?;
     m.verify()
         .map_err(|e| JitError::Compile(format!("input module does not verify: {}", truncate(&e.to_string()))))?;
     let tm = tm_for(opt)?;

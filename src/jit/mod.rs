@@ -56,6 +56,7 @@
 mod cache;
 mod compile;
 mod elf;
+mod isolate;
 mod native;
 #[cfg(test)]
 mod tests;
@@ -307,21 +308,10 @@ pub fn classify(image: &[u8]) -> ImageKind {
     ImageKind::Unknown(describe(image))
 }
 
-/// Which bitcode architectures this JIT compiles.
-fn supported_arch(triple: &str) -> Option<compile::Arch> {
-    let arch = triple.split('-').next().unwrap_or("");
-    match arch {
-        "nvptx64" => Some(compile::Arch::Nvptx),
-        "amdgcn" => Some(compile::Arch::Amdgcn),
-        "x86_64" => Some(compile::Arch::Host),
-        _ => None,
-    }
-}
-
 /// `olIsValidBinary` for the CPU device.
 pub fn is_valid_for_cpu(image: &[u8]) -> bool {
     match classify(image) {
-        ImageKind::Bitcode { triple } => supported_arch(&triple).is_some(),
+        ImageKind::Bitcode { triple } => compile::supported_arch(&triple).is_some(),
         ImageKind::NativeElf => true,
         ImageKind::Unknown(_) => false,
     }
@@ -329,26 +319,18 @@ pub fn is_valid_for_cpu(image: &[u8]) -> bool {
 
 /// Compiles (through the cache) and loads a fresh instance of `image`.
 pub fn load(image: &[u8]) -> Result<LoadedImage, JitError> {
+    if let Some(bc) = bitcode_payload(image) {
+        // No parse here: the cache key is the content; on a miss the (isolated) compile validates.
+        let co = cache::get_or_compile(bc)?;
+        let obj = elf::LoadedObject::load(&co.object)?;
+        obj.run_init();
+        return Ok(LoadedImage { inst: Arc::new(Instance::Jit(obj, co)) });
+    }
     match classify(image) {
+        ImageKind::Bitcode { .. } => Err(JitError::InvalidBinary("internal: bitcode not recognised".into())),
         ImageKind::NativeElf => {
             let lib = native::NativeLib::open(image)?;
             Ok(LoadedImage { inst: Arc::new(Instance::Native(lib)) })
-        }
-        ImageKind::Bitcode { triple } => {
-            let Some(arch) = supported_arch(&triple) else {
-                return Err(JitError::InvalidBinary(format!(
-                    "expected LLVM bitcode for nvptx64, amdgcn or x86_64, found bitcode for target '{triple}'{}",
-                    if triple.starts_with("spirv") { " (SPIR-V kernels are not supported by the CPU JIT)" } else { "" }
-                )));
-            };
-            let bc = bitcode_payload(image).unwrap_or(image);
-            let co = cache::get_or_compile(bc, arch)?;
-            let obj = elf::LoadedObject::load(&co.object)?;
-            let inst = Instance::Jit(obj, co);
-            if let Instance::Jit(o, _) = &inst {
-                o.run_init();
-            }
-            Ok(LoadedImage { inst: Arc::new(inst) })
         }
         ImageKind::Unknown(what) => Err(JitError::InvalidBinary(format!(
             "expected LLVM bitcode or an x86-64 ELF shared object, found {what}"

@@ -11,7 +11,10 @@
 use std::time::{Duration, Instant};
 
 /// Result of running `f` in a child: its bytes, or why there are none.
-pub(crate) fn run_isolated(f: impl FnOnce() -> Vec<u8>, timeout: Duration) -> Result<Vec<u8>, String> {
+pub(crate) fn run_isolated(
+    f: impl FnOnce() -> Vec<u8>,
+    timeout: Duration,
+) -> Result<Vec<u8>, String> {
     let mut fds = [0i32; 2];
     // SAFETY: pipe2 with a valid 2-element array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -36,7 +39,13 @@ pub(crate) fn run_isolated(f: impl FnOnce() -> Vec<u8>, timeout: Duration) -> Re
         let mut off = 0usize;
         while off < out.len() {
             // SAFETY: writing from a live buffer to our pipe.
-            let n = unsafe { libc::write(wr, out[off..].as_ptr() as *const libc::c_void, out.len() - off) };
+            let n = unsafe {
+                libc::write(
+                    wr,
+                    out[off..].as_ptr() as *const libc::c_void,
+                    out.len() - off,
+                )
+            };
             if n <= 0 {
                 break;
             }
@@ -58,7 +67,11 @@ pub(crate) fn run_isolated(f: impl FnOnce() -> Vec<u8>, timeout: Duration) -> Re
             timed_out = true;
             break;
         }
-        let mut pfd = libc::pollfd { fd: rd, events: libc::POLLIN, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd: rd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
         // SAFETY: polling one valid descriptor.
         let r = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(i32::MAX as u128) as i32) };
         if r < 0 {
@@ -98,13 +111,22 @@ pub(crate) fn run_isolated(f: impl FnOnce() -> Vec<u8>, timeout: Duration) -> Re
         }
     }
     if timed_out {
-        return Err(format!("LLVM did not finish within {} s", timeout.as_secs()));
+        return Err(format!(
+            "LLVM did not finish within {} s",
+            timeout.as_secs()
+        ));
     }
     if libc::WIFSIGNALED(status) {
-        return Err(format!("LLVM crashed on this image (signal {})", libc::WTERMSIG(status)));
+        return Err(format!(
+            "LLVM crashed on this image (signal {})",
+            libc::WTERMSIG(status)
+        ));
     }
     if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-        return Err(format!("LLVM aborted on this image (exit status {})", libc::WEXITSTATUS(status)));
+        return Err(format!(
+            "LLVM aborted on this image (exit status {})",
+            libc::WEXITSTATUS(status)
+        ));
     }
     if data.is_empty() {
         return Err("the JIT child process returned no result".into());

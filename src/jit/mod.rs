@@ -28,13 +28,21 @@
 //!   (`scratch_bytes_per_wi * group_size.x*y*z` bytes).
 //!
 //! # Work-items, barriers and warps
-//! Kernels without barriers become a z/y/x loop over work-items around the inlined body (LLVM vectorises
-//! the x loop). Kernels with `__gpu_sync_threads` (or warp operations) use continuation-based
-//! synchronisation (CBS, cpu-kernels.md §7), written as a C++ LLVM pass in `lower.cpp` because the C API
-//! has no CloneFunction/InlineFunction/DemoteRegToStack: blocks are split at barriers, every value live
-//! across a block boundary and every private variable is demoted to a per-work-item array in scratch, and
-//! a dispatcher runs each work-item up to its next barrier, sweep after sweep, until all have returned.
-//! No fibers. `__gpu_exit` ends the calling work-item only.
+//! Kernels without barriers become a z/y/x loop over work-items around the inlined body; the x loop is
+//! marked `llvm.loop.parallel_accesses` (work-items are independent between barriers under GPU rules),
+//! so LLVM vectorises it. Kernels with `__gpu_sync_threads` (or warp operations) use continuation-based
+//! synchronisation (CBS, cpu-kernels.md §7) written as a C++ LLVM pass in `lower.cpp` (the C API has no
+//! CloneFunction/InlineFunction/DemoteRegToStack/dominators) — no fibers:
+//! * blocks are split at barriers; a *region* is what runs from the entry or a barrier to the next
+//!   barriers/exits. Each region's blocks are cloned into their own parallel z/y/x work-item loop;
+//! * only values live across a barrier (per-region dominance) and private variables are demoted to
+//!   per-work-item arrays in `ctx.scratch` (structure of arrays); values a uniformity analysis proves
+//!   work-item-invariant share one slot, preloaded per region, and side-effect-free invariant values of
+//!   the entry block are computed once per group;
+//! * a per-work-item resume id (also in scratch) records the barrier each work-item waits at (or that it
+//!   exited); after each region a vectorisable min/max scan picks the next region (the smallest pending
+//!   id; the fast path skips the per-item check when all wait at the same barrier). Divergent barriers
+//!   therefore cannot deadlock, and `__gpu_exit` ends only the calling work-item.
 //!
 //! The warp width is the one clang folded into the bitcode: 32 for nvptx64, 64 for amdgcn (32 with
 //! `+wavefrontsize32`). Lanes are consecutive linear work-item ids (`x + y*nx + z*nx*ny`), warps start at
@@ -293,7 +301,9 @@ pub fn classify(image: &[u8]) -> ImageKind {
     if let Some(bc) = bitcode_payload(image) {
         return match compile::bitcode_triple(bc) {
             Ok(t) => ImageKind::Bitcode { triple: t },
-            Err(e) => ImageKind::Unknown(format!("malformed LLVM bitcode ({}): {e}", describe(image))),
+            Err(e) => {
+                ImageKind::Unknown(format!("malformed LLVM bitcode ({}): {e}", describe(image)))
+            }
         };
     }
     if image.len() >= 4 && image[..4] == BC_WRAPPER {
@@ -324,13 +334,19 @@ pub fn load(image: &[u8]) -> Result<LoadedImage, JitError> {
         let co = cache::get_or_compile(bc)?;
         let obj = elf::LoadedObject::load(&co.object)?;
         obj.run_init();
-        return Ok(LoadedImage { inst: Arc::new(Instance::Jit(obj, co)) });
+        return Ok(LoadedImage {
+            inst: Arc::new(Instance::Jit(obj, co)),
+        });
     }
     match classify(image) {
-        ImageKind::Bitcode { .. } => Err(JitError::InvalidBinary("internal: bitcode not recognised".into())),
+        ImageKind::Bitcode { .. } => Err(JitError::InvalidBinary(
+            "internal: bitcode not recognised".into(),
+        )),
         ImageKind::NativeElf => {
             let lib = native::NativeLib::open(image)?;
-            Ok(LoadedImage { inst: Arc::new(Instance::Native(lib)) })
+            Ok(LoadedImage {
+                inst: Arc::new(Instance::Native(lib)),
+            })
         }
         ImageKind::Unknown(what) => Err(JitError::InvalidBinary(format!(
             "expected LLVM bitcode or an x86-64 ELF shared object, found {what}"

@@ -8,6 +8,12 @@
 __attribute__((constructor(202))) static void third(void) { ctor_value = ctor_value + 20; }
 __attribute__((constructor(200))) static void first(void) { ctor_value = 40; }
 __attribute__((constructor(201))) static void second(void) { ctor_value = ctor_value * 2; }
-__attribute__((destructor(200))) static void fini(void) { dtor_seen = 1; }
+[[gnu::visibility("default")]] int *dtor_flag;
+
+__attribute__((destructor(200))) static void fini(void) {
+  dtor_seen = 1;
+  if (dtor_flag)
+    *dtor_flag = 1234;
+}
 
 __gpu_kernel void read_ctor(int *out) { out[0] = ctor_value; }

@@ -1459,6 +1459,12 @@ struct Lowering {
       }
       G.eraseFromParent();
     }
+    // nvptx printf lowers to a GPU-ABI `vprintf(fmt, packed args)` that must not bind to glibc's.
+    for (const char *bad : {"vprintf", "__assertfail"})
+      if (Function *Fn = M.getFunction(bad))
+        if (Fn->isDeclaration() && !Fn->use_empty() && arch == ARCH_NVPTX)
+          return fail(std::string("unsupported device library call '") + bad +
+                      "' (CUDA printf/assert are not available on the CPU device)");
     // anything GPU-specific left?
     for (Function &F : M) {
       if (isGpuIntrinsicName(F.getName()) && !F.use_empty()) {

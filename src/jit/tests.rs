@@ -142,6 +142,13 @@ fn ptr<T>(v: &mut [T]) -> Vec<u8> {
 }
 
 #[test]
+fn handles_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<LoadedImage>();
+    check::<KernelEntry>();
+}
+
+#[test]
 fn saxpy_exact() {
     let _g = shared();
     for t in TARGETS {
@@ -407,11 +414,22 @@ fn global_constructors_in_priority_order() {
         // SAFETY: 4-byte global in this instance.
         let v = unsafe { std::ptr::read_volatile(addr as *const i32) };
         assert_eq!(v, 100, "{t:?}");
+        // destructors run when the program (and every kernel handle) is gone
+        let mut flag = 0i32;
+        let (fa, fs) = img.global("dtor_flag").expect("dtor_flag");
+        assert_eq!(fs, 8);
+        // SAFETY: an 8-byte pointer global of this instance.
+        unsafe { *(fa as *mut usize) = &mut flag as *mut i32 as usize };
         let k = img.kernel("read_ctor").expect("kernel");
         let mut out = [0i32; 1];
         let args = pack(&k.params, &[&ptr(&mut out)]);
         launch(&k, [1, 1, 1], [1, 1, 1], &args, 0);
         assert_eq!(out[0], 100, "{t:?}");
+        drop(img);
+        assert_eq!(flag, 0, "a live KernelEntry keeps the image loaded");
+        drop(k);
+        // SAFETY: plain read of a local the destructor wrote through a pointer.
+        assert_eq!(unsafe { std::ptr::read_volatile(&flag) }, 1234, "{t:?}: destructor did not run");
     }
 }
 

@@ -221,6 +221,13 @@ fn decode(v: &[u8]) -> Result<&[u8], JitError> {
 
 fn compile_in_process(bc: &[u8], opt: u32) -> Result<(Vec<u8>, String), JitError> {
     let h = host();
+    let timing = std::env::var_os("OFFLOAD_RS_JIT_TIME").is_some();
+    let t0 = std::time::Instant::now();
+    let stamp = |what: &str| {
+        if timing {
+            eprintln!("offload-rs jit: {what} at {:.2} ms", t0.elapsed().as_secs_f64() * 1e3);
+        }
+    };
     let ctx = Context::create();
     let m = parse(&ctx, bc).map_err(|e| {
         JitError::InvalidBinary(format!(
@@ -278,15 +285,18 @@ fn compile_in_process(bc: &[u8], opt: u32) -> Result<(Vec<u8>, String), JitError
             truncate(&e.to_string())
         ))
     })?;
+    stamp("parsed, verified and lowered");
     let passes = format!("default<O{opt}>");
     m.run_passes(&passes, &tm, PassBuilderOptions::create())
         .map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
     if std::env::var_os("OFFLOAD_RS_JIT_DUMP_LOWERED").is_some() {
         let _ = m.print_to_file("/tmp/offload_rs_opt.ll");
     }
+    stamp("optimised");
     let buf = tm
         .write_to_memory_buffer(&m, FileType::Object)
         .map_err(|e| JitError::Compile(format!("code generation failed: {e}")))?;
+    stamp("object emitted");
     Ok((buf.as_slice().to_vec(), meta))
 }
 

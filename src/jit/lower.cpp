@@ -71,6 +71,7 @@ constexpr unsigned CTX_ARGS = 0, CTX_LOCAL = 8, CTX_DYN = 16, CTX_SCRATCH = 24, 
                    CTX_NG = 44, CTX_GS = 56;
 
 constexpr int RESUME_EXIT = -1;
+constexpr bool kUniformFastPath = true;
 
 struct Lowering {
   Module &M;
@@ -632,9 +633,11 @@ struct Lowering {
     ops.push_back(AG);
     I.setMetadata(LLVMContext::MD_access_group, MDNode::get(C, ops));
   }
-  void markParallelLoop(Instruction *latchBr, MDNode *AG) {
+  void markParallelLoop(Instruction *latchBr, MDNode *AG, bool noInterleave = false) {
     MDNode *PA = MDNode::get(C, {MDString::get(C, "llvm.loop.parallel_accesses"), AG});
-    MDNode *ID = MDNode::getDistinct(C, {nullptr, PA});
+    MDNode *IC = MDNode::get(C, {MDString::get(C, "llvm.loop.interleave.count"),
+                                 ConstantAsMetadata::get(ConstantInt::get(I32, 1))});
+    MDNode *ID = noInterleave ? MDNode::getDistinct(C, {nullptr, PA, IC}) : MDNode::getDistinct(C, {nullptr, PA});
     ID->replaceOperandWith(0, ID);
     latchBr->setMetadata(LLVMContext::MD_loop, ID);
   }
@@ -1052,7 +1055,7 @@ struct Lowering {
       B.SetInsertPoint(L);
       lx->addIncoming(B.CreateAdd(lx, ConstantInt::get(I32, 1), "", true, true), L);
       MDNode *AG = newAccessGroup();
-      markParallelLoop(B.CreateBr(H), AG);
+      markParallelLoop(B.CreateBr(H), AG, /*noInterleave=*/true); // keeps barrier kernels' code small
       B.SetInsertPoint(Ly);
       ly->addIncoming(B.CreateAdd(ly, ConstantInt::get(I32, 1), "", true, true), Ly);
       B.CreateBr(Hy);
@@ -1154,7 +1157,12 @@ struct Lowering {
         for (Instruction &I : *NB)
           addAccessGroup(I, AG);
       BasicBlock *RE = cast<BasicBlock>(VM[regionEntry[k]]);
-      B.CreateCondBr(uniV, RE, Chk);
+      // Convergent case (every work-item waits here): no per-item check. Only worth the duplicated
+      // loop at O3 with large groups; the check is cheap and if-converted by the vectoriser anyway.
+      if (kUniformFastPath)
+        B.CreateCondBr(uniV, RE, Chk);
+      else
+        B.CreateBr(Chk);
       B.SetInsertPoint(Chk);
       LoadInst *rl = B.CreateLoad(I32, myResume);
       addAccessGroup(*rl, AG);

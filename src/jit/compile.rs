@@ -19,6 +19,7 @@ use super::{JitError, KernelMeta, ParamLayout};
 pub(crate) enum Arch {
     Nvptx = 0,
     Amdgcn = 1,
+    Spirv = 2,
     Host = 3,
 }
 
@@ -137,6 +138,7 @@ pub(crate) fn supported_arch(triple: &str) -> Option<Arch> {
     match triple.split('-').next().unwrap_or("") {
         "nvptx64" => Some(Arch::Nvptx),
         "amdgcn" => Some(Arch::Amdgcn),
+        "spirv64" => Some(Arch::Spirv),
         "x86_64" => Some(Arch::Host),
         _ => None,
     }
@@ -144,12 +146,7 @@ pub(crate) fn supported_arch(triple: &str) -> Option<Arch> {
 
 fn unsupported(triple: &str) -> JitError {
     JitError::InvalidBinary(format!(
-        "expected LLVM bitcode for nvptx64, amdgcn or x86_64, found bitcode for target '{triple}'{}",
-        if triple.starts_with("spirv") {
-            " (SPIR-V kernels are not supported by the CPU JIT)"
-        } else {
-            ""
-        }
+        "expected LLVM bitcode for nvptx64, amdgcn, spirv64 or x86_64, found bitcode for target '{triple}'"
     ))
 }
 

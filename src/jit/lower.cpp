@@ -511,11 +511,14 @@ struct Lowering {
         });
         R = B.CreateTrunc(ballot, CI->getType());
       } else if (n.starts_with("llvm.amdgcn.readfirstlane") || n.starts_with("llvm.amdgcn.readlane") ||
-                 n.starts_with("llvm.amdgcn.ds.bpermute")) {
+                 n.starts_with("llvm.amdgcn.ds.bpermute") || n.starts_with("llvm.spv.wave.readlane")) {
         collective = true;
         bool bperm = n.starts_with("llvm.amdgcn.ds.bpermute");
         Value *v = bperm ? CI->getArgOperand(1) : CI->getArgOperand(0);
-        Value *sel = bperm ? CI->getArgOperand(0) : (n.starts_with("llvm.amdgcn.readlane") ? CI->getArgOperand(1) : nullptr);
+        Value *sel = bperm ? CI->getArgOperand(0)
+                           : ((n.starts_with("llvm.amdgcn.readlane") || n.starts_with("llvm.spv.wave.readlane"))
+                                  ? CI->getArgOperand(1)
+                                  : nullptr);
         Type *VT = CI->getType();
         R = emitExchange(B, F, toI64(B, v), [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *base, Value *nIn) {
           Value *j = ConstantInt::get(I32, 0);
@@ -525,6 +528,38 @@ struct Lowering {
           }
           return fromI64(B2, readSlot(B2, xchg, base, j), VT);
         });
+      } else if (n.starts_with("llvm.spv.thread.id.in.group") || n.starts_with("llvm.spv.group.id") ||
+                 n.starts_with("llvm.spv.workgroup.size") || n.starts_with("llvm.spv.num.workgroups")) {
+        auto *c = CI->arg_size() == 1 ? dyn_cast<ConstantInt>(CI->getArgOperand(0)) : nullptr;
+        if (!c || c->getZExtValue() > 2)
+          return fail("'" + name + "' with a non-constant dimension is not supported");
+        int d = (int)c->getZExtValue();
+        int base = n.starts_with("llvm.spv.thread.id") ? E_LX
+                   : n.starts_with("llvm.spv.group.id") ? E_GIDX
+                   : n.starts_with("llvm.spv.workgroup.size") ? E_GSX
+                                                             : E_NGX;
+        R = asTy(X(base + d));
+      } else if (n == "llvm.spv.subgroup.size" || n == "llvm.spv.subgroup.max.size") {
+        R = asTy(ConstantInt::get(I32, warp));
+      } else if (n == "llvm.spv.subgroup.local.invocation.id") {
+        R = asTy(B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp)));
+      } else if (n == "llvm.spv.group.memory.barrier.with.group.sync" || n == "llvm.spv.group.memory.barrier") {
+        B.CreateCall(barrierMarker());
+        collective = true;
+        erased = true;
+      } else if (n.starts_with("llvm.spv.wave.ballot")) {
+        collective = true;
+        Value *p = CI->getArgOperand(0);
+        Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
+          return ballotCompute(B2, xchg, base, nIn);
+        });
+        auto *VT = dyn_cast<FixedVectorType>(CI->getType());
+        if (!VT || VT->getNumElements() != 4 || !VT->getElementType()->isIntegerTy(32))
+          return fail("unsupported form of '" + name + "'");
+        Value *v = Constant::getNullValue(VT);
+        v = B.CreateInsertElement(v, B.CreateTrunc(ballot, I32), (uint64_t)0);
+        v = B.CreateInsertElement(v, B.CreateTrunc(B.CreateLShr(ballot, 32), I32), (uint64_t)1);
+        R = v;
       } else if (n == "llvm.amdgcn.s.sleep" || n == "llvm.nvvm.nanosleep") {
         erased = true;
       }
@@ -1393,6 +1428,8 @@ struct Lowering {
         if (a.isValid() && a.getValueAsString().contains("+wavefrontsize32"))
           warp = 32;
       }
+    } else if (arch == ARCH_SPIRV) {
+      warp = 32; // not folded by clang for spirv64 (llvm.spv.subgroup.size): we choose 32
     } else {
       warp = 1;
     }

@@ -2,12 +2,12 @@
 //!
 //! # Inputs ([`classify`], [`is_valid_for_cpu`], [`load`])
 //! * **LLVM bitcode** (raw `BC\xC0\xDE` or with the `0x0B17C0DE` wrapper header) whose triple is
-//!   `nvptx64-*`, `amdgcn-*` or the x86-64 host. Kernels are the functions with the `ptx_kernel` (71),
-//!   `amdgpu_kernel` (91) or `spir_kernel` (76) calling convention; they are retargeted to the host
-//!   (triple, datalayout, target-cpu/features, C calling convention), fully inlined (recursion is rejected),
-//!   their GPU intrinsics replaced, and wrapped in one work-group ("WG") function each (see below).
-//!   `spirv64` bitcode is recognised but rejected with [`JitError::InvalidBinary`] (clang 22 emits SPIR-V
-//!   builtins this JIT does not emulate).
+//!   `nvptx64-*`, `amdgcn-*`, `spirv64` or the x86-64 host. Kernels are the functions with the
+//!   `ptx_kernel` (71), `amdgpu_kernel` (91) or `spir_kernel` (76) calling convention; they are retargeted
+//!   to the host (triple, datalayout, target-cpu/features, C calling convention), fully inlined (recursion
+//!   is rejected), their GPU intrinsics replaced, and wrapped in one work-group ("WG") function each (see
+//!   below). On spirv64, clang 22 implements `__gpu_exit` as `__builtin_trap()`, so it traps (SIGILL) as
+//!   written rather than ending the work-item.
 //!   **Host-triple (x86-64) bitcode** follows the native convention: every exported function of type
 //!   `void(ptr)` is already a WG function with the [`WgFn`] ABI and is compiled as is.
 //! * **x86-64 ELF shared objects** (`ET_DYN`), loaded with `dlopen` from a `memfd` (no file is left
@@ -45,7 +45,7 @@
 //!   therefore cannot deadlock, and `__gpu_exit` ends only the calling work-item.
 //!
 //! The warp width is the one clang folded into the bitcode: 32 for nvptx64, 64 for amdgcn (32 with
-//! `+wavefrontsize32`). Lanes are consecutive linear work-item ids (`x + y*nx + z*nx*ny`), warps start at
+//! `+wavefrontsize32`); spirv64 leaves it to us (`llvm.spv.subgroup.size`) and we choose 32. Lanes are consecutive linear work-item ids (`x + y*nx + z*nx*ny`), warps start at
 //! multiples of the width. Shuffles, ballots, votes, `readfirstlane`, `readlane` and `ds_bpermute` are
 //! emulated as two group barriers around an exchange through scratch; `activemask`/`__gpu_lane_mask` is
 //! the set of lanes of the warp that exist (divergence inside a warp is not tracked). `bar.warp.sync` /

@@ -222,7 +222,10 @@ fn compile_in_process(bc: &[u8], opt: u32) -> Result<(Vec<u8>, String), JitError
     let t0 = std::time::Instant::now();
     let stamp = |what: &str| {
         if timing {
-            eprintln!("offload-rs jit: {what} at {:.2} ms", t0.elapsed().as_secs_f64() * 1e3);
+            eprintln!(
+                "offload-rs jit: {what} at {:.2} ms",
+                t0.elapsed().as_secs_f64() * 1e3
+            );
         }
     };
     let ctx = Context::create();

@@ -45,9 +45,10 @@
 //!   therefore cannot deadlock, and `__gpu_exit` ends only the calling work-item.
 //!
 //! The warp width is the one clang folded into the bitcode: 32 for nvptx64, 64 for amdgcn (32 with
-//! `+wavefrontsize32`); spirv64 leaves it to us (`llvm.spv.subgroup.size`) and we choose 32. Lanes are consecutive linear work-item ids (`x + y*nx + z*nx*ny`), warps start at
-//! multiples of the width. Shuffles, ballots, votes, `readfirstlane`, `readlane` and `ds_bpermute` are
-//! emulated as two group barriers around an exchange through scratch; `activemask`/`__gpu_lane_mask` is
+//! `+wavefrontsize32`); spirv64 leaves it to us (`llvm.spv.subgroup.size`) and we choose 32. Lanes are
+//! consecutive linear work-item ids (`x + y*nx + z*nx*ny`), warps start at multiples of the width.
+//! Shuffles, ballots, votes, `readfirstlane`, `readlane` and `ds_bpermute` are emulated as two group
+//! barriers around an exchange through scratch; `activemask`/`__gpu_lane_mask` is
 //! the set of lanes of the warp that exist (divergence inside a warp is not tracked). `bar.warp.sync` /
 //! `wave.barrier` are group barriers. Any other GPU intrinsic is a [`JitError::Compile`] naming it.
 //!

@@ -725,7 +725,9 @@ struct Lowering {
           if (isDiv(&I))
             continue;
           bool d = false;
-          if (isa<AllocaInst>(&I) || isa<AtomicRMWInst>(&I) || isa<AtomicCmpXchgInst>(&I)) {
+          auto *LdI = dyn_cast<LoadInst>(&I);
+          if (isa<AllocaInst>(&I) || isa<AtomicRMWInst>(&I) || isa<AtomicCmpXchgInst>(&I) ||
+              (LdI && (LdI->isAtomic() || LdI->isVolatile()))) {
             d = true;
           } else if (auto *CB = dyn_cast<CallBase>(&I)) {
             Function *Cal = CB->getCalledFunction();

@@ -388,6 +388,10 @@ fn global_variables() {
         assert_eq!(tsize, 64);
         assert!(img.global("bump").is_none(), "a kernel is not a global");
         assert!(img.global("nope").is_none());
+        let (paddr, psize) = img.global("plain_global").expect("plain_global");
+        assert_eq!(psize, 4);
+        // SAFETY: 4-byte global of this instance.
+        assert_eq!(unsafe { *(paddr as *const u32) }, 9, "{t:?}");
         let k = img.kernel("bump").expect("kernel");
         let mut out = [0u32; 1];
         let args = pack(&k.params, &[&ptr(&mut out)]);

@@ -975,3 +975,56 @@ fn exit_before_barrier() {
         }
     }
 }
+
+#[test]
+fn scan_and_transpose_with_barriers() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("barriers2", t) else {
+            return;
+        };
+        let k = img.kernel("scan").expect("scan");
+        assert!(k.has_barriers);
+        let (groups, block) = (3usize, 128usize);
+        let input: Vec<u32> = (0..groups * block).map(|i| (i * 7 % 13) as u32).collect();
+        let mut out = vec![0u32; groups * block];
+        let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out)]);
+        launch(&k, [groups as u32, 1, 1], [block as u32, 1, 1], &args, 0);
+        for g in 0..groups {
+            let mut acc = 0u32;
+            for i in 0..block {
+                acc += input[g * block + i];
+                assert_eq!(out[g * block + i], acc, "{t:?} scan {g}/{i}");
+            }
+        }
+        let k = img.kernel("transpose").expect("transpose");
+        let (w, h) = (40u32, 23u32);
+        let input: Vec<f32> = (0..w * h).map(|i| i as f32).collect();
+        let mut out = vec![-1f32; (w * h) as usize];
+        let args = pack(
+            &k.params,
+            &[
+                &b(&(input.as_ptr() as usize)),
+                &ptr(&mut out),
+                &b(&w),
+                &b(&h),
+            ],
+        );
+        launch(
+            &k,
+            [w.div_ceil(16), h.div_ceil(16), 1],
+            [16, 16, 1],
+            &args,
+            0,
+        );
+        for y in 0..h {
+            for x in 0..w {
+                assert_eq!(
+                    out[(x * h + y) as usize],
+                    input[(y * w + x) as usize],
+                    "{t:?} transpose"
+                );
+            }
+        }
+    }
+}

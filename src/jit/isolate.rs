@@ -35,7 +35,12 @@ pub(crate) fn run_isolated(
         // child
         // SAFETY: closing the read end in the child.
         unsafe { libc::close(rd) };
-        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_default();
+        let body = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_default();
+        // framing: length, payload, end marker — so a truncated result is never mistaken for a whole one
+        let mut out = Vec::with_capacity(body.len() + 16);
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(&body);
+        out.extend_from_slice(&END_MARK.to_le_bytes());
         let mut off = 0usize;
         while off < out.len() {
             // SAFETY: writing from a live buffer to our pipe.
@@ -100,14 +105,18 @@ pub(crate) fn run_isolated(
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
     let mut status = 0i32;
+    let mut reaped = true;
     loop {
         // SAFETY: reaping our own child.
         let r = unsafe { libc::waitpid(pid, &mut status, 0) };
         if r == pid {
             break;
         }
-        if r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return Err("waitpid failed".into());
+        let e = std::io::Error::last_os_error();
+        if r < 0 && e.kind() != std::io::ErrorKind::Interrupted {
+            // ECHILD: the application ignores SIGCHLD, the child was reaped for us; rely on the framing.
+            reaped = false;
+            break;
         }
     }
     if timed_out {
@@ -116,23 +125,32 @@ pub(crate) fn run_isolated(
             timeout.as_secs()
         ));
     }
-    if libc::WIFSIGNALED(status) {
+    if reaped && libc::WIFSIGNALED(status) {
         return Err(format!(
             "LLVM crashed on this image (signal {})",
             libc::WTERMSIG(status)
         ));
     }
-    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+    if reaped && (!libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0) {
         return Err(format!(
             "LLVM aborted on this image (exit status {})",
             libc::WEXITSTATUS(status)
         ));
     }
-    if data.is_empty() {
-        return Err("the JIT child process returned no result".into());
+    let n = data.len();
+    if n < 16 || data[n - 8..] != END_MARK.to_le_bytes() {
+        return Err("the JIT child process died without a complete result (LLVM crashed?)".into());
     }
+    let len = u64::from_le_bytes(data[..8].try_into().unwrap_or([0; 8]));
+    if len != (n - 16) as u64 {
+        return Err("the JIT child process returned a malformed result".into());
+    }
+    data.truncate(n - 8);
+    data.drain(..8);
     Ok(data)
 }
+
+const END_MARK: u64 = 0x4f4c_5253_4a49_5445; // "OLRSJITE"
 
 pub(crate) fn enabled() -> bool {
     std::env::var_os("OFFLOAD_RS_JIT_IN_PROCESS").is_none_or(|v| v.is_empty() || v == "0")

@@ -21,7 +21,8 @@
 //! the same kernel at once, each with its own `local_mem`/`scratch`.
 //! * Arguments: `ctx.args` is laid out like the kernel's parameters in a naturally aligned C struct
 //!   (offset = align_up(previous end, align)); [`KernelEntry::params`] gives each size and alignment.
-//!   By-value structs (`byval`/`byref`) are read from the buffer.
+//!   By-value structs (`byval`/`byref`) are read from the buffer. The buffer must be aligned to 16 bytes
+//!   (copies of by-value structs may use aligned vector loads).
 //! * Static `__gpu_local` (addrspace 3) variables live at `ctx.local_mem[0..static_local_bytes)`;
 //!   `extern __gpu_local` zero-size arrays all start at `ctx.dyn_local_mem`.
 //! * Kernels with barriers or warp collectives use `ctx.scratch`

@@ -2,7 +2,7 @@
 #include <gpuintrin.h>
 #include <stdint.h>
 
-__gpu_kernel void lanes(uint32_t *out, uint64_t *ballots) {
+__gpu_kernel void lanes(uint32_t *out, uint64_t *ballots, uint64_t *wide) {
   uint32_t t = __gpu_thread_id_x();
   uint32_t i = __gpu_block_id_x() * __gpu_num_threads_x() + t;
   uint64_t mask = __gpu_lane_mask();
@@ -16,4 +16,7 @@ __gpu_kernel void lanes(uint32_t *out, uint64_t *ballots) {
   out[4 * i + 2] = sh;
   out[4 * i + 3] = nl;
   ballots[i] = b;
+  uint64_t w = ((uint64_t)i << 33) | i;
+  wide[2 * i] = __gpu_read_first_lane_u64(mask, w);
+  wide[2 * i + 1] = __gpu_shuffle_idx_u64(mask, (lane + 3) % nl, w, nl);
 }

@@ -456,7 +456,11 @@ fn lane_operations() {
         let n = block * 2;
         let mut out = vec![0u32; 4 * n];
         let mut ballots = vec![0u64; n];
-        let args = pack(&k.params, &[&ptr(&mut out), &ptr(&mut ballots)]);
+        let mut wide = vec![0u64; 2 * n];
+        let args = pack(
+            &k.params,
+            &[&ptr(&mut out), &ptr(&mut ballots), &ptr(&mut wide)],
+        );
         launch(&k, [2, 1, 1], [block as u32, 1, 1], &args, 0);
         for i in 0..n {
             let lane = (i % block) % w;
@@ -476,6 +480,13 @@ fn lane_operations() {
                 }
             }
             assert_eq!(ballots[i], e, "{t:?} ballot {i}");
+            let wv = |j: usize| ((j as u64) << 33) | j as u64;
+            assert_eq!(wide[2 * i], wv(warp_first), "{t:?} first u64 {i}");
+            assert_eq!(
+                wide[2 * i + 1],
+                wv(warp_first + (lane + 3) % w),
+                "{t:?} shuffle u64 {i}"
+            );
         }
     }
 }

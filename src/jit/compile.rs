@@ -222,10 +222,13 @@ fn compile_in_process(bc: &[u8], opt: u32) -> Result<(Vec<u8>, String), JitError
     let t0 = std::time::Instant::now();
     let stamp = |what: &str| {
         if timing {
-            eprintln!(
-                "offload-rs jit: {what} at {:.2} ms",
+            // raw write(2): this may run in a forked child, where std's stderr lock is not safe to take
+            let line = format!(
+                "offload-rs jit: {what} at {:.2} ms\n",
                 t0.elapsed().as_secs_f64() * 1e3
             );
+            // SAFETY: writing a live buffer to fd 2.
+            let _ = unsafe { libc::write(2, line.as_ptr() as *const libc::c_void, line.len()) };
         }
     };
     let ctx = Context::create();

@@ -1039,3 +1039,22 @@ fn scan_and_transpose_with_barriers() {
         }
     }
 }
+
+#[test]
+fn parameterless_kernel_and_constant_global() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("nokernel", t) else {
+            return;
+        };
+        assert_eq!(img.kernel_names(), vec!["noargs".to_string()]);
+        let k = img.kernel("noargs").expect("kernel");
+        assert!(k.params.is_empty());
+        launch(&k, [2, 1, 1], [3, 1, 1], &[0u64], 0);
+        let (a, s) = img.global("slot").expect("slot");
+        assert_eq!(s, 4);
+        // SAFETY: 4-byte global of this instance.
+        assert_eq!(unsafe { *(a as *const u32) }, 45, "{t:?}");
+        assert!(img.kernel("answer").is_none());
+    }
+}

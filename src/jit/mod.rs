@@ -1,21 +1,103 @@
-//! JIT: TEMPORARY STUB for the `cpu` branch (replaced by the real module at merge).
+//! The CPU JIT: turns GPU-style kernels into x86-64 work-group functions that run on the calling thread.
 //!
-//! It has exactly the interface the CPU plugin builds on; loading always fails. The CPU plugin's
-//! tests use hand-written work-group functions instead.
+//! # Inputs ([`classify`], [`is_valid_for_cpu`], [`load`])
+//! * **LLVM bitcode** (raw `BC\xC0\xDE` or with the `0x0B17C0DE` wrapper header) whose triple is
+//!   `nvptx64-*`, `amdgcn-*`, `spirv64` or the x86-64 host. Kernels are the functions with the
+//!   `ptx_kernel` (71), `amdgpu_kernel` (91) or `spir_kernel` (76) calling convention; they are retargeted
+//!   to the host (triple, datalayout, target-cpu/features, C calling convention), fully inlined (recursion
+//!   is rejected), their GPU intrinsics replaced, and wrapped in one work-group ("WG") function each (see
+//!   below). On spirv64, clang 22 implements `__gpu_exit` as `__builtin_trap()`, so it traps (SIGILL) as
+//!   written rather than ending the work-item.
+//!   **Host-triple (x86-64) bitcode** follows the native convention: every exported function of type
+//!   `void(ptr)` is already a WG function with the [`WgFn`] ABI and is compiled as is.
+//! * **x86-64 ELF shared objects** (`ET_DYN`), loaded with `dlopen` from a `memfd` (no file is left
+//!   behind). Every exported function named like the kernel is taken to be a WG function with exactly the
+//!   [`WgFn`] ABI: `void name(const WgCtx *ctx)`, running one whole work-group; `ctx->args` is the raw
+//!   argument buffer (the plugin passes it through; [`KernelEntry::params`] is empty).
+//!
+//! # The WG function ABI
+//! `unsafe extern "C" fn(*const WgCtx)` runs all work-items of group `ctx.group_id` on the calling thread.
+//! Everything per-group comes through `ctx` (no mutable globals, no TLS), so many threads may run groups of
+//! the same kernel at once, each with its own `local_mem`/`scratch`.
+//! * Arguments: `ctx.args` is laid out like the kernel's parameters in a naturally aligned C struct
+//!   (offset = align_up(previous end, align)); [`KernelEntry::params`] gives each size and alignment.
+//!   By-value structs (`byval`/`byref`) are read from the buffer. The buffer must be aligned to 16 bytes
+//!   (copies of by-value structs may use aligned vector loads).
+//! * Static `__gpu_local` (addrspace 3) variables live at `ctx.local_mem[0..static_local_bytes)`;
+//!   `extern __gpu_local` zero-size arrays all start at `ctx.dyn_local_mem`.
+//! * Kernels with barriers or warp collectives use `ctx.scratch`
+//!   (`scratch_bytes_per_wi * group_size.x*y*z` bytes, 64-byte aligned, no zeroing needed).
+//!
+//! A launch, as the CPU plugin does it (each worker thread with its own buffers):
+//! ```ignore
+//! let img = jit::load(bytes)?;                       // olCreateProgram (cache hit: ~20 µs)
+//! let k = img.kernel("saxpy").ok_or(..)?;            // olGetSymbol
+//! for each group g handed to this worker {
+//!     let ctx = WgCtx { args, local_mem, dyn_local_mem, scratch, group_id: g, num_groups, group_size, _pad: 0 };
+//!     unsafe { (k.wg_fn)(&ctx) };                    // runs all work-items of group g
+//! }
+//! ```
+//!
+//! # Work-items, barriers and warps
+//! Kernels without barriers become a z/y/x loop over work-items around the inlined body; the x loop is
+//! marked `llvm.loop.parallel_accesses` (work-items are independent between barriers under GPU rules),
+//! so LLVM vectorises it. Kernels with `__gpu_sync_threads` (or warp operations) use continuation-based
+//! synchronisation (CBS, cpu-kernels.md §7) written as a C++ LLVM pass in `lower.cpp` (the C API has no
+//! CloneFunction/InlineFunction/DemoteRegToStack/dominators) — no fibers:
+//! * blocks are split at barriers; a *region* is what runs from the entry or a barrier to the next
+//!   barriers/exits. Each region's blocks are cloned into their own parallel z/y/x work-item loop;
+//! * only values live across a barrier (per-region dominance) and private variables are demoted to
+//!   per-work-item arrays in `ctx.scratch` (structure of arrays); values a uniformity analysis proves
+//!   work-item-invariant share one slot, preloaded per region, and side-effect-free invariant values of
+//!   the entry block are computed once per group;
+//! * a per-work-item resume id (also in scratch) records the barrier each work-item waits at (or that it
+//!   exited); after each region a vectorisable min/max scan picks the next region (the smallest pending
+//!   id; the fast path skips the per-item check when all wait at the same barrier). Divergent barriers
+//!   therefore cannot deadlock, and `__gpu_exit` ends only the calling work-item.
+//!
+//! The warp width is the one clang folded into the bitcode: 32 for nvptx64, 64 for amdgcn (32 with
+//! `+wavefrontsize32`); spirv64 leaves it to us (`llvm.spv.subgroup.size`) and we choose 32. Lanes are
+//! consecutive linear work-item ids (`x + y*nx + z*nx*ny`), warps start at multiples of the width.
+//! Shuffles, ballots, votes, `readfirstlane`, `readlane` and `ds_bpermute` are emulated as two group
+//! barriers around an exchange through scratch; `activemask`/`__gpu_lane_mask` is
+//! the set of lanes of the warp that exist (divergence inside a warp is not tracked). `bar.warp.sync` /
+//! `wave.barrier` are group barriers. Any other GPU intrinsic is a [`JitError::Compile`] naming it.
+//!
+//! # Code loading and the cache
+//! The lowered module is optimised (`default<O{LIBOMPTARGET_JIT_OPT_LEVEL}>`, default 3) and compiled
+//! for the host CPU into an ELF relocatable object, which our own small loader (`elf.rs`) maps and
+//! relocates — one fresh copy (own globals) per [`load`]. Global constructors/destructors become
+//! `__ol_rs_init`/`__ol_rs_fini`, run at load and when the last user of the instance is gone.
+//! Compiled objects are cached by **content** (blake3 of the image, host CPU and features, options, crate
+//! and ABI versions) and evicted when the last [`LoadedImage`] made from them is dropped (unlike the
+//! address-keyed cache of LLVM PR #148847). `OFFLOAD_RS_JIT_CACHE_DIR=<dir>` enables a verified on-disk
+//! cache.
+
+mod cache;
+mod compile;
+mod elf;
+mod isolate;
+mod native;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 
-/// Is `image` something [`load`] accepts for the CPU device?
-pub fn is_valid_for_cpu(_image: &[u8]) -> bool {
-    false
+pub use cache::cache_stats;
+
+/// Bumped whenever the generated code's ABI (WgCtx, metadata, lowering) changes; part of the cache key.
+pub const JIT_ABI_VERSION: u32 = 1;
+
+/// What an image looks like.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImageKind {
+    Bitcode { triple: String },
+    NativeElf,
+    Unknown(String),
 }
 
-/// Load (JIT-compile) an image.
-pub fn load(_image: &[u8]) -> Result<LoadedImage, JitError> {
-    Err(JitError::InvalidBinary("the JIT is a stub on this branch".into()))
-}
-
-#[derive(thiserror::Error, Debug)]
+/// JIT errors. Messages say what was expected and what was found.
+#[derive(thiserror::Error, Debug, Clone)]
 pub enum JitError {
     #[error("{0}")]
     InvalidBinary(String),
@@ -29,20 +111,54 @@ pub enum JitError {
     NotFound(String),
 }
 
-/// A loaded image. `Send + Sync`; dropping it runs device global destructors and unmaps it.
-pub struct LoadedImage {
-    _private: (),
+/// A work-group function: runs every work-item of one group.
+pub type WgFn = unsafe extern "C" fn(ctx: *const WgCtx);
+
+/// Per-group context handed to a [`WgFn`]. Field offsets are part of the generated code's ABI.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct WgCtx {
+    pub args: *const u8,
+    pub local_mem: *mut u8,
+    pub dyn_local_mem: *mut u8,
+    pub scratch: *mut u8,
+    pub group_id: [u32; 3],
+    pub num_groups: [u32; 3],
+    pub group_size: [u32; 3],
+    pub _pad: u32,
 }
 
-impl LoadedImage {
-    pub fn kernel(&self, _name: &str) -> Option<KernelEntry> {
-        None
-    }
-    pub fn global(&self, _name: &str) -> Option<(usize, usize)> {
-        None
-    }
+const _: () = {
+    assert!(std::mem::offset_of!(WgCtx, args) == 0);
+    assert!(std::mem::offset_of!(WgCtx, local_mem) == 8);
+    assert!(std::mem::offset_of!(WgCtx, dyn_local_mem) == 16);
+    assert!(std::mem::offset_of!(WgCtx, scratch) == 24);
+    assert!(std::mem::offset_of!(WgCtx, group_id) == 32);
+    assert!(std::mem::offset_of!(WgCtx, num_groups) == 44);
+    assert!(std::mem::offset_of!(WgCtx, group_size) == 56);
+    assert!(std::mem::size_of::<WgCtx>() == 72);
+};
+
+/// Size and natural alignment of one kernel parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParamLayout {
+    pub size: usize,
+    pub align: usize,
 }
 
+/// Metadata of one kernel, as produced by the lowering.
+#[derive(Debug, Clone)]
+pub(crate) struct KernelMeta {
+    pub name: String,
+    pub symbol: String,
+    pub static_local_bytes: usize,
+    pub scratch_bytes_per_wi: usize,
+    pub has_barriers: bool,
+    pub warp_size: u32,
+    pub params: Vec<ParamLayout>,
+}
+
+/// A kernel of a loaded image.
 #[derive(Clone)]
 pub struct KernelEntry {
     pub name: String,
@@ -53,33 +169,199 @@ pub struct KernelEntry {
     pub has_barriers: bool,
     pub warp_size: u32,
     #[allow(dead_code)]
-    keepalive: Arc<()>,
+    keepalive: Arc<Instance>,
 }
 
-/// Size and alignment of one kernel parameter. An empty `params` vec means "raw buffer passed through
-/// unchanged".
-#[derive(Clone, Copy, Debug)]
-pub struct ParamLayout {
-    pub size: usize,
-    pub align: usize,
+impl std::fmt::Debug for KernelEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelEntry")
+            .field("name", &self.name)
+            .field("params", &self.params)
+            .field("static_local_bytes", &self.static_local_bytes)
+            .field("scratch_bytes_per_wi", &self.scratch_bytes_per_wi)
+            .field("has_barriers", &self.has_barriers)
+            .field("warp_size", &self.warp_size)
+            .finish()
+    }
 }
 
-/// One call runs one whole work-group on the calling thread.
-pub type WgFn = unsafe extern "C" fn(ctx: *const WgCtx);
+/// One loaded instance: JIT'ed code mapped by our loader, or a dlopen'ed native shared object.
+pub(crate) enum Instance {
+    Jit(elf::LoadedObject, Arc<compile::CompiledObject>),
+    Native(native::NativeLib),
+}
 
-/// What a work-group function gets.
-#[repr(C)]
-pub struct WgCtx {
-    /// arg buffer in natural C-struct layout of the params
-    pub args: *const u8,
-    /// static_local_bytes, 64-byte aligned, per worker
-    pub local_mem: *mut u8,
-    /// DynSharedMemory bytes, 64-byte aligned, per worker
-    pub dyn_local_mem: *mut u8,
-    /// scratch_bytes_per_wi * group_size.x*y*z, 64-byte aligned, per worker
-    pub scratch: *mut u8,
-    pub group_id: [u32; 3],
-    pub num_groups: [u32; 3],
-    pub group_size: [u32; 3],
-    pub _pad: u32,
+impl Instance {
+    fn symbol(&self, name: &str) -> Option<(usize, usize)> {
+        match self {
+            Instance::Jit(o, _) => o.symbol(name),
+            Instance::Native(n) => n.symbol(name),
+        }
+    }
+}
+
+/// A program loaded for the CPU device: owns its own copy of the code and globals.
+pub struct LoadedImage {
+    inst: Arc<Instance>,
+}
+
+impl std::fmt::Debug for LoadedImage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LoadedImage")
+    }
+}
+
+impl LoadedImage {
+    /// The kernel `name`, or `None`.
+    pub fn kernel(&self, name: &str) -> Option<KernelEntry> {
+        match &*self.inst {
+            Instance::Jit(obj, co) => {
+                let m = co.kernels.iter().find(|k| k.name == name)?;
+                let (addr, _) = obj.symbol(&m.symbol)?;
+                if addr == 0 {
+                    return None;
+                }
+                // SAFETY: `addr` is the address of a function generated with the WgFn ABI
+                // (`void(ptr)`, C calling convention) inside the mapping kept alive by `keepalive`.
+                let wg_fn: WgFn = unsafe { std::mem::transmute::<usize, WgFn>(addr) };
+                Some(KernelEntry {
+                    name: m.name.clone(),
+                    wg_fn,
+                    params: m.params.clone(),
+                    static_local_bytes: m.static_local_bytes,
+                    scratch_bytes_per_wi: m.scratch_bytes_per_wi,
+                    has_barriers: m.has_barriers,
+                    warp_size: m.warp_size,
+                    keepalive: self.inst.clone(),
+                })
+            }
+            Instance::Native(lib) => {
+                let addr = lib.function(name)?;
+                // SAFETY: by the documented native-ELF convention, an exported function named like the
+                // kernel has the WgFn ABI; the library stays loaded while `keepalive` lives.
+                let wg_fn: WgFn = unsafe { std::mem::transmute::<usize, WgFn>(addr) };
+                Some(KernelEntry {
+                    name: name.to_string(),
+                    wg_fn,
+                    params: Vec::new(),
+                    static_local_bytes: 0,
+                    scratch_bytes_per_wi: 0,
+                    has_barriers: false,
+                    warp_size: 1,
+                    keepalive: self.inst.clone(),
+                })
+            }
+        }
+    }
+
+    /// Address and size of the global variable `name` in this instance.
+    pub fn global(&self, name: &str) -> Option<(usize, usize)> {
+        match &*self.inst {
+            Instance::Jit(obj, co) => {
+                if co.kernels.iter().any(|k| k.name == name) {
+                    return None;
+                }
+                obj.data_symbol(name)
+            }
+            Instance::Native(_) => self.inst.symbol(name),
+        }
+    }
+
+    /// Names of the kernels in this image (native images: unknown, empty).
+    pub fn kernel_names(&self) -> Vec<String> {
+        match &*self.inst {
+            Instance::Jit(_, co) => co.kernels.iter().map(|k| k.name.clone()).collect(),
+            Instance::Native(_) => Vec::new(),
+        }
+    }
+}
+
+const BC_MAGIC: [u8; 4] = [b'B', b'C', 0xC0, 0xDE];
+const BC_WRAPPER: [u8; 4] = [0xDE, 0xC0, 0x17, 0x0B];
+
+fn describe(image: &[u8]) -> String {
+    let n = image.len().min(4);
+    let mut hex = String::new();
+    for b in &image[..n] {
+        hex.push_str(&format!("{b:02x}"));
+    }
+    if image.is_empty() {
+        "an empty image (0 bytes)".to_string()
+    } else {
+        format!("{} bytes starting 0x{hex}", image.len())
+    }
+}
+
+/// Returns the raw bitcode inside an image (unwrapping the 0x0B17C0DE wrapper) if it is bitcode.
+fn bitcode_payload(image: &[u8]) -> Option<&[u8]> {
+    if image.len() >= 4 && image[..4] == BC_MAGIC {
+        return Some(image);
+    }
+    if image.len() >= 20 && image[..4] == BC_WRAPPER {
+        let off = u32::from_le_bytes([image[8], image[9], image[10], image[11]]) as usize;
+        let size = u32::from_le_bytes([image[12], image[13], image[14], image[15]]) as usize;
+        let end = off.checked_add(size)?;
+        if end <= image.len() && size >= 4 && image[off..off + 4] == BC_MAGIC {
+            return Some(&image[off..end]);
+        }
+    }
+    None
+}
+
+/// Classifies an image by its header. Never panics.
+pub fn classify(image: &[u8]) -> ImageKind {
+    if let Some(bc) = bitcode_payload(image) {
+        return match compile::bitcode_triple(bc) {
+            Ok(t) => ImageKind::Bitcode { triple: t },
+            Err(e) => {
+                ImageKind::Unknown(format!("malformed LLVM bitcode ({}): {e}", describe(image)))
+            }
+        };
+    }
+    if image.len() >= 4 && image[..4] == BC_WRAPPER {
+        return ImageKind::Unknown(format!("truncated bitcode wrapper ({})", describe(image)));
+    }
+    if image.len() >= 4 && &image[..4] == b"\x7fELF" {
+        return match native::check_elf(image) {
+            Ok(()) => ImageKind::NativeElf,
+            Err(e) => ImageKind::Unknown(e),
+        };
+    }
+    ImageKind::Unknown(describe(image))
+}
+
+/// `olIsValidBinary` for the CPU device.
+pub fn is_valid_for_cpu(image: &[u8]) -> bool {
+    match classify(image) {
+        ImageKind::Bitcode { triple } => compile::supported_arch(&triple).is_some(),
+        ImageKind::NativeElf => true,
+        ImageKind::Unknown(_) => false,
+    }
+}
+
+/// Compiles (through the cache) and loads a fresh instance of `image`.
+pub fn load(image: &[u8]) -> Result<LoadedImage, JitError> {
+    if let Some(bc) = bitcode_payload(image) {
+        // No parse here: the cache key is the content; on a miss the (isolated) compile validates.
+        let co = cache::get_or_compile(bc)?;
+        let obj = elf::LoadedObject::load(&co.object)?;
+        obj.run_init();
+        return Ok(LoadedImage {
+            inst: Arc::new(Instance::Jit(obj, co)),
+        });
+    }
+    match classify(image) {
+        ImageKind::Bitcode { .. } => Err(JitError::InvalidBinary(
+            "internal: bitcode not recognised".into(),
+        )),
+        ImageKind::NativeElf => {
+            let lib = native::NativeLib::open(image)?;
+            Ok(LoadedImage {
+                inst: Arc::new(Instance::Native(lib)),
+            })
+        }
+        ImageKind::Unknown(what) => Err(JitError::InvalidBinary(format!(
+            "expected LLVM bitcode or an x86-64 ELF shared object, found {what}"
+        ))),
+    }
 }

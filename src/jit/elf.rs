@@ -1,0 +1,398 @@
+//! A small loader for the x86-64 ELF relocatable objects the JIT emits.
+//!
+//! Every load maps a fresh copy of all allocatable sections (so each instance has its own globals):
+//! `[text][stubs] | [rodata][GOT] | [data][bss]`, page-aligned groups, mapped RW, filled, relocated, then
+//! text+stubs made RX and rodata+GOT R. Undefined symbols are resolved with `dlsym(RTLD_DEFAULT)` (then
+//! libm) and reached through a GOT entry and a `jmp *GOT(%rip)` stub, so PC32/PLT32 calls to far library
+//! functions work.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::OnceLock;
+
+use object::read::elf::ElfFile64;
+use object::{
+    Endianness, Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget,
+    SectionIndex, SectionKind, SymbolIndex, SymbolKind, SymbolSection,
+};
+
+use super::JitError;
+
+const PAGE: usize = 4096;
+
+fn align_up(v: usize, a: usize) -> usize {
+    let a = a.max(1);
+    v.div_ceil(a) * a
+}
+
+/// One mapped, relocated instance of an object.
+pub(crate) struct LoadedObject {
+    base: *mut u8,
+    len: usize,
+    symbols: HashMap<String, (usize, usize, bool /*data*/)>,
+    /// set once the constructors ran: only then do destructors run on drop
+    initialized: std::sync::atomic::AtomicBool,
+}
+
+// SAFETY: the mapping is owned exclusively by this value; after loading it is only read (code) or
+// accessed through raw addresses handed to kernels, which is the caller's synchronisation business.
+unsafe impl Send for LoadedObject {}
+// SAFETY: see above; `&LoadedObject` only exposes immutable lookups.
+unsafe impl Sync for LoadedObject {}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Exec,
+    Ro,
+    Rw,
+}
+
+fn resolve_external(name: &str) -> Option<usize> {
+    let c = CString::new(name).ok()?;
+    // SAFETY: dlsym with RTLD_DEFAULT and a valid NUL-terminated name.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c.as_ptr()) };
+    if !p.is_null() {
+        return Some(p as usize);
+    }
+    static LIBM: OnceLock<usize> = OnceLock::new();
+    let h = *LIBM.get_or_init(|| {
+        // SAFETY: dlopen of the system math library by its soname.
+        unsafe { libc::dlopen(c"libm.so.6".as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) as usize }
+    });
+    if h != 0 {
+        // SAFETY: h is a live handle from dlopen (never closed).
+        let p = unsafe { libc::dlsym(h as *mut libc::c_void, c.as_ptr()) };
+        if !p.is_null() {
+            return Some(p as usize);
+        }
+    }
+    None
+}
+
+impl LoadedObject {
+    pub(crate) fn load(data: &[u8]) -> Result<Self, JitError> {
+        let link = |m: String| JitError::Link(m);
+        let file = ElfFile64::<Endianness>::parse(data)
+            .map_err(|e| link(format!("bad JIT object: {e}")))?;
+        // 1. choose sections
+        let mut placed: HashMap<SectionIndex, (Class, usize /*offset in class*/)> = HashMap::new();
+        let mut class_size = [0usize; 3];
+        let mut secs = Vec::new();
+        for s in file.sections() {
+            let (alloc, write, exec) = match s.flags() {
+                object::SectionFlags::Elf { sh_flags } => {
+                    (sh_flags & 2 != 0, sh_flags & 1 != 0, sh_flags & 4 != 0)
+                }
+                _ => (false, false, false),
+            };
+            let name = s.name().unwrap_or("");
+            if !alloc || name.starts_with(".eh_frame") || s.size() == 0 {
+                continue;
+            }
+            if matches!(s.kind(), SectionKind::Tls | SectionKind::UninitializedTls) {
+                return Err(link(format!(
+                    "thread-local section '{name}' is not supported"
+                )));
+            }
+            let class = if exec {
+                Class::Exec
+            } else if write {
+                Class::Rw
+            } else {
+                Class::Ro
+            };
+            let ci = class as usize;
+            let off = align_up(class_size[ci], s.align() as usize);
+            class_size[ci] = off + s.size() as usize;
+            placed.insert(s.index(), (class, off));
+            secs.push(s);
+        }
+        // 2. GOT/stub needs
+        let mut got_idx: HashMap<SymbolIndex, usize> = HashMap::new();
+        let mut stub_idx: HashMap<SymbolIndex, usize> = HashMap::new();
+        for s in &secs {
+            for (_, r) in s.relocations() {
+                let RelocationTarget::Symbol(si) = r.target() else {
+                    continue;
+                };
+                let sym = file.symbol_by_index(si).map_err(|e| link(e.to_string()))?;
+                let n = got_idx.len();
+                if sym.is_undefined() {
+                    got_idx.entry(si).or_insert(n);
+                    let m = stub_idx.len();
+                    stub_idx.entry(si).or_insert(m);
+                } else if let RelocationFlags::Elf {
+                    r_type: 9 | 41 | 42,
+                } = r.flags()
+                {
+                    got_idx.entry(si).or_insert(n);
+                }
+            }
+        }
+        let stubs_off = align_up(class_size[0], 16);
+        let exec_len = stubs_off + stub_idx.len() * 8;
+        let got_off = align_up(class_size[1], 8);
+        let ro_len = got_off + got_idx.len() * 8;
+        let exec_start = 0;
+        let ro_start = align_up(exec_len, PAGE);
+        let rw_start = ro_start + align_up(ro_len, PAGE);
+        let total = (rw_start + align_up(class_size[2], PAGE)).max(PAGE);
+        // SAFETY: anonymous private mapping, checked below.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                total,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(JitError::Io(format!(
+                "mmap of {total} bytes for JIT code failed"
+            )));
+        }
+        let mut obj = LoadedObject {
+            base: base as *mut u8,
+            len: total,
+            symbols: HashMap::new(),
+            initialized: Default::default(),
+        };
+        let class_base = [exec_start, ro_start, rw_start];
+        let base_addr = obj.base as usize;
+        let sec_addr = |idx: SectionIndex| -> Option<usize> {
+            placed
+                .get(&idx)
+                .map(|(c, off)| base_addr + class_base[*c as usize] + off)
+        };
+        // 3. copy section contents (bss stays zero)
+        for s in &secs {
+            if s.kind() == SectionKind::UninitializedData {
+                continue;
+            }
+            let bytes = s.data().map_err(|e| link(e.to_string()))?;
+            let Some(dst) = sec_addr(s.index()) else {
+                continue;
+            };
+            let n = bytes.len().min(s.size() as usize);
+            // SAFETY: dst..dst+n lies inside the fresh mapping (layout computed above).
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst as *mut u8, n) };
+        }
+        // 4. symbols
+        let mut sym_addr: HashMap<SymbolIndex, usize> = HashMap::new();
+        for sym in file.symbols() {
+            let addr = match sym.section() {
+                SymbolSection::Section(si) => match sec_addr(si) {
+                    Some(a) => a + sym.address() as usize,
+                    None => continue,
+                },
+                SymbolSection::Absolute => sym.address() as usize,
+                SymbolSection::Common => {
+                    return Err(link(format!(
+                        "common symbol '{}' is not supported",
+                        sym.name().unwrap_or("?")
+                    )));
+                }
+                _ => continue,
+            };
+            sym_addr.insert(sym.index(), addr);
+            if let Ok(name) = sym.name()
+                && !name.is_empty()
+                && sym.kind() != SymbolKind::Section
+            {
+                let is_data = matches!(sym.kind(), SymbolKind::Data | SymbolKind::Unknown);
+                let e = obj.symbols.entry(name.to_string()).or_insert((
+                    addr,
+                    sym.size() as usize,
+                    is_data,
+                ));
+                if sym.is_global() {
+                    *e = (addr, sym.size() as usize, is_data);
+                }
+            }
+        }
+        // externals, GOT and stubs
+        let got_base = base_addr + ro_start + got_off;
+        let stub_base = base_addr + exec_start + stubs_off;
+        for (si, gi) in &got_idx {
+            let sym = file.symbol_by_index(*si).map_err(|e| link(e.to_string()))?;
+            let target = if sym.is_undefined() {
+                let name = sym.name().unwrap_or("");
+                match resolve_external(name) {
+                    Some(a) => a,
+                    None if sym.is_weak() => 0,
+                    None => {
+                        return Err(link(format!(
+                            "undefined symbol '{name}': not found in the process or libm (device libraries such as libdevice/ocml are not linked by the CPU JIT)"
+                        )));
+                    }
+                }
+            } else {
+                *sym_addr.get(si).ok_or_else(|| {
+                    link(format!(
+                        "symbol '{}' has no address",
+                        sym.name().unwrap_or("?")
+                    ))
+                })?
+            };
+            sym_addr.entry(*si).or_insert(target);
+            // SAFETY: inside the mapping.
+            unsafe { ((got_base + gi * 8) as *mut u64).write_unaligned(target as u64) };
+        }
+        for (si, st) in &stub_idx {
+            let stub = stub_base + st * 8;
+            let got = got_base + got_idx[si] * 8;
+            let disp = (got as i64 - (stub as i64 + 6)) as i32;
+            let mut code = [0xffu8, 0x25, 0, 0, 0, 0, 0xcc, 0xcc];
+            code[2..6].copy_from_slice(&disp.to_le_bytes());
+            // SAFETY: inside the mapping.
+            unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), stub as *mut u8, 8) };
+        }
+        // 5. relocations
+        for s in &secs {
+            let Some(sbase) = sec_addr(s.index()) else {
+                continue;
+            };
+            for (off, r) in s.relocations() {
+                let p = sbase + off as usize;
+                let RelocationFlags::Elf { r_type } = r.flags() else {
+                    return Err(link("non-ELF relocation".into()));
+                };
+                let a = r.addend();
+                let (s_addr, undef, si) = match r.target() {
+                    RelocationTarget::Symbol(si) => {
+                        let sym = file.symbol_by_index(si).map_err(|e| link(e.to_string()))?;
+                        let addr = *sym_addr.get(&si).ok_or_else(|| {
+                            link(format!(
+                                "relocation against symbol '{}' in a section that is not loaded",
+                                sym.name().unwrap_or("?")
+                            ))
+                        })?;
+                        (addr as i64, sym.is_undefined(), Some(si))
+                    }
+                    RelocationTarget::Section(sec) => (
+                        sec_addr(sec)
+                            .ok_or_else(|| link("relocation against an unloaded section".into()))?
+                            as i64,
+                        false,
+                        None,
+                    ),
+                    RelocationTarget::Absolute => (0, false, None),
+                    _ => return Err(link("unsupported relocation target".into())),
+                };
+                let pi = p as i64;
+                let call_target = |x: i64| -> i64 {
+                    match si.and_then(|si| stub_idx.get(&si)) {
+                        Some(st) if undef => (stub_base + st * 8) as i64,
+                        _ => x,
+                    }
+                };
+                let write32 = |v: i64, signed: bool| -> Result<(), JitError> {
+                    let ok = if signed {
+                        i32::try_from(v).is_ok()
+                    } else {
+                        u32::try_from(v).is_ok()
+                    };
+                    if !ok {
+                        return Err(link(format!("relocation type {r_type} overflows 32 bits")));
+                    }
+                    // SAFETY: p..p+4 is inside a loaded section of the mapping.
+                    unsafe { (p as *mut u32).write_unaligned(v as u32) };
+                    Ok(())
+                };
+                match r_type {
+                    1 => {
+                        // R_X86_64_64
+                        // SAFETY: p..p+8 inside the mapping.
+                        unsafe { (p as *mut u64).write_unaligned((s_addr + a) as u64) };
+                    }
+                    2 | 4 => write32(call_target(s_addr) + a - pi, true)?, // PC32, PLT32
+                    9 | 41 | 42 => {
+                        // GOTPCREL, GOTPCRELX, REX_GOTPCRELX
+                        let gi = si
+                            .and_then(|si| got_idx.get(&si))
+                            .ok_or_else(|| link("GOT entry missing".into()))?;
+                        write32((got_base + gi * 8) as i64 + a - pi, true)?;
+                    }
+                    10 => write32(s_addr + a, false)?, // 32
+                    11 => write32(s_addr + a, true)?,  // 32S
+                    24 => {
+                        // PC64
+                        // SAFETY: inside the mapping.
+                        unsafe { (p as *mut u64).write_unaligned((s_addr + a - pi) as u64) };
+                    }
+                    other => {
+                        return Err(link(format!("unsupported x86-64 relocation type {other}")));
+                    }
+                }
+            }
+        }
+        // 6. protections
+        let prot = |start: usize, len: usize, p: i32| -> Result<(), JitError> {
+            if len == 0 {
+                return Ok(());
+            }
+            // SAFETY: page-aligned range inside our mapping.
+            let rc = unsafe {
+                libc::mprotect(
+                    obj.base.add(start) as *mut libc::c_void,
+                    align_up(len, PAGE),
+                    p,
+                )
+            };
+            if rc != 0 {
+                return Err(JitError::Io("mprotect of JIT code failed".into()));
+            }
+            Ok(())
+        };
+        prot(exec_start, exec_len, libc::PROT_READ | libc::PROT_EXEC)?;
+        prot(ro_start, ro_len, libc::PROT_READ)?;
+        obj.symbols.shrink_to_fit();
+        let _ = &mut obj;
+        Ok(obj)
+    }
+
+    /// Any defined symbol: (address, size).
+    pub(crate) fn symbol(&self, name: &str) -> Option<(usize, usize)> {
+        self.symbols.get(name).map(|&(a, s, _)| (a, s))
+    }
+
+    /// A defined data object: (address, size).
+    pub(crate) fn data_symbol(&self, name: &str) -> Option<(usize, usize)> {
+        self.symbols
+            .get(name)
+            .filter(|e| e.2)
+            .map(|&(a, s, _)| (a, s))
+    }
+
+    /// Runs the image's global constructors (`__ol_rs_init`).
+    pub(crate) fn run_init(&self) {
+        self.initialized
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.call("__ol_rs_init");
+    }
+
+    fn call(&self, name: &str) {
+        if let Some((a, _)) = self.symbol(name)
+            && a != 0
+        {
+            // SAFETY: `__ol_rs_init`/`__ol_rs_fini` are generated by lower.cpp as `void(void)` C functions
+            // in this mapping, which is alive for the duration of the call.
+            let f: unsafe extern "C" fn() =
+                unsafe { std::mem::transmute::<usize, unsafe extern "C" fn()>(a) };
+            // SAFETY: see above.
+            unsafe { f() };
+        }
+    }
+}
+
+impl Drop for LoadedObject {
+    fn drop(&mut self) {
+        if *self.initialized.get_mut() {
+            self.call("__ol_rs_fini");
+        }
+        // SAFETY: we own the mapping; nothing references it any more (KernelEntry keepalive ensures that).
+        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+    }
+}

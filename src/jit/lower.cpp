@@ -1,0 +1,1584 @@
+// IR lowering for the offload-rs CPU JIT: GPU kernels (nvptx64 / amdgcn bitcode, already retargeted to the
+// host triple and datalayout by the Rust side) -> work-group functions `void __ol_wg.<kernel>(const WgCtx*)`.
+//
+// Written against LLVM 22's C++ API because the C API has no CloneFunction, InlineFunction,
+// DemoteRegToStack or ConstantExpr->instruction conversion (see shared/reference/cpu-kernels.md §7).
+// Entry point: ol_jit_lower(); everything else is file-local. No exceptions, no RTTI (LLVM style).
+//
+// Design (documented for the Rust side in src/jit/mod.rs):
+//  * every kernel K is cloned to an internal function K.body(params..., EXTRAS) with all callees inlined
+//    and every GPU intrinsic replaced by an EXTRA argument or by inline code;
+//  * kernels without barriers / warp collectives: the WG function loops z,y,x over work-items calling
+//    K.body (always-inlined afterwards, so LLVM vectorises the x loop);
+//  * kernels with barriers or warp collectives: continuation-based synchronisation (CBS): blocks are split
+//    at barriers, every value crossing a block boundary and every alloca is demoted to per-work-item scratch
+//    (one array per variable, indexed by the linear work-item id), and the body runs inside a dispatcher
+//    loop "for each sweep, for each work-item: jump to its resume point, run to the next barrier/exit";
+//  * warp collectives (shuffle, ballot, readfirstlane, bpermute) are two barriers around an exchange through
+//    a per-work-item 8-byte slot in scratch; the warp width is the one the bitcode was compiled for
+//    (nvptx 32, amdgcn 64 or 32 with +wavefrontsize32), because clang constant-folds it.
+
+#include "llvm/ADT/SCCIterator.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Analysis/CallGraph.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/PostDominators.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/Analysis/ValueTracking.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DataLayout.h"
+#include "llvm/IR/DerivedTypes.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/ReplaceConstant.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/Local.h"
+#include "llvm-c/Core.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace llvm;
+
+namespace {
+
+enum Arch { ARCH_NVPTX = 0, ARCH_AMDGCN = 1, ARCH_SPIRV = 2, ARCH_HOST = 3 };
+
+// Extra trailing parameters of K.body, in this order.
+enum Extra {
+  E_LX, E_LY, E_LZ, E_LWI,
+  E_GIDX, E_GIDY, E_GIDZ,
+  E_NGX, E_NGY, E_NGZ,
+  E_GSX, E_GSY, E_GSZ,
+  E_LOCAL, E_DYN, E_IMPLARG, E_DISPATCH, E_SCRATCH,
+  E_COUNT
+};
+
+// WgCtx field offsets (must match `WgCtx` in src/jit/mod.rs).
+constexpr unsigned CTX_ARGS = 0, CTX_LOCAL = 8, CTX_DYN = 16, CTX_SCRATCH = 24, CTX_GID = 32,
+                   CTX_NG = 44, CTX_GS = 56;
+
+constexpr int RESUME_EXIT = -1;
+constexpr bool kUniformFastPath = true;
+
+struct Lowering {
+  Module &M;
+  int arch;
+  unsigned warp;
+  std::string cpu, features;
+  std::string err;
+  std::string meta;
+  LLVMContext &C;
+  const DataLayout &DL;
+  Type *I8, *I16, *I32, *I64, *Ptr, *Void;
+  Type *I1Ty() { return Type::getInt1Ty(C); }
+
+  Lowering(Module &M, int arch, const char *cpu, const char *features)
+      : M(M), arch(arch), warp(1), cpu(cpu), features(features), C(M.getContext()),
+        DL(M.getDataLayout()) {
+    I8 = Type::getInt8Ty(C);
+    I16 = Type::getInt16Ty(C);
+    I32 = Type::getInt32Ty(C);
+    I64 = Type::getInt64Ty(C);
+    Ptr = PointerType::get(C, 0);
+    Void = Type::getVoidTy(C);
+  }
+
+  bool fail(const std::string &m) {
+    if (err.empty())
+      err = m;
+    return false;
+  }
+
+  Function *markerFn(StringRef name, Type *ret, ArrayRef<Type *> args) {
+    FunctionCallee fc = M.getOrInsertFunction(name, FunctionType::get(ret, args, false));
+    return cast<Function>(fc.getCallee());
+  }
+  Function *barrierMarker() { return markerFn("__ol_rs.barrier", Void, {}); }
+  Function *exitMarker() { return markerFn("__ol_rs.exit", Void, {}); }
+
+  static bool isGpuKernelCC(CallingConv::ID cc) {
+    return cc == CallingConv::PTX_Kernel || cc == CallingConv::AMDGPU_KERNEL ||
+           cc == CallingConv::SPIR_KERNEL;
+  }
+  static bool isGpuIntrinsicName(StringRef n) {
+    return n.starts_with("llvm.nvvm.") || n.starts_with("llvm.amdgcn.") || n.starts_with("llvm.r600.") ||
+           n.starts_with("llvm.spv.");
+  }
+
+  // ---------------------------------------------------------------- module-wide normalisation
+  void normaliseFunctions() {
+    for (Function &F : M) {
+      F.removeFnAttr("target-cpu");
+      F.removeFnAttr("target-features");
+      F.removeFnAttr("no-builtins");
+      F.removeFnAttr("uniform-work-group-size");
+      if (!F.isDeclaration()) {
+        F.removeFnAttr(Attribute::OptimizeNone);
+        F.removeFnAttr(Attribute::NoInline);
+        if (!cpu.empty())
+          F.addFnAttr("target-cpu", cpu);
+        if (!features.empty())
+          F.addFnAttr("target-features", features);
+      }
+      if (!isGpuKernelCC(F.getCallingConv()) && F.getCallingConv() != CallingConv::C &&
+          F.getCallingConv() != CallingConv::Fast)
+        F.setCallingConv(CallingConv::C);
+      // Private allocas (amdgcn addrspace(5)) -> host allocas + no-op cast.
+      for (BasicBlock &BB : F) {
+        for (Instruction &I : make_early_inc_range(BB)) {
+          auto *AI = dyn_cast<AllocaInst>(&I);
+          if (!AI || AI->getAddressSpace() == 0)
+            continue;
+          IRBuilder<> B(AI);
+          AllocaInst *N = B.CreateAlloca(AI->getAllocatedType(), 0, AI->getArraySize(), AI->getName());
+          N->setAlignment(AI->getAlign());
+          Value *Cst = B.CreateAddrSpaceCast(N, AI->getType());
+          AI->replaceAllUsesWith(Cst);
+          AI->eraseFromParent();
+        }
+      }
+      for (BasicBlock &BB : F)
+        for (Instruction &I : BB)
+          if (auto *CB = dyn_cast<CallBase>(&I))
+            if (isGpuKernelCC(CB->getCallingConv()))
+              CB->setCallingConv(CallingConv::C);
+    }
+    // amdgcn globals are hidden by default; make them findable by name.
+    for (GlobalVariable &G : M.globals())
+      if (!G.hasLocalLinkage() && G.getAddressSpace() != 3)
+        G.setVisibility(GlobalValue::DefaultVisibility);
+  }
+
+  // llvm.global_ctors/dtors -> __ol_rs_init / __ol_rs_fini (priority order; dtors in reverse).
+  bool lowerStructors(StringRef gvName, StringRef fnName, bool reverse) {
+    GlobalVariable *GV = M.getGlobalVariable(gvName);
+    Function *F = Function::Create(FunctionType::get(Void, false), GlobalValue::ExternalLinkage, fnName, M);
+    F->setVisibility(GlobalValue::DefaultVisibility);
+    BasicBlock *BB = BasicBlock::Create(C, "entry", F);
+    IRBuilder<> B(BB);
+    if (GV && GV->hasInitializer()) {
+      std::vector<std::pair<uint64_t, Value *>> list;
+      if (auto *CA = dyn_cast<ConstantArray>(GV->getInitializer())) {
+        for (Use &U : CA->operands()) {
+          auto *CS = dyn_cast<ConstantStruct>(U.get());
+          if (!CS || CS->getNumOperands() < 2)
+            continue;
+          auto *Prio = dyn_cast<ConstantInt>(CS->getOperand(0));
+          Value *Fn = CS->getOperand(1)->stripPointerCasts();
+          if (isa<ConstantPointerNull>(Fn))
+            continue;
+          list.push_back({Prio ? Prio->getZExtValue() : 65535, Fn});
+        }
+      }
+      std::stable_sort(list.begin(), list.end(),
+                       [](const auto &a, const auto &b) { return a.first < b.first; });
+      if (reverse)
+        std::reverse(list.begin(), list.end());
+      for (auto &p : list) {
+        if (auto *Fn = dyn_cast<Function>(p.second)) {
+          CallInst *CI = B.CreateCall(FunctionType::get(Void, false), Fn);
+          CI->setCallingConv(CallingConv::C);
+        } else {
+          return fail(("unsupported entry in " + gvName + ": not a function").str());
+        }
+      }
+    }
+    B.CreateRetVoid();
+    if (GV)
+      GV->eraseFromParent();
+    return true;
+  }
+
+  bool checkRecursion() {
+    CallGraph CG(M);
+    for (auto I = scc_begin(&CG); !I.isAtEnd(); ++I) {
+      const std::vector<CallGraphNode *> &scc = *I;
+      bool cyclic = scc.size() > 1 || I.hasCycle();
+      if (!cyclic)
+        continue;
+      for (CallGraphNode *N : scc)
+        if (Function *F = N->getFunction())
+          if (!F->isDeclaration())
+            return fail("recursive call cycle involving function '" + F->getName().str() +
+                        "': recursion is not supported by the CPU JIT (kernels are fully inlined)");
+    }
+    return true;
+  }
+
+  // ---------------------------------------------------------------- per-kernel lowering
+  struct KInfo {
+    std::string name, wgName;
+    uint64_t staticLocal = 0;
+    uint64_t scratchPerWi = 0;
+    bool barriers = false;
+    std::vector<std::pair<uint64_t, uint64_t>> params; // size, align
+  };
+
+  bool inlineAll(Function *F) {
+    unsigned rounds = 0;
+    for (;;) {
+      SmallVector<CallBase *, 16> calls;
+      for (BasicBlock &BB : *F)
+        for (Instruction &I : BB)
+          if (auto *CB = dyn_cast<CallBase>(&I))
+            if (Function *Callee = CB->getCalledFunction())
+              if (!Callee->isDeclaration() && !Callee->isIntrinsic())
+                calls.push_back(CB);
+      if (calls.empty())
+        return true;
+      if (++rounds > 64 || F->getInstructionCount() > 2000000)
+        return fail("kernel '" + F->getName().str() + "' has a call graph too deep to inline");
+      for (CallBase *CB : calls) {
+        if (isa<InvokeInst>(CB))
+          return fail("exception handling (invoke) is not supported in kernels");
+        Function *Callee = CB->getCalledFunction();
+        InlineFunctionInfo IFI;
+        InlineResult R = InlineFunction(*CB, IFI);
+        if (!R.isSuccess())
+          return fail("cannot inline '" + Callee->getName().str() + "' into kernel: " +
+                      R.getFailureReason());
+      }
+    }
+  }
+
+  // Emits code computing the collective result at the position of CI (which is erased afterwards).
+  // Layout: xchg slots are i64 at E_SCRATCH + 8 * lwi (CBS reserves them), see buildCbs().
+  Value *emitExchange(IRBuilder<> &B, Function *F, Value *val64,
+                      function_ref<Value *(IRBuilder<> &, Value * /*xchg*/, Value * /*lane*/,
+                                           Value * /*warpBase*/, Value * /*nInWarp*/)>
+                          compute) {
+    Value *lwi = F->getArg(F->arg_size() - E_COUNT + E_LWI);
+    Value *scratch = F->getArg(F->arg_size() - E_COUNT + E_SCRATCH);
+    Value *lwi64 = B.CreateZExt(lwi, I64);
+    Value *slot = B.CreateGEP(I64, scratch, lwi64);
+    B.CreateStore(val64, slot);
+    B.CreateCall(barrierMarker());
+    Value *W = ConstantInt::get(I32, warp);
+    Value *lane = B.CreateURem(lwi, W);
+    Value *base = B.CreateSub(lwi, lane);
+    Value *nwi = nwiOf(B, F);
+    Value *left = B.CreateSub(nwi, base);
+    Value *nInWarp = B.CreateSelect(B.CreateICmpULT(left, W), left, W);
+    Value *r = compute(B, scratch, lane, base, nInWarp);
+    B.CreateCall(barrierMarker());
+    return r;
+  }
+
+  Value *nwiOf(IRBuilder<> &B, Function *F) {
+    unsigned o = F->arg_size() - E_COUNT;
+    return B.CreateMul(B.CreateMul(F->getArg(o + E_GSX), F->getArg(o + E_GSY)), F->getArg(o + E_GSZ));
+  }
+
+  Value *laneMaskOf(IRBuilder<> &B, Function *F, Type *Ty) {
+    // mask of the lanes of this work-item's warp that exist (the group may end inside a warp).
+    unsigned o = F->arg_size() - E_COUNT;
+    Value *lwi = F->getArg(o + E_LWI);
+    Value *W = ConstantInt::get(I32, warp);
+    Value *lane = B.CreateURem(lwi, W);
+    Value *base = B.CreateSub(lwi, lane);
+    Value *left = B.CreateSub(nwiOf(B, F), base);
+    Value *n = B.CreateSelect(B.CreateICmpULT(left, W), left, W);
+    Value *n64 = B.CreateZExt(n, I64);
+    Value *full = B.CreateSelect(B.CreateICmpUGE(n64, ConstantInt::get(I64, 64)),
+                                 ConstantInt::get(I64, ~0ULL),
+                                 B.CreateSub(B.CreateShl(ConstantInt::get(I64, 1), n64), ConstantInt::get(I64, 1)));
+    return B.CreateTrunc(full, Ty);
+  }
+
+  Value *toI64(IRBuilder<> &B, Value *v) {
+    Type *T = v->getType();
+    if (T->isPointerTy())
+      return B.CreatePtrToInt(v, I64);
+    unsigned bits = DL.getTypeSizeInBits(T);
+    Value *iv = T->isIntegerTy() ? v : B.CreateBitCast(v, IntegerType::get(C, bits));
+    return B.CreateZExt(iv, I64);
+  }
+  Value *fromI64(IRBuilder<> &B, Value *v, Type *T) {
+    if (T->isPointerTy())
+      return B.CreateIntToPtr(v, T);
+    unsigned bits = DL.getTypeSizeInBits(T);
+    Value *iv = B.CreateTrunc(v, IntegerType::get(C, bits));
+    return T->isIntegerTy() ? iv : B.CreateBitCast(iv, T);
+  }
+
+  // Reads lane j's slot (j relative to warp base).
+  Value *readSlot(IRBuilder<> &B, Value *xchg, Value *base, Value *j) {
+    Value *idx = B.CreateZExt(B.CreateAdd(base, j), I64);
+    return B.CreateLoad(I64, B.CreateGEP(I64, xchg, idx));
+  }
+
+  Value *ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp) {
+    // OR over lanes 0..nInWarp of (slot != 0) << lane: a small loop.
+    Function *F = B.GetInsertBlock()->getParent();
+    BasicBlock *pre = B.GetInsertBlock();
+    BasicBlock *loop = BasicBlock::Create(C, "ballot.loop", F);
+    BasicBlock *done = BasicBlock::Create(C, "ballot.done", F);
+    // split: everything after the insert point must move to `done`.
+    BasicBlock *rest = pre->splitBasicBlock(B.GetInsertPoint(), "ballot.rest");
+    pre->getTerminator()->eraseFromParent();
+    B.SetInsertPoint(pre);
+    B.CreateBr(loop);
+    B.SetInsertPoint(loop);
+    PHINode *i = B.CreatePHI(I32, 2);
+    PHINode *acc = B.CreatePHI(I64, 2);
+    i->addIncoming(ConstantInt::get(I32, 0), pre);
+    acc->addIncoming(ConstantInt::get(I64, 0), pre);
+    Value *s = readSlot(B, xchg, base, i);
+    Value *bit = B.CreateShl(B.CreateZExt(B.CreateICmpNE(s, ConstantInt::get(I64, 0)), I64),
+                             B.CreateZExt(i, I64));
+    Value *acc2 = B.CreateOr(acc, bit);
+    Value *i2 = B.CreateAdd(i, ConstantInt::get(I32, 1));
+    i->addIncoming(i2, loop);
+    acc->addIncoming(acc2, loop);
+    B.CreateCondBr(B.CreateICmpULT(i2, nInWarp), loop, done);
+    B.SetInsertPoint(done);
+    B.CreateBr(rest);
+    B.SetInsertPoint(done->getTerminator());
+    return acc2;
+  }
+
+  // Replace GPU intrinsics inside F (= K.body). Sets `collective` if any barrier-like op was introduced.
+  bool replaceIntrinsics(Function *F, bool &collective, bool &hasExit) {
+    unsigned o = F->arg_size() - E_COUNT;
+    auto X = [&](int e) -> Value * { return F->getArg(o + e); };
+    SmallVector<CallInst *, 32> calls;
+    for (BasicBlock &BB : *F)
+      for (Instruction &I : BB)
+        if (auto *CI = dyn_cast<CallInst>(&I))
+          if (Function *Callee = CI->getCalledFunction())
+            if (isGpuIntrinsicName(Callee->getName()))
+              calls.push_back(CI);
+    for (CallInst *CI : calls) {
+      StringRef n = CI->getCalledFunction()->getName();
+      std::string name = n.str();
+      IRBuilder<> B(CI);
+      Value *R = nullptr;
+      bool erased = false;
+      auto dim = [&](StringRef s) -> int { return s.ends_with(".x") ? 0 : s.ends_with(".y") ? 1 : s.ends_with(".z") ? 2 : -1; };
+      auto asTy = [&](Value *v) -> Value * {
+        Type *T = CI->getType();
+        if (v->getType() == T)
+          return v;
+        if (T->isIntegerTy() && v->getType()->isIntegerTy())
+          return B.CreateZExtOrTrunc(v, T);
+        if (T->isPointerTy() && v->getType()->isPointerTy())
+          return B.CreateAddrSpaceCast(v, T);
+        return nullptr;
+      };
+      if (n.starts_with("llvm.nvvm.read.ptx.sreg.")) {
+        StringRef r = n.drop_front(strlen("llvm.nvvm.read.ptx.sreg."));
+        int d = dim(r);
+        if (r.starts_with("tid.") && d >= 0)
+          R = X(E_LX + d);
+        else if (r.starts_with("ntid.") && d >= 0)
+          R = X(E_GSX + d);
+        else if (r.starts_with("ctaid.") && d >= 0)
+          R = X(E_GIDX + d);
+        else if (r.starts_with("nctaid.") && d >= 0)
+          R = X(E_NGX + d);
+        else if (r == "warpsize")
+          R = ConstantInt::get(I32, warp);
+        else if (r == "laneid")
+          R = B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp));
+        else if (r == "lanemask.lt" || r == "lanemask.le" || r == "lanemask.gt" || r == "lanemask.ge" ||
+                 r == "lanemask.eq") {
+          Value *lane = B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp));
+          Value *one = B.CreateShl(ConstantInt::get(I32, 1), lane);
+          if (r == "lanemask.eq") R = one;
+          else if (r == "lanemask.lt") R = B.CreateSub(one, ConstantInt::get(I32, 1));
+          else if (r == "lanemask.le") R = B.CreateOr(one, B.CreateSub(one, ConstantInt::get(I32, 1)));
+          else if (r == "lanemask.ge") R = B.CreateNot(B.CreateSub(one, ConstantInt::get(I32, 1)));
+          else R = B.CreateNot(B.CreateOr(one, B.CreateSub(one, ConstantInt::get(I32, 1))));
+        }
+        if (R) R = asTy(R);
+      } else if (n.starts_with("llvm.nvvm.barrier") || n == "llvm.nvvm.bar.sync" ||
+                 n == "llvm.nvvm.bar.warp.sync" || n == "llvm.amdgcn.s.barrier" ||
+                 n == "llvm.amdgcn.wave.barrier" || n == "llvm.amdgcn.s.barrier.signal" ||
+                 n == "llvm.amdgcn.s.barrier.signal.isfirst") {
+        if (!CI->getType()->isVoidTy() && n != "llvm.amdgcn.s.barrier.signal.isfirst")
+          return fail("unsupported barrier intrinsic '" + name + "' (reduction barriers are not supported)");
+        B.CreateCall(barrierMarker());
+        collective = true;
+        if (!CI->getType()->isVoidTy())
+          R = ConstantInt::getFalse(C);
+        else
+          erased = true;
+      } else if (n == "llvm.amdgcn.s.barrier.wait" || n == "llvm.nvvm.membar.cta" ||
+                 n == "llvm.amdgcn.sched.barrier" || n == "llvm.amdgcn.s.waitcnt" ||
+                 n == "llvm.amdgcn.sched.group.barrier") {
+        erased = true;
+      } else if (n == "llvm.nvvm.membar.gl" || n == "llvm.nvvm.membar.sys") {
+        B.CreateFence(AtomicOrdering::SequentiallyConsistent);
+        erased = true;
+      } else if (n == "llvm.nvvm.exit" || n == "llvm.amdgcn.endpgm") {
+        B.CreateCall(exitMarker());
+        hasExit = true;
+        erased = true;
+      } else if (n == "llvm.nvvm.activemask") {
+        R = laneMaskOf(B, F, I32);
+      } else if (n.starts_with("llvm.nvvm.shfl.sync.")) {
+        // (mask, a, b, c) -> a from lane j, PTX shfl semantics.
+        StringRef kind = n.drop_front(strlen("llvm.nvvm.shfl.sync."));
+        bool pred = kind.ends_with("p");
+        Type *VT = pred ? cast<StructType>(CI->getType())->getElementType(0) : CI->getType();
+        Value *a = CI->getArgOperand(1), *bval = CI->getArgOperand(2), *cval = CI->getArgOperand(3);
+        collective = true;
+        Value *res = emitExchange(B, F, toI64(B, a), [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *base, Value *nIn) -> Value * {
+          Value *b5 = B2.CreateAnd(bval, 31), *c5 = B2.CreateAnd(cval, 31);
+          Value *segMask = B2.CreateAnd(B2.CreateLShr(cval, 8), 31);
+          Value *minLane = B2.CreateAnd(lane, segMask);
+          Value *maxLane = B2.CreateOr(minLane, B2.CreateAnd(c5, B2.CreateNot(segMask)));
+          Value *j, *p;
+          if (kind.starts_with("up")) {
+            j = B2.CreateSub(lane, b5);
+            p = B2.CreateICmpSGE(j, maxLane);
+          } else if (kind.starts_with("down")) {
+            j = B2.CreateAdd(lane, b5);
+            p = B2.CreateICmpSLE(j, maxLane);
+          } else if (kind.starts_with("bfly")) {
+            j = B2.CreateXor(lane, b5);
+            p = B2.CreateICmpSLE(j, maxLane);
+          } else {
+            j = B2.CreateOr(minLane, B2.CreateAnd(b5, B2.CreateNot(segMask)));
+            p = B2.CreateICmpSLE(j, maxLane);
+          }
+          j = B2.CreateSelect(p, j, lane);
+          // lanes past the end of a partial warp read their own value
+          j = B2.CreateSelect(B2.CreateICmpULT(j, nIn), j, lane);
+          Value *v = fromI64(B2, readSlot(B2, xchg, base, j), VT);
+          if (!pred)
+            return v;
+          Value *s = UndefValue::get(CI->getType());
+          s = B2.CreateInsertValue(s, v, 0);
+          return B2.CreateInsertValue(s, p, 1);
+        });
+        R = res;
+      } else if (n.starts_with("llvm.nvvm.vote.")) {
+        StringRef kind = n.drop_front(strlen("llvm.nvvm.vote."));
+        Value *p = CI->arg_size() == 2 ? CI->getArgOperand(1) : CI->getArgOperand(0);
+        collective = true;
+        Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
+          return ballotCompute(B2, xchg, base, nIn);
+        });
+        Value *exist = laneMaskOf(B, F, I64);
+        if (kind.starts_with("ballot"))
+          R = B.CreateTrunc(ballot, I32);
+        else if (kind.starts_with("any"))
+          R = B.CreateICmpNE(ballot, ConstantInt::get(I64, 0));
+        else if (kind.starts_with("all"))
+          R = B.CreateICmpEQ(ballot, exist);
+        else if (kind.starts_with("uni"))
+          R = B.CreateOr(B.CreateICmpEQ(ballot, exist), B.CreateICmpEQ(ballot, ConstantInt::get(I64, 0)));
+      } else if (n.starts_with("llvm.amdgcn.workitem.id.")) {
+        int d = dim(n);
+        if (d >= 0) R = asTy(X(E_LX + d));
+      } else if (n.starts_with("llvm.amdgcn.workgroup.id.")) {
+        int d = dim(n);
+        if (d >= 0) R = asTy(X(E_GIDX + d));
+      } else if (n == "llvm.amdgcn.implicitarg.ptr") {
+        R = asTy(X(E_IMPLARG));
+      } else if (n == "llvm.amdgcn.dispatch.ptr") {
+        R = asTy(X(E_DISPATCH));
+      } else if (n.starts_with("llvm.amdgcn.mbcnt.lo") || n.starts_with("llvm.amdgcn.mbcnt.hi")) {
+        bool hi = n.starts_with("llvm.amdgcn.mbcnt.hi");
+        Value *mask = CI->getArgOperand(0), *acc = CI->getArgOperand(1);
+        Value *lane = B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp));
+        Value *l = hi ? B.CreateSelect(B.CreateICmpULE(lane, ConstantInt::get(I32, 32)), ConstantInt::get(I32, 0),
+                                       B.CreateSub(lane, ConstantInt::get(I32, 32)))
+                      : B.CreateSelect(B.CreateICmpUGE(lane, ConstantInt::get(I32, 32)), ConstantInt::get(I32, 32), lane);
+        Value *l64 = B.CreateZExt(l, I64);
+        Value *below = B.CreateTrunc(B.CreateSub(B.CreateShl(ConstantInt::get(I64, 1), l64), ConstantInt::get(I64, 1)), I32);
+        Function *pop = Intrinsic::getOrInsertDeclaration(&M, Intrinsic::ctpop, {I32});
+        R = B.CreateAdd(acc, B.CreateCall(pop, {B.CreateAnd(mask, below)}));
+      } else if (n.starts_with("llvm.amdgcn.ballot.")) {
+        collective = true;
+        Value *p = CI->getArgOperand(0);
+        Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
+          return ballotCompute(B2, xchg, base, nIn);
+        });
+        R = B.CreateTrunc(ballot, CI->getType());
+      } else if (n.starts_with("llvm.amdgcn.readfirstlane") || n.starts_with("llvm.amdgcn.readlane") ||
+                 n.starts_with("llvm.amdgcn.ds.bpermute") || n.starts_with("llvm.spv.wave.readlane")) {
+        collective = true;
+        bool bperm = n.starts_with("llvm.amdgcn.ds.bpermute");
+        Value *v = bperm ? CI->getArgOperand(1) : CI->getArgOperand(0);
+        Value *sel = bperm ? CI->getArgOperand(0)
+                           : ((n.starts_with("llvm.amdgcn.readlane") || n.starts_with("llvm.spv.wave.readlane"))
+                                  ? CI->getArgOperand(1)
+                                  : nullptr);
+        Type *VT = CI->getType();
+        R = emitExchange(B, F, toI64(B, v), [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *base, Value *nIn) {
+          Value *j = ConstantInt::get(I32, 0);
+          if (sel) {
+            j = bperm ? B2.CreateAnd(B2.CreateLShr(sel, 2), warp - 1) : B2.CreateAnd(sel, warp - 1);
+            j = B2.CreateSelect(B2.CreateICmpULT(j, nIn), j, lane);
+          }
+          return fromI64(B2, readSlot(B2, xchg, base, j), VT);
+        });
+      } else if (n.starts_with("llvm.spv.thread.id.in.group") || n.starts_with("llvm.spv.group.id") ||
+                 n.starts_with("llvm.spv.workgroup.size") || n.starts_with("llvm.spv.num.workgroups")) {
+        auto *c = CI->arg_size() == 1 ? dyn_cast<ConstantInt>(CI->getArgOperand(0)) : nullptr;
+        if (!c || c->getZExtValue() > 2)
+          return fail("'" + name + "' with a non-constant dimension is not supported");
+        int d = (int)c->getZExtValue();
+        int base = n.starts_with("llvm.spv.thread.id") ? E_LX
+                   : n.starts_with("llvm.spv.group.id") ? E_GIDX
+                   : n.starts_with("llvm.spv.workgroup.size") ? E_GSX
+                                                             : E_NGX;
+        R = asTy(X(base + d));
+      } else if (n == "llvm.spv.subgroup.size" || n == "llvm.spv.subgroup.max.size") {
+        R = asTy(ConstantInt::get(I32, warp));
+      } else if (n == "llvm.spv.subgroup.local.invocation.id") {
+        R = asTy(B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp)));
+      } else if (n == "llvm.spv.group.memory.barrier.with.group.sync" || n == "llvm.spv.group.memory.barrier") {
+        B.CreateCall(barrierMarker());
+        collective = true;
+        erased = true;
+      } else if (n.starts_with("llvm.spv.wave.ballot")) {
+        collective = true;
+        Value *p = CI->getArgOperand(0);
+        Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
+          return ballotCompute(B2, xchg, base, nIn);
+        });
+        auto *VT = dyn_cast<FixedVectorType>(CI->getType());
+        if (!VT || VT->getNumElements() != 4 || !VT->getElementType()->isIntegerTy(32))
+          return fail("unsupported form of '" + name + "'");
+        Value *v = Constant::getNullValue(VT);
+        v = B.CreateInsertElement(v, B.CreateTrunc(ballot, I32), (uint64_t)0);
+        v = B.CreateInsertElement(v, B.CreateTrunc(B.CreateLShr(ballot, 32), I32), (uint64_t)1);
+        R = v;
+      } else if (n == "llvm.amdgcn.s.sleep" || n == "llvm.nvvm.nanosleep") {
+        erased = true;
+      }
+      if (!R && !erased)
+        return fail("unsupported GPU intrinsic '" + name + "' in kernel (the CPU JIT cannot emulate it)");
+      if (R) {
+        if (R->getType() != CI->getType())
+          return fail("internal: type mismatch replacing '" + name + "'");
+        CI->replaceAllUsesWith(R);
+      }
+      CI->eraseFromParent();
+    }
+    // Workgroup-scope fences are meaningless when a whole group runs on one thread.
+    for (BasicBlock &BB : *F)
+      for (Instruction &I : make_early_inc_range(BB))
+        if (auto *FI = dyn_cast<FenceInst>(&I)) {
+          SmallVector<StringRef, 8> names;
+          C.getSyncScopeNames(names);
+          StringRef sc = FI->getSyncScopeID() < names.size() ? names[FI->getSyncScopeID()] : "";
+          if (sc == "workgroup" || sc == "wavefront" || sc == "singlethread" || sc.starts_with("workgroup-") ||
+              sc.starts_with("wavefront-") || sc == "cta")
+            FI->eraseFromParent();
+        }
+    return true;
+  }
+
+  // addrspace(3) globals used by F -> local_mem + offset / dyn_local_mem.
+  bool lowerLocals(Function *F, uint64_t &staticBytes) {
+    unsigned o = F->arg_size() - E_COUNT;
+    std::vector<GlobalVariable *> gvs;
+    for (GlobalVariable &G : M.globals())
+      if (G.getAddressSpace() == 3)
+        gvs.push_back(&G);
+    if (gvs.empty())
+      return true;
+    std::vector<Constant *> cs(gvs.begin(), gvs.end());
+    convertUsersOfConstantsToInstructions(cs, F);
+    uint64_t off = 0;
+    IRBuilder<> B(&*F->getEntryBlock().getFirstInsertionPt());
+    for (GlobalVariable *G : gvs) {
+      SmallVector<Use *, 8> uses;
+      for (Use &U : G->uses())
+        if (auto *I = dyn_cast<Instruction>(U.getUser()))
+          if (I->getFunction() == F)
+            uses.push_back(&U);
+      if (uses.empty())
+        continue;
+      uint64_t size = G->getValueType()->isSized() ? DL.getTypeAllocSize(G->getValueType()) : 0;
+      Value *p;
+      if (size == 0 || G->isDeclaration()) {
+        p = X(o, F, E_DYN);
+      } else {
+        uint64_t al = std::max<uint64_t>(G->getAlign() ? G->getAlign()->value() : 1,
+                                         DL.getPrefTypeAlign(G->getValueType()).value());
+        al = std::min<uint64_t>(al, 64);
+        off = (off + al - 1) / al * al;
+        p = B.CreateGEP(I8, X(o, F, E_LOCAL), ConstantInt::get(I64, off), G->getName());
+        off += size;
+      }
+      Value *cst = B.CreateAddrSpaceCast(p, G->getType());
+      for (Use *U : uses)
+        U->set(cst);
+    }
+    staticBytes = (off + 63) / 64 * 64;
+    return true;
+  }
+  static Value *X(unsigned o, Function *F, int e) { return F->getArg(o + e); }
+
+  // Replace `call __ol_rs.exit; unreachable` by `ret void` (plain work-item functions).
+  void exitsToReturns(Function *F) {
+    Function *EM = M.getFunction("__ol_rs.exit");
+    if (!EM)
+      return;
+    std::vector<CallInst *> v;
+    for (BasicBlock &BB : *F)
+      for (Instruction &I : BB)
+        if (auto *CI = dyn_cast<CallInst>(&I))
+          if (CI->getCalledFunction() == EM)
+            v.push_back(CI);
+    for (CallInst *CI : v) {
+      BasicBlock *BB = CI->getParent();
+      BB->splitBasicBlock(CI->getIterator());
+      BB->getTerminator()->eraseFromParent();
+      ReturnInst::Create(C, BB);
+    }
+    removeUnreachableBlocks(*F);
+  }
+
+  // Work-items of one barrier region are independent under GPU semantics (no data races between
+  // work-items without a barrier), so the work-item loops are marked parallel for the vectoriser.
+  MDNode *newAccessGroup() { return MDNode::getDistinct(C, {}); }
+  void addAccessGroup(Instruction &I, MDNode *AG) {
+    if (!I.mayReadOrWriteMemory())
+      return;
+    MDNode *old = I.getMetadata(LLVMContext::MD_access_group);
+    if (!old) {
+      I.setMetadata(LLVMContext::MD_access_group, AG);
+      return;
+    }
+    SmallVector<Metadata *, 4> ops;
+    if (old->getNumOperands() == 0)
+      ops.push_back(old);
+    else
+      for (const MDOperand &Op : old->operands())
+        ops.push_back(Op.get());
+    ops.push_back(AG);
+    I.setMetadata(LLVMContext::MD_access_group, MDNode::get(C, ops));
+  }
+  void markParallelLoop(Instruction *latchBr, MDNode *AG, bool noInterleave = false) {
+    MDNode *PA = MDNode::get(C, {MDString::get(C, "llvm.loop.parallel_accesses"), AG});
+    MDNode *IC = MDNode::get(C, {MDString::get(C, "llvm.loop.interleave.count"),
+                                 ConstantAsMetadata::get(ConstantInt::get(I32, 1))});
+    MDNode *ID = noInterleave ? MDNode::getDistinct(C, {nullptr, PA, IC}) : MDNode::getDistinct(C, {nullptr, PA});
+    ID->replaceOperandWith(0, ID);
+    latchBr->setMetadata(LLVMContext::MD_loop, ID);
+  }
+
+  // Which SSA values are the same for every work-item of the group (under GPU semantics: race-free
+  // memory, convergent barriers)? Sources of divergence: the local ids, allocas (per-work-item memory),
+  // atomics, non-intrinsic calls; propagated through operands, loads from divergent addresses, PHIs at
+  // joins of divergent branches (blocks reachable from the branch before its immediate post-dominator)
+  // and values leaving loops with a divergent exit.
+  std::set<Value *> divergentValues(Function *F) {
+    unsigned o = F->arg_size() - E_COUNT;
+    std::set<Value *> div;
+    for (int e : {E_LX, E_LY, E_LZ, E_LWI})
+      div.insert(F->getArg(o + e));
+    DominatorTree DT(*F);
+    LoopInfo LI(DT);
+    PostDominatorTree PDT(*F);
+    auto isDiv = [&](Value *v) { return div.count(v) != 0; };
+    for (bool changed = true; changed;) {
+      changed = false;
+      // join blocks of divergent branches
+      std::set<BasicBlock *> joins;
+      for (BasicBlock &BB : *F) {
+        Instruction *T = BB.getTerminator();
+        Value *cond = nullptr;
+        if (auto *BI = dyn_cast<BranchInst>(T))
+          cond = BI->isConditional() ? BI->getCondition() : nullptr;
+        else if (auto *SI = dyn_cast<SwitchInst>(T))
+          cond = SI->getCondition();
+        if (!cond || !isDiv(cond))
+          continue;
+        DomTreeNode *N = PDT.getNode(&BB);
+        BasicBlock *P = (N && N->getIDom()) ? N->getIDom()->getBlock() : nullptr;
+        if (P)
+          joins.insert(P);
+        std::vector<BasicBlock *> wl(succ_begin(&BB), succ_end(&BB));
+        std::set<BasicBlock *> seen;
+        while (!wl.empty()) {
+          BasicBlock *X = wl.back();
+          wl.pop_back();
+          if (X == P || !seen.insert(X).second)
+            continue;
+          joins.insert(X);
+          for (BasicBlock *Su : successors(X))
+            wl.push_back(Su);
+        }
+      }
+      for (BasicBlock &BB : *F)
+        for (Instruction &I : BB) {
+          if (isDiv(&I))
+            continue;
+          bool d = false;
+          auto *LdI = dyn_cast<LoadInst>(&I);
+          if (isa<AllocaInst>(&I) || isa<AtomicRMWInst>(&I) || isa<AtomicCmpXchgInst>(&I) ||
+              (LdI && (LdI->isAtomic() || LdI->isVolatile()))) {
+            d = true;
+          } else if (auto *CB = dyn_cast<CallBase>(&I)) {
+            Function *Cal = CB->getCalledFunction();
+            if (!Cal || !Cal->isIntrinsic() || CB->mayReadOrWriteMemory())
+              d = true;
+            else
+              for (Value *A : CB->args())
+                d = d || isDiv(A);
+          } else if (auto *PN = dyn_cast<PHINode>(&I)) {
+            d = joins.count(&BB) != 0;
+            for (Value *V : PN->incoming_values())
+              d = d || isDiv(V);
+          } else {
+            for (Value *Op : I.operands())
+              d = d || isDiv(Op);
+          }
+          if (!d && !I.getType()->isVoidTy())
+            if (Loop *L = LI.getLoopFor(&BB)) {
+              bool usedOutside = false;
+              for (User *U : I.users())
+                if (auto *UI = dyn_cast<Instruction>(U))
+                  usedOutside = usedOutside || !L->contains(UI->getParent());
+              if (usedOutside) {
+                SmallVector<BasicBlock *, 4> exiting;
+                L->getExitingBlocks(exiting);
+                for (BasicBlock *EB : exiting) {
+                  Instruction *T = EB->getTerminator();
+                  if (auto *BI = dyn_cast<BranchInst>(T))
+                    d = d || (BI->isConditional() && isDiv(BI->getCondition()));
+                  else
+                    d = true;
+                }
+              }
+            }
+          if (d) {
+            div.insert(&I);
+            changed = true;
+          }
+        }
+    }
+    return div;
+  }
+
+  // Continuation-based synchronisation. F = K.body with barrier/exit markers.
+  bool buildCbs(Function *F, uint64_t &scratchPerWi) {
+    unsigned o = F->arg_size() - E_COUNT;
+    Function *BM = M.getFunction("__ol_rs.barrier");
+    Function *EM = M.getFunction("__ol_rs.exit");
+    removeUnreachableBlocks(*F);
+    // 1. dynamic allocas are not supported.
+    for (BasicBlock &BB : *F)
+      for (Instruction &I : BB)
+        if (auto *AI = dyn_cast<AllocaInst>(&I))
+          if (!AI->isStaticAlloca() || !AI->getAllocatedType()->isSized())
+            return fail("dynamic alloca in a kernel with barriers is not supported");
+    // Move every static alloca into the entry block (after inlining some may sit elsewhere).
+    BasicBlock &Entry = F->getEntryBlock();
+    std::set<Value *> div = divergentValues(F);
+    std::set<AllocaInst *> uniSlots; // demotion slots of work-item-invariant values: one shared copy
+    BasicBlock::iterator allocaPt0 = Entry.begin();
+    while (isa<AllocaInst>(&*allocaPt0))
+      ++allocaPt0;
+    {
+      std::vector<PHINode *> phis;
+      for (BasicBlock &BB : *F)
+        for (PHINode &P : BB.phis())
+          phis.push_back(&P);
+      for (PHINode *P : phis) {
+        bool uni = !div.count(P);
+        AllocaInst *A = DemotePHIToStack(P, allocaPt0);
+        if (uni && A)
+          uniSlots.insert(A);
+      }
+    }
+    // 2. isolate markers into their own blocks.
+    std::vector<CallInst *> marks;
+    for (BasicBlock &BB : *F)
+      for (Instruction &I : BB)
+        if (auto *CI = dyn_cast<CallInst>(&I))
+          if (CI->getCalledFunction() && (CI->getCalledFunction() == BM || CI->getCalledFunction() == EM))
+            marks.push_back(CI);
+    for (CallInst *CI : marks) {
+      BasicBlock *BB = CI->getParent();
+      if (&*BB->getFirstNonPHIIt() != CI || BB == &F->getEntryBlock())
+        BB = BB->splitBasicBlock(CI->getIterator(), "cbs.mark");
+      if (CI->getCalledFunction() == BM)
+        BB->splitBasicBlock(std::next(CI->getIterator()), "cbs.after");
+    }
+    // 3. demote every value that crosses a block boundary (reg2mem), except work-item-invariant
+    //    ("uniform") side-effect-free instructions of the entry block: those are hoisted to the group
+    //    prologue in step 5 and computed once per group.
+    std::set<Instruction *> hoistable;
+    for (Instruction &I : Entry) {
+      if (isa<AllocaInst>(&I) || isa<PHINode>(&I) || I.isTerminator() || isa<CallBase>(&I) ||
+          I.mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(&I))
+        continue;
+      bool ok = true;
+      for (Value *Op : I.operands()) {
+        if (isa<Constant>(Op))
+          continue;
+        if (auto *A = dyn_cast<Argument>(Op)) {
+          unsigned n = A->getArgNo();
+          if (n == o + E_LX || n == o + E_LY || n == o + E_LZ || n == o + E_LWI)
+            ok = false;
+          continue;
+        }
+        if (auto *OI = dyn_cast<Instruction>(Op))
+          if (hoistable.count(OI))
+            continue;
+        ok = false;
+      }
+      if (ok)
+        hoistable.insert(&I);
+    }
+    BasicBlock::iterator allocaPt = Entry.begin();
+    while (isa<AllocaInst>(&*allocaPt))
+      ++allocaPt;
+    // Regions: the blocks reachable from the entry or from a barrier's successor without crossing
+    // another barrier. A value needs scratch only if, in some region containing a use, its definition
+    // is not in that region or does not dominate the use there (i.e. it is live across a barrier).
+    {
+      std::vector<BasicBlock *> blocks;
+      std::map<BasicBlock *, unsigned> idx;
+      for (BasicBlock &BB : *F) {
+        idx[&BB] = blocks.size();
+        blocks.push_back(&BB);
+      }
+      unsigned nb = blocks.size();
+      auto isBarrierBlock = [&](BasicBlock *BB) {
+        auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
+        return CI && BM && CI->getCalledFunction() == BM;
+      };
+      std::vector<BasicBlock *> entries = {&Entry};
+      for (BasicBlock *BB : blocks)
+        if (isBarrierBlock(BB) && BB->getSingleSuccessor())
+          entries.push_back(BB->getSingleSuccessor());
+      std::vector<std::vector<bool>> inR;                // [region][block]
+      std::vector<std::vector<std::vector<bool>>> dom;   // [region][block][dominator]
+      for (BasicBlock *E0 : entries) {
+        std::vector<bool> in(nb, false);
+        std::vector<BasicBlock *> wl = {E0};
+        while (!wl.empty()) {
+          BasicBlock *BB = wl.back();
+          wl.pop_back();
+          if (in[idx[BB]])
+            continue;
+          in[idx[BB]] = true;
+          if (isBarrierBlock(BB))
+            continue;
+          for (BasicBlock *Su : successors(BB))
+            wl.push_back(Su);
+        }
+        std::vector<std::vector<bool>> d(nb);
+        for (unsigned b = 0; b < nb; ++b)
+          if (in[b])
+            d[b] = std::vector<bool>(nb, true);
+        d[idx[E0]] = std::vector<bool>(nb, false);
+        d[idx[E0]][idx[E0]] = true;
+        for (bool changed = true; changed;) {
+          changed = false;
+          for (unsigned b = 0; b < nb; ++b) {
+            if (!in[b] || blocks[b] == E0)
+              continue;
+            std::vector<bool> nd(nb, true);
+            bool any = false;
+            for (BasicBlock *P : predecessors(blocks[b])) {
+              unsigned p = idx[P];
+              if (!in[p] || isBarrierBlock(P))
+                continue;
+              any = true;
+              for (unsigned x = 0; x < nb; ++x)
+                nd[x] = nd[x] && d[p][x];
+            }
+            if (!any)
+              nd.assign(nb, false);
+            nd[b] = true;
+            if (nd != d[b]) {
+              d[b] = nd;
+              changed = true;
+            }
+          }
+        }
+        inR.push_back(in);
+        dom.push_back(d);
+      }
+      std::vector<Instruction *> work;
+      for (BasicBlock &BB : *F)
+        for (Instruction &I : BB) {
+          if (isa<AllocaInst>(&I) || hoistable.count(&I) || I.getType()->isVoidTy())
+            continue;
+          unsigned D = idx[&BB];
+          bool need = false;
+          for (User *U : I.users()) {
+            auto *UI = cast<Instruction>(U);
+            if (isa<PHINode>(UI)) {
+              need = true;
+              break;
+            }
+            unsigned Ub = idx[UI->getParent()];
+            for (unsigned k = 0; k < entries.size() && !need; ++k)
+              if (inR[k][Ub] && (!inR[k][D] || !dom[k][Ub][D]))
+                need = true;
+            if (need)
+              break;
+          }
+          if (need)
+            work.push_back(&I);
+        }
+      for (Instruction *I : work) {
+        bool uni = !div.count(I);
+        if (auto *LI = dyn_cast<LoadInst>(I))
+          if (auto *A = dyn_cast<AllocaInst>(LI->getPointerOperand()))
+            uni = uniSlots.count(A) != 0;
+        AllocaInst *A = DemoteRegToStack(*I, false, allocaPt);
+        if (uni && A)
+          uniSlots.insert(A);
+      }
+    }
+    // 4. per-work-item layout of all allocas.
+    std::vector<AllocaInst *> allocas;
+    for (BasicBlock &BB : *F)
+      for (Instruction &I : BB)
+        if (auto *AI = dyn_cast<AllocaInst>(&I))
+          allocas.push_back(AI);
+    std::vector<uint64_t> offs, sizes;
+    uint64_t S = 0;
+    for (AllocaInst *AI : allocas) {
+      uint64_t sz = AI->getAllocationSize(DL).value_or(TypeSize::getFixed(0)).getFixedValue();
+      uint64_t al = std::min<uint64_t>(AI->getAlign().value(), 64);
+      sz = (sz + al - 1) / al * al;
+      if (sz == 0) sz = al;
+      S = (S + al - 1) / al * al;
+      offs.push_back(S);
+      sizes.push_back(sz);
+      S += sz;
+    }
+    S = (S + 7) / 8 * 8;
+    scratchPerWi = S + 12;
+    // 5. one work-item loop per region. A region starts at the kernel entry or right after a barrier
+    //    and runs to the next barriers/exits; its blocks are cloned into a loop over the work-items whose
+    //    resume id is the region's. A scheduler picks the region of the first unfinished work-item.
+    BasicBlock *oldEntry = &Entry;
+    std::vector<BasicBlock *> origBlocks;
+    for (BasicBlock &BB : *F)
+      origBlocks.push_back(&BB);
+    auto firstCallTo = [&](BasicBlock *BB, Function *Fn) {
+      auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
+      return CI && CI->getCalledFunction() == Fn && Fn;
+    };
+    std::map<BasicBlock *, int> barrierId;
+    std::vector<BasicBlock *> regionEntry = {oldEntry};
+    for (BasicBlock *BB : origBlocks)
+      if (firstCallTo(BB, BM)) {
+        barrierId[BB] = (int)regionEntry.size();
+        regionEntry.push_back(BB->getSingleSuccessor());
+      }
+    BasicBlock *NE = BasicBlock::Create(C, "cbs.entry", F, oldEntry);
+    for (AllocaInst *AI : allocas) {
+      AI->removeFromParent();
+      AI->insertInto(NE, NE->end());
+    }
+    {
+      std::vector<Instruction *> hoist;
+      for (Instruction &I : *oldEntry)
+        if (hoistable.count(&I))
+          hoist.push_back(&I);
+      for (Instruction *I : hoist) {
+        I->removeFromParent();
+        I->insertInto(NE, NE->end());
+      }
+    }
+    IRBuilder<> B(NE);
+    Value *scratch = X(o, F, E_SCRATCH);
+    Value *gsx = X(o, F, E_GSX), *gsy = X(o, F, E_GSY);
+    Value *nwi = nwiOf(B, F);
+    Value *nwi64 = B.CreateZExt(nwi, I64);
+    Value *xchg = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S)), "cbs.xchg");
+    Value *resume = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S + 8)), "cbs.resume");
+    B.CreateMemSet(resume, ConstantInt::get(I8, 0), B.CreateMul(nwi64, ConstantInt::get(I64, 4)), MaybeAlign(4));
+    std::vector<Value *> uniPtr(allocas.size(), nullptr);
+    for (size_t j = 0; j < allocas.size(); ++j)
+      if (uniSlots.count(allocas[j]))
+        uniPtr[j] = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, offs[j])), "cbs.uslot");
+    AllocaInst *next = B.CreateAlloca(I32, nullptr, "cbs.next");
+    B.CreateStore(ConstantInt::get(I32, 0), next);
+    // `uni`: every work-item waits at the region `next` (the common, convergent case). Region loops test
+    // it (loop-invariant) before the per-item resume check, so O3's loop unswitching can produce a
+    // check-free loop that the vectoriser can handle.
+    AllocaInst *uni = B.CreateAlloca(I1Ty(), nullptr, "cbs.uni");
+    B.CreateStore(ConstantInt::getTrue(C), uni);
+    BasicBlock *sched = BasicBlock::Create(C, "cbs.sched", F);
+    BasicBlock *done = BasicBlock::Create(C, "cbs.done", F);
+    BasicBlock *scanStart = BasicBlock::Create(C, "cbs.scan", F);
+    BasicBlock *scanHead = BasicBlock::Create(C, "cbs.scan.head", F);
+    BasicBlock *scanBody = BasicBlock::Create(C, "cbs.scan.body", F);
+    BasicBlock *scanNext = BasicBlock::Create(C, "cbs.scan.next", F);
+    BasicBlock *scanFound = BasicBlock::Create(C, "cbs.scan.found", F);
+    B.CreateBr(sched);
+    B.SetInsertPoint(done);
+    B.CreateRetVoid();
+    B.SetInsertPoint(sched);
+    Value *uniV = B.CreateLoad(I1Ty(), uni, "uni");
+    SwitchInst *SW = B.CreateSwitch(B.CreateLoad(I32, next), done);
+    // After a region: min/max of all resume ids (EXIT is the largest unsigned value). All exited ->
+    // done; otherwise run the smallest pending region next; uniform iff every work-item waits there.
+    B.SetInsertPoint(scanStart);
+    B.CreateBr(scanHead);
+    B.SetInsertPoint(scanHead);
+    PHINode *si = B.CreatePHI(I32, 2, "scan.i");
+    PHINode *mn = B.CreatePHI(I32, 2, "scan.min");
+    PHINode *mx = B.CreatePHI(I32, 2, "scan.max");
+    si->addIncoming(ConstantInt::get(I32, 0), scanStart);
+    mn->addIncoming(ConstantInt::get(I32, RESUME_EXIT), scanStart);
+    mx->addIncoming(ConstantInt::get(I32, 0), scanStart);
+    B.CreateCondBr(B.CreateICmpULT(si, nwi), scanBody, scanFound);
+    B.SetInsertPoint(scanBody);
+    Value *sr = B.CreateLoad(I32, B.CreateGEP(I32, resume, B.CreateZExt(si, I64)));
+    Value *mn2 = B.CreateSelect(B.CreateICmpULT(sr, mn), sr, mn);
+    Value *mx2 = B.CreateSelect(B.CreateICmpUGT(sr, mx), sr, mx);
+    si->addIncoming(B.CreateAdd(si, ConstantInt::get(I32, 1), "", true, true), scanBody);
+    mn->addIncoming(mn2, scanBody);
+    mx->addIncoming(mx2, scanBody);
+    B.CreateBr(scanHead);
+    B.SetInsertPoint(scanFound);
+    B.CreateStore(mn, next);
+    B.CreateStore(B.CreateICmpEQ(mn, mx), uni);
+    B.CreateCondBr(B.CreateICmpEQ(mn, ConstantInt::get(I32, RESUME_EXIT)), done, scanNext);
+    B.SetInsertPoint(scanNext);
+    B.CreateBr(sched);
+    for (size_t k = 0; k < regionEntry.size(); ++k) {
+      std::string sfx = ".r" + std::to_string(k);
+      // z, y, x loops so that the local x id is the inner induction variable (affine: vectorisable)
+      BasicBlock *Hz = BasicBlock::Create(C, "cbs.hz" + sfx, F);
+      BasicBlock *Hy = BasicBlock::Create(C, "cbs.hy" + sfx, F);
+      BasicBlock *H = BasicBlock::Create(C, "cbs.hx" + sfx, F);
+      BasicBlock *P = BasicBlock::Create(C, "cbs.pre" + sfx, F);
+      BasicBlock *L = BasicBlock::Create(C, "cbs.latch" + sfx, F);
+      BasicBlock *Ly = BasicBlock::Create(C, "cbs.ly" + sfx, F);
+      BasicBlock *Lz = BasicBlock::Create(C, "cbs.lz" + sfx, F);
+      Value *gsz = X(o, F, E_GSZ);
+      BasicBlock *Pre = BasicBlock::Create(C, "cbs.preload" + sfx, F);
+      SW->addCase(cast<ConstantInt>(ConstantInt::get(I32, k)), Pre);
+      B.SetInsertPoint(Pre);
+      std::vector<Value *> preVal(allocas.size(), nullptr);
+      for (size_t j = 0; j < allocas.size(); ++j)
+        if (uniPtr[j])
+          preVal[j] = B.CreateLoad(allocas[j]->getAllocatedType(), uniPtr[j], "pre");
+      B.CreateBr(Hz);
+      B.SetInsertPoint(Hz);
+      PHINode *lz = B.CreatePHI(I32, 2, "lz" + sfx);
+      lz->addIncoming(ConstantInt::get(I32, 0), Pre);
+      B.CreateCondBr(B.CreateICmpULT(lz, gsz), Hy, scanStart);
+      B.SetInsertPoint(Hy);
+      PHINode *ly = B.CreatePHI(I32, 2, "ly" + sfx);
+      ly->addIncoming(ConstantInt::get(I32, 0), Hz);
+      Value *rowBase = B.CreateMul(B.CreateAdd(B.CreateMul(lz, gsy), ly), gsx);
+      B.CreateCondBr(B.CreateICmpULT(ly, gsy), H, Lz);
+      B.SetInsertPoint(H);
+      PHINode *lx = B.CreatePHI(I32, 2, "lx" + sfx);
+      lx->addIncoming(ConstantInt::get(I32, 0), Hy);
+      B.CreateCondBr(B.CreateICmpULT(lx, gsx), P, Ly);
+      B.SetInsertPoint(L);
+      lx->addIncoming(B.CreateAdd(lx, ConstantInt::get(I32, 1), "", true, true), L);
+      MDNode *AG = newAccessGroup();
+      markParallelLoop(B.CreateBr(H), AG, /*noInterleave=*/true); // keeps barrier kernels' code small
+      B.SetInsertPoint(Ly);
+      ly->addIncoming(B.CreateAdd(ly, ConstantInt::get(I32, 1), "", true, true), Ly);
+      B.CreateBr(Hy);
+      B.SetInsertPoint(Lz);
+      lz->addIncoming(B.CreateAdd(lz, ConstantInt::get(I32, 1), "", true, true), Lz);
+      B.CreateBr(Hz);
+      B.SetInsertPoint(P);
+      Value *wi = B.CreateAdd(rowBase, lx, "wi" + sfx, true, true);
+      Value *wi64 = B.CreateZExt(wi, I64);
+      Value *myResume = B.CreateGEP(I32, resume, wi64);
+      ValueToValueMapTy VM;
+      for (size_t j = 0; j < allocas.size(); ++j) {
+        if (uniPtr[j]) {
+          VM[allocas[j]] = uniPtr[j];
+          continue;
+        }
+        Value *base = B.CreateMul(nwi64, ConstantInt::get(I64, offs[j]));
+        VM[allocas[j]] = B.CreateGEP(I8, scratch, B.CreateAdd(base, B.CreateMul(wi64, ConstantInt::get(I64, sizes[j]))));
+      }
+      VM[X(o, F, E_LX)] = lx;
+      VM[X(o, F, E_LY)] = ly;
+      VM[X(o, F, E_LZ)] = lz;
+      VM[X(o, F, E_LWI)] = wi;
+      VM[scratch] = xchg;
+      BasicBlock *Chk = BasicBlock::Create(C, "cbs.check" + sfx, F);
+      // blocks of the region
+      std::vector<BasicBlock *> set;
+      std::set<BasicBlock *> seen;
+      std::vector<BasicBlock *> work = {regionEntry[k]};
+      while (!work.empty()) {
+        BasicBlock *BB = work.back();
+        work.pop_back();
+        if (!seen.insert(BB).second)
+          continue;
+        set.push_back(BB);
+        if (barrierId.count(BB))
+          continue;
+        for (BasicBlock *Su : successors(BB))
+          work.push_back(Su);
+      }
+      SmallVector<BasicBlock *, 32> clones;
+      for (BasicBlock *BB : set) {
+        BasicBlock *NB = CloneBasicBlock(BB, VM, sfx, F);
+        VM[BB] = NB;
+        clones.push_back(NB);
+      }
+      remapInstructionsInBlocks(clones, VM);
+      // Loads of a shared (uniform) slot that no store of this region can precede read the value the
+      // slot had when the region started: use the preloaded copy (other work-items may already have
+      // stored the next value).
+      {
+        std::set<BasicBlock *> inSet(set.begin(), set.end());
+        std::map<AllocaInst *, size_t> slotIdx;
+        for (size_t j = 0; j < allocas.size(); ++j)
+          if (uniPtr[j])
+            slotIdx[allocas[j]] = j;
+        std::map<size_t, std::set<BasicBlock *>> reached; // blocks reachable after a store
+        for (BasicBlock *BB : set)
+          for (Instruction &I : *BB)
+            if (auto *St = dyn_cast<StoreInst>(&I))
+              if (auto *A = dyn_cast<AllocaInst>(St->getPointerOperand()))
+                if (slotIdx.count(A)) {
+                  size_t j = slotIdx[A];
+                  if (barrierId.count(BB))
+                    continue;
+                  std::vector<BasicBlock *> wl(succ_begin(BB), succ_end(BB));
+                  while (!wl.empty()) {
+                    BasicBlock *X = wl.back();
+                    wl.pop_back();
+                    if (!inSet.count(X) || !reached[j].insert(X).second || barrierId.count(X))
+                      continue;
+                    for (BasicBlock *Su : successors(X))
+                      wl.push_back(Su);
+                  }
+                }
+        for (BasicBlock *BB : set) {
+          std::set<size_t> storedHere;
+          for (Instruction &I : *BB) {
+            if (auto *St = dyn_cast<StoreInst>(&I))
+              if (auto *A = dyn_cast<AllocaInst>(St->getPointerOperand()))
+                if (slotIdx.count(A))
+                  storedHere.insert(slotIdx[A]);
+            auto *Ld = dyn_cast<LoadInst>(&I);
+            if (!Ld)
+              continue;
+            auto *A = dyn_cast<AllocaInst>(Ld->getPointerOperand());
+            if (!A || !slotIdx.count(A))
+              continue;
+            size_t j = slotIdx[A];
+            if (storedHere.count(j) || reached[j].count(BB))
+              continue;
+            auto *Lc = cast<Instruction>(VM[Ld]);
+            Lc->replaceAllUsesWith(preVal[j]);
+            Lc->eraseFromParent();
+          }
+        }
+      }
+      for (BasicBlock *NB : clones)
+        for (Instruction &I : *NB)
+          addAccessGroup(I, AG);
+      BasicBlock *RE = cast<BasicBlock>(VM[regionEntry[k]]);
+      // Convergent case (every work-item waits here): no per-item check. Only worth the duplicated
+      // loop at O3 with large groups; the check is cheap and if-converted by the vectoriser anyway.
+      if (kUniformFastPath)
+        B.CreateCondBr(uniV, RE, Chk);
+      else
+        B.CreateBr(Chk);
+      B.SetInsertPoint(Chk);
+      LoadInst *rl = B.CreateLoad(I32, myResume);
+      addAccessGroup(*rl, AG);
+      B.CreateCondBr(B.CreateICmpEQ(rl, ConstantInt::get(I32, k)), RE, L);
+      for (size_t c = 0; c < set.size(); ++c) {
+        BasicBlock *NB = clones[c];
+        if (barrierId.count(set[c])) {
+          NB->getTerminator()->eraseFromParent();
+          NB->front().eraseFromParent();
+          IRBuilder<> B2(NB);
+          addAccessGroup(*B2.CreateStore(ConstantInt::get(I32, barrierId[set[c]]), myResume), AG);
+          B2.CreateBr(L);
+        } else if (firstCallTo(NB, EM)) {
+          while (!NB->empty())
+            NB->back().eraseFromParent();
+          IRBuilder<> B2(NB);
+          addAccessGroup(*B2.CreateStore(ConstantInt::get(I32, RESUME_EXIT), myResume), AG);
+          B2.CreateBr(L);
+        } else if (isa<ReturnInst>(NB->getTerminator())) {
+          NB->getTerminator()->eraseFromParent();
+          IRBuilder<> B2(NB);
+          addAccessGroup(*B2.CreateStore(ConstantInt::get(I32, RESUME_EXIT), myResume), AG);
+          B2.CreateBr(L);
+        }
+      }
+    }
+    // the original body is now unreachable
+    for (BasicBlock *BB : origBlocks)
+      BB->dropAllReferences();
+    for (BasicBlock *BB : origBlocks)
+      BB->eraseFromParent();
+    for (AllocaInst *AI : allocas) {
+      AI->replaceAllUsesWith(PoisonValue::get(AI->getType()));
+      AI->eraseFromParent();
+    }
+    for (BasicBlock &BB : *F)
+      for (Instruction &I : BB)
+        if (auto *CI = dyn_cast<CallInst>(&I))
+          if (CI->getCalledFunction() && (CI->getCalledFunction() == BM || CI->getCalledFunction() == EM))
+            return fail("internal: unsplit barrier marker");
+    removeUnreachableBlocks(*F);
+    return true;
+  }
+
+  bool lowerKernel(Function *K, KInfo &ki) {
+    ki.name = K->getName().str();
+    ki.wgName = "__ol_wg." + ki.name;
+    FunctionType *FT = K->getFunctionType();
+    if (!FT->getReturnType()->isVoidTy())
+      return fail("kernel '" + ki.name + "' does not return void");
+    if (FT->isVarArg())
+      return fail("kernel '" + ki.name + "' is variadic");
+    // params layout (host C ABI, natural alignment)
+    for (unsigned i = 0; i < FT->getNumParams(); ++i) {
+      Type *T = FT->getParamType(i);
+      uint64_t sz, al;
+      Type *BT = K->getParamByValType(i);
+      if (!BT)
+        BT = K->getParamByRefType(i);
+      if (BT) {
+        sz = DL.getTypeAllocSize(BT);
+        al = DL.getABITypeAlign(BT).value();
+        if (MaybeAlign pa = K->getParamAlign(i))
+          al = std::max<uint64_t>(al, pa->value());
+      } else {
+        if (!T->isSized())
+          return fail("kernel '" + ki.name + "' has an unsized parameter");
+        sz = DL.getTypeAllocSize(T);
+        al = DL.getABITypeAlign(T).value();
+      }
+      ki.params.push_back({sz, al});
+    }
+    // K.body
+    std::vector<Type *> ps(FT->param_begin(), FT->param_end());
+    for (int e = 0; e < E_COUNT; ++e)
+      ps.push_back((e == E_LOCAL || e == E_DYN || e == E_IMPLARG || e == E_DISPATCH || e == E_SCRATCH) ? Ptr : I32);
+    Function *NF = Function::Create(FunctionType::get(Void, ps, false), GlobalValue::InternalLinkage,
+                                    ki.name + ".body", M);
+    ValueToValueMapTy VM;
+    for (unsigned i = 0; i < FT->getNumParams(); ++i)
+      VM[K->getArg(i)] = NF->getArg(i);
+    SmallVector<ReturnInst *, 8> rets;
+    CloneFunctionInto(NF, K, VM, CloneFunctionChangeType::LocalChangesOnly, rets);
+    NF->setCallingConv(CallingConv::C);
+    NF->setLinkage(GlobalValue::InternalLinkage);
+    NF->setVisibility(GlobalValue::DefaultVisibility);
+    NF->removeFnAttr(Attribute::NoInline);
+    NF->removeFnAttr(Attribute::OptimizeNone);
+    NF->setMemoryEffects(MemoryEffects::unknown());
+    NF->removeFnAttr(Attribute::NoSync);
+    for (unsigned i = 0; i < FT->getNumParams(); ++i) {
+      // amdgcn marks kernel args inreg / noalias etc.; keep byval (gives per-call copies), drop the rest
+      // that would be wrong for a shared argument buffer.
+      NF->removeParamAttr(i, Attribute::InReg);
+    }
+    if (!inlineAll(NF))
+      return false;
+    bool collective = false, hasExit = false;
+    if (!replaceIntrinsics(NF, collective, hasExit))
+      return false;
+    if (!lowerLocals(NF, ki.staticLocal))
+      return false;
+    ki.barriers = collective;
+    if (collective) {
+      if (!buildCbs(NF, ki.scratchPerWi))
+        return false;
+    } else {
+      exitsToReturns(NF);
+      NF->addFnAttr(Attribute::AlwaysInline);
+    }
+    // WG function
+    Function *WG = Function::Create(FunctionType::get(Void, {Ptr}, false), GlobalValue::ExternalLinkage,
+                                    ki.wgName, M);
+    WG->setVisibility(GlobalValue::DefaultVisibility);
+    WG->setCallingConv(CallingConv::C);
+    if (!cpu.empty()) WG->addFnAttr("target-cpu", cpu);
+    if (!features.empty()) WG->addFnAttr("target-features", features);
+    WG->addFnAttr(Attribute::NoUnwind);
+    Argument *ctx = WG->getArg(0);
+    ctx->addAttr(Attribute::NoAlias);
+    ctx->addAttr(Attribute::ReadOnly);
+    BasicBlock *E = BasicBlock::Create(C, "entry", WG);
+    IRBuilder<> B(E);
+    auto ldp = [&](unsigned off) { return B.CreateLoad(Ptr, B.CreateConstGEP1_64(I8, ctx, off)); };
+    auto ld32 = [&](unsigned off) { return B.CreateLoad(I32, B.CreateConstGEP1_64(I8, ctx, off)); };
+    Value *args = ldp(CTX_ARGS);
+    Value *local = ldp(CTX_LOCAL), *dyn = ldp(CTX_DYN), *scratch = ldp(CTX_SCRATCH);
+    Value *gid[3], *ng[3], *gs[3];
+    for (int d = 0; d < 3; ++d) {
+      gid[d] = ld32(CTX_GID + 4 * d);
+      ng[d] = ld32(CTX_NG + 4 * d);
+      gs[d] = ld32(CTX_GS + 4 * d);
+    }
+    // amdgcn COV5 implicit args and HSA dispatch packet, per group.
+    AllocaInst *impl = B.CreateAlloca(ArrayType::get(I8, 256), nullptr, "implicitargs");
+    impl->setAlignment(Align(64));
+    AllocaInst *disp = B.CreateAlloca(ArrayType::get(I8, 64), nullptr, "dispatch");
+    disp->setAlignment(Align(64));
+    B.CreateMemSet(impl, ConstantInt::get(I8, 0), 256, MaybeAlign(64));
+    B.CreateMemSet(disp, ConstantInt::get(I8, 0), 64, MaybeAlign(64));
+    for (int d = 0; d < 3; ++d) {
+      B.CreateStore(ng[d], B.CreateConstGEP1_64(I8, impl, 4 * d));
+      B.CreateStore(B.CreateTrunc(gs[d], I16), B.CreateConstGEP1_64(I8, impl, 12 + 2 * d));
+      B.CreateStore(B.CreateTrunc(gs[d], I16), B.CreateConstGEP1_64(I8, disp, 4 + 2 * d));
+      B.CreateStore(B.CreateMul(ng[d], gs[d]), B.CreateConstGEP1_64(I8, disp, 12 + 4 * d));
+    }
+    B.CreateStore(ConstantInt::get(I16, 3), B.CreateConstGEP1_64(I8, impl, 64)); // grid dims
+    B.CreateStore(ConstantInt::get(I16, 3), B.CreateConstGEP1_64(I8, disp, 2));  // setup: dims
+    std::vector<Value *> cargs;
+    uint64_t off = 0;
+    for (unsigned i = 0; i < FT->getNumParams(); ++i) {
+      off = (off + ki.params[i].second - 1) / ki.params[i].second * ki.params[i].second;
+      Value *p = B.CreateConstGEP1_64(I8, args, off);
+      if (K->getParamByValType(i) || K->getParamByRefType(i))
+        cargs.push_back(B.CreateAddrSpaceCast(p, FT->getParamType(i)));
+      else
+        cargs.push_back(B.CreateAlignedLoad(FT->getParamType(i), p, Align(1)));
+      off += ki.params[i].first;
+    }
+    auto callBody = [&](Value *x, Value *y, Value *z, Value *lwi) {
+      std::vector<Value *> a = cargs;
+      Value *ex[E_COUNT] = {x, y, z, lwi, gid[0], gid[1], gid[2], ng[0], ng[1], ng[2], gs[0], gs[1], gs[2],
+                            local, dyn, impl, disp, scratch};
+      a.insert(a.end(), ex, ex + E_COUNT);
+      CallInst *CI = B.CreateCall(NF, a);
+      CI->setCallingConv(CallingConv::C);
+    };
+    if (collective) {
+      Value *z0 = ConstantInt::get(I32, 0);
+      callBody(z0, z0, z0, z0);
+      B.CreateRetVoid();
+    } else {
+      // for z, y, x
+      BasicBlock *pre = E;
+      Value *zero = ConstantInt::get(I32, 0), *one = ConstantInt::get(I32, 1);
+      BasicBlock *hz = BasicBlock::Create(C, "z", WG), *hy = BasicBlock::Create(C, "y", WG),
+                 *hx = BasicBlock::Create(C, "x", WG), *ly = BasicBlock::Create(C, "y.latch", WG),
+                 *lz = BasicBlock::Create(C, "z.latch", WG), *ex = BasicBlock::Create(C, "exit", WG);
+      Value *nonEmpty = B.CreateAnd(B.CreateAnd(B.CreateICmpNE(gs[0], zero), B.CreateICmpNE(gs[1], zero)),
+                                    B.CreateICmpNE(gs[2], zero));
+      B.CreateCondBr(nonEmpty, hz, ex);
+      B.SetInsertPoint(hz);
+      PHINode *z = B.CreatePHI(I32, 2, "lz");
+      z->addIncoming(zero, pre);
+      B.CreateBr(hy);
+      B.SetInsertPoint(hy);
+      PHINode *y = B.CreatePHI(I32, 2, "ly");
+      y->addIncoming(zero, hz);
+      Value *rowBase = B.CreateMul(B.CreateAdd(B.CreateMul(z, gs[1]), y), gs[0]);
+      B.CreateBr(hx);
+      B.SetInsertPoint(hx);
+      PHINode *x = B.CreatePHI(I32, 2, "lx");
+      x->addIncoming(zero, hy);
+      MDNode *AG = newAccessGroup();
+      callBody(x, y, z, B.CreateAdd(rowBase, x));
+      for (Instruction &I : *hx)
+        if (isa<CallInst>(&I))
+          I.setMetadata(LLVMContext::MD_access_group, AG); // propagated to the inlined body
+      Value *x2 = B.CreateAdd(x, one, "", true, true);
+      x->addIncoming(x2, hx);
+      markParallelLoop(B.CreateCondBr(B.CreateICmpULT(x2, gs[0]), hx, ly), AG);
+      B.SetInsertPoint(ly);
+      Value *y2 = B.CreateAdd(y, one, "", true, true);
+      y->addIncoming(y2, ly);
+      B.CreateCondBr(B.CreateICmpULT(y2, gs[1]), hy, lz);
+      B.SetInsertPoint(lz);
+      Value *z2 = B.CreateAdd(z, one, "", true, true);
+      z->addIncoming(z2, lz);
+      B.CreateCondBr(B.CreateICmpULT(z2, gs[2]), hz, ex);
+      B.SetInsertPoint(ex);
+      B.CreateRetVoid();
+    }
+    return true;
+  }
+
+  bool run() {
+    // warp width folded by clang: nvptx 32, amdgcn 64 unless wavefrontsize32.
+    std::vector<Function *> kernels;
+    for (Function &F : M)
+      if (!F.isDeclaration() && isGpuKernelCC(F.getCallingConv()))
+        kernels.push_back(&F);
+    if (arch == ARCH_NVPTX) {
+      warp = 32;
+    } else if (arch == ARCH_AMDGCN) {
+      warp = 64;
+      for (Function *K : kernels) {
+        Attribute a = K->getFnAttribute("target-features");
+        if (a.isValid() && a.getValueAsString().contains("+wavefrontsize32"))
+          warp = 32;
+      }
+    } else if (arch == ARCH_SPIRV) {
+      warp = 32; // not folded by clang for spirv64 (llvm.spv.subgroup.size): we choose 32
+    } else {
+      warp = 1;
+    }
+    if (arch == ARCH_HOST) {
+      // Host bitcode: exported `void name(ptr)` functions are work-group functions already.
+      normaliseFunctions();
+      if (!lowerStructors("llvm.global_ctors", "__ol_rs_init", false) ||
+          !lowerStructors("llvm.global_dtors", "__ol_rs_fini", true))
+        return false;
+      for (Function &F : M) {
+        if (F.isDeclaration() || F.hasLocalLinkage() || F.getName().starts_with("__ol_rs"))
+          continue;
+        FunctionType *FT = F.getFunctionType();
+        if (FT->getReturnType()->isVoidTy() && FT->getNumParams() == 1 && FT->getParamType(0)->isPointerTy()) {
+          F.setVisibility(GlobalValue::DefaultVisibility);
+          meta += "K " + F.getName().str() + " " + F.getName().str() + " 0 0 0 1 0\n";
+        }
+      }
+      return true;
+    }
+    if (kernels.empty() && arch != ARCH_HOST) {
+      // a module with only globals is still loadable
+    }
+    normaliseFunctions();
+    if (!lowerStructors("llvm.global_ctors", "__ol_rs_init", false) ||
+        !lowerStructors("llvm.global_dtors", "__ol_rs_fini", true))
+      return false;
+    if (!checkRecursion())
+      return false;
+    std::vector<KInfo> infos;
+    for (Function *K : kernels) {
+      KInfo ki;
+      if (!lowerKernel(K, ki))
+        return false;
+      infos.push_back(ki);
+    }
+    // drop the original kernels, make helpers internal, delete dead code
+    for (Function *K : kernels) {
+      K->setCallingConv(CallingConv::C);
+      if (K->use_empty())
+        K->eraseFromParent();
+      else
+        K->setLinkage(GlobalValue::InternalLinkage);
+    }
+    std::set<std::string> keep = {"__ol_rs_init", "__ol_rs_fini"};
+    for (auto &ki : infos)
+      keep.insert(ki.wgName);
+    for (Function &F : M)
+      if (!F.isDeclaration() && !keep.count(F.getName().str()))
+        F.setLinkage(GlobalValue::InternalLinkage);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (Function &F : make_early_inc_range(M))
+        if (!F.isDeclaration() && F.hasLocalLinkage() && F.use_empty()) {
+          F.eraseFromParent();
+          changed = true;
+        }
+      // constant users (e.g. dead constant exprs) keep functions alive; drop dead constants
+      for (Function &F : M)
+        F.removeDeadConstantUsers();
+    }
+    for (GlobalVariable &G : make_early_inc_range(M.globals())) {
+      if (G.getAddressSpace() != 3)
+        continue;
+      G.removeDeadConstantUsers();
+      if (!G.use_empty()) {
+        for (User *U : G.users())
+          if (auto *I = dyn_cast<Instruction>(U))
+            return fail("__gpu_local variable '" + G.getName().str() + "' is used by function '" +
+                        I->getFunction()->getName().str() + "' which is not inlined into any kernel");
+        return fail("__gpu_local variable '" + G.getName().str() + "' is referenced by a constant initializer");
+      }
+      G.eraseFromParent();
+    }
+    // nvptx printf lowers to a GPU-ABI `vprintf(fmt, packed args)` that must not bind to glibc's.
+    for (const char *bad : {"vprintf", "__assertfail"})
+      if (Function *Fn = M.getFunction(bad))
+        if (Fn->isDeclaration() && !Fn->use_empty() && arch == ARCH_NVPTX)
+          return fail(std::string("unsupported device library call '") + bad +
+                      "' (CUDA printf/assert are not available on the CPU device)");
+    // anything GPU-specific left?
+    for (Function &F : M) {
+      if (isGpuIntrinsicName(F.getName()) && !F.use_empty()) {
+        std::string where;
+        for (User *U : F.users())
+          if (auto *I = dyn_cast<Instruction>(U)) {
+            where = I->getFunction()->getName().str();
+            break;
+          }
+        return fail("unsupported GPU intrinsic '" + F.getName().str() + "' used in function '" + where +
+                    "' (called indirectly or not reachable from a kernel)");
+      }
+      if (isGpuKernelCC(F.getCallingConv()))
+        F.setCallingConv(CallingConv::C);
+    }
+    for (Function &F : make_early_inc_range(M))
+      if (F.isDeclaration() && F.use_empty() &&
+          (isGpuIntrinsicName(F.getName()) || F.getName().starts_with("__ol_rs.")))
+        F.eraseFromParent();
+    if (Function *f = M.getFunction("__ol_rs.barrier"))
+      if (!f->use_empty())
+        return fail("internal: barrier marker left");
+    NamedMDNode *ann = M.getNamedMetadata("nvvm.annotations");
+    if (ann)
+      M.eraseNamedMetadata(ann);
+    for (auto &ki : infos) {
+      meta += "K " + ki.name + " " + ki.wgName + " " + std::to_string(ki.staticLocal) + " " +
+              std::to_string(ki.scratchPerWi) + " " + (ki.barriers ? "1" : "0") + " " + std::to_string(warp) +
+              " " + std::to_string(ki.params.size());
+      for (auto &p : ki.params)
+        meta += " " + std::to_string(p.first) + ":" + std::to_string(p.second);
+      meta += "\n";
+    }
+    std::string verr;
+    raw_string_ostream os(verr);
+    if (verifyModule(M, &os)) {
+      os.flush();
+      return fail("internal: lowered module does not verify: " + verr.substr(0, 2000));
+    }
+    return true;
+  }
+};
+
+char *dupstr(const std::string &s) {
+  char *p = static_cast<char *>(std::malloc(s.size() + 1));
+  if (p) {
+    std::memcpy(p, s.data(), s.size());
+    p[s.size()] = 0;
+  }
+  return p;
+}
+
+} // namespace
+
+extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, int arch, const char *cpu, const char *features,
+                               char **meta_out, char **err_out) {
+  *meta_out = nullptr;
+  *err_out = nullptr;
+  Module *M = unwrap(MR);
+  Lowering L(*M, arch, cpu ? cpu : "", features ? features : "");
+  bool ok = L.run();
+  if (!ok) {
+    *err_out = dupstr(L.err.empty() ? std::string("unknown lowering failure") : L.err);
+    return 1;
+  }
+  *meta_out = dupstr(L.meta);
+  return 0;
+}
+
+extern "C" void ol_rs_jit_free(char *p) { std::free(p); }

@@ -1,0 +1,1060 @@
+//! JIT tests: device kernels in ffi-tests/kernels/*.c compiled with clang-22 for nvptx64 and amdgcn at
+//! test time (skipped with a message when clang-22 is missing), loaded and run through their WG functions
+//! with hand-made `WgCtx`s over all groups.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+use super::*;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Tgt {
+    Nv,
+    Amd,
+    Spv,
+}
+const TARGETS: [Tgt; 3] = [Tgt::Nv, Tgt::Amd, Tgt::Spv];
+/// spirv64's `__gpu_exit` is `__builtin_trap()` in clang 22's spirvintrin.h: not a work-item exit.
+const EXIT_TARGETS: [Tgt; 2] = [Tgt::Nv, Tgt::Amd];
+
+fn clang() -> Option<&'static str> {
+    static HAVE: OnceLock<bool> = OnceLock::new();
+    let ok = *HAVE.get_or_init(|| {
+        Command::new("clang-22")
+            .arg("--version")
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    });
+    if ok {
+        Some("clang-22")
+    } else {
+        eprintln!("SKIPPED: clang-22 not found; JIT kernel tests need it to build device bitcode");
+        None
+    }
+}
+
+/// Compiles ffi-tests/kernels/<name>.c for `t`, memoised per process.
+fn bitcode(name: &str, t: Tgt) -> Option<Vec<u8>> {
+    type Memo = Mutex<HashMap<(String, Tgt), Vec<u8>>>;
+    static MEMO: OnceLock<Memo> = OnceLock::new();
+    let cl = clang()?;
+    let memo = MEMO.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(v) = memo.lock().unwrap().get(&(name.to_string(), t)) {
+        return Some(v.clone());
+    }
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("ffi-tests/kernels")
+        .join(format!("{name}.c"));
+    let dir = std::env::temp_dir().join(format!("offload-rs-jit-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("{name}.{t:?}.bc"));
+    let mut cmd = Command::new(cl);
+    match t {
+        Tgt::Nv => cmd.args([
+            "--target=nvptx64-nvidia-cuda",
+            "-march=sm_90",
+            "--cuda-feature=+ptx80",
+        ]),
+        Tgt::Amd => cmd.args(["--target=amdgcn-amd-amdhsa", "-mcpu=gfx90a"]),
+        Tgt::Spv => cmd.args(["--target=spirv64"]),
+    };
+    let st = cmd
+        .args(["-nogpulib", "-ffreestanding", "-flto", "-O2", "-c"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(st.success(), "clang-22 failed on {name}.c for {t:?}");
+    let v = std::fs::read(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    memo.lock()
+        .unwrap()
+        .insert((name.to_string(), t), v.clone());
+    Some(v)
+}
+
+/// Packs argument values (raw bytes, one slice per parameter) into a naturally aligned C struct.
+fn pack(params: &[ParamLayout], vals: &[&[u8]]) -> Vec<u64> {
+    assert_eq!(params.len(), vals.len(), "argument count");
+    let mut buf = vec![0u8; 0];
+    for (p, v) in params.iter().zip(vals) {
+        assert_eq!(p.size, v.len(), "argument size");
+        let off = buf.len().div_ceil(p.align) * p.align;
+        buf.resize(off, 0);
+        buf.extend_from_slice(v);
+    }
+    let mut words = vec![0u64; buf.len().div_ceil(8).max(1)];
+    // SAFETY: words has at least buf.len() bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(buf.as_ptr(), words.as_mut_ptr() as *mut u8, buf.len())
+    };
+    words
+}
+
+fn b<T: Copy>(v: &T) -> Vec<u8> {
+    // SAFETY: reading the bytes of a plain Copy value.
+    unsafe {
+        std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()).to_vec()
+    }
+}
+
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+struct Line([u8; 64]);
+
+fn buf64(bytes: usize) -> Vec<Line> {
+    vec![Line([0; 64]); bytes.div_ceil(64).max(1)]
+}
+
+/// Runs every group of a launch sequentially on this thread.
+fn launch(k: &KernelEntry, grid: [u32; 3], block: [u32; 3], args: &[u64], dyn_bytes: usize) {
+    let nwi = (block[0] * block[1] * block[2]) as usize;
+    let mut local = buf64(k.static_local_bytes);
+    let mut dynm = buf64(dyn_bytes);
+    let mut scratch = buf64(k.scratch_bytes_per_wi * nwi);
+    for gz in 0..grid[2] {
+        for gy in 0..grid[1] {
+            for gx in 0..grid[0] {
+                let ctx = WgCtx {
+                    args: args.as_ptr() as *const u8,
+                    local_mem: local.as_mut_ptr() as *mut u8,
+                    dyn_local_mem: dynm.as_mut_ptr() as *mut u8,
+                    scratch: scratch.as_mut_ptr() as *mut u8,
+                    group_id: [gx, gy, gz],
+                    num_groups: grid,
+                    group_size: block,
+                    _pad: 0,
+                };
+                // SAFETY: the WgFn ABI (`void(const WgCtx*)`, C) with buffers sized from the entry's metadata.
+                unsafe { (k.wg_fn)(&ctx) };
+            }
+        }
+    }
+}
+
+fn load_ok(name: &str, t: Tgt) -> Option<LoadedImage> {
+    let bc = bitcode(name, t)?;
+    Some(load(&bc).unwrap_or_else(|e| panic!("load {name} for {t:?}: {e}")))
+}
+
+fn ptr<T>(v: &mut [T]) -> Vec<u8> {
+    b(&(v.as_mut_ptr() as usize))
+}
+
+#[test]
+fn handles_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<LoadedImage>();
+    check::<KernelEntry>();
+}
+
+#[test]
+fn saxpy_exact() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("saxpy", t) else {
+            return;
+        };
+        let k = img.kernel("saxpy").expect("saxpy kernel");
+        assert!(!k.has_barriers);
+        let n = 1000u32;
+        let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+        let mut y: Vec<f32> = (0..n).map(|i| 1.0 + i as f32).collect();
+        let expect: Vec<f32> = (0..n as usize).map(|i| 3.0f32 * x[i] + y[i]).collect();
+        let args = pack(
+            &k.params,
+            &[
+                &b(&3.0f32),
+                &b(&(x.as_ptr() as usize)),
+                &ptr(&mut y),
+                &b(&n),
+            ],
+        );
+        launch(&k, [n.div_ceil(128), 1, 1], [128, 1, 1], &args, 0);
+        assert_eq!(y, expect, "{t:?}");
+    }
+}
+
+#[test]
+fn reduction_with_barriers() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("reduce", t) else {
+            return;
+        };
+        let k = img.kernel("reduce_sum").expect("kernel");
+        assert!(k.has_barriers);
+        assert!(k.static_local_bytes >= 1024);
+        let n = 256 * 37 + 5;
+        let input: Vec<f32> = (0..n).map(|i| (i % 17) as f32).collect();
+        let groups = (n as u32).div_ceil(256);
+        let mut out = vec![0f32; groups as usize];
+        let args = pack(
+            &k.params,
+            &[
+                &b(&(input.as_ptr() as usize)),
+                &ptr(&mut out),
+                &b(&(n as u32)),
+            ],
+        );
+        launch(&k, [groups, 1, 1], [256, 1, 1], &args, 0);
+        for g in 0..groups as usize {
+            let s: f32 = input[g * 256..((g + 1) * 256).min(n)].iter().sum();
+            assert_eq!(out[g], s, "{t:?} group {g}");
+        }
+    }
+}
+
+#[test]
+fn dynamic_shared_memory() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("dynshared", t) else {
+            return;
+        };
+        let k = img.kernel("reverse_block").expect("kernel");
+        let input: Vec<u32> = (0..512).collect();
+        let mut out = vec![0u32; 512];
+        let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out)]);
+        launch(&k, [4, 1, 1], [128, 1, 1], &args, 128 * 4);
+        for (i, o) in out.iter().enumerate() {
+            let (g, tt) = (i / 128, i % 128);
+            assert_eq!(*o, input[g * 128 + 127 - tt] * 2, "{t:?} {i}");
+        }
+    }
+}
+
+#[test]
+fn grids_2d_3d() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("grid", t) else {
+            return;
+        };
+        let k = img.kernel("coords2d").expect("kernel");
+        let (gw, gh, bw, bh) = (3u32, 2u32, 8u32, 4u32);
+        let width = gw * bw;
+        let mut out = vec![0u32; (width * gh * bh * 2) as usize];
+        let args = pack(&k.params, &[&ptr(&mut out), &b(&width)]);
+        launch(&k, [gw, gh, 1], [bw, bh, 1], &args, 0);
+        for y in 0..gh * bh {
+            for x in 0..width {
+                let i = (2 * (y * width + x)) as usize;
+                assert_eq!((out[i], out[i + 1]), (x, y), "{t:?}");
+            }
+        }
+        let k = img.kernel("coords3d").expect("kernel");
+        let (g, bl) = ([2u32, 3, 2], [4u32, 2, 3]);
+        let (w, h, d) = (g[0] * bl[0], g[1] * bl[1], g[2] * bl[2]);
+        let mut out = vec![0u32; (w * h * d * 4) as usize];
+        let args = pack(&k.params, &[&ptr(&mut out)]);
+        launch(&k, g, bl, &args, 0);
+        for z in 0..d {
+            for y in 0..h {
+                for x in 0..w {
+                    let i = (4 * ((z * h + y) * w + x)) as usize;
+                    assert_eq!(&out[i..i + 4], &[x, y, z, g[2] * 1000 + bl[2]], "{t:?}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn atomics_across_groups() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("atomics", t) else {
+            return;
+        };
+        let k = img.kernel("atomics").expect("kernel");
+        let mut c = [0u32; 3];
+        let p = c.as_mut_ptr() as usize;
+        let args = pack(&k.params, &[&b(&p), &b(&(p + 4)), &b(&(p + 8))]);
+        // run groups from several threads at once
+        std::thread::scope(|s| {
+            for part in 0..4u32 {
+                let k = k.clone();
+                let args = &args;
+                s.spawn(move || {
+                    let mut scratch = buf64(k.scratch_bytes_per_wi * 64);
+                    for g in (part * 8)..(part * 8 + 8) {
+                        let ctx = WgCtx {
+                            args: args.as_ptr() as *const u8,
+                            local_mem: std::ptr::null_mut(),
+                            dyn_local_mem: std::ptr::null_mut(),
+                            scratch: scratch.as_mut_ptr() as *mut u8,
+                            group_id: [g, 0, 0],
+                            num_groups: [32, 1, 1],
+                            group_size: [64, 1, 1],
+                            _pad: 0,
+                        };
+                        // SAFETY: WgFn ABI; the kernel uses only atomics on `c`.
+                        unsafe { (k.wg_fn)(&ctx) };
+                    }
+                });
+            }
+        });
+        assert_eq!(c[0], 32 * 64, "{t:?}");
+        assert_eq!(c[1], 32 * 64 - 1, "{t:?}");
+        assert!(c[2] >= 1 && c[2] <= 32 * 64, "{t:?}");
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Mixed {
+    c: i8,
+    p: *mut i32,
+    s: i16,
+    d: f64,
+    c2: i8,
+}
+
+#[test]
+fn struct_argument() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("structarg", t) else {
+            return;
+        };
+        let k = img.kernel("structarg").expect("kernel");
+        assert_eq!(k.params.len(), 4, "{t:?}");
+        assert_eq!(
+            k.params[1],
+            ParamLayout {
+                size: std::mem::size_of::<Mixed>(),
+                align: 8
+            },
+            "{t:?}"
+        );
+        let mut target = 12i32;
+        let m = Mixed {
+            c: 3,
+            p: &mut target,
+            s: -7,
+            d: 2.5,
+            c2: 9,
+        };
+        let mut out = [0f64; 7];
+        let args = pack(&k.params, &[&b(&5i8), &b(&m), &b(&-300i16), &ptr(&mut out)]);
+        launch(&k, [2, 1, 1], [4, 1, 1], &args, 0);
+        assert_eq!(out, [3.0, 12.0, -7.0, 2.5, 9.0, 5.0, -300.0], "{t:?}");
+        assert_eq!(target, 77, "{t:?}");
+    }
+}
+
+#[test]
+fn divergent_and_exit() {
+    let _g = shared();
+    for t in EXIT_TARGETS {
+        let Some(img) = load_ok("divergent", t) else {
+            return;
+        };
+        let k = img.kernel("divergent").expect("kernel");
+        let n = 300u32;
+        let mut out = vec![0u32; n as usize];
+        let args = pack(&k.params, &[&ptr(&mut out), &b(&n)]);
+        launch(&k, [5, 1, 1], [64, 1, 1], &args, 0);
+        for i in 0..n {
+            let e = if i % 7 == 6 {
+                0xdead
+            } else if i % 3 == 0 {
+                (0..i % 11).map(|k| k * k).sum()
+            } else {
+                i * 5
+            };
+            assert_eq!(out[i as usize], e, "{t:?} {i}");
+        }
+    }
+}
+
+#[test]
+fn global_variables() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("globals", t) else {
+            return;
+        };
+        let (addr, size) = img.global("dev_counter").expect("dev_counter");
+        assert_eq!(size, 4);
+        // SAFETY: address of a 4-byte device global in this instance.
+        assert_eq!(unsafe { *(addr as *const u32) }, 5);
+        let (taddr, tsize) = img.global("dev_table").expect("dev_table");
+        assert_eq!(tsize, 64);
+        assert!(img.global("bump").is_none(), "a kernel is not a global");
+        assert!(img.global("nope").is_none());
+        let (paddr, psize) = img.global("plain_global").expect("plain_global");
+        assert_eq!(psize, 4);
+        // SAFETY: 4-byte global of this instance.
+        assert_eq!(unsafe { *(paddr as *const u32) }, 9, "{t:?}");
+        let k = img.kernel("bump").expect("kernel");
+        let mut out = [0u32; 1];
+        let args = pack(&k.params, &[&ptr(&mut out)]);
+        launch(&k, [1, 1, 1], [16, 1, 1], &args, 0);
+        assert_eq!(out[0], 5);
+        // SAFETY: as above.
+        assert_eq!(unsafe { *(addr as *const u32) }, 15, "{t:?}");
+        // SAFETY: 16 u32 in this instance.
+        let table = unsafe { std::slice::from_raw_parts(taddr as *const u32, 16) };
+        assert_eq!(table, (0..16).collect::<Vec<u32>>().as_slice());
+        // a second instance has its own copy of the globals
+        let img2 = load_ok("globals", t).unwrap();
+        let (addr2, _) = img2.global("dev_counter").unwrap();
+        assert_ne!(addr, addr2);
+        // SAFETY: as above.
+        assert_eq!(unsafe { *(addr2 as *const u32) }, 5);
+    }
+}
+
+#[test]
+fn global_constructors_in_priority_order() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("ctors", t) else {
+            return;
+        };
+        let (addr, _) = img.global("ctor_value").expect("ctor_value");
+        // SAFETY: 4-byte global in this instance.
+        let v = unsafe { std::ptr::read_volatile(addr as *const i32) };
+        assert_eq!(v, 100, "{t:?}");
+        // destructors run when the program (and every kernel handle) is gone
+        let mut flag = 0i32;
+        let (fa, fs) = img.global("dtor_flag").expect("dtor_flag");
+        assert_eq!(fs, 8);
+        // SAFETY: an 8-byte pointer global of this instance.
+        unsafe { *(fa as *mut usize) = &mut flag as *mut i32 as usize };
+        let k = img.kernel("read_ctor").expect("kernel");
+        let mut out = [0i32; 1];
+        let args = pack(&k.params, &[&ptr(&mut out)]);
+        launch(&k, [1, 1, 1], [1, 1, 1], &args, 0);
+        assert_eq!(out[0], 100, "{t:?}");
+        drop(img);
+        assert_eq!(flag, 0, "a live KernelEntry keeps the image loaded");
+        drop(k);
+        // SAFETY: plain read of a live local that the destructor wrote through a pointer.
+        let seen = unsafe { std::ptr::read_volatile(&flag) };
+        assert_eq!(seen, 1234, "{t:?}: destructor did not run");
+    }
+}
+
+#[test]
+fn lane_operations() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("lanes", t) else {
+            return;
+        };
+        let k = img.kernel("lanes").expect("kernel");
+        let w = k.warp_size as usize;
+        assert_eq!(w, if t == Tgt::Amd { 64 } else { 32 });
+        let block = 128usize;
+        let n = block * 2;
+        let mut out = vec![0u32; 4 * n];
+        let mut ballots = vec![0u64; n];
+        let mut wide = vec![0u64; 2 * n];
+        let args = pack(
+            &k.params,
+            &[&ptr(&mut out), &ptr(&mut ballots), &ptr(&mut wide)],
+        );
+        launch(&k, [2, 1, 1], [block as u32, 1, 1], &args, 0);
+        for i in 0..n {
+            let lane = (i % block) % w;
+            let warp_first = i - lane;
+            assert_eq!(out[4 * i], lane as u32, "{t:?} lane {i}");
+            assert_eq!(out[4 * i + 1], (warp_first * 3) as u32, "{t:?} first {i}");
+            assert_eq!(
+                out[4 * i + 2],
+                ((warp_first + (lane + 1) % w) * 10) as u32,
+                "{t:?} shuffle {i}"
+            );
+            assert_eq!(out[4 * i + 3], w as u32, "{t:?}");
+            let mut e = 0u64;
+            for l in 0..w {
+                if (warp_first + l) & 1 == 1 {
+                    e |= 1 << l;
+                }
+            }
+            assert_eq!(ballots[i], e, "{t:?} ballot {i}");
+            let wv = |j: usize| ((j as u64) << 33) | j as u64;
+            assert_eq!(wide[2 * i], wv(warp_first), "{t:?} first u64 {i}");
+            assert_eq!(
+                wide[2 * i + 1],
+                wv(warp_first + (lane + 3) % w),
+                "{t:?} shuffle u64 {i}"
+            );
+        }
+    }
+}
+
+/// Wraps bitcode in the 0x0B17C0DE wrapper, padded to `len` bytes.
+fn wrap(bc: &[u8], len: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(len);
+    for w in [0x0B17C0DEu32, 0, 20, bc.len() as u32, 0] {
+        v.extend_from_slice(&w.to_le_bytes());
+    }
+    v.extend_from_slice(bc);
+    v.resize(len, 0);
+    v
+}
+
+#[test]
+fn seed_scenario_same_address_new_content() {
+    let _g = shared();
+    for t in TARGETS {
+        let (Some(a), Some(bb)) = (bitcode("seed_a", t), bitcode("seed_b", t)) else {
+            return;
+        };
+        let len = a.len().max(bb.len()) + 64;
+        let mut buf = wrap(&a, len);
+        let addr = buf.as_ptr();
+        let run = |img: &LoadedImage| {
+            let k = img.kernel("seed").expect("kernel");
+            let mut out = [0u32; 4];
+            let args = pack(&k.params, &[&ptr(&mut out)]);
+            launch(&k, [1, 1, 1], [4, 1, 1], &args, 0);
+            out[0]
+        };
+        let img = load(&buf).expect("load A");
+        assert_eq!(run(&img), 111, "{t:?}");
+        drop(img);
+        buf.copy_from_slice(&wrap(&bb, len));
+        assert_eq!(buf.as_ptr(), addr);
+        let img = load(&buf).expect("load B");
+        assert_eq!(run(&img), 222, "{t:?}: stale code from image A");
+    }
+}
+
+/// Tests that count compiles take this exclusively; every other test that loads takes it shared, so
+/// the global compile counter only moves for the exclusive test.
+static CACHE_TESTS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    CACHE_TESTS.read().unwrap_or_else(|e| e.into_inner())
+}
+
+#[test]
+fn cache_hit_and_eviction() {
+    let _g = CACHE_TESTS.write().unwrap_or_else(|e| e.into_inner());
+    let Some(bc) = bitcode("saxpy", Tgt::Nv) else {
+        return;
+    };
+    // unique content so that other tests do not share the entry
+    let bc = wrap(&bc, bc.len() + 20 + 8);
+    let (_, c0, h0) = cache_stats();
+    let a = load(&bc).unwrap();
+    let (_, c1, _) = cache_stats();
+    assert_eq!(c1, c0 + 1, "first load compiles");
+    let b2 = load(&bc).unwrap();
+    let (_, c2, h2) = cache_stats();
+    assert_eq!(c2, c1, "second load of the same bytes must not compile");
+    assert!(h2 > h0);
+    drop(a);
+    drop(b2);
+    let c3 = load(&bc).unwrap();
+    let (_, c4, _) = cache_stats();
+    assert_eq!(
+        c4,
+        c2 + 1,
+        "entry was evicted after the last program was dropped"
+    );
+    drop(c3);
+}
+
+#[test]
+fn concurrent_loads_compile_once() {
+    let _g = CACHE_TESTS.write().unwrap_or_else(|e| e.into_inner());
+    let Some(bc) = bitcode("divergent", Tgt::Amd) else {
+        return;
+    };
+    let bc = wrap(&bc, bc.len() + 20 + 16);
+    let (_, c0, _) = cache_stats();
+    let imgs: Vec<LoadedImage> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..20).map(|_| s.spawn(|| load(&bc).unwrap())).collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let (_, c1, _) = cache_stats();
+    assert_eq!(c1, c0 + 1);
+    assert_eq!(imgs.len(), 20);
+}
+
+#[test]
+fn garbage_is_rejected() {
+    let _g = shared();
+    let cases: Vec<Vec<u8>> = vec![
+        vec![],
+        vec![0x12, 0x34, 0x56, 0x78],
+        b"BC\xC0\xDE".to_vec(),
+        b"BC\xC0\xDE\x35\x14\x00\x00\x05\x00\x00\x00".to_vec(),
+        b"\x7fELF".to_vec(),
+        vec![0xDE, 0xC0, 0x17, 0x0B, 0, 0, 0, 0],
+        vec![0xAB; 1000],
+    ];
+    for c in &cases {
+        assert!(!is_valid_for_cpu(c));
+        match load(c) {
+            Err(JitError::InvalidBinary(m)) => assert!(m.contains("expected"), "{m}"),
+            Err(e) => panic!("wrong error kind: {e:?}"),
+            Ok(_) => panic!("garbage loaded"),
+        }
+    }
+    let e = load(&[0x12, 0x34, 0x56, 0x78, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9]).unwrap_err();
+    assert!(
+        e.to_string().contains("16 bytes starting 0x12345678"),
+        "{e}"
+    );
+    let Some(bc) = bitcode("saxpy", Tgt::Nv) else {
+        return;
+    };
+    assert!(is_valid_for_cpu(&bc));
+    assert!(
+        matches!(classify(&bc), ImageKind::Bitcode { ref triple } if triple.starts_with("nvptx64"))
+    );
+    // truncations
+    for cut in [
+        5,
+        40,
+        bc.len() / 3,
+        bc.len() / 2,
+        bc.len() - 8,
+        bc.len() - 1,
+    ] {
+        let r = load(&bc[..cut]);
+        assert!(r.is_err(), "truncated at {cut} loaded");
+    }
+    // bit flips: must not crash; either an error or (rarely) a harmless load
+    let mut seed = 0x9e3779b97f4a7c15u64;
+    let flips: usize = std::env::var("OFFLOAD_RS_JIT_FLIPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    for _ in 0..flips {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let mut v = bc.clone();
+        let pos = 4 + (seed as usize) % (v.len() - 4);
+        v[pos] ^= 1 << (seed >> 61);
+        let _ = is_valid_for_cpu(&v);
+        let _ = load(&v);
+    }
+}
+
+#[test]
+fn native_elf_shared_object() {
+    let _g = shared();
+    let Some(cl) = clang() else { return };
+    let dir = std::env::temp_dir().join(format!("offload-rs-jit-native-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("k.c");
+    std::fs::write(
+        &src,
+        r#"
+        struct WgCtx { const void *args; void *l, *d, *s; unsigned gid[3], ng[3], gs[3], pad; };
+        int native_global = 42;
+        void fill(const struct WgCtx *c) {
+            unsigned *out = *(unsigned *const *)c->args;
+            for (unsigned i = 0; i < c->gs[0]; ++i) out[c->gid[0] * c->gs[0] + i] = c->gid[0] * 100 + i;
+        }
+        "#,
+    )
+    .unwrap();
+    let so = dir.join("k.so");
+    let st = Command::new(cl)
+        .args(["-shared", "-fPIC", "-O2", "-o"])
+        .arg(&so)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let image = std::fs::read(&so).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(classify(&image), ImageKind::NativeElf);
+    assert!(is_valid_for_cpu(&image));
+    let img = load(&image).unwrap();
+    let (ga, gs) = img.global("native_global").unwrap();
+    assert_eq!(gs, 4);
+    // SAFETY: a 4-byte global of the loaded library.
+    assert_eq!(unsafe { *(ga as *const i32) }, 42);
+    let k = img.kernel("fill").unwrap();
+    assert!(k.params.is_empty());
+    let mut out = vec![0u32; 8];
+    let args = [out.as_mut_ptr() as u64];
+    launch(&k, [2, 1, 1], [4, 1, 1], &args, 0);
+    assert_eq!(out, vec![0, 1, 2, 3, 100, 101, 102, 103]);
+    assert!(img.kernel("missing").is_none());
+    // relocatable objects and other machines are rejected
+    let mut rel = image.clone();
+    rel[16] = 1;
+    assert!(!is_valid_for_cpu(&rel));
+    assert!(matches!(load(&rel), Err(JitError::InvalidBinary(_))));
+}
+
+#[test]
+fn unsupported_intrinsic_is_a_compile_error() {
+    let _g = shared();
+    let Some(cl) = clang() else { return };
+    let dir = std::env::temp_dir().join(format!("offload-rs-jit-unsup-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("u.c");
+    std::fs::write(
+        &src,
+        "#include <gpuintrin.h>\n#include <stdint.h>\n__gpu_kernel void clk(uint64_t *o) { o[0] = __builtin_readcyclecounter(); o[1] = __nvvm_read_ptx_sreg_clock64(); }\n",
+    )
+    .unwrap();
+    let out = dir.join("u.bc");
+    let st = Command::new(cl)
+        .args([
+            "--target=nvptx64-nvidia-cuda",
+            "-march=sm_90",
+            "--cuda-feature=+ptx80",
+            "-nogpulib",
+            "-ffreestanding",
+            "-flto",
+            "-O2",
+            "-c",
+        ])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap();
+    let bc = std::fs::read(&out);
+    let _ = std::fs::remove_dir_all(&dir);
+    if !st.success() {
+        return;
+    }
+    match load(&bc.unwrap()) {
+        Err(JitError::Compile(m)) => assert!(
+            m.contains("llvm.nvvm") || m.contains("readcyclecounter"),
+            "{m}"
+        ),
+        Err(e) => panic!("unexpected error kind {e:?}"),
+        Ok(_) => panic!("unsupported intrinsic compiled"),
+    }
+}
+
+#[test]
+fn recursion_is_rejected() {
+    let _g = shared();
+    let Some(cl) = clang() else { return };
+    let dir = std::env::temp_dir().join(format!("offload-rs-jit-rec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("r.c");
+    std::fs::write(
+        &src,
+        "#include <gpuintrin.h>\n#include <stdint.h>\n__attribute__((noinline)) uint32_t fib(uint32_t n) { return n < 2 ? n : fib(n-1) + fib(n-2); }\n__gpu_kernel void rec(uint32_t *o) { o[0] = fib(o[1]); }\n",
+    )
+    .unwrap();
+    let out = dir.join("r.bc");
+    let st = Command::new(cl)
+        .args([
+            "--target=amdgcn-amd-amdhsa",
+            "-mcpu=gfx90a",
+            "-nogpulib",
+            "-ffreestanding",
+            "-flto",
+            "-O2",
+            "-c",
+        ])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let bc = std::fs::read(&out).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    match load(&bc) {
+        Err(JitError::Compile(m)) => assert!(m.contains("recurs"), "{m}"),
+        Err(e) => panic!("unexpected error kind {e:?}"),
+        Ok(_) => panic!("recursive kernel compiled"),
+    }
+}
+
+/// Numbers for the report (not a test of behaviour): cold compile, warm load, vectorisation.
+/// `cargo test --release --lib jit::tests::measure -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn measure() {
+    let _g = CACHE_TESTS.write().unwrap_or_else(|e| e.into_inner());
+    for (file, kname) in [("saxpy", "saxpy"), ("reduce", "reduce_sum")] {
+        for t in TARGETS {
+            let Some(bc) = bitcode(file, t) else { return };
+            let mut cold = f64::MAX;
+            for salt in 0..3 {
+                let v = wrap(&bc, bc.len() + 20 + 8 * (salt + 1)); // fresh content: always a miss
+                let t0 = std::time::Instant::now();
+                let img = load(&v).unwrap();
+                cold = cold.min(t0.elapsed().as_secs_f64());
+                drop(img);
+            }
+            let keep = load(&bc).unwrap();
+            let mut warm = f64::MAX;
+            for _ in 0..50 {
+                let t0 = std::time::Instant::now();
+                let img = load(&bc).unwrap();
+                warm = warm.min(t0.elapsed().as_secs_f64());
+                drop(img);
+            }
+            let k = keep.kernel(kname).unwrap();
+            // throughput: 16M elements, block 256, one thread
+            let n = 1usize << 24;
+            let x: Vec<f32> = (0..n).map(|i| (i % 13) as f32).collect();
+            let mut y: Vec<f32> = vec![1.0; n];
+            let groups = (n / 256) as u32;
+            let mut partial = vec![0f32; groups as usize];
+            let args = if file == "saxpy" {
+                pack(
+                    &k.params,
+                    &[
+                        &b(&2.0f32),
+                        &b(&(x.as_ptr() as usize)),
+                        &ptr(&mut y),
+                        &b(&(n as u32)),
+                    ],
+                )
+            } else {
+                pack(
+                    &k.params,
+                    &[
+                        &b(&(x.as_ptr() as usize)),
+                        &ptr(&mut partial),
+                        &b(&(n as u32)),
+                    ],
+                )
+            };
+            let mut run_t = f64::MAX;
+            for _ in 0..3 {
+                let t0 = std::time::Instant::now();
+                launch(&k, [groups, 1, 1], [256, 1, 1], &args, 0);
+                run_t = run_t.min(t0.elapsed().as_secs_f64());
+            }
+            if file == "reduce" {
+                let total: f64 = partial.iter().map(|&v| v as f64).sum();
+                let expect: f64 = x.iter().map(|&v| v as f64).sum();
+                assert_eq!(total, expect);
+            }
+            println!(
+                "{file:>7} {t:?}: 16M elements, block 256, 1 thread: {:.1} ms",
+                run_t * 1e3
+            );
+            println!(
+                "{file:>7} {t:?}: cold {:.2} ms, warm {:.1} us ({:.0}x), barriers {}, scratch/wi {}",
+                cold * 1e3,
+                warm * 1e6,
+                cold / warm,
+                k.has_barriers,
+                k.scratch_bytes_per_wi
+            );
+        }
+    }
+}
+
+#[test]
+fn disk_cache_roundtrip_and_corruption() {
+    let _g = CACHE_TESTS.write().unwrap_or_else(|e| e.into_inner());
+    let Some(bc) = bitcode("saxpy", Tgt::Amd) else {
+        return;
+    };
+    let bc = wrap(&bc, bc.len() + 20 + 24);
+    let dir = std::env::temp_dir().join(format!("offload-rs-jit-disk-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    *cache::DISK_DIR_OVERRIDE.lock() = Some(dir.clone());
+    let run = || {
+        let img = load(&bc).unwrap();
+        let k = img.kernel("saxpy").unwrap();
+        let x = [1.0f32; 4];
+        let mut y = [2.0f32; 4];
+        let args = pack(
+            &k.params,
+            &[
+                &b(&2.0f32),
+                &b(&(x.as_ptr() as usize)),
+                &ptr(&mut y),
+                &b(&4u32),
+            ],
+        );
+        launch(&k, [1, 1, 1], [4, 1, 1], &args, 0);
+        assert_eq!(y, [4.0; 4]);
+    };
+    let (_, c0, _) = cache_stats();
+    run(); // compiles and writes the file
+    let (_, c1, _) = cache_stats();
+    assert_eq!(c1, c0 + 1);
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "one cache file, no temporaries: {files:?}");
+    run(); // evicted from memory after the previous drop: must come from disk
+    let (_, c2, _) = cache_stats();
+    assert_eq!(c2, c1, "disk hit must not compile");
+    // corrupt the payload: ignored, recompiled, rewritten
+    let mut data = std::fs::read(&files[0]).unwrap();
+    let n = data.len();
+    data[n - 10] ^= 0xff;
+    std::fs::write(&files[0], &data).unwrap();
+    run();
+    let (_, c3, _) = cache_stats();
+    assert_eq!(c3, c2 + 1, "corrupt file must be ignored");
+    assert_ne!(
+        std::fs::read(&files[0]).unwrap(),
+        data,
+        "corrupt file rewritten"
+    );
+    run();
+    let (_, c4, _) = cache_stats();
+    assert_eq!(c4, c3);
+    *cache::DISK_DIR_OVERRIDE.lock() = None;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn host_bitcode_wg_functions() {
+    let _g = shared();
+    let Some(cl) = clang() else { return };
+    let dir = std::env::temp_dir().join(format!("offload-rs-jit-hostbc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("h.c");
+    std::fs::write(
+        &src,
+        r#"
+        #include <math.h>
+        struct WgCtx { const void *args; void *l, *d, *s; unsigned gid[3], ng[3], gs[3], pad; };
+        int host_global = 7;
+        __attribute__((constructor(200))) static void init(void) { host_global *= 3; }
+        void roots(const struct WgCtx *c) {
+            float *out = *(float *const *)c->args;
+            for (unsigned i = 0; i < c->gs[0]; ++i) {
+                unsigned g = c->gid[0] * c->gs[0] + i;
+                out[g] = sqrtf((float)g) + (float)host_global;
+            }
+        }
+        "#,
+    )
+    .unwrap();
+    let out = dir.join("h.bc");
+    let st = Command::new(cl)
+        .args(["-O2", "-flto", "-c", "-fPIC"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let bc = std::fs::read(&out).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(is_valid_for_cpu(&bc));
+    let img = load(&bc).unwrap();
+    let (ga, _) = img.global("host_global").unwrap();
+    // SAFETY: 4-byte global of this instance.
+    assert_eq!(unsafe { *(ga as *const i32) }, 21);
+    let k = img.kernel("roots").unwrap();
+    let mut o = vec![0f32; 8];
+    let args = [o.as_mut_ptr() as u64];
+    launch(&k, [2, 1, 1], [4, 1, 1], &args, 0);
+    for (i, v) in o.iter().enumerate() {
+        assert_eq!(*v, (i as f32).sqrt() + 21.0);
+    }
+}
+
+#[test]
+fn exit_before_barrier() {
+    let _g = shared();
+    for t in EXIT_TARGETS {
+        let Some(img) = load_ok("exitbar", t) else {
+            return;
+        };
+        let k = img.kernel("exitbar").expect("kernel");
+        assert!(k.has_barriers);
+        let mut out = vec![0u32; 3 * 64];
+        let args = pack(&k.params, &[&ptr(&mut out)]);
+        launch(&k, [3, 1, 1], [64, 1, 1], &args, 0);
+        for (i, v) in out.iter().enumerate() {
+            let (base, tt) = ((i / 64 * 64) as u32, (i % 64) as u32);
+            let e = if tt % 4 == 3 {
+                7
+            } else {
+                (tt - tt % 4) * 3 + base + 1
+            };
+            assert_eq!(*v, e, "{t:?} {i}");
+        }
+    }
+}
+
+#[test]
+fn scan_and_transpose_with_barriers() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("barriers2", t) else {
+            return;
+        };
+        let k = img.kernel("scan").expect("scan");
+        assert!(k.has_barriers);
+        let (groups, block) = (3usize, 128usize);
+        let input: Vec<u32> = (0..groups * block).map(|i| (i * 7 % 13) as u32).collect();
+        let mut out = vec![0u32; groups * block];
+        let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out)]);
+        launch(&k, [groups as u32, 1, 1], [block as u32, 1, 1], &args, 0);
+        for g in 0..groups {
+            let mut acc = 0u32;
+            for i in 0..block {
+                acc += input[g * block + i];
+                assert_eq!(out[g * block + i], acc, "{t:?} scan {g}/{i}");
+            }
+        }
+        let k = img.kernel("transpose").expect("transpose");
+        let (w, h) = (40u32, 23u32);
+        let input: Vec<f32> = (0..w * h).map(|i| i as f32).collect();
+        let mut out = vec![-1f32; (w * h) as usize];
+        let args = pack(
+            &k.params,
+            &[
+                &b(&(input.as_ptr() as usize)),
+                &ptr(&mut out),
+                &b(&w),
+                &b(&h),
+            ],
+        );
+        launch(
+            &k,
+            [w.div_ceil(16), h.div_ceil(16), 1],
+            [16, 16, 1],
+            &args,
+            0,
+        );
+        for y in 0..h {
+            for x in 0..w {
+                assert_eq!(
+                    out[(x * h + y) as usize],
+                    input[(y * w + x) as usize],
+                    "{t:?} transpose"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn parameterless_kernel_and_constant_global() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("nokernel", t) else {
+            return;
+        };
+        assert_eq!(img.kernel_names(), vec!["noargs".to_string()]);
+        let k = img.kernel("noargs").expect("kernel");
+        assert!(k.params.is_empty());
+        launch(&k, [2, 1, 1], [3, 1, 1], &[0u64], 0);
+        let (a, s) = img.global("slot").expect("slot");
+        assert_eq!(s, 4);
+        // SAFETY: 4-byte global of this instance.
+        assert_eq!(unsafe { *(a as *const u32) }, 45, "{t:?}");
+        assert!(img.kernel("answer").is_none());
+    }
+}

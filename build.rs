@@ -15,11 +15,7 @@ fn main() {
     let mut b = cc::Build::new();
     b.cpp(true).file("src/jit/lower.cpp").warnings(false);
     for f in cxxflags.split_whitespace() {
-        if f.starts_with("-I")
-            || f.starts_with("-D")
-            || f.starts_with("-std=")
-            || f == "-fno-exceptions"
-        {
+        if f.starts_with("-I") || f.starts_with("-D") || f.starts_with("-std=") || f == "-fno-exceptions" {
             b.flag(f);
         }
     }

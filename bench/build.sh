@@ -12,3 +12,5 @@ cp bench/kernels/bench.cl "$out/bench.cl"
 cc -O2 -Wall -I"$inc" bench/cpu_kernels.c -o "$out/cpu_kernels" -Lbuild/lib -lLLVMOffload -lOpenCL -lpthread \
   -Wl,-rpath,"$PWD/build/lib"
 echo "built $out/cpu_kernels"
+cc -O2 -Wall -I"$inc" bench/program_cache.c -o "$out/program_cache" -Lbuild/lib -lLLVMOffload -Wl,-rpath,"$PWD/build/lib"
+echo "built $out/program_cache"

@@ -27,14 +27,6 @@
 #define OL_VERSION_PATCH 1
 
 
-// Group size answered by `olCalculateOptimalOccupancy`: 256 work-items. On the CPU a work-group is a
-// loop on one thread, so the size only needs to be a multiple of the widest SIMD width (16 floats with
-// AVX-512) and large enough to amortise the per-group call; 256 is what the measurements in
-// cpu-kernels.md §4b used and keeps 256 x 4 bytes of a vector in L1. `SharedMemory` is taken as
-// dynamic local memory per work-group, as LLVM 22's CUDA plugin passes it: it does not change the
-// answer, but more than the device's local memory is `OutOfResources`.
-#define OPTIMAL_GROUP_SIZE 256
-
 // `OL_DEVICE_TYPE_CPU`
 #define DEVICE_TYPE_CPU 3
 

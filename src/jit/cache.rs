@@ -38,11 +38,7 @@ struct Cache {
 
 fn cache() -> &'static Cache {
     static C: OnceLock<Cache> = OnceLock::new();
-    C.get_or_init(|| Cache {
-        map: Mutex::new(HashMap::new()),
-        compiles: AtomicU64::new(0),
-        hits: AtomicU64::new(0),
-    })
+    C.get_or_init(|| Cache { map: Mutex::new(HashMap::new()), compiles: AtomicU64::new(0), hits: AtomicU64::new(0) })
 }
 
 /// (live entries, compiles, hits) — for tests and benchmarks.
@@ -57,11 +53,7 @@ pub fn cache_stats() -> (usize, u64, u64) {
             Slot::InFlight(_) => false,
         })
         .count();
-    (
-        live,
-        c.compiles.load(Ordering::Relaxed),
-        c.hits.load(Ordering::Relaxed),
-    )
+    (live, c.compiles.load(Ordering::Relaxed), c.hits.load(Ordering::Relaxed))
 }
 
 pub(crate) fn key_of(bc: &[u8], opt: u32) -> Key {
@@ -109,10 +101,7 @@ pub(crate) fn get_or_compile(bc: &[u8]) -> Result<Arc<CompiledObject>, JitError>
         }
         .map(Err)
         .unwrap_or_else(|| {
-            let f = Arc::new(InFlight {
-                done: Mutex::new(None),
-                cv: Condvar::new(),
-            });
+            let f = Arc::new(InFlight { done: Mutex::new(None), cv: Condvar::new() });
             map.insert(key, Slot::InFlight(f.clone()));
             Ok(f)
         })
@@ -124,10 +113,7 @@ pub(crate) fn get_or_compile(bc: &[u8]) -> Result<Arc<CompiledObject>, JitError>
             while g.is_none() {
                 f.cv.wait(&mut g);
             }
-            let r = g
-                .as_ref()
-                .cloned()
-                .unwrap_or_else(|| Err(JitError::Compile("internal: empty slot".into())));
+            let r = g.as_ref().cloned().unwrap_or_else(|| Err(JitError::Compile("internal: empty slot".into())));
             if r.is_ok() {
                 c.hits.fetch_add(1, Ordering::Relaxed);
             }
@@ -160,11 +146,7 @@ fn produce(bc: &[u8], opt: u32, key: Key) -> Result<Arc<CompiledObject>, JitErro
         && let Ok(kernels) = compile::parse_meta(&meta_text)
     {
         cache().hits.fetch_add(1, Ordering::Relaxed);
-        return Ok(Arc::new(CompiledObject {
-            object,
-            kernels,
-            key,
-        }));
+        return Ok(Arc::new(CompiledObject { object, kernels, key }));
     }
     let (object, meta_text) = compile::compile(bc, opt)?;
     let kernels = compile::parse_meta(&meta_text)?;
@@ -172,11 +154,7 @@ fn produce(bc: &[u8], opt: u32, key: Key) -> Result<Arc<CompiledObject>, JitErro
     if let Some(d) = &dir {
         disk_write(d, &key, &object, &meta_text);
     }
-    Ok(Arc::new(CompiledObject {
-        object,
-        kernels,
-        key,
-    }))
+    Ok(Arc::new(CompiledObject { object, kernels, key }))
 }
 
 const DISK_MAGIC: &[u8; 8] = b"OLRSJIT\0";

@@ -9,9 +9,7 @@ use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::Module;
 use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::{
-    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine,
-};
+use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
 
 use super::{JitError, KernelMeta, ParamLayout};
 
@@ -60,10 +58,7 @@ pub(crate) fn host() -> &'static HostInfo {
     HOST.get_or_init(|| {
         Target::initialize_x86(&InitializationConfig::default());
         HostInfo {
-            triple: TargetMachine::get_default_triple()
-                .as_str()
-                .to_string_lossy()
-                .into_owned(),
+            triple: TargetMachine::get_default_triple().as_str().to_string_lossy().into_owned(),
             cpu: TargetMachine::get_host_cpu_name().to_string(),
             features: TargetMachine::get_host_cpu_features().to_string(),
         }
@@ -94,25 +89,16 @@ pub(crate) fn bitcode_triple(bc: &[u8]) -> Result<String, String> {
         return probe();
     }
     let out = super::isolate::run_isolated(
-        || {
-            encode(
-                probe()
-                    .map(String::into_bytes)
-                    .map_err(JitError::InvalidBinary),
-            )
-        },
+        || encode(probe().map(String::into_bytes).map_err(JitError::InvalidBinary)),
         std::time::Duration::from_secs(120),
     )?;
-    decode(&out)
-        .map(|b| String::from_utf8_lossy(b).into_owned())
-        .map_err(|e| e.to_string())
+    decode(&out).map(|b| String::from_utf8_lossy(b).into_owned()).map_err(|e| e.to_string())
 }
 
 fn tm_for(opt: u32) -> Result<TargetMachine, JitError> {
     let h = host();
     let triple = inkwell::targets::TargetTriple::create(&h.triple);
-    let target =
-        Target::from_triple(&triple).map_err(|e| JitError::Compile(format!("host target: {e}")))?;
+    let target = Target::from_triple(&triple).map_err(|e| JitError::Compile(format!("host target: {e}")))?;
     let level = match opt {
         0 => OptimizationLevel::None,
         1 => OptimizationLevel::Less,
@@ -120,17 +106,8 @@ fn tm_for(opt: u32) -> Result<TargetMachine, JitError> {
         _ => OptimizationLevel::Aggressive,
     };
     target
-        .create_target_machine(
-            &triple,
-            &h.cpu,
-            &h.features,
-            level,
-            RelocMode::PIC,
-            CodeModel::Small,
-        )
-        .ok_or_else(|| {
-            JitError::Compile(format!("cannot create a target machine for {}", h.triple))
-        })
+        .create_target_machine(&triple, &h.cpu, &h.features, level, RelocMode::PIC, CodeModel::Small)
+        .ok_or_else(|| JitError::Compile(format!("cannot create a target machine for {}", h.triple)))
 }
 
 /// Which bitcode architectures this JIT compiles.
@@ -172,16 +149,9 @@ pub(crate) fn compile(bc: &[u8], opt: u32) -> Result<(Vec<u8>, String), JitError
     .map_err(JitError::Compile)?;
     let payload = decode(&out)?;
     let bad = || JitError::Compile("internal: malformed result from the JIT child".into());
-    let ol: [u8; 8] = payload
-        .get(..8)
-        .ok_or_else(bad)?
-        .try_into()
-        .map_err(|_| bad())?;
+    let ol: [u8; 8] = payload.get(..8).ok_or_else(bad)?.try_into().map_err(|_| bad())?;
     let ol = usize::try_from(u64::from_le_bytes(ol)).map_err(|_| bad())?;
-    let obj = payload
-        .get(8..8usize.checked_add(ol).ok_or_else(bad)?)
-        .ok_or_else(bad)?
-        .to_vec();
+    let obj = payload.get(8..8usize.checked_add(ol).ok_or_else(bad)?).ok_or_else(bad)?.to_vec();
     let meta = String::from_utf8(payload[8 + ol..].to_vec()).map_err(|_| bad())?;
     Ok((obj, meta))
 }
@@ -210,9 +180,7 @@ fn decode(v: &[u8]) -> Result<&[u8], JitError> {
         Some((4, rest)) => Err(JitError::Io(msg(rest))),
         Some((5, rest)) => Err(JitError::NotFound(msg(rest))),
         Some((_, rest)) => Err(JitError::Compile(msg(rest))),
-        None => Err(JitError::Compile(
-            "internal: empty result from the JIT child".into(),
-        )),
+        None => Err(JitError::Compile("internal: empty result from the JIT child".into())),
     }
 }
 
@@ -223,28 +191,17 @@ fn compile_in_process(bc: &[u8], opt: u32) -> Result<(Vec<u8>, String), JitError
     let stamp = |what: &str| {
         if timing {
             // raw write(2): this may run in a forked child, where std's stderr lock is not safe to take
-            let line = format!(
-                "offload-rs jit: {what} at {:.2} ms\n",
-                t0.elapsed().as_secs_f64() * 1e3
-            );
+            let line = format!("offload-rs jit: {what} at {:.2} ms\n", t0.elapsed().as_secs_f64() * 1e3);
             // SAFETY: writing a live buffer to fd 2.
             let _ = unsafe { libc::write(2, line.as_ptr() as *const libc::c_void, line.len()) };
         }
     };
     let ctx = Context::create();
-    let m = parse(&ctx, bc).map_err(|e| {
-        JitError::InvalidBinary(format!(
-            "expected valid LLVM bitcode, found malformed bitcode: {e}"
-        ))
-    })?;
+    let m = parse(&ctx, bc)
+        .map_err(|e| JitError::InvalidBinary(format!("expected valid LLVM bitcode, found malformed bitcode: {e}")))?;
     let triple = m.get_triple().as_str().to_string_lossy().into_owned();
     let arch = supported_arch(&triple).ok_or_else(|| unsupported(&triple))?;
-    m.verify().map_err(|e| {
-        JitError::Compile(format!(
-            "input module does not verify: {}",
-            truncate(&e.to_string())
-        ))
-    })?;
+    m.verify().map_err(|e| JitError::Compile(format!("input module does not verify: {}", truncate(&e.to_string()))))?;
     let tm = tm_for(opt)?;
     m.set_triple(&tm.get_triple());
     m.set_data_layout(&tm.get_target_data().get_data_layout());
@@ -255,14 +212,7 @@ fn compile_in_process(bc: &[u8], opt: u32) -> Result<(Vec<u8>, String), JitError
     // SAFETY: the module pointer is valid for the call (owned by `m`); out-pointers are valid; the shim
     // returns malloc'ed strings that we free with ol_rs_jit_free.
     let rc = unsafe {
-        ol_rs_jit_lower(
-            m.as_mut_ptr() as *mut c_void,
-            arch as c_int,
-            cpu.as_ptr(),
-            feat.as_ptr(),
-            &mut meta,
-            &mut err,
-        )
+        ol_rs_jit_lower(m.as_mut_ptr() as *mut c_void, arch as c_int, cpu.as_ptr(), feat.as_ptr(), &mut meta, &mut err)
     };
     let take = |p: *mut c_char| -> String {
         if p.is_null() {
@@ -282,12 +232,8 @@ fn compile_in_process(bc: &[u8], opt: u32) -> Result<(Vec<u8>, String), JitError
     if std::env::var_os("OFFLOAD_RS_JIT_DUMP_LOWERED").is_some() {
         let _ = m.print_to_file("/tmp/offload_rs_lowered.ll");
     }
-    m.verify().map_err(|e| {
-        JitError::Compile(format!(
-            "lowered module does not verify: {}",
-            truncate(&e.to_string())
-        ))
-    })?;
+    m.verify()
+        .map_err(|e| JitError::Compile(format!("lowered module does not verify: {}", truncate(&e.to_string()))))?;
     stamp("parsed, verified and lowered");
     let passes = format!("default<O{opt}>");
     m.run_passes(&passes, &tm, PassBuilderOptions::create())
@@ -309,32 +255,20 @@ fn truncate(s: &str) -> String {
 
 /// Parses the shim's metadata lines: `K name symbol static scratch barriers warp nparams size:align...`.
 pub(crate) fn parse_meta(text: &str) -> Result<Vec<KernelMeta>, JitError> {
-    let bad = || {
-        JitError::Compile(format!(
-            "internal: malformed kernel metadata: {}",
-            truncate(text)
-        ))
-    };
+    let bad = || JitError::Compile(format!("internal: malformed kernel metadata: {}", truncate(text)));
     let mut out = Vec::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split(' ').collect();
         if f.first() != Some(&"K") || f.len() < 8 {
             return Err(bad());
         }
-        let num = |i: usize| {
-            f.get(i)
-                .and_then(|s| s.parse::<usize>().ok())
-                .ok_or_else(bad)
-        };
+        let num = |i: usize| f.get(i).and_then(|s| s.parse::<usize>().ok()).ok_or_else(bad);
         let n = num(7)?;
         let mut params = Vec::with_capacity(n);
         for i in 0..n {
             let p = f.get(8 + i).ok_or_else(bad)?;
             let (s, a) = p.split_once(':').ok_or_else(bad)?;
-            params.push(ParamLayout {
-                size: s.parse().map_err(|_| bad())?,
-                align: a.parse().map_err(|_| bad())?,
-            });
+            params.push(ParamLayout { size: s.parse().map_err(|_| bad())?, align: a.parse().map_err(|_| bad())? });
         }
         out.push(KernelMeta {
             name: f[1].to_string(),

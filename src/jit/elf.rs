@@ -12,8 +12,8 @@ use std::sync::OnceLock;
 
 use object::read::elf::ElfFile64;
 use object::{
-    Endianness, Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget,
-    SectionIndex, SectionKind, SymbolIndex, SymbolKind, SymbolSection,
+    Endianness, Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget, SectionIndex, SectionKind,
+    SymbolIndex, SymbolKind, SymbolSection,
 };
 
 use super::JitError;
@@ -72,17 +72,14 @@ fn resolve_external(name: &str) -> Option<usize> {
 impl LoadedObject {
     pub(crate) fn load(data: &[u8]) -> Result<Self, JitError> {
         let link = |m: String| JitError::Link(m);
-        let file = ElfFile64::<Endianness>::parse(data)
-            .map_err(|e| link(format!("bad JIT object: {e}")))?;
+        let file = ElfFile64::<Endianness>::parse(data).map_err(|e| link(format!("bad JIT object: {e}")))?;
         // 1. choose sections
         let mut placed: HashMap<SectionIndex, (Class, usize /*offset in class*/)> = HashMap::new();
         let mut class_size = [0usize; 3];
         let mut secs = Vec::new();
         for s in file.sections() {
             let (alloc, write, exec) = match s.flags() {
-                object::SectionFlags::Elf { sh_flags } => {
-                    (sh_flags & 2 != 0, sh_flags & 1 != 0, sh_flags & 4 != 0)
-                }
+                object::SectionFlags::Elf { sh_flags } => (sh_flags & 2 != 0, sh_flags & 1 != 0, sh_flags & 4 != 0),
                 _ => (false, false, false),
             };
             let name = s.name().unwrap_or("");
@@ -90,9 +87,7 @@ impl LoadedObject {
                 continue;
             }
             if matches!(s.kind(), SectionKind::Tls | SectionKind::UninitializedTls) {
-                return Err(link(format!(
-                    "thread-local section '{name}' is not supported"
-                )));
+                return Err(link(format!("thread-local section '{name}' is not supported")));
             }
             let class = if exec {
                 Class::Exec
@@ -121,10 +116,7 @@ impl LoadedObject {
                     got_idx.entry(si).or_insert(n);
                     let m = stub_idx.len();
                     stub_idx.entry(si).or_insert(m);
-                } else if let RelocationFlags::Elf {
-                    r_type: 9 | 41 | 42,
-                } = r.flags()
-                {
+                } else if let RelocationFlags::Elf { r_type: 9 | 41 | 42 } = r.flags() {
                     got_idx.entry(si).or_insert(n);
                 }
             }
@@ -149,9 +141,7 @@ impl LoadedObject {
             )
         };
         if base == libc::MAP_FAILED {
-            return Err(JitError::Io(format!(
-                "mmap of {total} bytes for JIT code failed"
-            )));
+            return Err(JitError::Io(format!("mmap of {total} bytes for JIT code failed")));
         }
         let mut obj = LoadedObject {
             base: base as *mut u8,
@@ -162,9 +152,7 @@ impl LoadedObject {
         let class_base = [exec_start, ro_start, rw_start];
         let base_addr = obj.base as usize;
         let sec_addr = |idx: SectionIndex| -> Option<usize> {
-            placed
-                .get(&idx)
-                .map(|(c, off)| base_addr + class_base[*c as usize] + off)
+            placed.get(&idx).map(|(c, off)| base_addr + class_base[*c as usize] + off)
         };
         // 3. copy section contents (bss stays zero)
         for s in &secs {
@@ -189,10 +177,7 @@ impl LoadedObject {
                 },
                 SymbolSection::Absolute => sym.address() as usize,
                 SymbolSection::Common => {
-                    return Err(link(format!(
-                        "common symbol '{}' is not supported",
-                        sym.name().unwrap_or("?")
-                    )));
+                    return Err(link(format!("common symbol '{}' is not supported", sym.name().unwrap_or("?"))));
                 }
                 _ => continue,
             };
@@ -202,11 +187,7 @@ impl LoadedObject {
                 && sym.kind() != SymbolKind::Section
             {
                 let is_data = matches!(sym.kind(), SymbolKind::Data | SymbolKind::Unknown);
-                let e = obj.symbols.entry(name.to_string()).or_insert((
-                    addr,
-                    sym.size() as usize,
-                    is_data,
-                ));
+                let e = obj.symbols.entry(name.to_string()).or_insert((addr, sym.size() as usize, is_data));
                 if sym.is_global() {
                     *e = (addr, sym.size() as usize, is_data);
                 }
@@ -229,12 +210,9 @@ impl LoadedObject {
                     }
                 }
             } else {
-                *sym_addr.get(si).ok_or_else(|| {
-                    link(format!(
-                        "symbol '{}' has no address",
-                        sym.name().unwrap_or("?")
-                    ))
-                })?
+                *sym_addr
+                    .get(si)
+                    .ok_or_else(|| link(format!("symbol '{}' has no address", sym.name().unwrap_or("?"))))?
             };
             sym_addr.entry(*si).or_insert(target);
             // SAFETY: inside the mapping.
@@ -272,9 +250,7 @@ impl LoadedObject {
                         (addr as i64, sym.is_undefined(), Some(si))
                     }
                     RelocationTarget::Section(sec) => (
-                        sec_addr(sec)
-                            .ok_or_else(|| link("relocation against an unloaded section".into()))?
-                            as i64,
+                        sec_addr(sec).ok_or_else(|| link("relocation against an unloaded section".into()))? as i64,
                         false,
                         None,
                     ),
@@ -289,11 +265,7 @@ impl LoadedObject {
                     }
                 };
                 let write32 = |v: i64, signed: bool| -> Result<(), JitError> {
-                    let ok = if signed {
-                        i32::try_from(v).is_ok()
-                    } else {
-                        u32::try_from(v).is_ok()
-                    };
+                    let ok = if signed { i32::try_from(v).is_ok() } else { u32::try_from(v).is_ok() };
                     if !ok {
                         return Err(link(format!("relocation type {r_type} overflows 32 bits")));
                     }
@@ -310,9 +282,7 @@ impl LoadedObject {
                     2 | 4 => write32(call_target(s_addr) + a - pi, true)?, // PC32, PLT32
                     9 | 41 | 42 => {
                         // GOTPCREL, GOTPCRELX, REX_GOTPCRELX
-                        let gi = si
-                            .and_then(|si| got_idx.get(&si))
-                            .ok_or_else(|| link("GOT entry missing".into()))?;
+                        let gi = si.and_then(|si| got_idx.get(&si)).ok_or_else(|| link("GOT entry missing".into()))?;
                         write32((got_base + gi * 8) as i64 + a - pi, true)?;
                     }
                     10 => write32(s_addr + a, false)?, // 32
@@ -334,13 +304,7 @@ impl LoadedObject {
                 return Ok(());
             }
             // SAFETY: page-aligned range inside our mapping.
-            let rc = unsafe {
-                libc::mprotect(
-                    obj.base.add(start) as *mut libc::c_void,
-                    align_up(len, PAGE),
-                    p,
-                )
-            };
+            let rc = unsafe { libc::mprotect(obj.base.add(start) as *mut libc::c_void, align_up(len, PAGE), p) };
             if rc != 0 {
                 return Err(JitError::Io("mprotect of JIT code failed".into()));
             }
@@ -360,16 +324,12 @@ impl LoadedObject {
 
     /// A defined data object: (address, size).
     pub(crate) fn data_symbol(&self, name: &str) -> Option<(usize, usize)> {
-        self.symbols
-            .get(name)
-            .filter(|e| e.2)
-            .map(|&(a, s, _)| (a, s))
+        self.symbols.get(name).filter(|e| e.2).map(|&(a, s, _)| (a, s))
     }
 
     /// Runs the image's global constructors (`__ol_rs_init`).
     pub(crate) fn run_init(&self) {
-        self.initialized
-            .store(true, std::sync::atomic::Ordering::Release);
+        self.initialized.store(true, std::sync::atomic::Ordering::Release);
         self.call("__ol_rs_init");
     }
 
@@ -379,8 +339,7 @@ impl LoadedObject {
         {
             // SAFETY: `__ol_rs_init`/`__ol_rs_fini` are generated by lower.cpp as `void(void)` C functions
             // in this mapping, which is alive for the duration of the call.
-            let f: unsafe extern "C" fn() =
-                unsafe { std::mem::transmute::<usize, unsafe extern "C" fn()>(a) };
+            let f: unsafe extern "C" fn() = unsafe { std::mem::transmute::<usize, unsafe extern "C" fn()>(a) };
             // SAFETY: see above.
             unsafe { f() };
         }

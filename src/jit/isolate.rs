@@ -11,10 +11,7 @@
 use std::time::{Duration, Instant};
 
 /// Result of running `f` in a child: its bytes, or why there are none.
-pub(crate) fn run_isolated(
-    f: impl FnOnce() -> Vec<u8>,
-    timeout: Duration,
-) -> Result<Vec<u8>, String> {
+pub(crate) fn run_isolated(f: impl FnOnce() -> Vec<u8>, timeout: Duration) -> Result<Vec<u8>, String> {
     let mut fds = [0i32; 2];
     // SAFETY: pipe2 with a valid 2-element array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -44,13 +41,7 @@ pub(crate) fn run_isolated(
         let mut off = 0usize;
         while off < out.len() {
             // SAFETY: writing from a live buffer to our pipe.
-            let n = unsafe {
-                libc::write(
-                    wr,
-                    out[off..].as_ptr() as *const libc::c_void,
-                    out.len() - off,
-                )
-            };
+            let n = unsafe { libc::write(wr, out[off..].as_ptr() as *const libc::c_void, out.len() - off) };
             if n <= 0 {
                 break;
             }
@@ -72,11 +63,7 @@ pub(crate) fn run_isolated(
             timed_out = true;
             break;
         }
-        let mut pfd = libc::pollfd {
-            fd: rd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
+        let mut pfd = libc::pollfd { fd: rd, events: libc::POLLIN, revents: 0 };
         // SAFETY: polling one valid descriptor.
         let r = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(i32::MAX as u128) as i32) };
         if r < 0 {
@@ -120,22 +107,13 @@ pub(crate) fn run_isolated(
         }
     }
     if timed_out {
-        return Err(format!(
-            "LLVM did not finish within {} s",
-            timeout.as_secs()
-        ));
+        return Err(format!("LLVM did not finish within {} s", timeout.as_secs()));
     }
     if reaped && libc::WIFSIGNALED(status) {
-        return Err(format!(
-            "LLVM crashed on this image (signal {})",
-            libc::WTERMSIG(status)
-        ));
+        return Err(format!("LLVM crashed on this image (signal {})", libc::WTERMSIG(status)));
     }
     if reaped && (!libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0) {
-        return Err(format!(
-            "LLVM aborted on this image (exit status {})",
-            libc::WEXITSTATUS(status)
-        ));
+        return Err(format!("LLVM aborted on this image (exit status {})", libc::WEXITSTATUS(status)));
     }
     let n = data.len();
     if n < 16 || data[n - 8..] != END_MARK.to_le_bytes() {

@@ -86,7 +86,7 @@ use std::sync::Arc;
 pub use cache::cache_stats;
 
 /// Bumped whenever the generated code's ABI (WgCtx, metadata, lowering) changes; part of the cache key.
-pub const JIT_ABI_VERSION: u32 = 1;
+pub(crate) const JIT_ABI_VERSION: u32 = 1;
 
 /// What an image looks like.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -313,9 +313,7 @@ pub fn classify(image: &[u8]) -> ImageKind {
     if let Some(bc) = bitcode_payload(image) {
         return match compile::bitcode_triple(bc) {
             Ok(t) => ImageKind::Bitcode { triple: t },
-            Err(e) => {
-                ImageKind::Unknown(format!("malformed LLVM bitcode ({}): {e}", describe(image)))
-            }
+            Err(e) => ImageKind::Unknown(format!("malformed LLVM bitcode ({}): {e}", describe(image))),
         };
     }
     if image.len() >= 4 && image[..4] == BC_WRAPPER {
@@ -346,22 +344,16 @@ pub fn load(image: &[u8]) -> Result<LoadedImage, JitError> {
         let co = cache::get_or_compile(bc)?;
         let obj = elf::LoadedObject::load(&co.object)?;
         obj.run_init();
-        return Ok(LoadedImage {
-            inst: Arc::new(Instance::Jit(obj, co)),
-        });
+        return Ok(LoadedImage { inst: Arc::new(Instance::Jit(obj, co)) });
     }
     match classify(image) {
-        ImageKind::Bitcode { .. } => Err(JitError::InvalidBinary(
-            "internal: bitcode not recognised".into(),
-        )),
+        ImageKind::Bitcode { .. } => Err(JitError::InvalidBinary("internal: bitcode not recognised".into())),
         ImageKind::NativeElf => {
             let lib = native::NativeLib::open(image)?;
-            Ok(LoadedImage {
-                inst: Arc::new(Instance::Native(lib)),
-            })
+            Ok(LoadedImage { inst: Arc::new(Instance::Native(lib)) })
         }
-        ImageKind::Unknown(what) => Err(JitError::InvalidBinary(format!(
-            "expected LLVM bitcode or an x86-64 ELF shared object, found {what}"
-        ))),
+        ImageKind::Unknown(what) => {
+            Err(JitError::InvalidBinary(format!("expected LLVM bitcode or an x86-64 ELF shared object, found {what}")))
+        }
     }
 }

@@ -21,14 +21,10 @@ pub(crate) fn check_elf(image: &[u8]) -> Result<(), String> {
     let e_type = u16::from_le_bytes([image[16], image[17]]);
     let e_machine = u16::from_le_bytes([image[18], image[19]]);
     if e_machine != 62 {
-        return Err(format!(
-            "an ELF file for machine {e_machine} (x86-64 is 62)"
-        ));
+        return Err(format!("an ELF file for machine {e_machine} (x86-64 is 62)"));
     }
     if e_type != 3 {
-        return Err(format!(
-            "an x86-64 ELF file of type {e_type} (a shared object, ET_DYN = 3, is required)"
-        ));
+        return Err(format!("an x86-64 ELF file of type {e_type} (a shared object, ET_DYN = 3, is required)"));
     }
     object::File::parse(image).map_err(|e| format!("a malformed x86-64 ELF shared object: {e}"))?;
     Ok(())
@@ -52,17 +48,12 @@ impl NativeLib {
         // SAFETY: memfd_create with a static name; the fd is owned by `file` below.
         let fd = unsafe { libc::memfd_create(c"offload-rs-image".as_ptr(), libc::MFD_CLOEXEC) };
         if fd < 0 {
-            return Err(JitError::Io(format!(
-                "memfd_create failed: {}",
-                std::io::Error::last_os_error()
-            )));
+            return Err(JitError::Io(format!("memfd_create failed: {}", std::io::Error::last_os_error())));
         }
         // SAFETY: fd is a fresh descriptor we own.
         let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-        file.write_all(image)
-            .map_err(|e| JitError::Io(format!("writing the image to a memfd failed: {e}")))?;
-        let path =
-            CString::new(format!("/proc/self/fd/{fd}")).map_err(|e| JitError::Io(e.to_string()))?;
+        file.write_all(image).map_err(|e| JitError::Io(format!("writing the image to a memfd failed: {e}")))?;
+        let path = CString::new(format!("/proc/self/fd/{fd}")).map_err(|e| JitError::Io(e.to_string()))?;
         // SAFETY: dlopen of a valid path; running the library's constructors is what loading means.
         let h = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         drop(file);
@@ -73,18 +64,11 @@ impl NativeLib {
                 "unknown error".to_string()
             } else {
                 // SAFETY: non-NULL NUL-terminated string from dlerror.
-                unsafe { std::ffi::CStr::from_ptr(e) }
-                    .to_string_lossy()
-                    .into_owned()
+                unsafe { std::ffi::CStr::from_ptr(e) }.to_string_lossy().into_owned()
             };
-            return Err(JitError::Link(format!(
-                "dlopen of the x86-64 shared object failed: {msg}"
-            )));
+            return Err(JitError::Link(format!("dlopen of the x86-64 shared object failed: {msg}")));
         }
-        Ok(NativeLib {
-            handle: h as usize,
-            sizes,
-        })
+        Ok(NativeLib { handle: h as usize, sizes })
     }
 
     pub(crate) fn function(&self, name: &str) -> Option<usize> {

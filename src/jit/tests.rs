@@ -22,11 +22,7 @@ const EXIT_TARGETS: [Tgt; 2] = [Tgt::Nv, Tgt::Amd];
 fn clang() -> Option<&'static str> {
     static HAVE: OnceLock<bool> = OnceLock::new();
     let ok = *HAVE.get_or_init(|| {
-        Command::new("clang-22")
-            .arg("--version")
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false)
+        Command::new("clang-22").arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
     });
     if ok {
         Some("clang-22")
@@ -45,35 +41,22 @@ fn bitcode(name: &str, t: Tgt) -> Option<Vec<u8>> {
     if let Some(v) = memo.lock().unwrap().get(&(name.to_string(), t)) {
         return Some(v.clone());
     }
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("ffi-tests/kernels")
-        .join(format!("{name}.c"));
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ffi-tests/kernels").join(format!("{name}.c"));
     let dir = std::env::temp_dir().join(format!("offload-rs-jit-tests-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join(format!("{name}.{t:?}.bc"));
     let mut cmd = Command::new(cl);
     match t {
-        Tgt::Nv => cmd.args([
-            "--target=nvptx64-nvidia-cuda",
-            "-march=sm_90",
-            "--cuda-feature=+ptx80",
-        ]),
+        Tgt::Nv => cmd.args(["--target=nvptx64-nvidia-cuda", "-march=sm_90", "--cuda-feature=+ptx80"]),
         Tgt::Amd => cmd.args(["--target=amdgcn-amd-amdhsa", "-mcpu=gfx90a"]),
         Tgt::Spv => cmd.args(["--target=spirv64"]),
     };
-    let st = cmd
-        .args(["-nogpulib", "-ffreestanding", "-flto", "-O2", "-c"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .unwrap();
+    let st =
+        cmd.args(["-nogpulib", "-ffreestanding", "-flto", "-O2", "-c"]).arg(&src).arg("-o").arg(&out).status().unwrap();
     assert!(st.success(), "clang-22 failed on {name}.c for {t:?}");
     let v = std::fs::read(&out).unwrap();
     let _ = std::fs::remove_file(&out);
-    memo.lock()
-        .unwrap()
-        .insert((name.to_string(), t), v.clone());
+    memo.lock().unwrap().insert((name.to_string(), t), v.clone());
     Some(v)
 }
 
@@ -89,17 +72,13 @@ fn pack(params: &[ParamLayout], vals: &[&[u8]]) -> Vec<u64> {
     }
     let mut words = vec![0u64; buf.len().div_ceil(8).max(1)];
     // SAFETY: words has at least buf.len() bytes.
-    unsafe {
-        std::ptr::copy_nonoverlapping(buf.as_ptr(), words.as_mut_ptr() as *mut u8, buf.len())
-    };
+    unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), words.as_mut_ptr() as *mut u8, buf.len()) };
     words
 }
 
 fn b<T: Copy>(v: &T) -> Vec<u8> {
     // SAFETY: reading the bytes of a plain Copy value.
-    unsafe {
-        std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()).to_vec()
-    }
+    unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()).to_vec() }
 }
 
 #[repr(C, align(64))]
@@ -165,15 +144,7 @@ fn saxpy_exact() {
         let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
         let mut y: Vec<f32> = (0..n).map(|i| 1.0 + i as f32).collect();
         let expect: Vec<f32> = (0..n as usize).map(|i| 3.0f32 * x[i] + y[i]).collect();
-        let args = pack(
-            &k.params,
-            &[
-                &b(&3.0f32),
-                &b(&(x.as_ptr() as usize)),
-                &ptr(&mut y),
-                &b(&n),
-            ],
-        );
+        let args = pack(&k.params, &[&b(&3.0f32), &b(&(x.as_ptr() as usize)), &ptr(&mut y), &b(&n)]);
         launch(&k, [n.div_ceil(128), 1, 1], [128, 1, 1], &args, 0);
         assert_eq!(y, expect, "{t:?}");
     }
@@ -193,14 +164,7 @@ fn reduction_with_barriers() {
         let input: Vec<f32> = (0..n).map(|i| (i % 17) as f32).collect();
         let groups = (n as u32).div_ceil(256);
         let mut out = vec![0f32; groups as usize];
-        let args = pack(
-            &k.params,
-            &[
-                &b(&(input.as_ptr() as usize)),
-                &ptr(&mut out),
-                &b(&(n as u32)),
-            ],
-        );
+        let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&(n as u32))]);
         launch(&k, [groups, 1, 1], [256, 1, 1], &args, 0);
         for g in 0..groups as usize {
             let s: f32 = input[g * 256..((g + 1) * 256).min(n)].iter().sum();
@@ -324,22 +288,9 @@ fn struct_argument() {
         };
         let k = img.kernel("structarg").expect("kernel");
         assert_eq!(k.params.len(), 4, "{t:?}");
-        assert_eq!(
-            k.params[1],
-            ParamLayout {
-                size: std::mem::size_of::<Mixed>(),
-                align: 8
-            },
-            "{t:?}"
-        );
+        assert_eq!(k.params[1], ParamLayout { size: std::mem::size_of::<Mixed>(), align: 8 }, "{t:?}");
         let mut target = 12i32;
-        let m = Mixed {
-            c: 3,
-            p: &mut target,
-            s: -7,
-            d: 2.5,
-            c2: 9,
-        };
+        let m = Mixed { c: 3, p: &mut target, s: -7, d: 2.5, c2: 9 };
         let mut out = [0f64; 7];
         let args = pack(&k.params, &[&b(&5i8), &b(&m), &b(&-300i16), &ptr(&mut out)]);
         launch(&k, [2, 1, 1], [4, 1, 1], &args, 0);
@@ -457,21 +408,14 @@ fn lane_operations() {
         let mut out = vec![0u32; 4 * n];
         let mut ballots = vec![0u64; n];
         let mut wide = vec![0u64; 2 * n];
-        let args = pack(
-            &k.params,
-            &[&ptr(&mut out), &ptr(&mut ballots), &ptr(&mut wide)],
-        );
+        let args = pack(&k.params, &[&ptr(&mut out), &ptr(&mut ballots), &ptr(&mut wide)]);
         launch(&k, [2, 1, 1], [block as u32, 1, 1], &args, 0);
         for i in 0..n {
             let lane = (i % block) % w;
             let warp_first = i - lane;
             assert_eq!(out[4 * i], lane as u32, "{t:?} lane {i}");
             assert_eq!(out[4 * i + 1], (warp_first * 3) as u32, "{t:?} first {i}");
-            assert_eq!(
-                out[4 * i + 2],
-                ((warp_first + (lane + 1) % w) * 10) as u32,
-                "{t:?} shuffle {i}"
-            );
+            assert_eq!(out[4 * i + 2], ((warp_first + (lane + 1) % w) * 10) as u32, "{t:?} shuffle {i}");
             assert_eq!(out[4 * i + 3], w as u32, "{t:?}");
             let mut e = 0u64;
             for l in 0..w {
@@ -482,11 +426,7 @@ fn lane_operations() {
             assert_eq!(ballots[i], e, "{t:?} ballot {i}");
             let wv = |j: usize| ((j as u64) << 33) | j as u64;
             assert_eq!(wide[2 * i], wv(warp_first), "{t:?} first u64 {i}");
-            assert_eq!(
-                wide[2 * i + 1],
-                wv(warp_first + (lane + 3) % w),
-                "{t:?} shuffle u64 {i}"
-            );
+            assert_eq!(wide[2 * i + 1], wv(warp_first + (lane + 3) % w), "{t:?} shuffle u64 {i}");
         }
     }
 }
@@ -557,11 +497,7 @@ fn cache_hit_and_eviction() {
     drop(b2);
     let c3 = load(&bc).unwrap();
     let (_, c4, _) = cache_stats();
-    assert_eq!(
-        c4,
-        c2 + 1,
-        "entry was evicted after the last program was dropped"
-    );
+    assert_eq!(c4, c2 + 1, "entry was evicted after the last program was dropped");
     drop(c3);
 }
 
@@ -603,35 +539,20 @@ fn garbage_is_rejected() {
         }
     }
     let e = load(&[0x12, 0x34, 0x56, 0x78, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9]).unwrap_err();
-    assert!(
-        e.to_string().contains("16 bytes starting 0x12345678"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("16 bytes starting 0x12345678"), "{e}");
     let Some(bc) = bitcode("saxpy", Tgt::Nv) else {
         return;
     };
     assert!(is_valid_for_cpu(&bc));
-    assert!(
-        matches!(classify(&bc), ImageKind::Bitcode { ref triple } if triple.starts_with("nvptx64"))
-    );
+    assert!(matches!(classify(&bc), ImageKind::Bitcode { ref triple } if triple.starts_with("nvptx64")));
     // truncations
-    for cut in [
-        5,
-        40,
-        bc.len() / 3,
-        bc.len() / 2,
-        bc.len() - 8,
-        bc.len() - 1,
-    ] {
+    for cut in [5, 40, bc.len() / 3, bc.len() / 2, bc.len() - 8, bc.len() - 1] {
         let r = load(&bc[..cut]);
         assert!(r.is_err(), "truncated at {cut} loaded");
     }
     // bit flips: must not crash; either an error or (rarely) a harmless load
     let mut seed = 0x9e3779b97f4a7c15u64;
-    let flips: usize = std::env::var("OFFLOAD_RS_JIT_FLIPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
+    let flips: usize = std::env::var("OFFLOAD_RS_JIT_FLIPS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
     for _ in 0..flips {
         seed ^= seed << 13;
         seed ^= seed >> 7;
@@ -664,12 +585,7 @@ fn native_elf_shared_object() {
     )
     .unwrap();
     let so = dir.join("k.so");
-    let st = Command::new(cl)
-        .args(["-shared", "-fPIC", "-O2", "-o"])
-        .arg(&so)
-        .arg(&src)
-        .status()
-        .unwrap();
+    let st = Command::new(cl).args(["-shared", "-fPIC", "-O2", "-o"]).arg(&so).arg(&src).status().unwrap();
     assert!(st.success());
     let image = std::fs::read(&so).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
@@ -729,10 +645,7 @@ fn unsupported_intrinsic_is_a_compile_error() {
         return;
     }
     match load(&bc.unwrap()) {
-        Err(JitError::Compile(m)) => assert!(
-            m.contains("llvm.nvvm") || m.contains("readcyclecounter"),
-            "{m}"
-        ),
+        Err(JitError::Compile(m)) => assert!(m.contains("llvm.nvvm") || m.contains("readcyclecounter"), "{m}"),
         Err(e) => panic!("unexpected error kind {e:?}"),
         Ok(_) => panic!("unsupported intrinsic compiled"),
     }
@@ -752,15 +665,7 @@ fn recursion_is_rejected() {
     .unwrap();
     let out = dir.join("r.bc");
     let st = Command::new(cl)
-        .args([
-            "--target=amdgcn-amd-amdhsa",
-            "-mcpu=gfx90a",
-            "-nogpulib",
-            "-ffreestanding",
-            "-flto",
-            "-O2",
-            "-c",
-        ])
+        .args(["--target=amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-nogpulib", "-ffreestanding", "-flto", "-O2", "-c"])
         .arg(&src)
         .arg("-o")
         .arg(&out)
@@ -809,24 +714,9 @@ fn measure() {
             let groups = (n / 256) as u32;
             let mut partial = vec![0f32; groups as usize];
             let args = if file == "saxpy" {
-                pack(
-                    &k.params,
-                    &[
-                        &b(&2.0f32),
-                        &b(&(x.as_ptr() as usize)),
-                        &ptr(&mut y),
-                        &b(&(n as u32)),
-                    ],
-                )
+                pack(&k.params, &[&b(&2.0f32), &b(&(x.as_ptr() as usize)), &ptr(&mut y), &b(&(n as u32))])
             } else {
-                pack(
-                    &k.params,
-                    &[
-                        &b(&(x.as_ptr() as usize)),
-                        &ptr(&mut partial),
-                        &b(&(n as u32)),
-                    ],
-                )
+                pack(&k.params, &[&b(&(x.as_ptr() as usize)), &ptr(&mut partial), &b(&(n as u32))])
             };
             let mut run_t = f64::MAX;
             for _ in 0..3 {
@@ -839,10 +729,7 @@ fn measure() {
                 let expect: f64 = x.iter().map(|&v| v as f64).sum();
                 assert_eq!(total, expect);
             }
-            println!(
-                "{file:>7} {t:?}: 16M elements, block 256, 1 thread: {:.1} ms",
-                run_t * 1e3
-            );
+            println!("{file:>7} {t:?}: 16M elements, block 256, 1 thread: {:.1} ms", run_t * 1e3);
             println!(
                 "{file:>7} {t:?}: cold {:.2} ms, warm {:.1} us ({:.0}x), barriers {}, scratch/wi {}",
                 cold * 1e3,
@@ -870,15 +757,7 @@ fn disk_cache_roundtrip_and_corruption() {
         let k = img.kernel("saxpy").unwrap();
         let x = [1.0f32; 4];
         let mut y = [2.0f32; 4];
-        let args = pack(
-            &k.params,
-            &[
-                &b(&2.0f32),
-                &b(&(x.as_ptr() as usize)),
-                &ptr(&mut y),
-                &b(&4u32),
-            ],
-        );
+        let args = pack(&k.params, &[&b(&2.0f32), &b(&(x.as_ptr() as usize)), &ptr(&mut y), &b(&4u32)]);
         launch(&k, [1, 1, 1], [4, 1, 1], &args, 0);
         assert_eq!(y, [4.0; 4]);
     };
@@ -886,10 +765,7 @@ fn disk_cache_roundtrip_and_corruption() {
     run(); // compiles and writes the file
     let (_, c1, _) = cache_stats();
     assert_eq!(c1, c0 + 1);
-    let files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(files.len(), 1, "one cache file, no temporaries: {files:?}");
     run(); // evicted from memory after the previous drop: must come from disk
     let (_, c2, _) = cache_stats();
@@ -902,11 +778,7 @@ fn disk_cache_roundtrip_and_corruption() {
     run();
     let (_, c3, _) = cache_stats();
     assert_eq!(c3, c2 + 1, "corrupt file must be ignored");
-    assert_ne!(
-        std::fs::read(&files[0]).unwrap(),
-        data,
-        "corrupt file rewritten"
-    );
+    assert_ne!(std::fs::read(&files[0]).unwrap(), data, "corrupt file rewritten");
     run();
     let (_, c4, _) = cache_stats();
     assert_eq!(c4, c3);
@@ -939,13 +811,7 @@ fn host_bitcode_wg_functions() {
     )
     .unwrap();
     let out = dir.join("h.bc");
-    let st = Command::new(cl)
-        .args(["-O2", "-flto", "-c", "-fPIC"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .unwrap();
+    let st = Command::new(cl).args(["-O2", "-flto", "-c", "-fPIC"]).arg(&src).arg("-o").arg(&out).status().unwrap();
     assert!(st.success());
     let bc = std::fs::read(&out).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
@@ -977,11 +843,7 @@ fn exit_before_barrier() {
         launch(&k, [3, 1, 1], [64, 1, 1], &args, 0);
         for (i, v) in out.iter().enumerate() {
             let (base, tt) = ((i / 64 * 64) as u32, (i % 64) as u32);
-            let e = if tt % 4 == 3 {
-                7
-            } else {
-                (tt - tt % 4) * 3 + base + 1
-            };
+            let e = if tt % 4 == 3 { 7 } else { (tt - tt % 4) * 3 + base + 1 };
             assert_eq!(*v, e, "{t:?} {i}");
         }
     }
@@ -1012,29 +874,11 @@ fn scan_and_transpose_with_barriers() {
         let (w, h) = (40u32, 23u32);
         let input: Vec<f32> = (0..w * h).map(|i| i as f32).collect();
         let mut out = vec![-1f32; (w * h) as usize];
-        let args = pack(
-            &k.params,
-            &[
-                &b(&(input.as_ptr() as usize)),
-                &ptr(&mut out),
-                &b(&w),
-                &b(&h),
-            ],
-        );
-        launch(
-            &k,
-            [w.div_ceil(16), h.div_ceil(16), 1],
-            [16, 16, 1],
-            &args,
-            0,
-        );
+        let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&w), &b(&h)]);
+        launch(&k, [w.div_ceil(16), h.div_ceil(16), 1], [16, 16, 1], &args, 0);
         for y in 0..h {
             for x in 0..w {
-                assert_eq!(
-                    out[(x * h + y) as usize],
-                    input[(y * w + x) as usize],
-                    "{t:?} transpose"
-                );
+                assert_eq!(out[(x * h + y) as usize], input[(y * w + x) as usize], "{t:?} transpose");
             }
         }
     }

@@ -62,7 +62,7 @@ pub fn device() -> Arc<CpuDevice> {
 /// cpu-kernels.md §4b used and keeps 256 x 4 bytes of a vector in L1. `SharedMemory` is taken as
 /// dynamic local memory per work-group, as LLVM 22's CUDA plugin passes it: it does not change the
 /// answer, but more than the device's local memory is `OutOfResources`.
-pub const OPTIMAL_GROUP_SIZE: usize = 256;
+pub(crate) const OPTIMAL_GROUP_SIZE: usize = 256;
 
 pub struct CpuDevice {
     info: DeviceInfo,

@@ -27,46 +27,6 @@
 #define OL_VERSION_PATCH 1
 
 
-// `OL_DEVICE_TYPE_CPU`
-#define DEVICE_TYPE_CPU 3
-
-// Local (`__shared__`) memory per work-group, static plus dynamic. 64 KiB: more than CUDA's default
-// 48 KiB so ported kernels fit, small enough to stay in L2.
-#define LOCAL_MEM_PER_GROUP (64 * 1024)
-
-// Work-items per group (CUDA's limit).
-#define MAX_GROUP_SIZE 1024
-
-// Memory clock in MHz when SMBIOS cannot be read: DDR4-3200 (3200 MT/s, 1600 MHz clock).
-#define FALLBACK_MEMORY_CLOCK_MHZ 1600
-
-// `fp_config` bits (`ol_device_fp_capability_flags_t`): denorm, inf/nan, round-to-nearest, round-to-zero,
-// round-to-inf, fma, correctly-rounded divide/sqrt: all IEEE-754 on x86 (SSE2/AVX).
-#define FP_CONFIG_FULL 127
-
-// Largest allocation served by the global allocator.
-#define SMALL_MAX (256 * 1024)
-
-// Largest mapping pre-faulted at allocation time (larger ones may be sparsely used).
-#define POPULATE_MAX (1 << 30)
-
-// Copies/fills from this size on run on the pool.
-#define PARALLEL_MIN (16 << 20)
-
-// Bytes per pool item of a parallel copy/fill.
-#define PARALLEL_BLOCK (1 << 20)
-
-// Alignment of every allocation.
-#define MIN_ALIGN 64
-
-// Stack of each worker: JIT'd kernels keep private arrays on the stack.
-#define WORKER_STACK (16 << 20)
-
-// Jobs are limited to this many items so that the chunk counter cannot overflow.
-#define MAX_ITEMS (1 << 62)
-
-#define AlignedBuf_ALIGN 64
-
 // Opaque target of `ol_context_handle_t` (declared by LLVM 22, used by no entry point).
 typedef struct ol_context_impl_t ol_context_impl_t;
 
@@ -436,9 +396,6 @@ typedef uint32_t ol_device_fp_capability_flags_t;
 // offload-rs extension: the backend of the CPU compute platform. Outside LLVM 22's range on purpose, so
 // that clients which skip `HOST` and `UNKNOWN` platforms (the UR adapter, LLVM's tests) use the CPU device.
 #define OL_PLATFORM_BACKEND_CPU 256
-
-// Work-items per group per dimension (CUDA's limits).
-#define MAX_GROUP_SIZE_PER_DIM { 1024, 1024, 64, }
 
 #ifdef __cplusplus
 extern "C" {

@@ -13,22 +13,22 @@
 use crate::plugin::DeviceInfo;
 
 /// `OL_DEVICE_TYPE_CPU`
-pub const DEVICE_TYPE_CPU: u32 = 3;
+pub(crate) const DEVICE_TYPE_CPU: u32 = 3;
 /// Local (`__shared__`) memory per work-group, static plus dynamic. 64 KiB: more than CUDA's default
 /// 48 KiB so ported kernels fit, small enough to stay in L2.
-pub const LOCAL_MEM_PER_GROUP: u64 = 64 * 1024;
+pub(crate) const LOCAL_MEM_PER_GROUP: u64 = 64 * 1024;
 /// Work-items per group (CUDA's limit).
-pub const MAX_GROUP_SIZE: u32 = 1024;
+pub(crate) const MAX_GROUP_SIZE: u32 = 1024;
 /// Work-items per group per dimension (CUDA's limits).
-pub const MAX_GROUP_SIZE_PER_DIM: [u32; 3] = [1024, 1024, 64];
+pub(crate) const MAX_GROUP_SIZE_PER_DIM: [u32; 3] = [1024, 1024, 64];
 /// Memory clock in MHz when SMBIOS cannot be read: DDR4-3200 (3200 MT/s, 1600 MHz clock).
-pub const FALLBACK_MEMORY_CLOCK_MHZ: u32 = 1600;
+pub(crate) const FALLBACK_MEMORY_CLOCK_MHZ: u32 = 1600;
 /// Clock in MHz when neither cpufreq nor `/proc/cpuinfo` says (never seen on Linux x86).
 const FALLBACK_CPU_CLOCK_MHZ: u32 = 1000;
 
 /// `fp_config` bits (`ol_device_fp_capability_flags_t`): denorm, inf/nan, round-to-nearest, round-to-zero,
 /// round-to-inf, fma, correctly-rounded divide/sqrt: all IEEE-754 on x86 (SSE2/AVX).
-pub const FP_CONFIG_FULL: u32 = 0x7F;
+pub(crate) const FP_CONFIG_FULL: u32 = 0x7F;
 
 /// Build the info from the running machine.
 pub fn read_device_info() -> DeviceInfo {

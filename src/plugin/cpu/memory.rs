@@ -22,15 +22,15 @@ use std::alloc::Layout;
 use std::collections::{BTreeMap, HashMap};
 
 /// Largest allocation served by the global allocator.
-pub const SMALL_MAX: usize = 256 * 1024;
+pub(crate) const SMALL_MAX: usize = 256 * 1024;
 /// Largest mapping pre-faulted at allocation time (larger ones may be sparsely used).
-pub const POPULATE_MAX: usize = 1 << 30;
+pub(crate) const POPULATE_MAX: usize = 1 << 30;
 /// Copies/fills from this size on run on the pool.
-pub const PARALLEL_MIN: usize = 16 << 20;
+pub(crate) const PARALLEL_MIN: usize = 16 << 20;
 /// Bytes per pool item of a parallel copy/fill.
-pub const PARALLEL_BLOCK: usize = 1 << 20;
+pub(crate) const PARALLEL_BLOCK: usize = 1 << 20;
 /// Alignment of every allocation.
-pub const MIN_ALIGN: usize = 64;
+pub(crate) const MIN_ALIGN: usize = 64;
 
 enum Backing {
     Heap(Layout),

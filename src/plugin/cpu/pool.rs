@@ -55,9 +55,9 @@ pub fn spin_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
 /// Upper bound of a chunk, in items.
 const MAX_CHUNK: u64 = 1024;
 /// Stack of each worker: JIT'd kernels keep private arrays on the stack.
-pub const WORKER_STACK: usize = 16 << 20;
+pub(crate) const WORKER_STACK: usize = 16 << 20;
 /// Jobs are limited to this many items so that the chunk counter cannot overflow.
-pub const MAX_ITEMS: u64 = 1 << 62;
+pub(crate) const MAX_ITEMS: u64 = 1 << 62;
 
 /// Work the pool can run: items `0..total`, split into ranges.
 pub trait Task: Sync {
@@ -81,7 +81,7 @@ pub struct AlignedBuf {
 unsafe impl Send for AlignedBuf {}
 
 impl AlignedBuf {
-    pub const ALIGN: usize = 64;
+    pub(crate) const ALIGN: usize = 64;
 
     pub const fn new() -> Self {
         AlignedBuf { ptr: std::ptr::null_mut(), cap: 0 }

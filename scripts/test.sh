@@ -111,6 +111,18 @@ device_info_tool() {
   return 0
 }
 
+install_check() { # install into a scratch prefix; build and run the demo against the installed copy
+  local prefix="$ROOT/build/install-check"
+  rm -rf "$prefix"
+  make -s install PREFIX="$prefix" > "$LOG/install.log" 2>&1 || { cat "$LOG/install.log"; return 1; }
+  # shellcheck disable=SC2046
+  cc -std=c11 -O1 -include stdbool.h ffi-tests/demo.c -o "$prefix/demo" \
+    $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs offload-rs) -Wl,-rpath,"$prefix/lib" || return 1
+  LD_LIBRARY_PATH= "$prefix/demo" > "$LOG/install-demo.log" 2>&1 || { cat "$LOG/install-demo.log"; return 1; }
+  ldd "$prefix/demo" | grep -q "$prefix/lib/libLLVMOffload.so.22.1" || { echo "demo did not load the installed library"; return 1; }
+  echo "installed to $prefix; demo built with pkg-config ran against it"
+}
+
 step "dependencies" bash scripts/install-deps.sh || true
 fmt_check() { # the file list, not pages of diff (run `cargo fmt` to fix)
   cargo fmt --check -- --color=never > "$LOG/cargo-fmt.log" 2>&1 && return 0
@@ -134,6 +146,7 @@ if step "make lib" make lib; then
     step "C tests with ASan+UBSan" run_c_tests_asan
   fi
   step "llvm-offload-device-info-22 with our library" device_info_tool
+  step "make install + a client built with pkg-config" install_check
 fi
 
 section "summary"

@@ -76,7 +76,7 @@
 mod cache;
 mod compile;
 mod elf;
-mod isolate;
+pub(crate) mod isolate;
 mod native;
 #[cfg(test)]
 mod tests;

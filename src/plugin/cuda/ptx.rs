@@ -115,8 +115,39 @@ fn compile_error(what: &str, msg: impl std::fmt::Display) -> PluginError {
     PluginError::Compile(format!("failure to jit IR image: {what}: {msg}"))
 }
 
+/// Run LLVM on image bytes in the JIT's crash-isolating child process (see `jit::isolate`): a corrupt
+/// image that crashes LLVM's bitcode reader becomes an error, and the parent process never runs LLVM
+/// (so no parent thread can hold an LLVM lock when another thread forks a CPU JIT child).
+fn isolated(f: impl FnOnce() -> Result<String, String>) -> Result<String, String> {
+    if !crate::jit::isolate::enabled() {
+        return f();
+    }
+    let out = crate::jit::isolate::run_isolated(
+        || {
+            let (tag, text) = match f() {
+                Ok(t) => (0u8, t),
+                Err(e) => (1u8, e),
+            };
+            let mut v = vec![tag];
+            v.extend_from_slice(text.as_bytes());
+            v
+        },
+        std::time::Duration::from_secs(120),
+    )?;
+    let text = String::from_utf8_lossy(out.get(1..).unwrap_or_default()).into_owned();
+    match out.first() {
+        Some(0) => Ok(text),
+        Some(_) => Err(text),
+        None => Err("the LLVM worker returned nothing".into()),
+    }
+}
+
 /// The triple of a bitcode module if it parses, else None.
 pub fn bitcode_triple(image: &[u8]) -> Option<String> {
+    isolated(|| bitcode_triple_in_process(image).ok_or_else(String::new)).ok()
+}
+
+fn bitcode_triple_in_process(image: &[u8]) -> Option<String> {
     let ctx = Context::create();
     let buf = MemoryBuffer::create_from_memory_range_copy(image, "image");
     let module = ctx.create_module_from_ir(buf).ok()?;
@@ -125,6 +156,16 @@ pub fn bitcode_triple(image: &[u8]) -> Option<String> {
 
 /// NVPTX bitcode -> PTX text for `cpu` (`sm_90`) with `features` (`+ptx84`), optimised at O3.
 pub fn compile_to_ptx(image: &[u8], cpu: &str, features: &str) -> PluginResult<String> {
+    isolated(|| compile_to_ptx_in_process(image, cpu, features).map_err(|e| e.to_string())).map_err(|e| {
+        if e.starts_with("failure to jit IR image") {
+            PluginError::Compile(e)
+        } else {
+            compile_error("LLVM worker", e)
+        }
+    })
+}
+
+fn compile_to_ptx_in_process(image: &[u8], cpu: &str, features: &str) -> PluginResult<String> {
     init_nvptx();
     let ctx = Context::create();
     let buf = MemoryBuffer::create_from_memory_range_copy(image, "image");

@@ -119,7 +119,7 @@ install_check() { # install into a scratch prefix; build and run the demo agains
   cc -std=c11 -O1 -include stdbool.h ffi-tests/demo.c -o "$prefix/demo" \
     $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs offload-rs) -Wl,-rpath,"$prefix/lib" || return 1
   LD_LIBRARY_PATH= "$prefix/demo" > "$LOG/install-demo.log" 2>&1 || { cat "$LOG/install-demo.log"; return 1; }
-  ldd "$prefix/demo" | grep -q "$prefix/lib/libLLVMOffload.so.22.1" || { echo "demo did not load the installed library"; return 1; }
+  LD_LIBRARY_PATH= ldd "$prefix/demo" | grep -q "$prefix/lib/libLLVMOffload.so.22.1" || { echo "demo did not load the installed library"; return 1; }
   echo "installed to $prefix; demo built with pkg-config ran against it"
 }
 

@@ -157,11 +157,7 @@ fn bitcode_triple_in_process(image: &[u8]) -> Option<String> {
 /// NVPTX bitcode -> PTX text for `cpu` (`sm_90`) with `features` (`+ptx84`), optimised at O3.
 pub fn compile_to_ptx(image: &[u8], cpu: &str, features: &str) -> PluginResult<String> {
     isolated(|| compile_to_ptx_in_process(image, cpu, features).map_err(|e| e.to_string())).map_err(|e| {
-        if e.starts_with("failure to jit IR image") {
-            PluginError::Compile(e)
-        } else {
-            compile_error("LLVM worker", e)
-        }
+        if e.starts_with("failure to jit IR image") { PluginError::Compile(e) } else { compile_error("LLVM worker", e) }
     })
 }
 

@@ -46,7 +46,7 @@ static const char *harness_errc_name(unsigned code) {
 
 HARNESS_UNUSED static void harness_fail(const char *file, int line, const char *fmt, ...) {
   va_list ap;
-  harness_cur_failures++;
+  __atomic_fetch_add(&harness_cur_failures, 1, __ATOMIC_RELAXED); /* checks may fail on several threads */
   fprintf(stdout, "  %s:%d: [%s] ", file, line, harness_cur_name);
   va_start(ap, fmt);
   vfprintf(stdout, fmt, ap);

@@ -1,84 +1,16 @@
-// Minimal test harness for the C client tests that load libLLVMOffload.so.22.1 through LLVM's own
-// OffloadAPI.h. Each test is a function; the run ends with one line `N passed, N failed, N skipped`.
+// Helpers for the program, kernel, queue and stress tests (C clients of libLLVMOffload.so.22.1 built against
+// LLVM's own OffloadAPI.h).
 #ifndef OL_TEST_H
 #define OL_TEST_H
-#include <stdbool.h>
-#include <OffloadAPI.h>
+// The checks, skips and the closing line come from harness.h; this header adds the short names the
+// program/kernel/queue tests use and their helpers (device lookup, device code loading).
+#include "harness.h"
 #include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-static int t_pass, t_fail, t_skip;
-static const char *t_name;
-static int t_failed, t_skipped;
-static pthread_mutex_t t_lock = PTHREAD_MUTEX_INITIALIZER;
+#define OK(call) CHECK_OK(call)
+#define ERR(code, call) ((void)CHECK_ERR(code, call))
 
-static void t_report(const char *file, int line, const char *what) {
-  pthread_mutex_lock(&t_lock);
-  fprintf(stderr, "FAIL %s (%s:%d): %s\n", t_name, file, line, what);
-  t_failed = 1;
-  pthread_mutex_unlock(&t_lock);
-}
-
-#define CHECK(c)                                                                                    \
-  do {                                                                                              \
-    if (!(c))                                                                                       \
-      t_report(__FILE__, __LINE__, "CHECK(" #c ")");                                                \
-  } while (0)
-
-#define OK(call)                                                                                    \
-  do {                                                                                              \
-    ol_result_t r_ = (call);                                                                        \
-    if (r_) {                                                                                       \
-      char m_[1024];                                                                                \
-      snprintf(m_, sizeof m_, "%s -> code %d: %s", #call, (int)r_->Code, r_->Details ? r_->Details : "(null)"); \
-      t_report(__FILE__, __LINE__, m_);                                                             \
-    }                                                                                               \
-  } while (0)
-
-// Expect an error with `code`; also checks that Details is a non-empty string.
-#define ERR(code, call)                                                                             \
-  do {                                                                                              \
-    ol_result_t r_ = (call);                                                                        \
-    char m_[1024];                                                                                  \
-    if (!r_) {                                                                                      \
-      snprintf(m_, sizeof m_, "%s succeeded, expected %s", #call, #code);                           \
-      t_report(__FILE__, __LINE__, m_);                                                             \
-    } else if (r_->Code != (code) || !r_->Details || !r_->Details[0]) {                             \
-      snprintf(m_, sizeof m_, "%s -> code %d (%s), expected %s", #call, (int)r_->Code,              \
-               r_->Details ? r_->Details : "(null)", #code);                                        \
-      t_report(__FILE__, __LINE__, m_);                                                             \
-    }                                                                                               \
-  } while (0)
-
-#define SKIP(msg)                                                                                   \
-  do {                                                                                              \
-    printf("SKIP %s: %s\n", t_name, msg);                                                           \
-    t_skipped = 1;                                                                                  \
-    return;                                                                                         \
-  } while (0)
-
-static void t_run(const char *name, void (*fn)(void)) {
-  t_name = name;
-  t_failed = t_skipped = 0;
-  fn();
-  if (t_failed)
-    t_fail++;
-  else if (t_skipped)
-    t_skip++;
-  else
-    t_pass++;
-  printf("%s %s\n", t_failed ? "FAIL" : t_skipped ? "skip" : "ok  ", name);
-  fflush(stdout);
-}
-#define RUN(fn) t_run(#fn, fn)
-
-static int t_finish(void) {
-  printf("%d passed, %d failed, %d skipped\n", t_pass, t_fail, t_skip);
-  return t_fail ? 1 : 0;
-}
+static int t_finish(void) { return harness_summary(); }
 
 // ---- helpers -------------------------------------------------------------------------------------
 

@@ -1,0 +1,34 @@
+//! Replays every saved fuzz input in `fuzz/regressions/<target>/` through the fuzz targets' own code
+//! (`fuzz/src/harness.rs`, included by path), so an input that once crashed or broke an invariant stays
+//! fixed. Add a file there for every crash `scripts/fuzz.sh` finds (libFuzzer writes it to
+//! `fuzz/artifacts/<target>/`).
+//!
+//! One test function: the targets initialise and shut the library down, which must not interleave.
+
+#[allow(dead_code, reason = "the harness also has helpers only the fuzz targets use")]
+#[path = "../fuzz/src/harness.rs"]
+mod harness;
+
+use std::path::Path;
+
+fn replay(target: &str, run: fn(&[u8])) -> usize {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions").join(target);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    for f in &files {
+        let data = std::fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        eprintln!("replaying {}", f.display());
+        run(&data);
+    }
+    files.len()
+}
+
+#[test]
+fn fuzz_regressions_replay_without_crashing() {
+    let n = replay("program", harness::program) + replay("api_sequence", harness::api_sequence);
+    assert!(n > 0, "no inputs in fuzz/regressions/");
+}

@@ -5,7 +5,6 @@
 //!
 //! One test function: the targets initialise and shut the library down, which must not interleave.
 
-#[allow(dead_code, reason = "the harness also has helpers only the fuzz targets use")]
 #[path = "../fuzz/src/harness.rs"]
 mod harness;
 

@@ -7,7 +7,7 @@
 //! Invariants checked on every call: the result is NULL or an error whose code is a known `ol_errc_t`
 //! and whose `Details` is a non-empty C string.
 
-use std::ffi::{CStr, c_char, c_void};
+use std::ffi::{CStr, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use offload_rs::api::device::{ol_get_device_info, ol_get_device_info_size, ol_iterate_devices};
@@ -17,8 +17,8 @@ use offload_rs::api::event::{
 use offload_rs::api::init::{ol_init, ol_shut_down};
 use offload_rs::api::kernel::{ol_calculate_optimal_occupancy, ol_launch_kernel};
 use offload_rs::api::memory::{
-    ol_get_mem_info, ol_get_mem_info_size, ol_mem_alloc, ol_mem_fill, ol_mem_free, ol_mem_register,
-    ol_mem_unregister, ol_memcpy,
+    ol_get_mem_info, ol_get_mem_info_size, ol_mem_alloc, ol_mem_fill, ol_mem_free, ol_mem_register, ol_mem_unregister,
+    ol_memcpy,
 };
 use offload_rs::api::platform::{ol_get_platform_info, ol_get_platform_info_size};
 use offload_rs::api::program::{ol_create_program, ol_destroy_program, ol_is_valid_binary};
@@ -44,6 +44,7 @@ pub const SEEDS: [&[u8]; 6] = [
 pub const TINY_SO: &[u8] = include_bytes!("../seeds/tiny.so");
 
 /// Checks the result invariant and returns the error code (`None` on success).
+#[allow(clippy::not_unsafe_ptr_arg_deref, reason = "results come only from the API: NULL or an immortal record")]
 pub fn check(r: ol_result_t, call: &str) -> Option<u32> {
     if r.is_null() {
         return None;
@@ -88,7 +89,12 @@ pub fn devices() -> (Option<ol_device_handle_t>, Option<ol_device_handle_t>) {
         let mut backend = 0u32;
         // SAFETY: out-buffers are ours and exactly the property sizes.
         let r = unsafe {
-            ol_get_device_info(d, OL_DEVICE_INFO_PLATFORM, size_of::<ol_platform_handle_t>(), (&mut p as *mut ol_platform_handle_t).cast())
+            ol_get_device_info(
+                d,
+                OL_DEVICE_INFO_PLATFORM,
+                size_of::<ol_platform_handle_t>(),
+                (&mut p as *mut ol_platform_handle_t).cast(),
+            )
         };
         expect(r, "olGetDeviceInfo(PLATFORM)", None);
         // SAFETY: as above.
@@ -182,8 +188,7 @@ fn program_on(cpu: ol_device_handle_t, host: Option<ol_device_handle_t>, img: &[
     assert!(ok.iter().any(|c| c.0 == code), "olCreateProgram failed with unexpected code {code}");
 }
 
-const NAMES: [&CStr; 9] =
-    [c"saxpy", c"foo", c"get", c"lanes", c"which", c"global_var", c"noargs", c"value", c""];
+const NAMES: [&CStr; 9] = [c"saxpy", c"foo", c"get", c"lanes", c"which", c"global_var", c"noargs", c"value", c""];
 
 fn symbols(prog: ol_program_handle_t) {
     for name in NAMES {
@@ -388,7 +393,9 @@ impl State {
             let Some(d) = d else { continue };
             let mut p: ol_platform_handle_t = std::ptr::null_mut();
             // SAFETY: `p` is ours and the property's size.
-            let r = unsafe { ol_get_device_info(d, OL_DEVICE_INFO_PLATFORM, 8, (&mut p as *mut ol_platform_handle_t).cast()) };
+            let r = unsafe {
+                ol_get_device_info(d, OL_DEVICE_INFO_PLATFORM, 8, (&mut p as *mut ol_platform_handle_t).cast())
+            };
             expect(r, "olGetDeviceInfo(PLATFORM)", None);
             if !self.pool.iter().any(|h| h.live && h.raw == d as usize) {
                 self.push(d as usize, Kind::Device, 0);
@@ -430,7 +437,7 @@ impl State {
     fn range(&mut self, inp: &mut Input) -> Option<(usize, usize)> {
         let live: Vec<Alloc> = self.allocs.iter().copied().filter(|a| a.live).collect();
         let b = inp.u8();
-        if b % 3 == 0 || live.is_empty() {
+        if b.is_multiple_of(3) || live.is_empty() {
             let buf = &self.host_bufs[b as usize % self.host_bufs.len()];
             return Some((buf.as_ptr() as usize, buf.len() * 8));
         }
@@ -725,7 +732,9 @@ fn step(st: &mut State, inp: &mut Input) {
             let kind = if k < 0xF0 { k as u32 % 2 } else { k as u32 };
             let mut s: ol_symbol_handle_t = std::ptr::null_mut();
             // SAFETY: any program value; NUL-terminated name; `s` is ours.
-            let r = unsafe { ol_get_symbol(st.raw(p) as ol_program_handle_t, name.as_ptr(), ol_symbol_kind_t(kind), &mut s) };
+            let r = unsafe {
+                ol_get_symbol(st.raw(p) as ol_program_handle_t, name.as_ptr(), ol_symbol_kind_t(kind), &mut s)
+            };
             let got = check(r, "olGetSymbol");
             if let Some(want) = st.expected(p, Kind::Program) {
                 assert_eq!(got, Some(want.0), "olGetSymbol({p:?})");
@@ -811,7 +820,12 @@ fn step(st: &mut State, inp: &mut Input) {
             let mut gs = 0usize;
             // SAFETY: any handle values; `gs` is ours.
             let r = unsafe {
-                ol_calculate_optimal_occupancy(st.raw(d) as ol_device_handle_t, st.raw(k) as ol_symbol_handle_t, shm, &mut gs)
+                ol_calculate_optimal_occupancy(
+                    st.raw(d) as ol_device_handle_t,
+                    st.raw(k) as ol_symbol_handle_t,
+                    shm,
+                    &mut gs,
+                )
             };
             if check(r, "olCalculateOptimalOccupancy").is_none() {
                 assert!(gs > 0, "olCalculateOptimalOccupancy returned 0");
@@ -828,7 +842,14 @@ fn step(st: &mut State, inp: &mut Input) {
 fn get_info(st: &mut State, inp: &mut Input) {
     let which = inp.u8() % 6;
     let kind = [Kind::Platform, Kind::Device, Kind::Queue, Kind::Event, Kind::Symbol, Kind::Device][which as usize];
-    let last = [OL_PLATFORM_INFO_LAST.0, OL_DEVICE_INFO_LAST.0, OL_QUEUE_INFO_LAST.0, OL_EVENT_INFO_LAST.0, OL_SYMBOL_INFO_LAST.0, OL_MEM_INFO_LAST.0][which as usize];
+    let last = [
+        OL_PLATFORM_INFO_LAST.0,
+        OL_DEVICE_INFO_LAST.0,
+        OL_QUEUE_INFO_LAST.0,
+        OL_EVENT_INFO_LAST.0,
+        OL_SYMBOL_INFO_LAST.0,
+        OL_MEM_INFO_LAST.0,
+    ][which as usize];
     let pb = inp.u8();
     let prop = if pb < 0xF0 { pb as u32 % (last + 1) } else { inp.u32() };
     let psize = inp.u8() as usize % 72;
@@ -1002,16 +1023,4 @@ fn launch(st: &mut State, inp: &mut Input) {
         )
     };
     check(r, "olLaunchKernel");
-}
-
-/// For debugging a saved input: the C string of an error.
-pub fn details(r: ol_result_t) -> String {
-    if r.is_null() {
-        return "success".into();
-    }
-    // SAFETY: as in `check`.
-    let e = unsafe { &*r };
-    // SAFETY: as in `check`.
-    let d = unsafe { CStr::from_ptr(e.Details as *const c_char) };
-    format!("{}: {}", e.Code.0, d.to_string_lossy())
 }

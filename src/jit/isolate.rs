@@ -160,10 +160,12 @@ mod tests {
             }
         };
         let out = run_isolated(
-            || [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT, libc::SIGTRAP]
-                .iter()
-                .map(|&s| u8::from(disposition(s) == libc::SIG_DFL))
-                .collect(),
+            || {
+                [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT, libc::SIGTRAP]
+                    .iter()
+                    .map(|&s| u8::from(disposition(s) == libc::SIG_DFL))
+                    .collect()
+            },
             Duration::from_secs(60),
         );
         assert_eq!(out, Ok(vec![1; 6]));

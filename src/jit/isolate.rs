@@ -93,6 +93,12 @@ pub(crate) fn run_isolated(f: impl FnOnce() -> Vec<u8>, timeout: Duration) -> Re
             break;
         }
         data.extend_from_slice(&buf[..n as usize]);
+        // Stop at a complete result instead of waiting for end-of-file: a child that another thread forked
+        // meanwhile inherits our write end (O_CLOEXEC does not apply to fork) and keeps it open as long as
+        // it runs, which may be a long compile.
+        if frame_complete(&data) {
+            break;
+        }
     }
     // SAFETY: our descriptor.
     unsafe { libc::close(rd) };
@@ -139,6 +145,14 @@ pub(crate) fn run_isolated(f: impl FnOnce() -> Vec<u8>, timeout: Duration) -> Re
 
 const END_MARK: u64 = 0x4f4c_5253_4a49_5445; // "OLRSJITE"
 
+/// Whether `data` is a whole framed result: length, that many bytes, the end marker.
+fn frame_complete(data: &[u8]) -> bool {
+    let n = data.len();
+    n >= 16
+        && data[n - 8..] == END_MARK.to_le_bytes()
+        && data[..8].try_into().map(u64::from_le_bytes).is_ok_and(|len| len == (n - 16) as u64)
+}
+
 pub(crate) fn enabled() -> bool {
     std::env::var_os("OFFLOAD_RS_JIT_IN_PROCESS").is_none_or(|v| v.is_empty() || v == "0")
 }
@@ -169,6 +183,29 @@ mod tests {
             Duration::from_secs(60),
         );
         assert_eq!(out, Ok(vec![1; 6]));
+    }
+
+    /// A grandchild that inherited the pipe (as a child forked by another thread does) does not delay
+    /// the result.
+    #[test]
+    fn a_complete_result_does_not_wait_for_other_holders_of_the_pipe() {
+        let t0 = Instant::now();
+        let out = run_isolated(
+            || {
+                // SAFETY: fork in the single-threaded child; the grandchild only sleeps and _exits.
+                if unsafe { libc::fork() } == 0 {
+                    // SAFETY: as above.
+                    unsafe {
+                        libc::sleep(5);
+                        libc::_exit(0);
+                    }
+                }
+                vec![7]
+            },
+            Duration::from_secs(60),
+        );
+        assert_eq!(out, Ok(vec![7]));
+        assert!(t0.elapsed() < Duration::from_secs(4), "waited {:?} for the grandchild", t0.elapsed());
     }
 
     #[test]

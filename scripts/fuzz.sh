@@ -52,7 +52,7 @@ for t in program api_sequence; do
     >"build/fuzz/$t.log" 2>&1
   rc=$?
   set -e
-  grep -E '^#[0-9]+ +(INITED|DONE)|^stat::(number_of_executed_units|average_exec_per_sec)' "build/fuzz/$t.log" || true
+  grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::(number_of_executed_units|average_exec_per_sec)' "build/fuzz/$t.log" || true
   if [ $rc -ne 0 ]; then
     grep -E 'panicked at|^[^ ]*ERROR:|SUMMARY:' -A2 "build/fuzz/$t.log" | head -20 || true
     echo "FAIL: fuzz target $t (exit $rc; log build/fuzz/$t.log; input in fuzz/artifacts/$t/)"

@@ -6,6 +6,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(
     init: {
+        offload_rs_fuzz::contain_child_crashes();
         // Programs are destroyed at the end of every input (full olShutDown), which evicts the in-memory
         // JIT cache; the on-disk cache keeps re-loading the seed image cheap.
         if std::env::var_os("OFFLOAD_RS_JIT_CACHE_DIR").is_none() {

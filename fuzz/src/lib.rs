@@ -2,6 +2,9 @@
 //! regression test (`tests/fuzz_regressions.rs` includes `harness.rs` by path), so a crashing input is
 //! replayed through exactly the code that found it.
 
+// `cargo fuzz` builds with `--cfg fuzzing` and RUSTC_BOOTSTRAP=1 (see scripts/fuzz.sh).
+#![cfg_attr(fuzzing, feature(cfg_sanitize))]
+
 pub mod harness;
 
 /// Keeps the sanitizer's crash reports in the library's forked JIT children from counting as fuzzer
@@ -10,17 +13,19 @@ pub mod harness;
 /// *in the child* and calls libFuzzer's death callback there, which saves a "crash" artifact although the
 /// child's death is contained and reported as `COMPILE_FAILURE` (the fuzzing process never crashes). In
 /// every forked child, this clears that callback: the sanitizer still prints its report and ends the child
-/// with an error status, which the library turns into an error. Without a sanitizer it does nothing.
+/// with an error status, which the library turns into an error. Without AddressSanitizer it does nothing.
 pub fn contain_child_crashes() {
-    extern "C" fn in_child() {
-        // SAFETY: dlsym with a valid NUL-terminated name; RTLD_DEFAULT searches the whole process.
-        let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__sanitizer_set_death_callback".as_ptr()) };
-        if !f.is_null() {
-            // SAFETY: the sanitizer runtime's `void __sanitizer_set_death_callback(void (*)(void))`.
-            let set: extern "C" fn(Option<extern "C" fn()>) = unsafe { std::mem::transmute(f) };
-            set(None);
+    #[cfg(all(fuzzing, sanitize = "address"))]
+    {
+        // The runtime is linked statically and not exported, so dlsym cannot find it: link to it.
+        unsafe extern "C" {
+            fn __sanitizer_set_death_callback(cb: Option<extern "C" fn()>);
         }
+        extern "C" fn in_child() {
+            // SAFETY: the sanitizer runtime's `void __sanitizer_set_death_callback(void (*)(void))`.
+            unsafe { __sanitizer_set_death_callback(None) };
+        }
+        // SAFETY: registers a child-side fork handler that only calls into the sanitizer runtime.
+        unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
     }
-    // SAFETY: registers a child-side fork handler that only calls into the sanitizer runtime.
-    unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
 }

@@ -15,8 +15,15 @@ pub mod harness;
 /// every forked child, this clears that callback: the sanitizer still prints its report and ends the child
 /// with an error status, which the library turns into an error. Without AddressSanitizer it does nothing.
 pub fn contain_child_crashes() {
-    #[cfg(all(fuzzing, sanitize = "address"))]
-    {
+    #[cfg(fuzzing)]
+    asan::clear_death_callback_in_children();
+}
+
+// Nested so that stable tools (clippy, the regression test) never evaluate the unstable cfg(sanitize).
+#[cfg(fuzzing)]
+mod asan {
+    #[cfg(sanitize = "address")]
+    pub fn clear_death_callback_in_children() {
         // The runtime is linked statically and not exported, so dlsym cannot find it: link to it.
         unsafe extern "C" {
             fn __sanitizer_set_death_callback(cb: Option<extern "C" fn()>);
@@ -28,4 +35,7 @@ pub fn contain_child_crashes() {
         // SAFETY: registers a child-side fork handler that only calls into the sanitizer runtime.
         unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
     }
+
+    #[cfg(not(sanitize = "address"))]
+    pub fn clear_death_callback_in_children() {}
 }

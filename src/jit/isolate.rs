@@ -5,7 +5,9 @@
 //! an image run in a `fork()`ed child that sends its result back through a pipe; a crash or abort of the
 //! child becomes a `JitError::Compile` instead of taking the process down. The parent never runs LLVM
 //! on image bytes itself, so no LLVM lock can be held by another parent thread at fork time; glibc makes
-//! `malloc` safe in the child. The child leaves with `_exit` (no atexit handlers, no stdio flush).
+//! `malloc` safe in the child. The child leaves with `_exit` (no atexit handlers, no stdio flush) and
+//! runs with the default dispositions of the crash signals, so the application's crash handlers (a crash
+//! reporter, a sanitizer, a fuzzer) never see a crash that was contained.
 //! `OFFLOAD_RS_JIT_IN_PROCESS=1` skips the fork (debugging; loses the crash protection).
 
 use std::time::{Duration, Instant};
@@ -32,6 +34,13 @@ pub(crate) fn run_isolated(f: impl FnOnce() -> Vec<u8>, timeout: Duration) -> Re
         // child
         // SAFETY: closing the read end in the child.
         unsafe { libc::close(rd) };
+        // A crash here must end the child with its signal, which the parent reports as a compile
+        // failure; the application's own crash handlers (a crash reporter, a sanitizer's or a fuzzer's)
+        // must not run on this disposable copy of the process and report a crash that was contained.
+        for sig in [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT, libc::SIGTRAP] {
+            // SAFETY: resetting a signal disposition to the default in the single-threaded child.
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+        }
         let body = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_default();
         // framing: length, payload, end marker — so a truncated result is never mistaken for a whole one
         let mut out = Vec::with_capacity(body.len() + 16);
@@ -84,6 +93,12 @@ pub(crate) fn run_isolated(f: impl FnOnce() -> Vec<u8>, timeout: Duration) -> Re
             break;
         }
         data.extend_from_slice(&buf[..n as usize]);
+        // Stop at a complete result instead of waiting for end-of-file: a child that another thread forked
+        // meanwhile inherits our write end (O_CLOEXEC does not apply to fork) and keeps it open as long as
+        // it runs, which may be a long compile.
+        if frame_complete(&data) {
+            break;
+        }
     }
     // SAFETY: our descriptor.
     unsafe { libc::close(rd) };
@@ -130,6 +145,79 @@ pub(crate) fn run_isolated(f: impl FnOnce() -> Vec<u8>, timeout: Duration) -> Re
 
 const END_MARK: u64 = 0x4f4c_5253_4a49_5445; // "OLRSJITE"
 
+/// Whether `data` is a whole framed result: length, that many bytes, the end marker.
+fn frame_complete(data: &[u8]) -> bool {
+    let n = data.len();
+    n >= 16
+        && data[n - 8..] == END_MARK.to_le_bytes()
+        && data[..8].try_into().map(u64::from_le_bytes).is_ok_and(|len| len == (n - 16) as u64)
+}
+
 pub(crate) fn enabled() -> bool {
     std::env::var_os("OFFLOAD_RS_JIT_IN_PROCESS").is_none_or(|v| v.is_empty() || v == "0")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The child runs with default crash-signal dispositions even when the process has a SIGSEGV handler
+    /// (the Rust runtime installs one for stack-overflow detection).
+    #[test]
+    fn child_has_default_crash_signal_handlers() {
+        let disposition = |sig: i32| {
+            // SAFETY: querying (not changing) a disposition into a zeroed sigaction.
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(sig, std::ptr::null(), &mut old);
+                old.sa_sigaction
+            }
+        };
+        let out = run_isolated(
+            || {
+                [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT, libc::SIGTRAP]
+                    .iter()
+                    .map(|&s| u8::from(disposition(s) == libc::SIG_DFL))
+                    .collect()
+            },
+            Duration::from_secs(60),
+        );
+        assert_eq!(out, Ok(vec![1; 6]));
+    }
+
+    /// A grandchild that inherited the pipe (as a child forked by another thread does) does not delay
+    /// the result.
+    #[test]
+    fn a_complete_result_does_not_wait_for_other_holders_of_the_pipe() {
+        let t0 = Instant::now();
+        let out = run_isolated(
+            || {
+                // SAFETY: fork in the single-threaded child; the grandchild only sleeps and _exits.
+                if unsafe { libc::fork() } == 0 {
+                    // SAFETY: as above.
+                    unsafe {
+                        libc::sleep(5);
+                        libc::_exit(0);
+                    }
+                }
+                vec![7]
+            },
+            Duration::from_secs(60),
+        );
+        assert_eq!(out, Ok(vec![7]));
+        assert!(t0.elapsed() < Duration::from_secs(4), "waited {:?} for the grandchild", t0.elapsed());
+    }
+
+    #[test]
+    fn a_crashing_child_is_an_error() {
+        let r = run_isolated(
+            || {
+                // SAFETY: deliberately crashing the disposable child.
+                unsafe { libc::raise(libc::SIGSEGV) };
+                Vec::new()
+            },
+            Duration::from_secs(60),
+        );
+        assert_eq!(r, Err("LLVM crashed on this image (signal 11)".to_string()));
+    }
 }

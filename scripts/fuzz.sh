@@ -11,6 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-30}
+# FUZZ_SEED=N makes a run repeatable (CI uses 1); unset or 0: libFuzzer picks a random seed.
+seed=${FUZZ_SEED:-0}
 # cargo-fuzz passes -Z flags (sanitizer, coverage); only the stable toolchain is installed.
 export RUSTC_BOOTSTRAP=1
 export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2}
@@ -48,7 +50,7 @@ for t in program api_sequence; do
   echo "== fuzz $t for ${secs}s"
   set +e
   cargo fuzz run "${flags[@]}" "$t" "$work" "fuzz/corpus/$t" -- \
-    -max_total_time="$secs" -timeout=60 -rss_limit_mb=4096 -print_final_stats=1 "${extra[@]}" \
+    -max_total_time="$secs" -seed="$seed" -timeout=60 -rss_limit_mb=4096 -print_final_stats=1 "${extra[@]}" \
     >"build/fuzz/$t.log" 2>&1
   rc=$?
   set -e

@@ -147,6 +147,8 @@ if step "make lib" make lib; then
   fi
   step "llvm-offload-device-info-22 with our library" device_info_tool
   step "make install + a client built with pkg-config" install_check
+  # A short, repeatable fuzz run of both targets (the 10-minute runs are in BENCHMARKS.md).
+  step "fuzz (scripts/fuzz.sh 15, fixed seed)" env FUZZ_SEED=1 bash scripts/fuzz.sh 15
 fi
 
 section "summary"

@@ -66,6 +66,8 @@ pub(crate) fn run_isolated(f: impl FnOnce() -> Vec<u8>, timeout: Duration) -> Re
     let mut data = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
     let mut timed_out = false;
+    // Set when the child is found dead before its pipe reaches end-of-file (see below).
+    let mut early_status: Option<i32> = None;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -73,8 +75,10 @@ pub(crate) fn run_isolated(f: impl FnOnce() -> Vec<u8>, timeout: Duration) -> Re
             break;
         }
         let mut pfd = libc::pollfd { fd: rd, events: libc::POLLIN, revents: 0 };
+        // Poll in short slices: a sibling child forked by another thread may hold our pipe's write end, so
+        // a crashed child is noticed by waitpid, not by end-of-file.
         // SAFETY: polling one valid descriptor.
-        let r = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(i32::MAX as u128) as i32) };
+        let r = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(50) as i32) };
         if r < 0 {
             if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
@@ -82,6 +86,12 @@ pub(crate) fn run_isolated(f: impl FnOnce() -> Vec<u8>, timeout: Duration) -> Re
             break;
         }
         if r == 0 {
+            let mut st = 0i32;
+            // SAFETY: non-blocking reap of our own child.
+            if unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) } == pid {
+                early_status = Some(st);
+                break;
+            }
             continue;
         }
         // SAFETY: reading into a live buffer.
@@ -106,9 +116,9 @@ pub(crate) fn run_isolated(f: impl FnOnce() -> Vec<u8>, timeout: Duration) -> Re
         // SAFETY: killing our own child.
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
-    let mut status = 0i32;
+    let mut status = early_status.unwrap_or(0);
     let mut reaped = true;
-    loop {
+    while early_status.is_none() {
         // SAFETY: reaping our own child.
         let r = unsafe { libc::waitpid(pid, &mut status, 0) };
         if r == pid {

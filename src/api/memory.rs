@@ -101,7 +101,7 @@ pub unsafe extern "C" fn ol_mem_free(Address: *mut c_void) -> ol_result_t {
 fn mem_info(ctx: &Context, ptr: usize, name: ol_mem_info_t) -> OlResult<InfoValue<'static>> {
     let m = ctx.allocs.info(ptr)?;
     Ok(match name {
-        OL_MEM_INFO_DEVICE => InfoValue::Ptr(m.device),
+        OL_MEM_INFO_DEVICE => InfoValue::Ptr(m.device.handle),
         OL_MEM_INFO_BASE => InfoValue::Ptr(m.base as u64),
         OL_MEM_INFO_SIZE => InfoValue::U64(m.size as u64),
         OL_MEM_INFO_TYPE => InfoValue::Enum(m.raw_type, |t| alloc_type_name(ol_alloc_type_t(t))),
@@ -227,7 +227,7 @@ pub unsafe extern "C" fn ol_memcpy(
             if (DstPtr.is_null() || SrcPtr.is_null()) && Size > 0 {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "olMemcpy: NULL pointer"));
             }
-            memory::memcpy(ctx, q.as_ref(), DstPtr as usize, &dst_dev, SrcPtr as usize, &src_dev, Size)
+            memory::memcpy(q.as_ref(), DstPtr as usize, &dst_dev, SrcPtr as usize, &src_dev, Size)
         },
         || {
             format!(

@@ -7,7 +7,6 @@ use parking_lot::Mutex;
 
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::handle::Handle;
 use crate::plugin::{self, AllocKind};
 
 use super::{Context, Device, Queue};
@@ -26,14 +25,6 @@ pub struct Allocation {
 #[derive(Default)]
 pub struct AllocTable {
     map: Mutex<BTreeMap<usize, Allocation>>,
-}
-
-/// What `olGetMemInfo` reports for a pointer.
-pub struct MemInfo {
-    pub device: Handle,
-    pub base: usize,
-    pub size: usize,
-    pub raw_type: u32,
 }
 
 fn kind_of(raw: u32) -> AllocKind {
@@ -92,15 +83,9 @@ impl AllocTable {
         Ok(())
     }
 
-    /// Any pointer inside a live allocation.
-    pub fn info(&self, ptr: usize) -> OlResult<MemInfo> {
-        let map = self.map.lock();
-        match map.range(..=ptr).next_back() {
-            Some((_, a)) if ptr < a.base.saturating_add(a.size) => {
-                Ok(MemInfo { device: a.device.handle, base: a.base, size: a.size, raw_type: a.raw_type })
-            }
-            _ => Err(OlError::not_found("allocated memory information not found")),
-        }
+    /// `olGetMemInfo`: the allocation containing any pointer inside it.
+    pub fn info(&self, ptr: usize) -> OlResult<Allocation> {
+        self.find(ptr).ok_or_else(|| OlError::not_found("allocated memory information not found"))
     }
 
     /// The allocation containing `ptr`, if any.
@@ -113,7 +98,7 @@ impl AllocTable {
     }
 
     /// Shutdown: free what the user did not.
-    pub fn release_all(&self, _ctx: &Context) {
+    pub fn release_all(&self) {
         let all = std::mem::take(&mut *self.map.lock());
         for (_, a) in all {
             if let Ok(p) = a.device.plugin("olShutDown") {
@@ -132,9 +117,7 @@ fn on_device(side: &Device, exec: &Arc<dyn plugin::Device>) -> bool {
 }
 
 /// `olMemcpy` after validation.
-#[allow(clippy::too_many_arguments)]
 pub fn memcpy(
-    ctx: &Context,
     queue: Option<&Arc<Queue>>,
     dst: usize,
     dst_dev: &Arc<Device>,
@@ -142,7 +125,6 @@ pub fn memcpy(
     src_dev: &Arc<Device>,
     size: usize,
 ) -> OlResult<()> {
-    let _ = ctx;
     if dst_dev.is_host() && src_dev.is_host() {
         if queue.is_some() {
             // LLVM 22's text, typo included, so clients matching on it keep working.

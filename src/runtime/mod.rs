@@ -136,7 +136,7 @@ pub fn shutdown() -> OlResult<()> {
         }
     }
     drop(objs);
-    ctx.allocs.release_all(&ctx);
+    ctx.allocs.release_all();
     match first_err {
         Some(e) => Err(e),
         None => Ok(()),
@@ -146,12 +146,6 @@ pub fn shutdown() -> OlResult<()> {
 /// The next process-unique queue id.
 pub fn next_queue_id() -> u64 {
     QUEUE_IDS.fetch_add(1, Ordering::Relaxed)
-}
-
-impl Context {
-    pub fn is_host(&self, dev: &Device) -> bool {
-        dev.handle == self.host_device
-    }
 }
 
 /// A map kept per program: (name, kind) -> symbol handle, so repeated lookups return the same handle.

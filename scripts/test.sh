@@ -134,6 +134,11 @@ fmt_check() { # the file list, not pages of diff (run `cargo fmt` to fix)
 step "cargo fmt --check" fmt_check
 step "cargo clippy --all-targets -- -D warnings" cargo clippy --all-targets -- -D warnings
 step "gen-codeloc --check" python3 scripts/gen-codeloc.py --check
+# No GPU needed: NVIDIA's cuda.h and ptxas (PyPI wheels) check the CUDA plugin's driver table, and cargo
+# test's generated_ptx_passes_nvidia_ptxas assembles every PTX our NVPTX path makes.
+if step "CUDA tools from PyPI (cuda.h, ptxas 12.9 and 13.5)" bash scripts/cuda-tools.sh; then
+  step "CUDA driver table vs cuda.h" python3 scripts/cuda-abi-check.py
+fi
 step "cargo test (incl. tests/header.rs)" cargo test
 if step "make lib" make lib; then
   step "symbol check" bash ffi-tests/check_symbols.sh

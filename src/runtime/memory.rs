@@ -186,7 +186,24 @@ pub fn fill(ctx: &Context, queue: Option<&Arc<Queue>>, ptr: usize, pattern: &[u8
         return Ok(());
     }
     match queue {
-        Some(q) => Ok(q.inner.fill(ptr, pattern, size)?),
+        Some(q) => {
+            // A queue of a host-addressable device (CPU) would write through a GPU address (GPU host
+            // and managed memory are host-addressable).
+            if let Some(a) = ctx.allocs.find(ptr)
+                && a.kind == AllocKind::Device
+                && let super::DeviceKind::Plugin(owner) = &a.device.kind
+                && let Ok(exec) = q.device.plugin("olMemFill")
+                && !Arc::ptr_eq(owner, exec)
+                && !owner.host_addressable()
+                && exec.host_addressable()
+            {
+                return Err(OlError::unsupported(
+                    "olMemFill: the queue's device cannot reach the other device's memory; \
+                     enqueue the fill on a queue of the device that owns it",
+                ));
+            }
+            Ok(q.inner.fill(ptr, pattern, size)?)
+        }
         None => {
             let a = ctx.allocs.find(ptr).ok_or_else(|| {
                 OlError::invalid_argument(

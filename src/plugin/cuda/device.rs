@@ -11,6 +11,7 @@ use crate::plugin::{
     AllocKind, Device, DeviceInfo, Event, GlobalInfo, Kernel, LaunchDims, PluginError, PluginResult, Program, Queue,
 };
 
+use super::debug;
 use super::driver::*;
 use super::image::{self, ImageKind, ParamLayout};
 use super::ptx::{self, PtxImage};
@@ -22,6 +23,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Per-device state shared by every object of the device.
 pub struct DeviceInner {
     pub(crate) drv: &'static Driver,
+    /// The device ordinal's handle and its retained primary context (released on drop).
+    dev: CUdevice,
     pub(crate) ctx: CUcontext,
     pub(crate) major: u32,
     pub(crate) minor: u32,
@@ -147,6 +150,22 @@ impl DeviceInner {
     }
 }
 
+impl Drop for DeviceInner {
+    /// The last object of the device is gone (olShutDown, or the last program/queue/event after it):
+    /// destroy the pooled streams and release our reference on the primary context, which frees the
+    /// device's memory when nobody else in the process holds it (as LLVM 22's plugin deinit does).
+    fn drop(&mut self) {
+        if self.bind().is_ok() {
+            for s in lock(&self.pool).drain(..) {
+                // SAFETY: a stream of this context that no one uses any more.
+                let _ = unsafe { (self.drv.cuStreamDestroy)(s as CUstream) };
+            }
+        }
+        // SAFETY: balances the cuDevicePrimaryCtxRetain of `open`.
+        let _ = unsafe { (self.drv.cuDevicePrimaryCtxRelease)(self.dev) };
+    }
+}
+
 /// A stream borrowed from the device's pool; returned on drop.
 struct PooledStream<'a> {
     dev: &'a DeviceInner,
@@ -200,6 +219,14 @@ impl CudaDevice {
 
         let a = |x| attr(drv, dev, x);
         let u = |v: i32| v.max(0) as u32;
+        // Informational attributes (clock rates): 0 when a driver no longer reports them, rather than
+        // losing the device.
+        let informational = |x| {
+            a(x).map(u).unwrap_or_else(|e| {
+                debug(&format!("device {ordinal}: attribute {x} unavailable ({e}); reporting 0"));
+                0
+            })
+        };
         let major = u(a(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?);
         let minor = u(a(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?);
         let max_threads = u(a(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?);
@@ -228,8 +255,8 @@ impl CudaDevice {
             max_work_size_per_dim: work,
             vendor_id: 0x10de,
             num_compute_units: u(a(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?),
-            max_clock_frequency: u(a(CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?) / 1000,
-            memory_clock_rate: u(a(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?) / 1000,
+            max_clock_frequency: informational(CU_DEVICE_ATTRIBUTE_CLOCK_RATE) / 1000,
+            memory_clock_rate: informational(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE) / 1000,
             address_bits: 64,
             max_mem_alloc_size: total as u64,
             global_mem_size: total as u64,
@@ -241,6 +268,7 @@ impl CudaDevice {
         };
         let inner = DeviceInner {
             drv,
+            dev,
             ctx,
             major,
             minor,

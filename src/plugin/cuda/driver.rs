@@ -137,6 +137,7 @@ driver_table! {
         cuDeviceGetAttribute = "cuDeviceGetAttribute" (*mut c_int, c_int, CUdevice);
         cuDeviceTotalMem = "cuDeviceTotalMem_v2" (*mut usize, CUdevice);
         cuDevicePrimaryCtxRetain = "cuDevicePrimaryCtxRetain" (*mut CUcontext, CUdevice);
+        cuDevicePrimaryCtxRelease = "cuDevicePrimaryCtxRelease_v2" (CUdevice);
         cuCtxSetCurrent = "cuCtxSetCurrent" (CUcontext);
         cuCtxGetCurrent = "cuCtxGetCurrent" (*mut CUcontext);
         cuMemGetInfo = "cuMemGetInfo_v2" (*mut usize, *mut usize);

@@ -290,6 +290,93 @@ pub(crate) mod tests {
         }
     }
 
+    /// NVIDIA's PTX assembler of CUDA 12.9 (`ptxas`) or 13.5 (`ptxas13`) in `$OFFLOAD_RS_CUDA_TOOLS`,
+    /// else in `build/cuda-tools/bin` (both fetched from PyPI by scripts/cuda-tools.sh); None if absent.
+    pub fn ptxas(which: &str) -> Option<PathBuf> {
+        let dir = std::env::var_os("OFFLOAD_RS_CUDA_TOOLS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("build/cuda-tools"));
+        let p = dir.join("bin").join(which);
+        p.is_file().then_some(p)
+    }
+
+    /// Assemble `ptx` for `sm_<sm>` with ptxas into a cubin; Err carries ptxas's messages.
+    pub fn assemble(ptxas: &std::path::Path, ptx: &str, sm: u32, tag: &str) -> Result<Vec<u8>, String> {
+        let dir = std::env::temp_dir();
+        let base = format!("offload-rs-ptxas-{}-{tag}-sm{sm}", std::process::id());
+        let (src, out) = (dir.join(format!("{base}.ptx")), dir.join(format!("{base}.cubin")));
+        std::fs::write(&src, ptx).map_err(|e| e.to_string())?;
+        let r = std::process::Command::new(ptxas)
+            .arg(format!("-arch=sm_{sm}"))
+            .arg("-o")
+            .arg(&out)
+            .arg(&src)
+            .output()
+            .map_err(|e| e.to_string());
+        let _ = std::fs::remove_file(&src);
+        let r = r?;
+        let cubin = std::fs::read(&out);
+        let _ = std::fs::remove_file(&out);
+        if !r.status.success() {
+            return Err(format!("{}{}", String::from_utf8_lossy(&r.stdout), String::from_utf8_lossy(&r.stderr)));
+        }
+        cubin.map_err(|e| e.to_string())
+    }
+
+    /// Everything our NVPTX path produces must pass NVIDIA's own assembler (what the driver runs on
+    /// PTX at cuModuleLoadDataEx), for the H200 (sm_90) with the PTX ISA of several driver versions,
+    /// and for older and newer GPUs. The cubins it makes are recognised as such.
+    #[test]
+    fn generated_ptx_passes_nvidia_ptxas() {
+        let (Some(ptxas12), Some(ptxas13)) = (ptxas("ptxas"), ptxas("ptxas13")) else {
+            eprintln!("SKIP: no ptxas (bash scripts/cuda-tools.sh fetches it)");
+            return;
+        };
+        // (major, minor, driver version) -> sm and the PTX ISA we target for that driver; PTX 9.x (13.x
+        // drivers) goes through CUDA 13's assembler.
+        let targets = [
+            (9, 0, 12080),
+            (9, 0, 13000),
+            (9, 0, 12040),
+            (8, 0, 11080),
+            (7, 0, 11040),
+            (8, 9, 12020),
+            (10, 0, 12080),
+            (12, 0, 13000),
+        ];
+        // the project's device code, the CUDA tests' kernels and the CPU kernel tests' sources
+        let mut sources: Vec<String> =
+            ["device/kernels", "device/lanes", "device/seed_a", "kernels", "ctor"].map(String::from).to_vec();
+        let cpu_tests = kernel_dir().join("..");
+        let mut more: Vec<String> = std::fs::read_dir(&cpu_tests)
+            .map(|d| d.flatten().filter_map(|e| e.file_name().to_str()?.strip_suffix(".c").map(|n| format!("../{n}"))))
+            .into_iter()
+            .flatten()
+            .collect();
+        more.sort();
+        sources.extend(more);
+        let mut checked = 0;
+        for name in sources.iter().map(String::as_str) {
+            let Some(bc) = kernel_bitcode(name) else {
+                eprintln!("SKIP: {name}: clang-22 not available");
+                continue;
+            };
+            // every source for the H200; the main kernels for every target
+            let these = if name == "device/kernels" { &targets[..] } else { &targets[..2] };
+            for &(major, minor, driver) in these {
+                let isa = image::ptx_isa_for_driver(driver);
+                let img = compile_cached(&bc, major, minor, isa).unwrap_or_else(|e| panic!("{name}: {e}"));
+                let sm = major * 10 + minor;
+                let ptxas = if driver >= 13000 { &ptxas13 } else { &ptxas12 };
+                let cubin = assemble(ptxas, img.text(), sm, &name.replace(['/', '.'], "_"))
+                    .unwrap_or_else(|e| panic!("ptxas rejects our PTX of {name} for sm_{sm} (ISA {isa}):\n{e}"));
+                assert_eq!(image::classify(&cubin), image::ImageKind::Cubin, "{name} sm_{sm}");
+                checked += 1;
+            }
+        }
+        eprintln!("ptxas accepted {checked} PTX modules");
+    }
+
     #[test]
     fn cache_is_content_keyed_and_evicted_on_drop() {
         let Some(bc) = kernel_bitcode("kernels") else {

@@ -720,9 +720,9 @@ impl CudaQueue {
     }
 
     fn enqueue_host(&self, f: Box<dyn FnOnce() -> PluginResult<()> + Send>) -> PluginResult<()> {
+        self.dev.bind()?;
         let call = Box::new(HostCall { f, error: self.error.clone() });
         let p = Box::into_raw(call);
-        self.dev.bind()?;
         // SAFETY: trampoline takes ownership of `p` exactly once when it runs.
         let r = unsafe { (self.dev.drv.cuLaunchHostFunc)(self.s(), host_trampoline, p.cast()) };
         if r != CUDA_SUCCESS {

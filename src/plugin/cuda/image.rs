@@ -106,7 +106,10 @@ pub fn invalid_binary(what: &str) -> PluginError {
 
 /// The SM (`major * 10 + minor`) of a CUBIN, applying LLVM 22's ELF header rules: 64-bit,
 /// EXEC or DYN, EM_CUDA; ABI v1 (`EI_ABIVERSION` 7 or older) needs the 64-bit-address flag and SM >= 35;
-/// ABI v2 (`EI_ABIVERSION` 8, Blackwell and later) keeps the SM in bits 8..16 and needs SM >= 100.
+/// ABI v2 (`EI_ABIVERSION` 8) keeps the SM in bits 8..16. LLVM 22 takes ABI v2 for Blackwell only
+/// (SM >= 100), but CUDA 13's ptxas writes ABI v2 for every SM (an sm_90 cubin has flags 0x06005a04),
+/// and the driver loads those: we accept any SM >= 35 there (checked with real cubins of ptxas 12.9
+/// and 13.5 in `ptx::tests::generated_ptx_passes_nvidia_ptxas`).
 pub fn cubin_sm(image: &[u8]) -> Option<u32> {
     if image.len() < 64 || !image.starts_with(b"\x7fELF") || image[4] != 2 || image[5] != 1 {
         return None;
@@ -120,7 +123,7 @@ pub fn cubin_sm(image: &[u8]) -> Option<u32> {
     match image[8] {
         8 => {
             let sm = (flags >> 8) & 0xff;
-            (sm >= 100).then_some(sm)
+            (sm >= 35).then_some(sm)
         }
         0..=7 => {
             let sm = flags & 0xff;
@@ -362,7 +365,9 @@ mod tests {
         assert_eq!(cubin_sm(&cubin_header(7, 0x400 | 30, 2)), None, "SM >= 35");
         assert_eq!(cubin_sm(&cubin_header(7, 0x400 | 90, 1)), None, "relocatable rejected");
         assert_eq!(cubin_sm(&cubin_header(8, 100 << 8, 3)), Some(100));
-        assert_eq!(cubin_sm(&cubin_header(8, 90 << 8, 3)), None);
+        // CUDA 13's ptxas: ABI v2 for Hopper too (flags of a real sm_90 cubin)
+        assert_eq!(cubin_sm(&cubin_header(8, 0x0600_5a04, 2)), Some(90));
+        assert_eq!(cubin_sm(&cubin_header(8, 20 << 8, 3)), None);
         assert_eq!(cubin_sm(&cubin_header(9, 0x400 | 90, 2)), None);
         assert_eq!(cubin_sm(&[0x7f, b'E', b'L', b'F']), None);
         assert!(sm_compatible(90, 9, 0));

@@ -371,6 +371,16 @@ pub(crate) mod tests {
                 let cubin = assemble(ptxas, img.text(), sm, &name.replace(['/', '.'], "_"))
                     .unwrap_or_else(|e| panic!("ptxas rejects our PTX of {name} for sm_{sm} (ISA {isa}):\n{e}"));
                 assert_eq!(image::classify(&cubin), image::ImageKind::Cubin, "{name} sm_{sm}");
+                // the real cubin's ELF header: our SM reading (is_valid_binary) and ctor discovery
+                assert_eq!(
+                    image::cubin_sm(&cubin),
+                    Some(sm),
+                    "{name}: SM of ptxas's cubin for sm_{sm}: header {:02x?}",
+                    &cubin[..64]
+                );
+                assert!(image::sm_compatible(sm, major, minor));
+                let (ctors, dtors) = image::cubin_ctor_dtor_names(&cubin).unwrap();
+                assert_eq!((&ctors, &dtors), (&img.ctors, &img.dtors), "{name}: ctors/dtors of the cubin");
                 checked += 1;
             }
         }

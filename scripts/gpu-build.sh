@@ -58,6 +58,18 @@ done
 clang-22 --target=nvptx64-nvidia-cuda -march=sm_70 --cuda-feature=+ptx70 -nogpulib -ffreestanding -O2 \
     -S ffi-tests/kernels/cuda/kernels.c -o "$KIT/kernels/kernels.sm_70.ptx"
 echo "   kernels.sm_70.ptx"
+# CUBINs made by NVIDIA's ptxas (PyPI, scripts/cuda-tools.sh) for the CUBIN program test on an H100/H200
+if bash scripts/cuda-tools.sh >/dev/null 2>&1; then
+    for sm in 90 80; do
+        clang-22 --target=nvptx64-nvidia-cuda -march=sm_$sm --cuda-feature=+ptx80 -nogpulib -ffreestanding -O2 \
+            -S ffi-tests/kernels/cuda/kernels.c -o "$KIT/kernels/kernels.sm_$sm.ptx.tmp"
+        build/cuda-tools/bin/ptxas -arch=sm_$sm -o "$KIT/kernels/kernels.sm_$sm.cubin" "$KIT/kernels/kernels.sm_$sm.ptx.tmp"
+        rm -f "$KIT/kernels/kernels.sm_$sm.ptx.tmp"
+        echo "   kernels.sm_$sm.cubin"
+    done
+else
+    echo "   (no ptxas: CUBIN test files left out)"
+fi
 
 echo "== 3. shared libraries (ldd)"
 compress() { # src dst-dir

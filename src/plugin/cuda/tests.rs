@@ -302,6 +302,21 @@ fn gpu_program_formats_and_errors() {
     assert!(dev.is_valid_binary(ptx.as_bytes()));
     let p = dev.load_program(ptx.as_bytes()).expect("load PTX text");
     p.kernel("saxpy").unwrap();
+    // a CUBIN made by NVIDIA's ptxas (scripts/gpu-build.sh puts kernels.sm_<XY>.cubin in the kit)
+    let sm = cd.inner.major * 10 + cd.inner.minor;
+    let cubin = std::env::var("OFFLOAD_RS_KERNELS_DIR")
+        .ok()
+        .and_then(|dir| std::fs::read(std::path::Path::new(&dir).join(format!("kernels.sm_{sm}.cubin"))).ok());
+    match cubin {
+        Some(c) => {
+            assert_eq!(image::cubin_sm(&c), Some(sm));
+            assert!(dev.is_valid_binary(&c), "is_valid_binary(cubin for sm_{sm})");
+            let p = dev.load_program(&c).expect("load ptxas's cubin");
+            p.kernel("saxpy").unwrap();
+            eprintln!("cubin for sm_{sm}: loaded");
+        }
+        None => eprintln!("NOTE: no kernels.sm_{sm}.cubin in the kit: CUBIN loading not checked"),
+    }
     // garbage
     assert!(!dev.is_valid_binary(b"garbage"));
     assert!(!dev.is_valid_binary(b""));

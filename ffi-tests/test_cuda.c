@@ -840,8 +840,7 @@ int main(void) {
     OK(olDestroyProgram(cpu_prog));
   OK(olShutDown());
   if (fake_stats) {
-    // after the last olShutDown every driver object of ours is gone (the primary context stays retained:
-    // the driver table has no cuDevicePrimaryCtxRelease)
+    // after the last olShutDown every driver object of ours is gone, the primary context released
     struct fake_cuda_stats s;
     fake_stats(&s, sizeof s);
     print_stats("after olShutDown");
@@ -853,6 +852,7 @@ int main(void) {
     CHECKF(s.live_modules == 0, "%lld modules left loaded", (long long)s.live_modules);
     CHECKF(s.live_streams == 0, "%lld streams left", (long long)s.live_streams);
     CHECKF(s.live_events == 0, "%lld events left", (long long)s.live_events);
+    CHECKF(s.primary_ctx_retains == 0, "%lld primary context retains left", (long long)s.primary_ctx_retains);
     if (harness_cur_failures) {
       harness_failed++;
       printf("FAIL fake_driver_nothing_left\n");

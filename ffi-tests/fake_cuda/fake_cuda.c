@@ -342,6 +342,22 @@ API CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
   return CUDA_SUCCESS;
 }
 
+API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+  ENTER(0);
+  CHECK_DEV(d);
+  pthread_mutex_lock(&G);
+  int was = g_ctx[d].retains;
+  if (was > 0)
+    g_ctx[d].retains--;
+  pthread_mutex_unlock(&G);
+  if (!was) {
+    note("VIOLATION: cuDevicePrimaryCtxRelease_v2(%d) without a retain", d);
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  DROP(primary_ctx_retains);
+  return CUDA_SUCCESS;
+}
+
 static ctx_t *as_ctx(CUcontext c) {
   for (int i = 0; i < g_ndev; i++)
     if (c == &g_ctx[i])

@@ -17,7 +17,7 @@ struct fake_cuda_stats {
   int64_t live_modules;
   int64_t live_streams;
   int64_t live_events;
-  int64_t primary_ctx_retains; /* cuDevicePrimaryCtxRetain minus releases (the table has no release) */
+  int64_t primary_ctx_retains; /* cuDevicePrimaryCtxRetain minus cuDevicePrimaryCtxRelease_v2 */
   /* protocol violations: a correct client keeps all of these at zero */
   int64_t no_context_calls;    /* a call that needs a current context from a thread without one */
   int64_t wrong_context_calls; /* an object of one context used while another is current */

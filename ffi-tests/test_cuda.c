@@ -802,7 +802,8 @@ int main(void) {
   if (!gpu) {
     printf("SKIP: no CUDA device\n");
     olShutDown();
-    return 0;
+    harness_skipped++;
+    return t_finish(); // "0 passed, 0 failed, 1 skipped", exit 0
   }
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (h)

@@ -10,6 +10,8 @@
 #     tools/unxz-static     a static .xz decompressor (the GPU machine may lack xz-utils)
 #     tools/rawcheck        raw driver check + launch-latency baseline in C (no offload-rs code)
 #     tools/capi_smoke      end-to-end check through the C API (lib/libLLVMOffload.so.22.1)
+#     tools/test_cuda       ffi-tests/test_cuda.c, the CUDA acceptance test through the C API
+#     kernels/device/*.nvptx64.bc   its device code (ffi-tests/device/*.c, named as ffi-tests expects)
 #     MANIFEST              git revision, build date, sizes
 #
 # Usage: scripts/gpu-build.sh        (from anywhere; cargo -j2; ~1-3 min after a warm build)
@@ -21,7 +23,7 @@ CACHE=$ROOT/build/gpu-kit-cache   # xz of the big libraries, reused while the so
 JOBS=${JOBS:-2}
 
 rm -rf "$KIT"
-mkdir -p "$KIT"/{bin,lib,glibc,kernels,tools} "$CACHE"
+mkdir -p "$KIT"/{bin,lib,glibc,kernels/device,tools} "$CACHE"
 
 echo "== 1. test binary (cargo test --no-run -j$JOBS)"
 LOG=$(mktemp)
@@ -51,6 +53,8 @@ for src in ffi-tests/device/*.c; do
     name=device_$(basename "$src" .c)
     clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding \
         -flto -O2 -c "$src" -o "$KIT/kernels/$name.bc"
+    # the same bytes under the name test_cuda's t_load wants (OFFLOAD_RS_DEVICE_CODE=kernels/device)
+    cp "$KIT/kernels/$name.bc" "$KIT/kernels/device/$(basename "$src" .c).nvptx64.bc"
     echo "   $name.bc"
 done
 
@@ -97,6 +101,10 @@ echo "== 3b. the C library (make lib PROFILE=dev) + a C API smoke test against i
 LIBOUT=$ROOT/build/gpu-lib
 if make -s lib PROFILE=dev OUT="$LIBOUT" >/dev/null 2>&1; then
     cc -O1 -Wall -Iinclude scripts/gpu-kit/capi_smoke.c -o "$KIT/tools/capi_smoke" -L"$LIBOUT/lib" -lLLVMOffload
+    # the C acceptance test (against LLVM's header, as in ffi-tests/Makefile)
+    cc -std=c11 -D_DEFAULT_SOURCE -O1 -Wall -I/usr/lib/llvm-22/include/offload -include stdbool.h -Iffi-tests \
+        ffi-tests/test_cuda.c -o "$KIT/tools/test_cuda" -L"$LIBOUT/lib" -lLLVMOffload -lpthread -ldl
+    strip "$KIT/tools/test_cuda"
     compress "$LIBOUT/lib/libLLVMOffload.so.22.1" "$KIT/lib"
 else
     echo "   (make lib failed: the C API smoke test is left out of the kit)"

@@ -111,6 +111,25 @@ if [ -x "$KIT/tools/capi_smoke" ] && [ "$(elapsed)" -lt 360 ]; then
     fi
 fi
 
+if [ -x "$KIT/tools/test_cuda" ] && [ "$(elapsed)" -lt 380 ]; then
+    say "C acceptance test ffi-tests/test_cuda.c through libLLVMOffload.so.22.1, 120 s limit"
+    cp "$KIT/tools/test_cuda" "$RT/test_cuda" && chmod +x "$RT/test_cuda"
+    TC=("$RT/test_cuda")
+    [ "${RUN[0]}" = "$BIN" ] || TC=("${RUN[@]:0:3}" "$RT/test_cuda")
+    KITABS=$KIT; case "$KIT" in /*) ;; *) KITABS=$PWD/$KIT ;; esac
+    OFFLOAD_RS_DEVICE_CODE="$KITABS/kernels/device" timeout -k 5 120 "${TC[@]}" >"$RT/logs/test_cuda.log" 2>&1
+    rc=$?
+    grep -vE '^PASS ' "$RT/logs/test_cuda.log" | cut -c1-400 | tail -60
+    if grep -q '^SKIP: no CUDA device' "$RT/logs/test_cuda.log"; then
+        [ "$HAVE_GPU" = 1 ] && FAIL+=("test_cuda (skipped although nvidia-smi sees a GPU)")
+        [ "$HAVE_GPU" = 1 ] || echo "(no GPU here: test_cuda not counted)"
+    elif [ $rc -eq 0 ] && grep -qE '^[0-9]+ passed, 0 failed' "$RT/logs/test_cuda.log"; then
+        PASS+=("test_cuda")
+    else
+        FAIL+=("test_cuda (rc $rc$([ $rc = 124 ] && echo ', TIMEOUT')): $(grep -m3 -E '^FAIL |: \[' "$RT/logs/test_cuda.log" | tr '\n' ' ' | cut -c1-600)")
+    fi
+fi
+
 say "all CUDA tests at once, in parallel (thread-safety), 90 s limit"
 timeout -k 5 90 "${RUN[@]}" plugin::cuda 2>&1 | grep -E '^test |test result|panicked' | tail -40
 

@@ -56,7 +56,7 @@ ctest() {
   [ "$rc" -eq 0 ]
 }
 
-C_TESTS=(test_foundation test_cpu_device test_dlopen test_programs test_kernels test_queues test_stress)
+C_TESTS=(test_foundation test_cpu_device test_dlopen test_programs test_kernels test_queues test_stress test_cuda)
 # Under valgrind: all but the two JIT-heavy tests (LLVM code generation under valgrind takes minutes per
 # program and would break CI's 30-minute budget); those two run under ASan+UBSan instead.
 VALGRIND_TESTS=(test_foundation test_cpu_device test_dlopen test_queues)
@@ -85,6 +85,19 @@ run_c_tests_asan() {
   for t in "${C_TESTS[@]}"; do
     ctest "asan+ubsan $t" env UBSAN_OPTIONS=print_stacktrace=1 FFI_TESTS_NO_DLCLOSE=1 "build/ffi-tests/asan/$t" || ok=1
   done
+  return $ok
+}
+
+# The CUDA platform end to end without a GPU: test_cuda (which skips in the plain run above when there is no
+# driver) against the fake driver ffi-tests/fake_cuda (build/fake-cuda/libcuda.so.1), plain and ASan+UBSan,
+# plus the CPU-device tests with a CUDA device present (it comes first in olIterateDevices). ~10 s.
+run_fake_cuda() {
+  local ok=0 fake="LD_LIBRARY_PATH=$ROOT/build/fake-cuda:$LD_LIBRARY_PATH"
+  ctest "fake CUDA: test_cuda" env "$fake" build/ffi-tests/test_cuda || ok=1
+  ctest "fake CUDA: asan+ubsan test_cuda" env "$fake" UBSAN_OPTIONS=print_stacktrace=1 FFI_TESTS_NO_DLCLOSE=1 \
+    build/ffi-tests/asan/test_cuda || ok=1
+  ctest "fake CUDA: test_kernels" env "$fake" FAKE_CUDA_QUIET=1 build/ffi-tests/test_kernels || ok=1
+  ctest "fake CUDA: test_foundation" env "$fake" FAKE_CUDA_QUIET=1 build/ffi-tests/test_foundation || ok=1
   return $ok
 }
 
@@ -149,6 +162,7 @@ if step "make lib" make lib; then
     step "C test expectations checked against LLVM's own library" run_llvm_reference
     step "C tests under valgrind" run_c_tests_valgrind
     step "C tests with ASan+UBSan" run_c_tests_asan
+    step "CUDA platform against the fake driver" run_fake_cuda
   fi
   step "llvm-offload-device-info-22 with our library" device_info_tool
   step "make install + a client built with pkg-config" install_check

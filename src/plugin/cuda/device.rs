@@ -23,9 +23,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Per-device state shared by every object of the device.
 pub struct DeviceInner {
     pub(crate) drv: &'static Driver,
-    /// The device ordinal's handle and its retained primary context (released on drop).
+    /// The device ordinal (for releasing the primary context).
     dev: CUdevice,
     pub(crate) ctx: CUcontext,
+    /// CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X/Y/Z.
+    max_grid: [u32; 3],
     pub(crate) major: u32,
     pub(crate) minor: u32,
     ptx_isa: u32,
@@ -151,18 +153,20 @@ impl DeviceInner {
 }
 
 impl Drop for DeviceInner {
-    /// The last object of the device is gone (olShutDown, or the last program/queue/event after it):
-    /// destroy the pooled streams and release our reference on the primary context, which frees the
-    /// device's memory when nobody else in the process holds it (as LLVM 22's plugin deinit does).
+    /// The last object of the device is gone (after `olShutDown`): destroy the pooled streams and release
+    /// the primary context retained by `open`, so that an init/shutdown cycle leaks nothing in the driver.
     fn drop(&mut self) {
+        let pool = std::mem::take(&mut *lock(&self.pool));
         if self.bind().is_ok() {
-            for s in lock(&self.pool).drain(..) {
-                // SAFETY: a stream of this context that no one uses any more.
+            for s in pool {
+                // SAFETY: a stream of this context, idle (its PooledStream was dropped), never used again.
                 let _ = unsafe { (self.drv.cuStreamDestroy)(s as CUstream) };
             }
         }
-        // SAFETY: balances the cuDevicePrimaryCtxRetain of `open`.
-        let _ = unsafe { (self.drv.cuDevicePrimaryCtxRelease)(self.dev) };
+        if let Some(release) = self.drv.cuDevicePrimaryCtxRelease {
+            // SAFETY: balances the cuDevicePrimaryCtxRetain of `open`.
+            let _ = unsafe { release(self.dev) };
+        }
     }
 }
 
@@ -270,6 +274,7 @@ impl CudaDevice {
             drv,
             dev,
             ctx,
+            max_grid: grid,
             major,
             minor,
             ptx_isa: image::ptx_isa_for_driver(driver_version),
@@ -610,10 +615,17 @@ impl Program for CudaProgram {
         d.bind()?;
         let func = d.function(module, name)?;
         let layout = param_layout(d.drv, func);
+        let mut static_shared: c_int = 0;
+        // SAFETY: out-pointer valid; func from cuModuleGetFunction. A failure leaves 0 (unknown).
+        let r = unsafe { (d.drv.cuFuncGetAttribute)(&mut static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, func) };
+        if r != CUDA_SUCCESS {
+            static_shared = 0;
+        }
         Ok(Arc::new(CudaKernel {
             name: name.to_string(),
             func: func as usize,
             layout,
+            static_shared: static_shared.max(0) as usize,
             dyn_shared_raised: AtomicUsize::new(0),
         }))
     }
@@ -645,6 +657,32 @@ impl Drop for CudaProgram {
     }
 }
 
+/// A grid within the device's limits (block dims, threads per block, grid dims; none zero), else
+/// INVALID_ARGUMENT saying which limit, as the CPU device does (the driver would only say
+/// CUDA_ERROR_INVALID_VALUE).
+pub(crate) fn check_dims(name: &str, info: &DeviceInfo, max_grid: [u32; 3], dims: &LaunchDims) -> PluginResult<()> {
+    let bad = |s: String| Err(PluginError::InvalidArgument(format!("invalid launch of kernel '{name}': {s}")));
+    for (d, axis) in ["x", "y", "z"].iter().enumerate() {
+        let (gs, max) = (dims.group_size[d], info.max_work_group_size_per_dim[d]);
+        if gs == 0 || gs > max {
+            return bad(format!("group size {gs} in dimension {axis} is outside 1..={max}"));
+        }
+        let (ng, max) = (dims.num_groups[d], max_grid[d]);
+        if ng == 0 || ng > max {
+            return bad(format!("{ng} work-groups in dimension {axis}; the device allows 1..={max}"));
+        }
+    }
+    let wis: u64 = dims.group_size.iter().map(|&g| g as u64).product();
+    if wis > info.max_work_group_size as u64 {
+        let [x, y, z] = dims.group_size;
+        return bad(format!(
+            "group size {x}x{y}x{z} = {wis} work-items exceeds the device's limit of {}",
+            info.max_work_group_size
+        ));
+    }
+    Ok(())
+}
+
 /// `(offset, size)` of every parameter via `cuFuncGetParamInfo`; None when the driver lacks it.
 fn param_layout(drv: &Driver, func: CUfunction) -> Option<ParamLayout> {
     let f = drv.cuFuncGetParamInfo?;
@@ -668,6 +706,8 @@ pub struct CudaKernel {
     name: String,
     func: usize,
     layout: Option<ParamLayout>,
+    /// CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES (0 when the driver did not say).
+    static_shared: usize,
     /// The dynamic shared memory limit we raised the function to (0: never).
     dyn_shared_raised: AtomicUsize,
 }
@@ -683,9 +723,16 @@ impl CudaKernel {
     }
 
     fn launch_on(&self, d: &DeviceInner, args: &[u8], dims: &LaunchDims, stream: CUstream) -> PluginResult<()> {
+        check_dims(&self.name, &d.info, d.max_grid, dims)?;
         let args = image::prepare_args(args, self.layout.as_ref())?;
         let shm = dims.dyn_shared_mem;
-        if shm >= 48 * 1024 && self.dyn_shared_raised.load(Ordering::Relaxed) < shm {
+        // Static plus dynamic shared memory over the default per-block limit (48 KiB) needs the
+        // function's dynamic limit raised (up to the opt-in maximum, which the driver checks).
+        let default_limit = d.info.work_group_local_mem_size as usize;
+        if shm > 0
+            && self.static_shared.saturating_add(shm) > default_limit
+            && self.dyn_shared_raised.load(Ordering::Relaxed) < shm
+        {
             // SAFETY: valid function handle.
             let r = unsafe {
                 (d.drv.cuFuncSetAttribute)(self.func(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shm as c_int)

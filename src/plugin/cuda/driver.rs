@@ -52,6 +52,7 @@ pub(crate) const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
 pub(crate) const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: c_int = 76;
 
 // CUfunction_attribute
+pub(crate) const CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: c_int = 1;
 pub(crate) const CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: c_int = 8;
 
 // CUjit_option
@@ -137,7 +138,6 @@ driver_table! {
         cuDeviceGetAttribute = "cuDeviceGetAttribute" (*mut c_int, c_int, CUdevice);
         cuDeviceTotalMem = "cuDeviceTotalMem_v2" (*mut usize, CUdevice);
         cuDevicePrimaryCtxRetain = "cuDevicePrimaryCtxRetain" (*mut CUcontext, CUdevice);
-        cuDevicePrimaryCtxRelease = "cuDevicePrimaryCtxRelease_v2" (CUdevice);
         cuCtxSetCurrent = "cuCtxSetCurrent" (CUcontext);
         cuCtxGetCurrent = "cuCtxGetCurrent" (*mut CUcontext);
         cuMemGetInfo = "cuMemGetInfo_v2" (*mut usize, *mut usize);
@@ -181,6 +181,8 @@ driver_table! {
         cuFuncGetParamInfo = "cuFuncGetParamInfo" (CUfunction, usize, *mut usize, *mut usize);
         cuDeviceGetUuid_v2 = "cuDeviceGetUuid_v2" (*mut [u8; 16], CUdevice);
         cuDeviceGetUuid = "cuDeviceGetUuid" (*mut [u8; 16], CUdevice);
+        // CUDA >= 11.0 (every driver the plugin supports has it; optional so that test tables may omit it).
+        cuDevicePrimaryCtxRelease = "cuDevicePrimaryCtxRelease_v2" (CUdevice);
     }
 }
 

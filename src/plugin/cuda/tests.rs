@@ -1192,3 +1192,29 @@ fn gpu_project_device_code_and_seed_scenario() {
         assert_eq!(get("device/seed_b"), 0xBBBB0004, "seed B, round {round}");
     }
 }
+
+/// Launch dims are checked against the device's limits before the driver sees them (found with the fake
+/// driver of ffi-tests/fake_cuda: the driver's CUDA_ERROR_INVALID_VALUE became OL_ERRC_UNKNOWN).
+#[test]
+fn launch_dims_checked_against_device_limits() {
+    use super::device::check_dims;
+    let dev = CudaDevice::open(fake::driver(), 0, 12080).expect("open fake device");
+    let info = dev.info();
+    let grid = [i32::MAX as u32, 65535, 65535];
+    let d = |g: [u32; 3], b: [u32; 3]| LaunchDims { num_groups: g, group_size: b, dyn_shared_mem: 0 };
+    assert!(check_dims("k", info, grid, &d([1, 1, 1], [1024, 1, 1])).is_ok());
+    assert!(check_dims("k", info, grid, &d([i32::MAX as u32, 65535, 65535], [32, 32, 1])).is_ok());
+    for (g, b, want) in [
+        ([1, 1, 1], [4096, 1, 1], "group size 4096 in dimension x is outside 1..=1024"),
+        ([1, 1, 1], [1, 1, 65], "group size 65 in dimension z is outside 1..=64"),
+        ([1, 1, 1], [0, 1, 1], "group size 0 in dimension x is outside 1..=1024"),
+        ([1, 1, 1], [64, 32, 1], "group size 64x32x1 = 2048 work-items exceeds the device's limit of 1024"),
+        ([1, 65536, 1], [1, 1, 1], "65536 work-groups in dimension y; the device allows 1..=65535"),
+        ([0, 1, 1], [1, 1, 1], "0 work-groups in dimension x; the device allows 1..=2147483647"),
+    ] {
+        match check_dims("k", info, grid, &d(g, b)) {
+            Err(PluginError::InvalidArgument(m)) => assert_eq!(m, format!("invalid launch of kernel 'k': {want}")),
+            other => panic!("{g:?} {b:?}: {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,866 @@
+// The CUDA platform through the C API: the acceptance test on a real NVIDIA GPU, and the rehearsal without
+// one against the fake driver (ffi-tests/fake_cuda: LD_LIBRARY_PATH=build/fake-cuda:build/lib).
+//
+// It uses the first device whose platform backend is OL_PLATFORM_BACKEND_CUDA (none: "SKIP: no CUDA
+// device", exit 0) and the nvptx64 bitcode of ffi-tests/device/kernels.c (the file the CPU device runs),
+// so nothing here depends on the fake. Only the fake's counters (fakeCudaStats, found with dlopen NOLOAD
+// when the loaded libcuda.so.1 has it) are fake-specific: they assert zero protocol violations (calls
+// without a current context, calls from host callbacks, ...) and, after olShutDown, zero live objects.
+#include "ol_test.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include "fake_cuda/fake_cuda.h"
+
+static ol_device_handle_t gpu;
+static ol_program_handle_t prog, cpu_prog;
+static ol_queue_handle_t queue;
+static fake_cuda_stats_fn fake_stats;
+
+#define NEED_GPU()                                                                                  \
+  if (!gpu || !prog || !queue)                                                                      \
+  SKIP("no CUDA device")
+
+static ol_kernel_launch_size_args_t grid(uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by,
+                                         uint32_t bz, size_t dyn) {
+  ol_kernel_launch_size_args_t a = {3, {gx, gy, gz}, {bx, by, bz}, dyn};
+  return a;
+}
+
+static ol_symbol_handle_t kern(ol_program_handle_t p, const char *name) {
+  ol_symbol_handle_t k = NULL;
+  OK(olGetSymbol(p, name, OL_SYMBOL_KIND_KERNEL, &k));
+  return k;
+}
+
+static void *galloc(ol_alloc_type_t type, size_t n) {
+  void *p = NULL;
+  OK(olMemAlloc(gpu, type, n, &p));
+  return p;
+}
+
+// host -> device buffer (synchronous copy)
+static void *to_gpu(const void *src, size_t n) {
+  void *d = galloc(OL_ALLOC_TYPE_DEVICE, n);
+  if (d)
+    OK(olMemcpy(NULL, d, gpu, src, t_host, n));
+  return d;
+}
+
+static void from_gpu(void *dst, const void *src, size_t n) { OK(olMemcpy(NULL, dst, t_host, src, gpu, n)); }
+
+static void print_stats(const char *when) {
+  if (!fake_stats)
+    return;
+  struct fake_cuda_stats s;
+  fake_stats(&s, sizeof s);
+  printf("  fake driver %s: live allocs %lld+%lld host, registrations %lld, modules %lld, streams %lld, events "
+         "%lld; launches %lld, host fns %lld, copies %lld, memsets %lld\n",
+         when, (long long)s.live_device_allocs, (long long)s.live_host_allocs, (long long)s.live_registrations,
+         (long long)s.live_modules, (long long)s.live_streams, (long long)s.live_events, (long long)s.launches,
+         (long long)s.host_fns, (long long)s.copies, (long long)s.memsets);
+}
+
+// ---- tests ---------------------------------------------------------------------------------------
+
+static void device_info(void) {
+  NEED_GPU();
+  char name[256] = "", vendor[256] = "", driver[256] = "", uid[256] = "", pname[256] = "";
+  OK(olGetDeviceInfo(gpu, OL_DEVICE_INFO_NAME, sizeof name, name));
+  OK(olGetDeviceInfo(gpu, OL_DEVICE_INFO_VENDOR, sizeof vendor, vendor));
+  OK(olGetDeviceInfo(gpu, OL_DEVICE_INFO_DRIVER_VERSION, sizeof driver, driver));
+  OK(olGetDeviceInfo(gpu, OL_DEVICE_INFO_UID, sizeof uid, uid));
+  printf("  device '%s', vendor '%s', driver '%s', uid '%s'\n", name, vendor, driver, uid);
+  CHECK(name[0] && driver[0]);
+  CHECK(strstr(vendor, "NVIDIA") != NULL);
+  CHECK(strlen(uid) > 8);
+  ol_device_type_t type = 0;
+  OK(olGetDeviceInfo(gpu, OL_DEVICE_INFO_TYPE, sizeof type, &type));
+  CHECK(type == OL_DEVICE_TYPE_GPU);
+  uint32_t wg = 0, vendor_id = 0, cus = 0;
+  OK(olGetDeviceInfo(gpu, OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE, sizeof wg, &wg));
+  OK(olGetDeviceInfo(gpu, OL_DEVICE_INFO_VENDOR_ID, sizeof vendor_id, &vendor_id));
+  OK(olGetDeviceInfo(gpu, OL_DEVICE_INFO_NUM_COMPUTE_UNITS, sizeof cus, &cus));
+  ol_dimensions_t dims = {0, 0, 0};
+  OK(olGetDeviceInfo(gpu, OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE_PER_DIMENSION, sizeof dims, &dims));
+  uint64_t mem = 0, local = 0;
+  OK(olGetDeviceInfo(gpu, OL_DEVICE_INFO_GLOBAL_MEM_SIZE, sizeof mem, &mem));
+  OK(olGetDeviceInfo(gpu, OL_DEVICE_INFO_WORK_GROUP_LOCAL_MEM_SIZE, sizeof local, &local));
+  printf("  max group %u {%u, %u, %u}, %u SMs, %llu MiB, %llu B shared per group\n", wg, dims.x, dims.y, dims.z, cus,
+         (unsigned long long)(mem >> 20), (unsigned long long)local);
+  CHECK(wg >= 1024 && dims.x >= 1024 && dims.y >= 1024 && dims.z >= 64);
+  CHECK(vendor_id == 0x10de);
+  CHECK(cus > 0 && mem >= (1ull << 30) && local >= 48 * 1024);
+  ol_platform_handle_t plat = NULL;
+  ol_platform_backend_t backend = 0;
+  OK(olGetDeviceInfo(gpu, OL_DEVICE_INFO_PLATFORM, sizeof plat, &plat));
+  OK(olGetPlatformInfo(plat, OL_PLATFORM_INFO_BACKEND, sizeof backend, &backend));
+  OK(olGetPlatformInfo(plat, OL_PLATFORM_INFO_NAME, sizeof pname, pname));
+  CHECK(backend == OL_PLATFORM_BACKEND_CUDA);
+  CHECK(!strcmp(pname, "CUDA"));
+}
+
+static void memory_kinds(void) {
+  NEED_GPU();
+  ol_alloc_type_t types[] = {OL_ALLOC_TYPE_DEVICE, OL_ALLOC_TYPE_HOST, OL_ALLOC_TYPE_MANAGED};
+  for (int t = 0; t < 3; t++) {
+    void *p = galloc(types[t], 4096);
+    REQUIRE(p);
+    ol_device_handle_t dev = NULL;
+    void *base = NULL;
+    size_t size = 0;
+    ol_alloc_type_t type = 99;
+    char *inner = (char *)p + 100;
+    OK(olGetMemInfo(inner, OL_MEM_INFO_DEVICE, sizeof dev, &dev));
+    OK(olGetMemInfo(inner, OL_MEM_INFO_BASE, sizeof base, &base));
+    OK(olGetMemInfo(inner, OL_MEM_INFO_SIZE, sizeof size, &size));
+    OK(olGetMemInfo(inner, OL_MEM_INFO_TYPE, sizeof type, &type));
+    CHECK(dev == gpu && base == p && size == 4096 && type == types[t]);
+    if (types[t] != OL_ALLOC_TYPE_DEVICE) { // host and managed memory is host-accessible
+      memset(p, 0x5a, 4096);
+      CHECK(((unsigned char *)p)[4095] == 0x5a);
+    }
+    ERR(OL_ERRC_INVALID_ARGUMENT, olMemFree(inner));
+    OK(olMemFree(p));
+    ERR(OL_ERRC_INVALID_ARGUMENT, olMemFree(p));
+    ERR(OL_ERRC_NOT_FOUND, olGetMemInfo(p, OL_MEM_INFO_SIZE, sizeof size, &size));
+  }
+  ERR(OL_ERRC_INVALID_SIZE, olMemAlloc(gpu, OL_ALLOC_TYPE_DEVICE, 0, &(void *){NULL}));
+  // a big allocation and a registered host range
+  void *big = galloc(OL_ALLOC_TYPE_DEVICE, (size_t)256 << 20);
+  CHECK(big != NULL);
+  if (big)
+    OK(olMemFree(big));
+  size_t n = 1 << 20;
+  char *h = aligned_alloc(4096, n), *pinned = NULL;
+  OK(olMemRegister(gpu, h, n, 0, (void **)&pinned));
+  CHECK(pinned != NULL);
+  if (pinned) {
+    void *d = galloc(OL_ALLOC_TYPE_DEVICE, n);
+    memset(h, 7, n);
+    OK(olMemcpy(queue, d, gpu, pinned, t_host, n));
+    OK(olMemFill(queue, pinned, 1, &(uint8_t){9}, n / 2));
+    OK(olMemcpy(queue, pinned + n / 2, t_host, d, gpu, n / 2));
+    OK(olSyncQueue(queue));
+    CHECK(h[0] == 9 && h[n / 2 - 1] == 9 && h[n / 2] == 7 && h[n - 1] == 7);
+    OK(olMemFree(d));
+    OK(olMemUnregister(gpu, h));
+  }
+  free(h);
+}
+
+static void memcpy_every_direction(void) {
+  NEED_GPU();
+  const size_t n = 3 << 20; // 3 MiB, not a power of two
+  unsigned char *src = malloc(n), *back = malloc(n);
+  for (size_t i = 0; i < n; i++)
+    src[i] = (unsigned char)(i * 131 + 7);
+  void *d1 = galloc(OL_ALLOC_TYPE_DEVICE, n), *d2 = galloc(OL_ALLOC_TYPE_DEVICE, n);
+  void *hm = galloc(OL_ALLOC_TYPE_HOST, n), *mm = galloc(OL_ALLOC_TYPE_MANAGED, n);
+  void *cpu = NULL;
+  if (t_cpu)
+    OK(olMemAlloc(t_cpu, OL_ALLOC_TYPE_DEVICE, n, &cpu));
+  REQUIRE(d1 && d2 && hm && mm);
+  for (int sync = 0; sync < 2; sync++) {
+    ol_queue_handle_t q = sync ? NULL : queue;
+    memset(back, 0, n);
+    OK(olMemcpy(q, d1, gpu, src, t_host, n));          // host -> device
+    OK(olMemcpy(q, d2, gpu, d1, gpu, n));              // device -> device
+    OK(olMemcpy(q, hm, gpu, d2, gpu, n));              // device -> pinned host allocation
+    OK(olMemcpy(q, mm, gpu, hm, gpu, n));              // pinned host -> managed
+    if (cpu) {
+      OK(olMemcpy(q, cpu, t_cpu, mm, gpu, n));         // CUDA managed -> CPU device
+      OK(olMemcpy(q, d1, gpu, cpu, t_cpu, 1));         // (one byte, unaligned size)
+      OK(olMemcpy(q, (char *)d1 + 1, gpu, (char *)cpu + 1, t_cpu, n - 1)); // CPU device -> CUDA device
+    }
+    OK(olMemcpy(q, back, t_host, d1, gpu, n));         // device -> host
+    if (q)
+      OK(olSyncQueue(q));
+    CHECK(memcmp(src, back, n) == 0);
+    CHECK(memcmp(src, mm, n) == 0 && memcmp(src, hm, n) == 0);
+    // odd offsets and sizes
+    memset(back, 0, n);
+    OK(olMemcpy(q, (char *)d2 + 3, gpu, src + 5, t_host, 1001));
+    OK(olMemcpy(q, back, t_host, (char *)d2 + 3, gpu, 1001));
+    if (q)
+      OK(olSyncQueue(q));
+    CHECK(memcmp(back, src + 5, 1001) == 0);
+  }
+  ERR(OL_ERRC_INVALID_ARGUMENT, olMemcpy(queue, back, t_host, src, t_host, 16)); // host->host with a queue
+  OK(olMemFree(d1));
+  OK(olMemFree(d2));
+  OK(olMemFree(hm));
+  OK(olMemFree(mm));
+  if (cpu)
+    OK(olMemFree(cpu));
+  free(src);
+  free(back);
+}
+
+static void fill_patterns(void) {
+  NEED_GPU();
+  size_t psizes[] = {1, 2, 4, 8, 3, 6, 12, 16, 5};
+  const size_t n = 96 * 1024 + 480; // divisible by every pattern size above
+  unsigned char *d = galloc(OL_ALLOC_TYPE_DEVICE, n + 16), *back = malloc(n + 16);
+  REQUIRE(d);
+  for (size_t k = 0; k < sizeof psizes / sizeof psizes[0]; k++)
+    for (int off = 0; off < 2; off++) { // aligned and odd addresses
+      size_t ps = psizes[k], fill = n / ps * ps;
+      unsigned char pat[16];
+      for (size_t i = 0; i < ps; i++)
+        pat[i] = (unsigned char)(0x11 * (i + 1) + k);
+      OK(olMemFill(queue, d, 1, &(uint8_t){0xee}, n + 16));
+      OK(olMemFill(queue, d + off, ps, pat, fill));
+      OK(olMemcpy(queue, back, t_host, d, gpu, n + 16));
+      OK(olSyncQueue(queue));
+      size_t bad = 0;
+      for (size_t i = 0; i < fill; i++)
+        bad += back[off + i] != pat[i % ps];
+      bad += off && back[0] != 0xee;
+      bad += back[off + fill] != 0xee;
+      CHECKF(bad == 0, "pattern %zu bytes at offset %d: %zu wrong bytes", ps, off, bad);
+    }
+  OK(olMemFill(NULL, d, 4, &(uint32_t){0xdeadbeef}, 64)); // synchronous
+  from_gpu(back, d, 64);
+  CHECK(((uint32_t *)back)[15] == 0xdeadbeef);
+  ERR(OL_ERRC_INVALID_SIZE, olMemFill(queue, d, 3, back, 64));
+  OK(olMemFree(d));
+  free(back);
+}
+
+static void program_and_symbols(void) {
+  NEED_GPU();
+  bool valid = false;
+  size_t n;
+  void *img = t_load("kernels", "nvptx64", &n);
+  OK(olIsValidBinary(gpu, img, n, &valid));
+  CHECK(valid);
+  free(img);
+  unsigned char garbage[256];
+  for (int i = 0; i < 256; i++)
+    garbage[i] = (unsigned char)(i * 37 + 1);
+  ol_program_handle_t bad = NULL;
+  ERR(OL_ERRC_INVALID_BINARY, olCreateProgram(gpu, garbage, sizeof garbage, &bad));
+  OK(olIsValidBinary(gpu, garbage, sizeof garbage, &valid));
+  CHECK(!valid);
+  const char *not_ptx = "this is text but not PTX\n";
+  ERR(OL_ERRC_INVALID_BINARY, olCreateProgram(gpu, not_ptx, strlen(not_ptx) + 1, &bad));
+  // kernels and globals
+  const char *kernels[] = {"saxpy", "reduce", "coords2d", "coords3d", "structarg", "read_ctor", "noargs"};
+  for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
+    ol_symbol_kind_t kind = 99;
+    OK(olGetSymbolInfo(kern(prog, kernels[i]), OL_SYMBOL_INFO_KIND, sizeof kind, &kind));
+    CHECK(kind == OL_SYMBOL_KIND_KERNEL);
+  }
+  ol_symbol_handle_t s = NULL;
+  ERR(OL_ERRC_NOT_FOUND, olGetSymbol(prog, "no_such_kernel", OL_SYMBOL_KIND_KERNEL, &s));
+  ERR(OL_ERRC_NOT_FOUND, olGetSymbol(prog, "no_such_global", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &s));
+  ol_symbol_handle_t g = NULL;
+  OK(olGetSymbol(prog, "ctor_var", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &g));
+  REQUIRE(g);
+  void *addr = NULL;
+  size_t size = 0;
+  OK(olGetSymbolInfo(g, OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS, sizeof addr, &addr));
+  OK(olGetSymbolInfo(g, OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE, sizeof size, &size));
+  CHECK(addr != NULL && size == 64 * 4);
+  uint32_t v[64] = {0};
+  if (addr)
+    from_gpu(v, addr, sizeof v);
+  // the constructors ran at load, in priority order: 40, *2, +20
+  uint32_t bad_ctor = 0;
+  for (int i = 0; i < 64; i++)
+    bad_ctor += v[i] != 100;
+  CHECKF(bad_ctor == 0, "ctor_var[0] = %u, want 100", v[0]);
+}
+
+// Constructors that run on the device at load (ffi-tests/device/ctors.c; kernels.c's are folded by LLVM).
+static void constructors_run_at_load(void) {
+  NEED_GPU();
+  size_t n;
+  void *img = t_load("ctors", "nvptx64", &n);
+  uint32_t *out = galloc(OL_ALLOC_TYPE_DEVICE, 64 * 4), host[64];
+  REQUIRE(out);
+  for (int rep = 0; rep < 2; rep++) { // twice: a second load constructs its own globals again
+    ol_program_handle_t p = NULL;
+    OK(olCreateProgram(gpu, img, n, &p));
+    if (!p)
+      break;
+    void *args = out;
+    ol_kernel_launch_size_args_t la = grid(1, 1, 1, 64, 1, 1, 0);
+    OK(olLaunchKernel(NULL, gpu, kern(p, "read_ctor_out"), &args, sizeof args, &la));
+    from_gpu(host, out, sizeof host);
+    uint32_t bad = 0;
+    for (uint32_t i = 0; i < 64; i++)
+      bad += host[i] != (3 + i) * 3;
+    CHECKF(bad == 0, "load %d: ctor_out[1] = %u, want 12", rep, host[1]);
+    OK(olDestroyProgram(p));
+  }
+  free(img);
+  OK(olMemFree(out));
+}
+
+static void launch_saxpy(void) {
+  NEED_GPU();
+  const uint32_t n = 1000003;
+  float *x = malloc(n * 4), *y = malloc(n * 4);
+  for (uint32_t i = 0; i < n; i++) {
+    x[i] = (float)(i % 1024);
+    y[i] = 3.0f;
+  }
+  float *dx = to_gpu(x, n * 4), *dy = to_gpu(y, n * 4);
+  REQUIRE(dx && dy);
+  struct {
+    float a;
+    float *x, *y;
+    uint32_t n;
+  } args = {2.0f, dx, dy, n};
+  ol_kernel_launch_size_args_t la = grid((n + 255) / 256, 1, 1, 256, 1, 1, 0);
+  OK(olLaunchKernel(queue, gpu, kern(prog, "saxpy"), &args, sizeof args, &la));
+  OK(olSyncQueue(queue));
+  from_gpu(y, dy, n * 4);
+  uint32_t bad = 0;
+  for (uint32_t i = 0; i < n; i++)
+    bad += y[i] != 2.0f * (float)(i % 1024) + 3.0f;
+  CHECKF(bad == 0, "%u wrong results", bad);
+  // the same arguments packed without padding (Unified Runtime's convention) are repacked
+  unsigned char packed[24];
+  args.a = 1.0f;
+  memcpy(packed, &args.a, 4);
+  memcpy(packed + 4, &args.x, 8);
+  memcpy(packed + 12, &args.y, 8);
+  memcpy(packed + 20, &args.n, 4);
+  OK(olLaunchKernel(queue, gpu, kern(prog, "saxpy"), packed, sizeof packed, &la));
+  OK(olSyncQueue(queue));
+  from_gpu(y, dy, n * 4);
+  bad = 0;
+  for (uint32_t i = 0; i < n; i++)
+    bad += y[i] != 3.0f * (float)(i % 1024) + 3.0f;
+  CHECKF(bad == 0, "packed: %u wrong results", bad);
+  ERR(OL_ERRC_INVALID_ARGUMENT, olLaunchKernel(queue, gpu, kern(prog, "saxpy"), packed, 13, &la));
+  OK(olMemFree(dx));
+  OK(olMemFree(dy));
+  free(x);
+  free(y);
+}
+
+static void launch_reduction(void) {
+  NEED_GPU();
+  uint32_t sizes[] = {64, 256, 1024, 32};
+  for (int s = 0; s < 4; s++) {
+    uint32_t wg = sizes[s], groups = 97, n = wg * groups;
+    uint32_t *in = malloc(n * 4), *out = calloc(groups, 4);
+    for (uint32_t i = 0; i < n; i++)
+      in[i] = i * 7 + 1;
+    uint32_t *din = to_gpu(in, n * 4), *dout = galloc(OL_ALLOC_TYPE_DEVICE, groups * 4);
+    struct {
+      uint32_t *in, *out;
+    } args = {din, dout};
+    ol_kernel_launch_size_args_t la = grid(groups, 1, 1, wg, 1, 1, 0);
+    OK(olLaunchKernel(queue, gpu, kern(prog, "reduce"), &args, sizeof args, &la));
+    OK(olSyncQueue(queue));
+    from_gpu(out, dout, groups * 4);
+    uint32_t bad = 0;
+    for (uint32_t g = 0; g < groups; g++) {
+      uint32_t want = 0;
+      for (uint32_t k = 0; k < wg; k++)
+        want += in[g * wg + k];
+      bad += out[g] != want;
+    }
+    CHECKF(bad == 0, "group size %u: %u wrong sums", wg, bad);
+    OK(olMemFree(din));
+    OK(olMemFree(dout));
+    free(in);
+    free(out);
+  }
+}
+
+static void launch_grids_2d_3d(void) {
+  NEED_GPU();
+  {
+    uint32_t gx = 5, gy = 3, bx = 8, by = 4, w = gx * bx, h = gy * by;
+    uint32_t *out = galloc(OL_ALLOC_TYPE_MANAGED, w * h * 8);
+    REQUIRE(out);
+    void *args = out;
+    ol_kernel_launch_size_args_t la = grid(gx, gy, 1, bx, by, 1, 0);
+    OK(olLaunchKernel(NULL, gpu, kern(prog, "coords2d"), &args, sizeof args, &la));
+    uint32_t bad = 0;
+    for (uint32_t y = 0; y < h; y++)
+      for (uint32_t x = 0; x < w; x++)
+        bad += out[2 * (y * w + x)] != x || out[2 * (y * w + x) + 1] != y;
+    CHECKF(bad == 0, "2-D: %u wrong", bad);
+    OK(olMemFree(out));
+  }
+  {
+    uint32_t g[3] = {3, 2, 4}, b[3] = {4, 3, 2};
+    uint32_t w = g[0] * b[0], h = g[1] * b[1], d = g[2] * b[2];
+    size_t bytes = (size_t)w * h * d * 32;
+    uint32_t *dev = galloc(OL_ALLOC_TYPE_DEVICE, bytes), *out = malloc(bytes);
+    void *args = dev;
+    ol_kernel_launch_size_args_t la = grid(g[0], g[1], g[2], b[0], b[1], b[2], 0);
+    OK(olLaunchKernel(queue, gpu, kern(prog, "coords3d"), &args, sizeof args, &la));
+    OK(olMemcpy(queue, out, t_host, dev, gpu, bytes));
+    OK(olSyncQueue(queue));
+    uint32_t bad = 0;
+    for (uint32_t z = 0; z < d; z++)
+      for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+          uint32_t *o = out + 8 * ((z * h + y) * w + x);
+          bad += o[0] != x || o[1] != y || o[2] != z || o[3] != z % b[2] || o[4] != z / b[2] || o[5] != b[2] ||
+                 o[6] != g[2] || o[7] != b[0] * b[1] * b[2];
+        }
+    CHECKF(bad == 0, "3-D: %u wrong", bad);
+    OK(olMemFree(dev));
+    free(out);
+  }
+  // dynamic shared memory
+  uint32_t wg = 128, groups = 9;
+  uint32_t *out = galloc(OL_ALLOC_TYPE_MANAGED, wg * groups * 4);
+  void *args = out;
+  ol_kernel_launch_size_args_t la = grid(groups, 1, 1, wg, 1, 1, wg * 4);
+  OK(olLaunchKernel(queue, gpu, kern(prog, "dynshared"), &args, sizeof args, &la));
+  OK(olSyncQueue(queue));
+  uint32_t bad = 0;
+  for (uint32_t g = 0; g < groups; g++)
+    for (uint32_t i = 0; i < wg; i++)
+      bad += out[g * wg + i] != (g * wg + (wg - 1 - i)) * 3;
+  CHECKF(bad == 0, "dynshared: %u wrong", bad);
+  OK(olMemFree(out));
+  // static (reduce: 4 KiB) + dynamic shared memory above 48 KiB needs the function's limit raised
+  {
+    uint32_t wg = 64, *in = galloc(OL_ALLOC_TYPE_MANAGED, wg * 4), *sum = galloc(OL_ALLOC_TYPE_MANAGED, 4);
+    REQUIRE(in && sum);
+    for (uint32_t i = 0; i < wg; i++)
+      in[i] = i;
+    struct {
+      uint32_t *in, *out;
+    } ra = {in, sum};
+    ol_kernel_launch_size_args_t big = grid(1, 1, 1, wg, 1, 1, 46000);
+    OK(olLaunchKernel(queue, gpu, kern(prog, "reduce"), &ra, sizeof ra, &big));
+    OK(olSyncQueue(queue));
+    CHECK(*sum == wg * (wg - 1) / 2);
+    OK(olMemFree(in));
+    OK(olMemFree(sum));
+  }
+  ol_kernel_launch_size_args_t huge = grid(1, 1, 1, 4096, 1, 1, 0);
+  ERR(OL_ERRC_INVALID_ARGUMENT, olLaunchKernel(queue, gpu, kern(prog, "noargs"), NULL, 0, &huge));
+  OK(olSyncQueue(queue));
+}
+
+struct mixed {
+  char c;
+  double d;
+  short s;
+  int *p;
+  float f;
+};
+
+static void launch_struct_argument(void) {
+  NEED_GPU();
+  int64_t *out = galloc(OL_ALLOC_TYPE_MANAGED, 8 * 8);
+  int *pv = galloc(OL_ALLOC_TYPE_MANAGED, 4);
+  REQUIRE(out && pv);
+  *pv = -12345;
+  memset(out, 0, 64);
+  struct {
+    char c0;
+    struct mixed m;
+    short s2;
+    int64_t *out;
+  } args = {-7, {'q', 2.25, -300, pv, 1.5f}, 4242, out};
+  ol_kernel_launch_size_args_t la = grid(1, 1, 1, 32, 1, 1, 0);
+  OK(olLaunchKernel(queue, gpu, kern(prog, "structarg"), &args, sizeof args, &la));
+  OK(olSyncQueue(queue));
+  CHECK(out[0] == -7 && out[1] == 'q' && out[2] == 9 && out[3] == -300 && out[4] == -12345 && out[5] == 3 &&
+        out[6] == 4242);
+  OK(olMemFree(out));
+  OK(olMemFree(pv));
+}
+
+static void launch_globals(void) {
+  NEED_GPU();
+  uint32_t *out = galloc(OL_ALLOC_TYPE_DEVICE, 64 * 4), host[64];
+  ol_kernel_launch_size_args_t la = grid(1, 1, 1, 64, 1, 1, 0);
+  OK(olLaunchKernel(queue, gpu, kern(prog, "write_global"), NULL, 0, &la));
+  void *args = out;
+  OK(olLaunchKernel(queue, gpu, kern(prog, "read_global"), &args, sizeof args, &la));
+  OK(olMemcpy(queue, host, t_host, out, gpu, sizeof host));
+  OK(olSyncQueue(queue));
+  uint32_t bad = 0;
+  for (uint32_t i = 0; i < 64; i++)
+    bad += host[i] != 2 * i;
+  CHECK(bad == 0);
+  // write the global through its address, read it back in a kernel
+  ol_symbol_handle_t g = NULL;
+  void *addr = NULL;
+  OK(olGetSymbol(prog, "global_var", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &g));
+  OK(olGetSymbolInfo(g, OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS, sizeof addr, &addr));
+  REQUIRE(addr);
+  for (uint32_t i = 0; i < 64; i++)
+    host[i] = 1000 + i;
+  OK(olMemcpy(queue, addr, gpu, host, t_host, sizeof host));
+  OK(olLaunchKernel(queue, gpu, kern(prog, "read_global"), &args, sizeof args, &la));
+  OK(olMemcpy(queue, host, t_host, out, gpu, sizeof host));
+  OK(olSyncQueue(queue));
+  bad = 0;
+  for (uint32_t i = 0; i < 64; i++)
+    bad += host[i] != 1000 + i;
+  CHECK(bad == 0);
+  OK(olLaunchKernel(NULL, gpu, kern(prog, "read_ctor"), &args, sizeof args, &la));
+  from_gpu(host, out, sizeof host);
+  bad = 0;
+  for (uint32_t i = 0; i < 64; i++)
+    bad += host[i] != 100 + i;
+  CHECK(bad == 0);
+  // a second program from the same bytes has its own globals, constructed again
+  size_t n;
+  void *img = t_load("kernels", "nvptx64", &n);
+  ol_program_handle_t p2 = NULL;
+  OK(olCreateProgram(gpu, img, n, &p2));
+  free(img);
+  if (p2) {
+    OK(olLaunchKernel(queue, gpu, kern(p2, "read_global"), &args, sizeof args, &la));
+    OK(olMemcpy(queue, host, t_host, out, gpu, sizeof host));
+    OK(olSyncQueue(queue));
+    CHECK(host[5] == 0); // fresh global_var
+    OK(olDestroyProgram(p2));
+  }
+  OK(olMemFree(out));
+}
+
+// ---- queues, events, host functions ---------------------------------------------------------------
+
+static int order[64];
+static int norder;
+static void record_cb(void *p) { order[__atomic_fetch_add(&norder, 1, __ATOMIC_SEQ_CST)] = (int)(intptr_t)p; }
+
+static void queues_events_host_functions(void) {
+  NEED_GPU();
+  uint64_t *spin_out = galloc(OL_ALLOC_TYPE_MANAGED, 8);
+  REQUIRE(spin_out);
+  *spin_out = 0;
+  norder = 0;
+  struct {
+    uint64_t iters;
+    uint64_t *out;
+  } sargs = {2000000, spin_out};
+  ol_kernel_launch_size_args_t one = grid(1, 1, 1, 1, 1, 1, 0);
+  OK(olLaunchHostFunction(queue, record_cb, (void *)1));
+  OK(olLaunchKernel(queue, gpu, kern(prog, "spin"), &sargs, sizeof sargs, &one));
+  OK(olLaunchHostFunction(queue, record_cb, (void *)2));
+  ol_event_handle_t ev = NULL;
+  OK(olCreateEvent(queue, &ev));
+  OK(olLaunchHostFunction(queue, record_cb, (void *)3));
+  REQUIRE(ev);
+  OK(olSyncEvent(ev));
+  bool done = false;
+  OK(olGetEventInfo(ev, OL_EVENT_INFO_IS_COMPLETE, sizeof done, &done));
+  CHECK(done);
+  CHECK(*spin_out != 0); // the kernel before the event has finished
+  OK(olSyncQueue(queue));
+  CHECK(norder == 3 && order[0] == 1 && order[1] == 2 && order[2] == 3);
+  ol_queue_handle_t eq = NULL;
+  OK(olGetEventInfo(ev, OL_EVENT_INFO_QUEUE, sizeof eq, &eq));
+  CHECK(eq == queue);
+  bool empty = false;
+  OK(olGetQueueInfo(queue, OL_QUEUE_INFO_EMPTY, sizeof empty, &empty));
+  CHECK(empty);
+  OK(olDestroyEvent(ev));
+  ERR(OL_ERRC_INVALID_EVENT, olSyncEvent(ev));
+  ERR(OL_ERRC_INVALID_EVENT, olDestroyEvent(ev));
+
+  // Fibonacci across two CUDA queues, each step waiting for the other queue's event
+  ol_queue_handle_t q2 = NULL;
+  OK(olCreateQueue(gpu, &q2));
+  uint32_t *fib = galloc(OL_ALLOC_TYPE_MANAGED, 32 * 4);
+  REQUIRE(q2 && fib);
+  ol_queue_handle_t qs[2] = {queue, q2};
+  ol_event_handle_t prev = NULL;
+  for (uint32_t i = 0; i < 24; i++) {
+    ol_queue_handle_t q = qs[i % 2];
+    if (prev) {
+      OK(olWaitEvents(q, &prev, 1));
+      OK(olDestroyEvent(prev));
+    }
+    if (i % 2) // make the dependency real: the other queue is slow
+      OK(olLaunchKernel(q, gpu, kern(prog, "spin"), &sargs, sizeof sargs, &one));
+    struct {
+      uint32_t idx;
+      uint32_t *p;
+    } a = {i, fib};
+    OK(olLaunchKernel(q, gpu, kern(prog, "sequence"), &a, sizeof a, &one));
+    prev = NULL;
+    OK(olCreateEvent(q, &prev));
+  }
+  OK(olSyncEvent(prev));
+  OK(olDestroyEvent(prev));
+  uint32_t a0 = 0, a1 = 1, bad = 0;
+  for (uint32_t i = 0; i < 24; i++) {
+    uint32_t want = i == 0 ? 0 : i == 1 ? 1 : a0 + a1;
+    if (i >= 2) {
+      a0 = a1;
+      a1 = want;
+    }
+    bad += fib[i] != want;
+  }
+  CHECKF(bad == 0, "fib[23] = %u", fib[23]);
+  OK(olSyncQueue(q2));
+  OK(olDestroyQueue(q2));
+  ERR(OL_ERRC_INVALID_QUEUE, olSyncQueue(q2));
+  ERR(OL_ERRC_INVALID_QUEUE, olLaunchKernel(q2, gpu, kern(prog, "noargs"), NULL, 0, &one));
+  OK(olMemFree(fib));
+  OK(olMemFree(spin_out));
+}
+
+static uint32_t *volatile snap_src, *volatile snap_dst;
+static void snapshot_cb(void *unused) {
+  (void)unused;
+  memcpy(snap_dst, snap_src, 64 * 4);
+}
+
+// Events across devices: CPU queue -> CUDA queue and CUDA queue -> CPU queue.
+static void events_across_cpu_and_cuda(void) {
+  NEED_GPU();
+  if (!t_cpu || !cpu_prog)
+    SKIP("no CPU device");
+  ol_queue_handle_t cq = NULL;
+  OK(olCreateQueue(t_cpu, &cq));
+  uint32_t *buf = galloc(OL_ALLOC_TYPE_MANAGED, 64 * 4); // written by the CPU device, then read by the GPU
+  uint64_t *slow = NULL;
+  OK(olMemAlloc(t_cpu, OL_ALLOC_TYPE_MANAGED, 8, (void **)&slow));
+  REQUIRE(cq && buf && slow);
+  memset(buf, 0xff, 64 * 4);
+  ol_kernel_launch_size_args_t one = grid(1, 1, 1, 1, 1, 1, 0), g64 = grid(1, 1, 1, 64, 1, 1, 0);
+  // CPU queue: slow kernel, then foo writes buf[i] = i; event
+  struct {
+    uint64_t iters;
+    uint64_t *out;
+  } sargs = {20000000, slow};
+  OK(olLaunchKernel(cq, t_cpu, kern(cpu_prog, "spin"), &sargs, sizeof sargs, &one));
+  void *fargs = buf;
+  OK(olLaunchKernel(cq, t_cpu, kern(cpu_prog, "foo"), &fargs, sizeof fargs, &g64));
+  ol_event_handle_t cev = NULL;
+  OK(olCreateEvent(cq, &cev));
+  // CUDA queue waits for it, then copies buf to device memory and back
+  uint32_t *d = galloc(OL_ALLOC_TYPE_DEVICE, 64 * 4), host[64];
+  OK(olWaitEvents(queue, &cev, 1));
+  OK(olMemcpy(queue, d, gpu, buf, gpu, 64 * 4));
+  OK(olMemcpy(queue, host, t_host, d, gpu, 64 * 4));
+  OK(olSyncQueue(queue));
+  uint32_t bad = 0;
+  for (uint32_t i = 0; i < 64; i++)
+    bad += host[i] != i;
+  CHECKF(bad == 0, "the CUDA queue did not wait for the CPU queue's event");
+  // the other way: CUDA queue spins then writes; CPU queue waits, then copies on the CPU device
+  uint64_t *gslow = galloc(OL_ALLOC_TYPE_MANAGED, 8);
+  struct {
+    uint64_t iters;
+    uint64_t *out;
+  } gargs = {5000000, gslow};
+  OK(olLaunchKernel(queue, gpu, kern(prog, "spin"), &gargs, sizeof gargs, &one));
+  OK(olMemFill(queue, buf, 4, &(uint32_t){77}, 64 * 4));
+  ol_event_handle_t gev = NULL;
+  OK(olCreateEvent(queue, &gev));
+  uint32_t *cpubuf = NULL;
+  OK(olMemAlloc(t_cpu, OL_ALLOC_TYPE_MANAGED, 64 * 4, (void **)&cpubuf));
+  OK(olWaitEvents(cq, &gev, 1));
+  snap_src = buf; // (the CPU device cannot address CUDA memory: a host function reads the managed buffer)
+  snap_dst = cpubuf;
+  OK(olLaunchHostFunction(cq, snapshot_cb, NULL));
+  OK(olSyncQueue(cq));
+  bad = 0;
+  for (uint32_t i = 0; cpubuf && i < 64; i++)
+    bad += cpubuf[i] != 77;
+  CHECKF(bad == 0, "the CPU queue did not wait for the CUDA queue's event");
+  OK(olDestroyEvent(cev));
+  OK(olDestroyEvent(gev));
+  OK(olDestroyQueue(cq));
+  OK(olMemFree(cpubuf));
+  OK(olMemFree(slow));
+  OK(olMemFree(gslow));
+  OK(olMemFree(buf));
+  OK(olMemFree(d));
+}
+
+static void stale_handles(void) {
+  NEED_GPU();
+  size_t n;
+  void *img = t_load("kernels", "nvptx64", &n);
+  ol_program_handle_t p = NULL;
+  OK(olCreateProgram(gpu, img, n, &p));
+  free(img);
+  REQUIRE(p);
+  ol_symbol_handle_t k = kern(p, "noargs");
+  OK(olDestroyProgram(p));
+  ol_kernel_launch_size_args_t one = grid(1, 1, 1, 1, 1, 1, 0);
+  ERR(OL_ERRC_INVALID_ARGUMENT, olLaunchKernel(queue, gpu, k, NULL, 0, &one));
+  ERR(OL_ERRC_INVALID_ARGUMENT, olDestroyProgram(p));
+  ERR(OL_ERRC_INVALID_ARGUMENT, olGetSymbol(p, "noargs", OL_SYMBOL_KIND_KERNEL, &k));
+  ol_queue_handle_t q = NULL;
+  OK(olCreateQueue(gpu, &q));
+  OK(olDestroyQueue(q));
+  ERR(OL_ERRC_INVALID_QUEUE, olDestroyQueue(q));
+  ERR(OL_ERRC_INVALID_QUEUE, olLaunchKernel(q, gpu, kern(prog, "noargs"), NULL, 0, &one));
+  // a queue destroyed with work pending finishes that work
+  uint32_t *out = galloc(OL_ALLOC_TYPE_MANAGED, 64 * 4);
+  uint64_t *slow = galloc(OL_ALLOC_TYPE_MANAGED, 8);
+  OK(olCreateQueue(gpu, &q));
+  struct {
+    uint64_t iters;
+    uint64_t *out;
+  } sargs = {2000000, slow};
+  OK(olLaunchKernel(q, gpu, kern(prog, "spin"), &sargs, sizeof sargs, &one));
+  void *args = out;
+  ol_kernel_launch_size_args_t g64 = grid(1, 1, 1, 64, 1, 1, 0);
+  OK(olLaunchKernel(q, gpu, kern(prog, "foo"), &args, sizeof args, &g64));
+  ol_event_handle_t ev = NULL;
+  OK(olCreateEvent(q, &ev));
+  OK(olDestroyQueue(q)); // does not wait (LLVM 22); its event stays valid
+  if (ev) {
+    OK(olSyncEvent(ev));
+    OK(olDestroyEvent(ev));
+  }
+  CHECK(out[63] == 63);
+  OK(olMemFree(out));
+  OK(olMemFree(slow));
+}
+
+struct thr {
+  ol_queue_handle_t q;
+  int own;
+};
+
+static void *saxpy_thread(void *arg) {
+  struct thr *t = arg;
+  ol_queue_handle_t q = t->q;
+  if (t->own)
+    OK(olCreateQueue(gpu, &q));
+  const uint32_t n = 4096;
+  for (int rep = 0; rep < 5; rep++) {
+    float *x = galloc(OL_ALLOC_TYPE_DEVICE, n * 4), *y = galloc(OL_ALLOC_TYPE_DEVICE, n * 4);
+    float hx[4096], hy[4096];
+    for (uint32_t i = 0; i < n; i++) {
+      hx[i] = (float)i;
+      hy[i] = (float)rep;
+    }
+    OK(olMemcpy(q, x, gpu, hx, t_host, n * 4));
+    OK(olMemcpy(q, y, gpu, hy, t_host, n * 4));
+    struct {
+      float a;
+      float *x, *y;
+      uint32_t n;
+    } args = {0.5f, x, y, n};
+    ol_kernel_launch_size_args_t la = grid(n / 128, 1, 1, 128, 1, 1, 0);
+    OK(olLaunchKernel(q, gpu, kern(prog, "saxpy"), &args, sizeof args, &la));
+    OK(olMemcpy(q, hy, t_host, y, gpu, n * 4));
+    OK(olSyncQueue(q));
+    uint32_t bad = 0;
+    for (uint32_t i = 0; i < n; i++)
+      bad += hy[i] != 0.5f * (float)i + (float)rep;
+    CHECK(bad == 0);
+    OK(olMemFree(x));
+    OK(olMemFree(y));
+  }
+  if (t->own)
+    OK(olDestroyQueue(q));
+  return NULL;
+}
+
+static void twenty_threads(void) {
+  NEED_GPU();
+  for (int own = 1; own >= 0; own--) {
+    pthread_t th[20];
+    struct thr a[20];
+    for (int i = 0; i < 20; i++) {
+      a[i] = (struct thr){queue, own};
+      pthread_create(&th[i], NULL, saxpy_thread, &a[i]);
+    }
+    for (int i = 0; i < 20; i++)
+      pthread_join(th[i], NULL);
+    printf("  20 threads %s: done\n", own ? "each with its own queue" : "on one queue");
+  }
+}
+
+static void fake_driver_clean(void) {
+  if (!fake_stats)
+    SKIP("not the fake driver (no fakeCudaStats)");
+  struct fake_cuda_stats s;
+  fake_stats(&s, sizeof s);
+  CHECKF(s.no_context_calls == 0, "%lld driver calls without a current context", (long long)s.no_context_calls);
+  CHECKF(s.wrong_context_calls == 0, "%lld calls with the wrong context", (long long)s.wrong_context_calls);
+  CHECKF(s.calls_from_host_fn == 0, "%lld driver calls from host callbacks", (long long)s.calls_from_host_fn);
+  CHECKF(s.invalid_handles == 0, "%lld stale driver handles used", (long long)s.invalid_handles);
+  CHECKF(s.bad_frees == 0, "%lld bad frees", (long long)s.bad_frees);
+  CHECKF(s.kernel_faults == 0, "%lld kernel faults", (long long)s.kernel_faults);
+  CHECKF(s.unsupported_kernels == 0, "%lld launches the fake could not emulate", (long long)s.unsupported_kernels);
+  CHECK(s.launches > 0 && s.host_fns > 0);
+}
+
+int main(void) {
+  t_init();
+  gpu = harness_find_backend(OL_PLATFORM_BACKEND_CUDA);
+  if (!gpu) {
+    printf("SKIP: no CUDA device\n");
+    olShutDown();
+    harness_skipped++;
+    return t_finish(); // "0 passed, 0 failed, 1 skipped", exit 0
+  }
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (h)
+    fake_stats = (fake_cuda_stats_fn)dlsym(h, "fakeCudaStats");
+  printf("  driver: %s\n", fake_stats ? "the fake libcuda.so.1 (ffi-tests/fake_cuda)" : "NVIDIA's libcuda.so.1");
+  size_t n;
+  void *img = t_load("kernels", "nvptx64", &n);
+  OK(olCreateProgram(gpu, img, n, &prog));
+  if (t_cpu)
+    OK(olCreateProgram(t_cpu, img, n, &cpu_prog));
+  free(img);
+  OK(olCreateQueue(gpu, &queue));
+  RUN(device_info);
+  RUN(memory_kinds);
+  RUN(memcpy_every_direction);
+  RUN(fill_patterns);
+  RUN(program_and_symbols);
+  RUN(constructors_run_at_load);
+  RUN(launch_saxpy);
+  RUN(launch_reduction);
+  RUN(launch_grids_2d_3d);
+  RUN(launch_struct_argument);
+  RUN(launch_globals);
+  RUN(queues_events_host_functions);
+  RUN(events_across_cpu_and_cuda);
+  RUN(stale_handles);
+  RUN(twenty_threads);
+  RUN(fake_driver_clean);
+  print_stats("before olShutDown");
+  if (queue)
+    OK(olDestroyQueue(queue));
+  if (prog)
+    OK(olDestroyProgram(prog));
+  if (cpu_prog)
+    OK(olDestroyProgram(cpu_prog));
+  OK(olShutDown());
+  if (fake_stats) {
+    // after the last olShutDown every driver object of ours is gone, the primary context released
+    struct fake_cuda_stats s;
+    fake_stats(&s, sizeof s);
+    print_stats("after olShutDown");
+    harness_cur_name = "fake_driver_nothing_left";
+    harness_cur_failures = 0;
+    CHECKF(s.live_device_allocs == 0 && s.live_host_allocs == 0 && s.live_registrations == 0,
+           "allocations left: %lld device, %lld host, %lld registrations", (long long)s.live_device_allocs,
+           (long long)s.live_host_allocs, (long long)s.live_registrations);
+    CHECKF(s.live_modules == 0, "%lld modules left loaded", (long long)s.live_modules);
+    CHECKF(s.live_streams == 0, "%lld streams left", (long long)s.live_streams);
+    CHECKF(s.live_events == 0, "%lld events left", (long long)s.live_events);
+    CHECKF(s.primary_ctx_retains == 0, "%lld primary context retains left", (long long)s.primary_ctx_retains);
+    if (harness_cur_failures) {
+      harness_failed++;
+      printf("FAIL fake_driver_nothing_left\n");
+    } else {
+      harness_passed++;
+      printf("PASS fake_driver_nothing_left\n");
+    }
+  }
+  return t_finish();
+}

@@ -188,6 +188,17 @@ static void memcpy_every_direction(void) {
     CHECK(memcmp(back, src + 5, 1001) == 0);
   }
   ERR(OL_ERRC_INVALID_ARGUMENT, olMemcpy(queue, back, t_host, src, t_host, 16)); // host->host with a queue
+  if (cpu) {
+    // A CPU queue cannot reach GPU device memory: an error, not a write through a GPU address.
+    ol_queue_handle_t cq = NULL;
+    OK(olCreateQueue(t_cpu, &cq));
+    ERR(OL_ERRC_UNSUPPORTED, olMemcpy(cq, cpu, t_cpu, d1, gpu, 16));
+    ERR(OL_ERRC_UNSUPPORTED, olMemFill(cq, d1, 1, &(uint8_t){1}, 16));
+    OK(olMemFill(cq, mm, 1, &(uint8_t){5}, 16)); // managed memory is host-addressable
+    OK(olSyncQueue(cq));
+    CHECK(((unsigned char *)mm)[15] == 5);
+    OK(olDestroyQueue(cq));
+  }
   OK(olMemFree(d1));
   OK(olMemFree(d2));
   OK(olMemFree(hm));

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the benchmarks into build/bench (run `make lib` first). Then:
 #   build/bench/cpu_kernels          CPU device vs PoCL 3.1 vs memcpy (BENCHMARKS.md)
+#   build/bench/cuda_launch          olLaunchKernel vs raw cuLaunchKernel (a GPU, or ffi-tests/fake_cuda)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=build/bench
@@ -14,3 +15,8 @@ cc -O2 -Wall -I"$inc" bench/cpu_kernels.c -o "$out/cpu_kernels" -Lbuild/lib -lLL
 echo "built $out/cpu_kernels"
 cc -O2 -Wall -I"$inc" bench/program_cache.c -o "$out/program_cache" -Lbuild/lib -lLLVMOffload -Wl,-rpath,"$PWD/build/lib"
 echo "built $out/program_cache"
+# olLaunchKernel vs raw cuLaunchKernel (needs a CUDA driver, or the fake: see bench/cuda_launch.c)
+clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -O2 \
+  -S ffi-tests/device/kernels.c -o "$out/kernels.ptx"
+cc -O2 -Wall -I"$inc" bench/cuda_launch.c -o "$out/cuda_launch" -Lbuild/lib -lLLVMOffload -ldl -Wl,-rpath,"$PWD/build/lib"
+echo "built $out/cuda_launch (run: LD_LIBRARY_PATH=build/fake-cuda:build/lib $out/cuda_launch $out/kernels.ptx)"

@@ -148,7 +148,8 @@ impl DeviceInner {
         let r = unsafe {
             (self.drv.cuLaunchKernel)(func, gx, gy, gz, bx, by, bz, shmem, stream, std::ptr::null_mut(), extra_ptr)
         };
-        self.drv.check(r, &format!("cuLaunchKernel for '{name}'"))
+        // (the message is formatted only on failure: this is the launch hot path)
+        if r == CUDA_SUCCESS { Ok(()) } else { Err(self.drv.error(r, &format!("cuLaunchKernel for '{name}'"))) }
     }
 }
 

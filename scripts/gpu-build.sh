@@ -11,6 +11,7 @@
 #     tools/rawcheck        raw driver check + launch-latency baseline in C (no offload-rs code)
 #     tools/capi_smoke      end-to-end check through the C API (lib/libLLVMOffload.so.22.1)
 #     tools/test_cuda       ffi-tests/test_cuda.c, the CUDA acceptance test through the C API
+#     tools/cuda_launch     bench/cuda_launch.c: olLaunchKernel vs raw cuLaunchKernel (+ kernels/*.sm_90.ptx)
 #     kernels/device/*.nvptx64.bc   its device code (ffi-tests/device/*.c, named as ffi-tests expects)
 #     MANIFEST              git revision, build date, sizes
 #
@@ -25,9 +26,9 @@ JOBS=${JOBS:-2}
 rm -rf "$KIT"
 mkdir -p "$KIT"/{bin,lib,glibc,kernels/device,tools} "$CACHE"
 
-echo "== 1. test binary (cargo test --no-run -j$JOBS)"
+echo "== 1. test binary (cargo test --release --no-run -j$JOBS: optimised, the benchmark runs in it)"
 LOG=$(mktemp)
-if ! cargo test --lib --no-run -j"$JOBS" >"$LOG" 2>&1; then
+if ! cargo test --release --lib --no-run -j"$JOBS" >"$LOG" 2>&1; then
     tail -50 "$LOG"; echo "cargo build failed"; exit 1
 fi
 BIN=$(grep -o 'Executable unittests src/lib.rs ([^)]*)' "$LOG" | tail -1 | sed 's/.*(\(.*\))/\1/')
@@ -97,14 +98,20 @@ for extra in /lib/x86_64-linux-gnu/libpthread.so.0 /lib/x86_64-linux-gnu/libdl.s
     [ -e "$extra" ] && compress "$extra" "$KIT/glibc"
 done
 
-echo "== 3b. the C library (make lib PROFILE=dev) + a C API smoke test against it"
+echo "== 3b. the C library (make lib, release) + the C API tests and the launch benchmark against it"
 LIBOUT=$ROOT/build/gpu-lib
-if make -s lib PROFILE=dev OUT="$LIBOUT" >/dev/null 2>&1; then
+if make -s lib OUT="$LIBOUT" >/dev/null 2>&1; then
     cc -O1 -Wall -Iinclude scripts/gpu-kit/capi_smoke.c -o "$KIT/tools/capi_smoke" -L"$LIBOUT/lib" -lLLVMOffload
     # the C acceptance test (against LLVM's header, as in ffi-tests/Makefile)
     cc -std=c11 -D_DEFAULT_SOURCE -O1 -Wall -I/usr/lib/llvm-22/include/offload -include stdbool.h -Iffi-tests \
         ffi-tests/test_cuda.c -o "$KIT/tools/test_cuda" -L"$LIBOUT/lib" -lLLVMOffload -lpthread -ldl
     strip "$KIT/tools/test_cuda"
+    # olLaunchKernel vs raw cuLaunchKernel through the C API (bench/cuda_launch.c), on kernels.c's PTX
+    cc -O2 -Wall -I/usr/lib/llvm-22/include/offload bench/cuda_launch.c -o "$KIT/tools/cuda_launch" \
+        -L"$LIBOUT/lib" -lLLVMOffload -ldl
+    strip "$KIT/tools/cuda_launch"
+    clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -O2 \
+        -S ffi-tests/device/kernels.c -o "$KIT/kernels/device_kernels.sm_90.ptx"
     compress "$LIBOUT/lib/libLLVMOffload.so.22.1" "$KIT/lib"
 else
     echo "   (make lib failed: the C API smoke test is left out of the kit)"

@@ -138,12 +138,22 @@ timeout -k 5 150 "${RUN[@]}" --exact plugin::cuda::tests::gpu_bench --ignored --
     >"$RT/logs/bench.log" 2>&1
 grep -vE '^(running|$)' "$RT/logs/bench.log" | tail -40
 
+if [ -x "$KIT/tools/cuda_launch" ]; then
+    say "olLaunchKernel vs raw cuLaunchKernel through the C API (bench/cuda_launch.c), 60 s limit"
+    cp "$KIT/tools/cuda_launch" "$RT/cuda_launch" && chmod +x "$RT/cuda_launch"
+    CL=("$RT/cuda_launch")
+    [ "${RUN[0]}" = "$BIN" ] || CL=("${RUN[@]:0:3}" "$RT/cuda_launch")
+    timeout -k 5 60 "${CL[@]}" "$KIT/kernels/device_kernels.sm_90.ptx" 20000 >"$RT/logs/cuda_launch.log" 2>&1
+    cat "$RT/logs/cuda_launch.log" | tail -12
+fi
+
 say "summary"
 grep -m1 -E 'rawcheck: device 0|rawcheck: dlopen|rawcheck: .*failed' "$RT/logs/rawcheck.log" 2>/dev/null
 grep -m1 'rawcheck (C, raw driver)' "$RT/logs/rawcheck.log" 2>/dev/null
 grep -h -m1 'CUDA device:' "$RT"/logs/*no_driver_means* 2>/dev/null | cut -c1-700
 grep -h -m1 -E '^sm_[0-9]+ ptx ISA' "$RT"/logs/*gpu_info* 2>/dev/null
 grep -A6 -E '^=== (launch|copy)' "$RT/logs/bench.log" 2>/dev/null
+grep -E '^(launch path|round)' "$RT/logs/cuda_launch.log" 2>/dev/null
 echo "passed: ${#PASS[@]}: $(printf '%s ' "${PASS[@]#plugin::cuda::}")"
 echo "failed: ${#FAIL[@]}"
 for t in "${FAIL[@]}"; do echo "  FAIL  $t"; done

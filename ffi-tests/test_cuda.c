@@ -257,6 +257,16 @@ static void program_and_symbols(void) {
   CHECK(!valid);
   const char *not_ptx = "this is text but not PTX\n";
   ERR(OL_ERRC_INVALID_BINARY, olCreateProgram(gpu, not_ptx, strlen(not_ptx) + 1, &bad));
+  // PTX: valid when its target and ISA are no newer than the device and its driver accept
+  const char *ptx_old = ".version 6.0\n.target sm_50\n.address_size 64\n.visible .entry e() { ret; }\n";
+  const char *ptx_future = ".version 6.0\n.target sm_990\n.address_size 64\n.visible .entry e() { ret; }\n";
+  const char *isa_future = ".version 99.9\n.target sm_50\n.address_size 64\n.visible .entry e() { ret; }\n";
+  OK(olIsValidBinary(gpu, ptx_old, strlen(ptx_old) + 1, &valid));
+  CHECK(valid);
+  OK(olIsValidBinary(gpu, ptx_future, strlen(ptx_future) + 1, &valid));
+  CHECK(!valid);
+  OK(olIsValidBinary(gpu, isa_future, strlen(isa_future) + 1, &valid));
+  CHECK(!valid);
   // kernels and globals
   const char *kernels[] = {"saxpy", "reduce", "coords2d", "coords3d", "structarg", "read_ctor", "noargs"};
   for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {

@@ -414,7 +414,7 @@ impl Device for CudaDevice {
         let (major, minor) = (self.inner.major, self.inner.minor);
         catch_unwind(|| match image::classify(image) {
             ImageKind::Cubin => image::cubin_sm(image).is_some_and(|sm| image::sm_compatible(sm, major, minor)),
-            ImageKind::Ptx => true,
+            ImageKind::Ptx => image::ptx_compatible(image, major, minor, self.inner.ptx_isa),
             ImageKind::Bitcode => ptx::bitcode_triple(image).is_some_and(|t| t.starts_with("nvptx64")),
             ImageKind::Fatbin | ImageKind::Unknown(_) => false,
         })

@@ -73,6 +73,42 @@ pub fn is_ptx(image: &[u8]) -> bool {
     }
 }
 
+/// The `.version` (as `10 * major + minor`) and `.target sm_XY` (as `XY`, suffixes like `a`/`f`
+/// ignored) of PTX text, each None when absent or unreadable.
+pub fn ptx_version_and_sm(image: &[u8]) -> (Option<u32>, Option<u32>) {
+    let end = image.iter().position(|&b| b == 0).unwrap_or(image.len());
+    let text = String::from_utf8_lossy(&image[..end]);
+    let mut version = None;
+    let mut sm = None;
+    for line in text.lines().map(str::trim) {
+        if let Some(v) = line.strip_prefix(".version") {
+            let mut parts = v.trim().split('.');
+            if let (Some(Ok(ma)), Some(Ok(mi))) =
+                (parts.next().map(str::parse::<u32>), parts.next().map(|p| p.trim().parse::<u32>()))
+            {
+                version = Some(ma * 10 + mi);
+            }
+        } else if let Some(t) = line.strip_prefix(".target") {
+            sm = t.split([',', ' ', '\t']).filter_map(|w| w.trim().strip_prefix("sm_")).find_map(|w| {
+                let digits: String = w.chars().take_while(char::is_ascii_digit).collect();
+                digits.parse().ok()
+            });
+        }
+        if version.is_some() && sm.is_some() {
+            break;
+        }
+    }
+    (version, sm)
+}
+
+/// Whether the driver of a device of compute capability `major.minor` that accepts PTX ISA
+/// `max_isa` can JIT-compile this PTX: its target no newer than the device and its ISA no newer than
+/// the driver's. What cannot be read is left to the driver (true).
+pub fn ptx_compatible(image: &[u8], major: u32, minor: u32, max_isa: u32) -> bool {
+    let (version, sm) = ptx_version_and_sm(image);
+    version.is_none_or(|v| v <= max_isa) && sm.is_none_or(|t| t <= major * 10 + minor)
+}
+
 pub fn classify(image: &[u8]) -> ImageKind {
     if is_bitcode(image) {
         return ImageKind::Bitcode;
@@ -342,6 +378,14 @@ mod tests {
             ImageKind::Ptx
         );
         assert_eq!(classify(b"  /* c */ .version 7.8\n.target sm_80\n\0"), ImageKind::Ptx);
+        // PTX compatibility: target SM and ISA version against the device and its driver
+        let ptx = b"//\n// Generated\n.version 8.7\n.target sm_90a, texmode_independent\n.address_size 64\n\0";
+        assert_eq!(ptx_version_and_sm(ptx), (Some(87), Some(90)));
+        assert!(ptx_compatible(ptx, 9, 0, 87));
+        assert!(!ptx_compatible(ptx, 9, 0, 86), "ISA newer than the driver's");
+        assert!(!ptx_compatible(ptx, 8, 9, 88), "target newer than the device");
+        assert!(ptx_compatible(b".version 9.0\n.target sm_100f\n", 12, 0, 90));
+        assert!(ptx_compatible(b".target sm_80\n", 8, 0, 70), "no .version: the driver decides");
         assert_eq!(classify(b"\t.version 8.0\0garbage\xff"), ImageKind::Ptx);
         let mut x86 = cubin_header(0, 0, 3);
         x86[18..20].copy_from_slice(&62u16.to_le_bytes());

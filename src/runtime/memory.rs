@@ -189,13 +189,12 @@ pub fn fill(ctx: &Context, queue: Option<&Arc<Queue>>, ptr: usize, pattern: &[u8
         Some(q) => {
             // A queue of a host-addressable device (CPU) would write through a GPU address (GPU host
             // and managed memory are host-addressable).
-            if let Some(a) = ctx.allocs.find(ptr)
+            if let Ok(exec) = q.device.plugin("olMemFill")
+                && exec.host_addressable()
+                && let Some(a) = ctx.allocs.find(ptr)
                 && a.kind == AllocKind::Device
                 && let super::DeviceKind::Plugin(owner) = &a.device.kind
-                && let Ok(exec) = q.device.plugin("olMemFill")
-                && !Arc::ptr_eq(owner, exec)
                 && !owner.host_addressable()
-                && exec.host_addressable()
             {
                 return Err(OlError::unsupported(
                     "olMemFill: the queue's device cannot reach the other device's memory; \

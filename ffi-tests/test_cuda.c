@@ -257,6 +257,17 @@ static void program_and_symbols(void) {
   CHECK(!valid);
   const char *not_ptx = "this is text but not PTX\n";
   ERR(OL_ERRC_INVALID_BINARY, olCreateProgram(gpu, not_ptx, strlen(not_ptx) + 1, &bad));
+  // Images the driver refuses: an error saying so (INVALID_BINARY or COMPILE_FAILURE), never UNKNOWN
+  unsigned char fatbin[64] = {0x50, 0xed, 0x55, 0xba, 0xa7, 0x4a, 0x42, 0x43, 0xc0, 0x5e};
+  const char *ptx_sm999 = ".version 6.0\n.target sm_990\n.address_size 64\n.visible .entry e() { ret; }\n";
+  const void *refused[] = {fatbin, ptx_sm999};
+  size_t refused_size[] = {sizeof fatbin, strlen(ptx_sm999) + 1};
+  for (int i = 0; i < 2; i++) {
+    ol_result_t r = olCreateProgram(gpu, refused[i], refused_size[i], &bad);
+    CHECK(r && (r->Code == OL_ERRC_INVALID_BINARY || r->Code == OL_ERRC_COMPILE_FAILURE));
+    if (r)
+      printf("  refused image %d: code %d: %.200s\n", i, r->Code, r->Details);
+  }
   // PTX: valid when its target and ISA are no newer than the device and its driver accept
   const char *ptx_old = ".version 6.0\n.target sm_50\n.address_size 64\n.visible .entry e() { ret; }\n";
   const char *ptx_future = ".version 6.0\n.target sm_990\n.address_size 64\n.visible .entry e() { ret; }\n";

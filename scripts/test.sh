@@ -98,6 +98,13 @@ run_fake_cuda() {
     build/ffi-tests/asan/test_cuda || ok=1
   ctest "fake CUDA: test_kernels" env "$fake" FAKE_CUDA_QUIET=1 build/ffi-tests/test_kernels || ok=1
   ctest "fake CUDA: test_foundation" env "$fake" FAKE_CUDA_QUIET=1 build/ffi-tests/test_foundation || ok=1
+  # With the fake present, test_cuda must find a CUDA device (a driver symbol the fake lacks makes our
+  # library list none, and test_cuda would only skip).
+  if grep -q '^SKIP: no CUDA device' "$LOG/fake_CUDA__test_cuda.log" "$LOG/fake_CUDA__asan_ubsan_test_cuda.log"; then
+    echo "test_cuda found no CUDA device with the fake driver (OFFLOAD_RS_DEBUG=1 says why)"
+    FAILED_TESTS=$((FAILED_TESTS + 1))
+    ok=1
+  fi
   return $ok
 }
 

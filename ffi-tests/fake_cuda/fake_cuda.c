@@ -1288,6 +1288,11 @@ typedef struct stream {
 
 static void run_op(stream_t *s, op_t *o);
 
+/* Operations enqueued on any stream and not finished yet (cuCtxSynchronize waits for 0). */
+static pthread_mutex_t g_pending_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_pending_cv = PTHREAD_COND_INITIALIZER;
+static unsigned long g_pending;
+
 static void *stream_worker(void *arg) {
   stream_t *s = arg;
   pthread_mutex_lock(&s->mu);
@@ -1306,12 +1311,19 @@ static void *stream_worker(void *arg) {
     s->done++;
     free(o);
     pthread_cond_broadcast(&s->cv);
+    pthread_mutex_lock(&g_pending_mu);
+    if (--g_pending == 0)
+      pthread_cond_broadcast(&g_pending_cv);
+    pthread_mutex_unlock(&g_pending_mu);
   }
   pthread_mutex_unlock(&s->mu);
   return NULL;
 }
 
 static void enqueue(stream_t *s, op_t *o) {
+  pthread_mutex_lock(&g_pending_mu);
+  g_pending++;
+  pthread_mutex_unlock(&g_pending_mu);
   pthread_mutex_lock(&s->mu);
   o->next = NULL;
   if (s->tail)
@@ -1387,6 +1399,17 @@ API CUresult cuStreamSynchronize(CUstream h) {
   CUresult r = s->error;
   pthread_mutex_unlock(&s->mu);
   return r;
+}
+
+/* Waits for the work of every stream (the fake does not tell contexts apart here: stricter with two
+ * devices, never looser); the context's sticky error is the first stream error. */
+API CUresult cuCtxSynchronize(void) {
+  ENTER(1);
+  pthread_mutex_lock(&g_pending_mu);
+  while (g_pending)
+    pthread_cond_wait(&g_pending_cv, &g_pending_mu);
+  pthread_mutex_unlock(&g_pending_mu);
+  return CUDA_SUCCESS;
 }
 
 API CUresult cuStreamQuery(CUstream h) {

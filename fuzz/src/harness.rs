@@ -65,7 +65,11 @@ pub fn check(r: ol_result_t, call: &str) -> Option<u32> {
 
 fn expect(r: ol_result_t, call: &str, want: Option<ol_errc_t>) {
     let got = check(r, call);
-    assert_eq!(got, want.map(|c| c.0), "{call}: expected {want:?}, got {got:?}");
+    let details = || {
+        // SAFETY: check() accepted r: NULL or an immortal record with a non-NULL Details.
+        (!r.is_null()).then(|| unsafe { CStr::from_ptr((*r).Details) }.to_string_lossy().into_owned())
+    };
+    assert_eq!(got, want.map(|c| c.0), "{call}: expected {want:?}, got {got:?} ({:?})", details());
 }
 
 extern "C" fn collect_device(d: ol_device_handle_t, user: *mut c_void) -> bool {
@@ -73,6 +77,14 @@ extern "C" fn collect_device(d: ol_device_handle_t, user: *mut c_void) -> bool {
     let v = unsafe { &mut *(user as *mut Vec<ol_device_handle_t>) };
     v.push(d);
     true
+}
+
+/// `OFFLOAD_RS_FUZZ_BACKEND=cuda`: fuzz the CUDA device in the CPU device's place (with a driver, or with
+/// the fake one of ffi-tests/fake_cuda first on LD_LIBRARY_PATH). Kernels then only get pointers into
+/// allocations (a GPU cannot read the harness's pageable host buffers).
+pub fn fuzzing_cuda() -> bool {
+    static CUDA: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CUDA.get_or_init(|| std::env::var("OFFLOAD_RS_FUZZ_BACKEND").is_ok_and(|b| b == "cuda"))
 }
 
 /// (CPU device, virtual host device) of the current initialisation.
@@ -100,7 +112,8 @@ pub fn devices() -> (Option<ol_device_handle_t>, Option<ol_device_handle_t>) {
         // SAFETY: as above.
         let r = unsafe { ol_get_platform_info(p, OL_PLATFORM_INFO_BACKEND, 4, (&mut backend as *mut u32).cast()) };
         expect(r, "olGetPlatformInfo(BACKEND)", None);
-        if backend == OL_PLATFORM_BACKEND_CPU.0 && cpu.is_none() {
+        let want = if fuzzing_cuda() { OL_PLATFORM_BACKEND_CUDA.0 } else { OL_PLATFORM_BACKEND_CPU.0 };
+        if backend == want && cpu.is_none() {
             cpu = Some(d);
         } else if backend == OL_PLATFORM_BACKEND_HOST.0 {
             host = Some(d);
@@ -437,7 +450,10 @@ impl State {
     fn range(&mut self, inp: &mut Input) -> Option<(usize, usize)> {
         let live: Vec<Alloc> = self.allocs.iter().copied().filter(|a| a.live).collect();
         let b = inp.u8();
-        if b.is_multiple_of(3) || live.is_empty() {
+        if fuzzing_cuda() && live.is_empty() {
+            return None;
+        }
+        if (b.is_multiple_of(3) && !fuzzing_cuda()) || live.is_empty() {
             let buf = &self.host_bufs[b as usize % self.host_bufs.len()];
             return Some((buf.as_ptr() as usize, buf.len() * 8));
         }

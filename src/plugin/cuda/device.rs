@@ -4,7 +4,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{CString, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::plugin::{
@@ -487,9 +487,15 @@ impl Device for CudaDevice {
                     .to_string();
             let base = d.drv.error(r, "cuModuleLoadDataEx");
             let msg = if log.is_empty() { base.to_string() } else { format!("{base}: {log}") };
-            return Err(map_error(r, msg));
+            return Err(image_load_error(r, msg));
         }
-        let prog = CudaProgram { dev: d.clone(), module: Mutex::new(Some(module as usize)), dtors, _ptx: compiled };
+        let prog = CudaProgram {
+            dev: d.clone(),
+            module: Mutex::new(Some(module as usize)),
+            dtors,
+            launched: Arc::new(AtomicBool::new(false)),
+            _ptx: compiled,
+        };
         // Device global constructors, synchronously (LLVM 22). On failure the module is unloaded.
         if let Err(e) = prog.run_init_fini(module, &ctors, true) {
             // Don't run destructors of a program whose constructors failed.
@@ -538,12 +544,30 @@ impl Device for CudaDevice {
     }
 }
 
+/// What a failed `cuModuleLoadDataEx` means to the caller: an image the driver cannot use is
+/// INVALID_BINARY, a PTX the driver's JIT rejects is COMPILE_FAILURE (LLVM 22 says UNKNOWN for both);
+/// anything else keeps the general mapping.
+fn image_load_error(code: CUresult, msg: String) -> PluginError {
+    match code {
+        CUDA_ERROR_INVALID_IMAGE | CUDA_ERROR_NO_BINARY_FOR_GPU | CUDA_ERROR_UNSUPPORTED_PTX_VERSION => {
+            PluginError::InvalidBinary(msg)
+        }
+        CUDA_ERROR_INVALID_PTX | CUDA_ERROR_JIT_COMPILER_NOT_FOUND | CUDA_ERROR_JIT_COMPILATION_DISABLED => {
+            PluginError::Compile(msg)
+        }
+        _ => map_error(code, msg),
+    }
+}
+
 /// A loaded CUDA module.
 pub struct CudaProgram {
     dev: Arc<DeviceInner>,
     /// `None` once unloaded.
     module: Mutex<Option<usize>>,
     dtors: Vec<String>,
+    /// Set by the first launch of any of its kernels: unloading must then wait for the context's work
+    /// (a queued launch of an unloaded module is an illegal address on the GPU).
+    launched: Arc<AtomicBool>,
     /// The cache entry this module was loaded from (keeps it alive; dropping evicts it).
     _ptx: Option<Arc<PtxImage>>,
 }
@@ -628,6 +652,7 @@ impl Program for CudaProgram {
             layout,
             static_shared: static_shared.max(0) as usize,
             dyn_shared_raised: AtomicUsize::new(0),
+            launched: self.launched.clone(),
         }))
     }
 
@@ -642,8 +667,19 @@ impl Program for CudaProgram {
         let Some(m) = *guard else { return Ok(()) };
         let d = &*self.dev;
         d.bind()?;
+        // Launches of its kernels may still be queued on any stream (olDestroyProgram does not wait
+        // for queues): wait for the context's work first, as cuMemFree does. A sticky error of an
+        // earlier fault is left to cuModuleUnload to report.
+        if self.launched.load(Ordering::Acquire) {
+            // SAFETY: context current; no arguments.
+            let r = unsafe { (d.drv.cuCtxSynchronize)() };
+            if r != CUDA_SUCCESS {
+                super::debug(&format!("unload: {}", d.drv.error(r, "cuCtxSynchronize")));
+            }
+        }
         self.run_init_fini(m as CUmodule, &self.dtors, false)?;
-        // SAFETY: module loaded by us; no kernel of it runs any more (dtor kernel synchronized).
+        // SAFETY: module loaded by us; no kernel of it runs any more (context synchronized above,
+        // dtor kernel synchronized).
         d.drv.check(unsafe { (d.drv.cuModuleUnload)(m as CUmodule) }, "cuModuleUnload")?;
         *guard = None;
         Ok(())
@@ -711,6 +747,8 @@ pub struct CudaKernel {
     static_shared: usize,
     /// The dynamic shared memory limit we raised the function to (0: never).
     dyn_shared_raised: AtomicUsize,
+    /// The program's "a kernel was launched" flag.
+    launched: Arc<AtomicBool>,
 }
 
 impl CudaKernel {
@@ -740,6 +778,9 @@ impl CudaKernel {
             };
             d.drv.check(r, "cuFuncSetAttribute")?;
             self.dyn_shared_raised.fetch_max(shm, Ordering::Relaxed);
+        }
+        if !self.launched.load(Ordering::Relaxed) {
+            self.launched.store(true, Ordering::Release);
         }
         d.launch_raw(self.func(), &self.name, &args, dims, stream)
     }

@@ -32,6 +32,12 @@ pub(crate) const CUDA_ERROR_OUT_OF_MEMORY: CUresult = 2;
 #[cfg_attr(not(test), allow(dead_code))] // the test stub table returns it
 pub(crate) const CUDA_ERROR_NOT_INITIALIZED: CUresult = 3;
 pub(crate) const CUDA_ERROR_NO_DEVICE: CUresult = 100;
+pub(crate) const CUDA_ERROR_INVALID_IMAGE: CUresult = 200;
+pub(crate) const CUDA_ERROR_NO_BINARY_FOR_GPU: CUresult = 209;
+pub(crate) const CUDA_ERROR_INVALID_PTX: CUresult = 218;
+pub(crate) const CUDA_ERROR_JIT_COMPILER_NOT_FOUND: CUresult = 221;
+pub(crate) const CUDA_ERROR_UNSUPPORTED_PTX_VERSION: CUresult = 222;
+pub(crate) const CUDA_ERROR_JIT_COMPILATION_DISABLED: CUresult = 223;
 pub(crate) const CUDA_ERROR_NOT_FOUND: CUresult = 500;
 pub(crate) const CUDA_ERROR_NOT_READY: CUresult = 600;
 pub(crate) const CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: CUresult = 712;
@@ -140,6 +146,7 @@ driver_table! {
         cuDevicePrimaryCtxRetain = "cuDevicePrimaryCtxRetain" (*mut CUcontext, CUdevice);
         cuCtxSetCurrent = "cuCtxSetCurrent" (CUcontext);
         cuCtxGetCurrent = "cuCtxGetCurrent" (*mut CUcontext);
+        cuCtxSynchronize = "cuCtxSynchronize" ();
         cuMemGetInfo = "cuMemGetInfo_v2" (*mut usize, *mut usize);
         cuMemAlloc = "cuMemAlloc_v2" (*mut CUdeviceptr, usize);
         cuMemFree = "cuMemFree_v2" (CUdeviceptr);

@@ -175,6 +175,11 @@ if step "make lib" make lib; then
   step "make install + a client built with pkg-config" install_check
   # A short, repeatable fuzz run of both targets (the 10-minute runs are in BENCHMARKS.md).
   step "fuzz (scripts/fuzz.sh 15, fixed seed)" env FUZZ_SEED=1 bash scripts/fuzz.sh 15
+  # The same targets on the CUDA device of the fake driver (needs build/fake-cuda from the C tests' build).
+  if [ -e build/fake-cuda/libcuda.so.1 ]; then
+    step "fuzz the CUDA device against the fake driver (15 s each, fixed seed)" env OFFLOAD_RS_FUZZ_BACKEND=cuda \
+      FAKE_CUDA_QUIET=1 LD_LIBRARY_PATH="$ROOT/build/fake-cuda:$LD_LIBRARY_PATH" FUZZ_SEED=1 bash scripts/fuzz.sh 15
+  fi
 fi
 
 section "summary"

@@ -119,6 +119,7 @@ pub fn devices() -> (Option<ol_device_handle_t>, Option<ol_device_handle_t>) {
             host = Some(d);
         }
     }
+    assert!(!fuzzing_cuda() || cpu.is_some(), "OFFLOAD_RS_FUZZ_BACKEND=cuda but the library lists no CUDA device");
     (cpu, host)
 }
 

@@ -1118,9 +1118,9 @@ fn fake_driver_device_layer() {
     let d = fake::STATE.lock().unwrap().as_ref().unwrap().dtor_calls.clone();
     assert_eq!(d, vec![0xF000 + 65535, 0xF000 + 101]);
 
-    // a module the driver rejects: its JIT log is in the message
+    // a module the driver's JIT rejects: COMPILE_FAILURE, its JIT log in the message
     match dev.load_program(b".version 8.4\n.target sm_90\nFAIL\n") {
-        Err(PluginError::Driver(m)) => assert_eq!(
+        Err(PluginError::Compile(m)) => assert_eq!(
             m,
             "error in cuModuleLoadDataEx: CUDA_ERROR_INVALID_PTX: a PTX JIT compilation failed: ptxas fatal: fake syntax error"
         ),

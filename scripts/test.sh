@@ -93,8 +93,12 @@ run_c_tests_asan() {
 # plus the CPU-device tests with a CUDA device present (it comes first in olIterateDevices). ~10 s.
 run_fake_cuda() {
   local ok=0 fake="LD_LIBRARY_PATH=$ROOT/build/fake-cuda:$LD_LIBRARY_PATH"
-  ctest "fake CUDA: test_cuda" env "$fake" build/ffi-tests/test_cuda || ok=1
-  ctest "fake CUDA: asan+ubsan test_cuda" env "$fake" UBSAN_OPTIONS=print_stacktrace=1 FFI_TESTS_NO_DLCLOSE=1 \
+  # Every PTX module the library hands the fake driver also goes through NVIDIA's ptxas (sm_90), as a real
+  # driver's JIT would assemble it.
+  local ptxas="FAKE_CUDA_PTXAS=$ROOT/build/cuda-tools/bin/ptxas"
+  [ -x "$ROOT/build/cuda-tools/bin/ptxas" ] || ptxas="FAKE_CUDA_PTXAS="
+  ctest "fake CUDA: test_cuda" env "$fake" "$ptxas" build/ffi-tests/test_cuda || ok=1
+  ctest "fake CUDA: asan+ubsan test_cuda" env "$fake" "$ptxas" UBSAN_OPTIONS=print_stacktrace=1 FFI_TESTS_NO_DLCLOSE=1 \
     build/ffi-tests/asan/test_cuda || ok=1
   ctest "fake CUDA: test_kernels" env "$fake" FAKE_CUDA_QUIET=1 build/ffi-tests/test_kernels || ok=1
   ctest "fake CUDA: test_foundation" env "$fake" FAKE_CUDA_QUIET=1 build/ffi-tests/test_foundation || ok=1

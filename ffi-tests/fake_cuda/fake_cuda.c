@@ -23,7 +23,9 @@
  * CUDA_ERROR_NOT_SUPPORTED with a note on stderr.
  *
  * Environment: FAKE_CUDA_DEVICES=0..2 (default 1); FAKE_CUDA_QUIET=1 hides the violation lines on stderr;
- * FAKE_CUDA_DUMP_PTX=DIR writes every loaded image to DIR/moduleN.ptx.
+ * FAKE_CUDA_DUMP_PTX=DIR writes every loaded image to DIR/moduleN.ptx; FAKE_CUDA_PTXAS=/path/to/ptxas
+ * assembles every loaded PTX module with NVIDIA's assembler for the fake device's sm_90 first (as the real
+ * driver's JIT does) and refuses what it rejects with CUDA_ERROR_INVALID_PTX and ptxas's messages.
  * Counters for tests: fakeCudaStats (fake_cuda.h).
  */
 #define _GNU_SOURCE
@@ -71,6 +73,7 @@ enum {
   CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
   CUDA_ERROR_NOT_PERMITTED = 800,
   CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_OPERATING_SYSTEM = 304,
 };
 
 static const struct {
@@ -95,6 +98,7 @@ static const struct {
     {713, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "pointer does not correspond to a registered memory region"},
     {800, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
     {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {304, "CUDA_ERROR_OPERATING_SYSTEM", "OS call failed or operation not supported on this OS"},
 };
 
 /* H200-like device */
@@ -750,6 +754,46 @@ static void set_log(char *log, size_t cap, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* FAKE_CUDA_PTXAS: run NVIDIA's ptxas on the module (n bytes of PTX). 0 when it assembles, else
+ * CUDA_ERROR_INVALID_PTX with ptxas's output in the JIT error log. */
+static CUresult check_with_ptxas(const char *ptx, size_t n, char *log, size_t logcap) {
+  const char *ptxas = getenv("FAKE_CUDA_PTXAS");
+  if (!ptxas || !*ptxas)
+    return CUDA_SUCCESS;
+  char path[] = "/tmp/fake-cuda-ptxas-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0)
+    return CUDA_ERROR_OPERATING_SYSTEM;
+  size_t off = 0;
+  while (off < n) {
+    ssize_t w = write(fd, ptx + off, n - off);
+    if (w <= 0)
+      break;
+    off += (size_t)w;
+  }
+  close(fd);
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 -o /dev/null '%s' 2>&1", ptxas, path);
+  FILE *p = popen(cmd, "r");
+  char out[4096] = "";
+  size_t got = 0;
+  if (p) {
+    size_t r;
+    while (got + 1 < sizeof out && (r = fread(out + got, 1, sizeof out - 1 - got, p)) > 0)
+      got += r;
+    out[got] = 0;
+  }
+  int status = p ? pclose(p) : -1;
+  unlink(path);
+  BUMP(ptxas_runs);
+  if (status == 0)
+    return CUDA_SUCCESS;
+  note("VIOLATION: cuModuleLoadDataEx: NVIDIA's ptxas rejects the PTX (CUDA_ERROR_INVALID_PTX):\n%s", out);
+  BUMP(ptxas_rejects);
+  set_log(log, logcap, "ptxas: %s", out);
+  return CUDA_ERROR_INVALID_PTX;
+}
+
 /* Parse the .param list of an entry between s[from] ('(') and the matching ')'. */
 static int parse_params(const char *s, size_t from, size_t to, func_t *f) {
   size_t pos = from + 1, off = 0;
@@ -1095,6 +1139,8 @@ API CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned nopts
   module_t *m = calloc(1, sizeof *m);
   m->ctx = t_cur;
   CUresult r = parse_ptx((const char *)image, m, log, logcap);
+  if (!r) /* what the fake accepts must also pass NVIDIA's assembler (FAKE_CUDA_PTXAS) */
+    r = check_with_ptxas((const char *)image, n, log, logcap);
   if (r) {
     free_module(m);
     free(m->funcs);

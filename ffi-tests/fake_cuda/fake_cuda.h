@@ -31,6 +31,8 @@ struct fake_cuda_stats {
   int64_t launches;            /* kernels executed */
   int64_t host_fns;            /* host functions executed */
   int64_t copies, memsets, modules_loaded;
+  /* FAKE_CUDA_PTXAS: modules assembled with NVIDIA's ptxas, and those it rejected (a violation) */
+  int64_t ptxas_runs, ptxas_rejects;
 };
 
 /* Fills *out (size: sizeof(struct fake_cuda_stats) as the caller knows it); returns 0. */

@@ -150,6 +150,30 @@ static void memory_kinds(void) {
   free(h);
 }
 
+// olMemRegister keeps LLVM 22's table of disjoint ranges: the same range or a contained one adds a use, a
+// range that overlaps a registered one without lying inside it is INVALID_ARGUMENT (upstream test
+// olMemRegisterTest.PartialOverlapPtrRegister); unregistering takes any pointer into a range.
+static void register_overlaps(void) {
+  NEED_GPU();
+  int arr[50], other[50];
+  void *p1 = NULL, *p2 = NULL, *p3 = NULL;
+  OK(olMemRegister(gpu, arr, sizeof arr, 0, &p1));
+  CHECK(p1 == arr);
+  OK(olMemRegister(gpu, arr, sizeof arr, 0, &p2));
+  CHECK(p2 == arr);
+  OK(olMemRegister(gpu, arr + 2, 16, 0, &p3)); // contained
+  CHECK(p3 == arr + 2);
+  ERR(OL_ERRC_INVALID_ARGUMENT, olMemRegister(gpu, arr + 2, sizeof arr, 0, &(void *){NULL})); // runs past the end
+  ERR(OL_ERRC_INVALID_ARGUMENT, olMemUnregister(gpu, other));
+  OK(olMemRegister(gpu, other, sizeof other, 0, &p3));
+  OK(olMemUnregister(gpu, other + 49)); // interior pointer
+  ERR(OL_ERRC_INVALID_ARGUMENT, olMemUnregister(gpu, other));
+  OK(olMemUnregister(gpu, arr + 2));
+  OK(olMemUnregister(gpu, p1));
+  OK(olMemUnregister(gpu, p2));
+  ERR(OL_ERRC_INVALID_ARGUMENT, olMemUnregister(gpu, arr)); // all three uses gone
+}
+
 static void memcpy_every_direction(void) {
   NEED_GPU();
   const size_t n = 3 << 20; // 3 MiB, not a power of two
@@ -855,6 +879,7 @@ int main(void) {
   OK(olCreateQueue(gpu, &queue));
   RUN(device_info);
   RUN(memory_kinds);
+  RUN(register_overlaps);
   RUN(memcpy_every_direction);
   RUN(fill_patterns);
   RUN(program_and_symbols);

@@ -1,7 +1,7 @@
 //! Layer 3: safe objects over the driver table: device, program, kernel, queue (stream), event.
 
 use std::any::Any;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::ffi::{CString, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -34,8 +34,8 @@ pub struct DeviceInner {
     info: DeviceInfo,
     /// Streams for the synchronous operations (memcpy_sync, launch_sync, ctors), reused.
     pool: Mutex<Vec<usize>>,
-    /// Registered host ranges: base -> (size, uses, pinned by us).
-    registered: Mutex<HashMap<usize, (usize, u32, bool)>>,
+    /// Registered host ranges (disjoint): base -> (size, uses, pinned by us).
+    registered: Mutex<BTreeMap<usize, (usize, u32, bool)>>,
 }
 
 // SAFETY: `ctx` is a CUDA primary context handle, usable from any thread (made current per call);
@@ -281,7 +281,7 @@ impl CudaDevice {
             ptx_isa: image::ptx_isa_for_driver(driver_version),
             info,
             pool: Mutex::new(Vec::new()),
-            registered: Mutex::new(HashMap::new()),
+            registered: Mutex::new(BTreeMap::new()),
         };
         Ok(CudaDevice { inner: Arc::new(inner) })
     }
@@ -351,13 +351,29 @@ impl Device for CudaDevice {
 
     /// Page-locks the range (`cuMemHostRegister`, PORTABLE) and returns the same pointer (unified
     /// addressing). Memory that is already page-locked, or that the driver refuses to lock, is only
-    /// accounted for (LLVM 22 never pins at all), so registering always succeeds.
+    /// accounted for (LLVM 22 never pins at all). As in LLVM 22's pinned-buffer table, a range that
+    /// lies inside a registered one only adds a use of it, and one that overlaps a registered range
+    /// without being contained in it is INVALID_ARGUMENT.
     fn register_host(&self, ptr: usize, size: usize) -> PluginResult<usize> {
         let d = &*self.inner;
+        let partial = || PluginError::InvalidArgument("partial overlapping not allowed in locked buffers".into());
+        let end = ptr
+            .checked_add(size)
+            .ok_or_else(|| PluginError::InvalidArgument("host range wraps around the address space".into()))?;
         let mut reg = lock(&d.registered);
-        if let Some(e) = reg.get_mut(&ptr) {
-            e.1 += 1;
-            return Ok(ptr);
+        if let Some((&start, e)) = reg.range_mut(..=ptr).next_back()
+            && ptr < start + e.0
+        {
+            if end <= start + e.0 {
+                e.1 += 1;
+                return Ok(ptr);
+            }
+            return Err(partial());
+        }
+        if let Some((&next, _)) = reg.range(ptr..).next()
+            && next < end
+        {
+            return Err(partial());
         }
         d.bind()?;
         // SAFETY: the caller guarantees [ptr, ptr+size) is its live host memory.
@@ -370,12 +386,14 @@ impl Device for CudaDevice {
         Ok(ptr)
     }
 
+    /// `ptr` may be anywhere in a registered range.
     fn unregister_host(&self, ptr: usize) -> PluginResult<()> {
         let d = &*self.inner;
         let mut reg = lock(&d.registered);
         let base = reg
-            .iter()
-            .find(|(b, e)| ptr >= **b && ptr < **b + e.0.max(1))
+            .range(..=ptr)
+            .next_back()
+            .filter(|(b, e)| ptr < **b + e.0)
             .map(|(b, _)| *b)
             .ok_or_else(|| PluginError::InvalidArgument("cannot find locked buffer".into()))?;
         let last = reg.get_mut(&base).map(|e| {

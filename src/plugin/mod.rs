@@ -8,6 +8,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod registry;
 
 use std::any::Any;
 use std::sync::Arc;

@@ -16,6 +16,7 @@
 //!   a loaded machine can be worse than one thread (a descheduled helper holds its block).
 
 use super::pool::{Task, WorkerSlot, pool};
+use crate::plugin::registry::HostRanges;
 use crate::plugin::{PluginError, PluginResult};
 use parking_lot::Mutex;
 use std::alloc::Layout;
@@ -41,12 +42,7 @@ enum Backing {
 pub struct Memory {
     live: Mutex<HashMap<usize, Backing>>,
     cache: Mutex<MapCache>,
-    registered: Mutex<BTreeMap<usize, Registered>>,
-}
-
-struct Registered {
-    len: usize,
-    uses: u32,
+    registered: Mutex<HostRanges<()>>,
 }
 
 #[derive(Default)]
@@ -91,7 +87,7 @@ impl Memory {
         Memory {
             live: Mutex::new(HashMap::new()),
             cache: Mutex::new(MapCache::default()),
-            registered: Mutex::new(BTreeMap::new()),
+            registered: Mutex::new(HostRanges::default()),
         }
     }
 
@@ -184,43 +180,16 @@ impl Memory {
 
     /// `olMemRegister`: record `[ptr, ptr+size)`; the pinned pointer is `ptr`.
     pub fn register_host(&self, ptr: usize, size: usize) -> PluginResult<usize> {
-        let partial = || PluginError::InvalidArgument("partial overlapping not allowed in locked buffers".into());
-        let end = ptr
-            .checked_add(size)
-            .ok_or_else(|| PluginError::InvalidArgument("host range wraps around the address space".into()))?;
         let mut t = self.registered.lock();
-        if let Some((&start, r)) = t.range_mut(..=ptr).next_back()
-            && ptr < start + r.len
-        {
-            if end <= start + r.len {
-                r.uses += 1;
-                return Ok(ptr);
-            }
-            return Err(partial());
+        if !t.add_use(ptr, size)? {
+            t.insert(ptr, size, ());
         }
-        if let Some((&next, _)) = t.range(ptr..).next()
-            && next < end
-        {
-            return Err(partial());
-        }
-        t.insert(ptr, Registered { len: size, uses: 1 });
         Ok(ptr)
     }
 
     /// `olMemUnregister`: `ptr` may be anywhere in a registered range.
     pub fn unregister_host(&self, ptr: usize) -> PluginResult<()> {
-        let mut t = self.registered.lock();
-        let Some((&start, r)) = t.range_mut(..=ptr).next_back() else {
-            return Err(PluginError::InvalidArgument("cannot find locked buffer".into()));
-        };
-        if ptr >= start + r.len {
-            return Err(PluginError::InvalidArgument("cannot find locked buffer".into()));
-        }
-        r.uses -= 1;
-        if r.uses == 0 {
-            t.remove(&start);
-        }
-        Ok(())
+        self.registered.lock().release(ptr).map(|_| ())
     }
 }
 

@@ -1,7 +1,6 @@
 //! Layer 3: safe objects over the driver table: device, program, kernel, queue (stream), event.
 
 use std::any::Any;
-use std::collections::BTreeMap;
 use std::ffi::{CString, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -15,6 +14,7 @@ use super::debug;
 use super::driver::*;
 use super::image::{self, ImageKind, ParamLayout};
 use super::ptx::{self, PtxImage};
+use crate::plugin::registry::HostRanges;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -34,8 +34,8 @@ pub struct DeviceInner {
     info: DeviceInfo,
     /// Streams for the synchronous operations (memcpy_sync, launch_sync, ctors), reused.
     pool: Mutex<Vec<usize>>,
-    /// Registered host ranges (disjoint): base -> (size, uses, pinned by us).
-    registered: Mutex<BTreeMap<usize, (usize, u32, bool)>>,
+    /// Registered host ranges; the data says whether we page-locked the range ourselves.
+    registered: Mutex<HostRanges<bool>>,
 }
 
 // SAFETY: `ctx` is a CUDA primary context handle, usable from any thread (made current per call);
@@ -281,7 +281,7 @@ impl CudaDevice {
             ptx_isa: image::ptx_isa_for_driver(driver_version),
             info,
             pool: Mutex::new(Vec::new()),
-            registered: Mutex::new(BTreeMap::new()),
+            registered: Mutex::new(HostRanges::default()),
         };
         Ok(CudaDevice { inner: Arc::new(inner) })
     }
@@ -356,24 +356,9 @@ impl Device for CudaDevice {
     /// without being contained in it is INVALID_ARGUMENT.
     fn register_host(&self, ptr: usize, size: usize) -> PluginResult<usize> {
         let d = &*self.inner;
-        let partial = || PluginError::InvalidArgument("partial overlapping not allowed in locked buffers".into());
-        let end = ptr
-            .checked_add(size)
-            .ok_or_else(|| PluginError::InvalidArgument("host range wraps around the address space".into()))?;
         let mut reg = lock(&d.registered);
-        if let Some((&start, e)) = reg.range_mut(..=ptr).next_back()
-            && ptr < start + e.0
-        {
-            if end <= start + e.0 {
-                e.1 += 1;
-                return Ok(ptr);
-            }
-            return Err(partial());
-        }
-        if let Some((&next, _)) = reg.range(ptr..).next()
-            && next < end
-        {
-            return Err(partial());
+        if reg.add_use(ptr, size)? {
+            return Ok(ptr);
         }
         d.bind()?;
         // SAFETY: the caller guarantees [ptr, ptr+size) is its live host memory.
@@ -382,31 +367,19 @@ impl Device for CudaDevice {
         if !pinned && r != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED {
             super::debug(&format!("register_host: not pinned ({})", d.drv.error(r, "cuMemHostRegister")));
         }
-        reg.insert(ptr, (size, 1, pinned));
+        reg.insert(ptr, size, pinned);
         Ok(ptr)
     }
 
     /// `ptr` may be anywhere in a registered range.
     fn unregister_host(&self, ptr: usize) -> PluginResult<()> {
         let d = &*self.inner;
-        let mut reg = lock(&d.registered);
-        let base = reg
-            .range(..=ptr)
-            .next_back()
-            .filter(|(b, e)| ptr < **b + e.0)
-            .map(|(b, _)| *b)
-            .ok_or_else(|| PluginError::InvalidArgument("cannot find locked buffer".into()))?;
-        let last = reg.get_mut(&base).map(|e| {
-            e.1 -= 1;
-            (e.1 == 0, e.2)
-        });
-        if let Some((true, pinned)) = last {
-            reg.remove(&base);
-            if pinned {
-                d.bind()?;
-                // SAFETY: base was registered by us.
-                d.drv.check(unsafe { (d.drv.cuMemHostUnregister)(base as *mut c_void) }, "cuMemHostUnregister")?;
-            }
+        let last = lock(&d.registered).release(ptr)?;
+        // The last use of a range we page-locked ourselves: unlock it.
+        if let Some((base, true)) = last {
+            d.bind()?;
+            // SAFETY: base was registered by us.
+            d.drv.check(unsafe { (d.drv.cuMemHostUnregister)(base as *mut c_void) }, "cuMemHostUnregister")?;
         }
         Ok(())
     }

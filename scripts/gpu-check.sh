@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # GPU check of the CUDA plugin. Runs on a machine with an NVIDIA GPU and driver, from the repo root,
 # using only build/gpu-kit/ (made by scripts/gpu-build.sh elsewhere): no Rust, clang or network
-# needed. Prints diagnostics meant to be enough to fix things from one run. Total < 8 min.
+# needed. Without a kit, on a machine that has cargo, LLVM 22 and clang-22, it builds the library and
+# the kit first (scripts/gpu-build.sh). Prints diagnostics meant to be enough to fix things from one
+# run. Total < 8 min (plus the build when it builds).
 #
 #   scripts/gpu-check.sh            # tests one by one (60 s each), then the benchmark
 #   KIT=/path/to/gpu-kit scripts/gpu-check.sh
@@ -20,6 +22,13 @@ elapsed() { echo $(( $(date +%s) - T0 )); }
 say() { printf '\n==== [%3ss] %s\n' "$(elapsed)" "$*"; }
 
 say "offload-rs CUDA plugin GPU check"
+if [ ! -f "$KIT/MANIFEST" ] && command -v cargo >/dev/null 2>&1 && command -v llvm-config-22 >/dev/null 2>&1 \
+    && command -v clang-22 >/dev/null 2>&1; then
+    # A GPU machine that can build (Rust, LLVM 22, clang-22): build the library and the kit here first.
+    say "no kit at $KIT: building it here (scripts/gpu-build.sh)"
+    bash scripts/gpu-build.sh || { echo "scripts/gpu-build.sh failed"; exit 2; }
+    KIT=build/gpu-kit
+fi
 [ -f "$KIT/MANIFEST" ] || { echo "no kit at $KIT (run scripts/gpu-build.sh on the build machine)"; exit 2; }
 head -4 "$KIT/MANIFEST"
 uname -a

@@ -227,7 +227,7 @@ pub unsafe extern "C" fn ol_memcpy(
             if (DstPtr.is_null() || SrcPtr.is_null()) && Size > 0 {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "olMemcpy: NULL pointer"));
             }
-            memory::memcpy(q.as_ref(), DstPtr as usize, &dst_dev, SrcPtr as usize, &src_dev, Size)
+            memory::memcpy(ctx, q.as_ref(), DstPtr as usize, &dst_dev, SrcPtr as usize, &src_dev, Size)
         },
         || {
             format!(
@@ -364,7 +364,7 @@ pub unsafe extern "C" fn ol_mem_unregister(Device: ol_device_handle_t, Ptr: *mut
             if Ptr.is_null() {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Ptr is NULL"));
             }
-            Ok(d.plugin("olMemUnregister")?.unregister_host(Ptr as usize)?)
+            memory::unregister(&d, Ptr as usize)
         },
         || format!(".Device = {}, .Ptr = {}", trace::ptr(Device), trace::ptr(Ptr)),
     )

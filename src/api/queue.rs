@@ -82,7 +82,7 @@ pub unsafe extern "C" fn ol_sync_queue(Queue: ol_queue_handle_t) -> ol_result_t 
         |ctx| {
             validate(ctx, &[(Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue")])?;
             let q = handle::queue(h(Queue))?;
-            Ok(q.inner.sync()?)
+            objects::sync_queue(&q)
         },
         || format!(".Queue = {}", trace::ptr(Queue)),
     )

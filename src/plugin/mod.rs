@@ -120,6 +120,8 @@ pub trait Device: Send + Sync {
     /// Page-lock (or just account for) user host memory; returns the device-accessible pointer.
     fn register_host(&self, ptr: usize, size: usize) -> PluginResult<usize>;
     fn unregister_host(&self, ptr: usize) -> PluginResult<()>;
+    /// The registered host range containing `ptr`, as (base, length).
+    fn registered_range(&self, ptr: usize) -> Option<(usize, usize)>;
 
     /// Synchronous copy. `dst_on_device`/`src_on_device` say which side is this device's memory
     /// (false: host memory, including another host-addressable device's memory).

@@ -56,6 +56,12 @@ impl<T> HostRanges<T> {
         self.map.insert(ptr, Range { len: size, uses: 1, data });
     }
 
+    /// The registered range containing `ptr`, as (base, length).
+    pub fn find(&self, ptr: usize) -> Option<(usize, usize)> {
+        let (&start, r) = self.map.range(..=ptr).next_back()?;
+        (ptr - start < r.len).then_some((start, r.len))
+    }
+
     /// Drop one use of the range containing `ptr`; `Some((base, data))` when that was its last use (the
     /// range is gone), `None` while others remain; INVALID_ARGUMENT when no range contains `ptr`.
     pub fn release(&mut self, ptr: usize) -> PluginResult<Option<(usize, T)>> {
@@ -87,6 +93,10 @@ mod tests {
         assert!(matches!(t.add_use(950, 100), Err(PluginError::InvalidArgument(_))), "runs into it");
         assert!(matches!(t.add_use(usize::MAX - 1, 4), Err(PluginError::InvalidArgument(_))), "wraps");
         assert!(!t.add_use(1100, 10).unwrap(), "adjacent is disjoint");
+        assert_eq!(t.find(1000), Some((1000, 100)));
+        assert_eq!(t.find(1099), Some((1000, 100)));
+        assert_eq!(t.find(1100), None, "one past the end");
+        assert_eq!(t.find(999), None);
         assert!(matches!(t.release(1100), Err(PluginError::InvalidArgument(_))), "not registered");
         assert_eq!(t.release(1099).unwrap(), None);
         assert_eq!(t.release(1000).unwrap(), None);

@@ -1,7 +1,29 @@
 //! The allocation table (base -> device, type, size) and the memory operations.
+//!
+//! * **Frees are deferred, never waited for.** `olMemFree` removes the allocation from the table at once
+//!   (the address is unknown from then on: a second free is INVALID_ARGUMENT, `olGetMemInfo` NOT_FOUND),
+//!   but the block goes back to its plugin's allocator only when the work enqueued on every queue before
+//!   the free has finished (a fence: one event per queue that had pending work, any device, any plugin).
+//!   Until then no allocator can hand the block out again, so a copy or kernel still queued when the
+//!   memory was freed writes into memory nobody else owns, never into a later allocation. Deferring
+//!   rather than waiting (what `cuMemFree` does) keeps `olMemFree` non-blocking, as LLVM 22's is, and safe
+//!   to call from a host function. Deferred blocks are released by later `olMemAlloc`/`olMemFree` calls
+//!   and at `olShutDown`; a plugin error on a deferred free is not reported (the caller has moved on).
+//! * **`olMemUnregister` waits.** After it returns the caller may free its host memory, which we cannot
+//!   defer: it first waits for the work enqueued on every queue before the call (as `cuMemHostUnregister`
+//!   does), and is UNSUPPORTED from a host function (that wait would include the host function's own
+//!   queue).
+//! * **Range checks.** A copy or fill range that starts inside a known allocation (any device, any
+//!   type) or a registered host range must end inside it: otherwise INVALID_SIZE naming the allocation's
+//!   base and size (the code LLVM 22 gives every size that does not fit; CUDA says
+//!   `CUDA_ERROR_INVALID_VALUE`). Pointers in no known allocation stay the caller's business, as in LLVM.
+//! * **Sizes.** A DEVICE allocation larger than the device's GLOBAL_MEM_SIZE, or any allocation of a
+//!   host-addressable device (the CPU device, whose every type is the same RAM), is OUT_OF_RESOURCES up
+//!   front instead of a mapping the kernel's overcommit would kill the process for later. HOST and
+//!   MANAGED memory of a GPU is host memory or oversubscribable: its driver decides.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
@@ -9,7 +31,7 @@ use crate::error::{OlError, OlResult};
 use crate::ffi::*;
 use crate::plugin::{self, AllocKind};
 
-use super::{Context, Device, Queue};
+use super::{Context, Device, Queue, hostfn};
 
 #[derive(Clone)]
 pub struct Allocation {
@@ -25,6 +47,58 @@ pub struct Allocation {
 #[derive(Default)]
 pub struct AllocTable {
     map: Mutex<BTreeMap<usize, Allocation>>,
+    /// Freed allocations waiting for their fences (see the module docs).
+    deferred: Mutex<Vec<Deferred>>,
+}
+
+/// A freed allocation that work enqueued before the free may still touch.
+struct Deferred {
+    alloc: Allocation,
+    fences: Vec<Fence>,
+}
+
+/// A point in one queue, recorded when memory was freed.
+enum Fence {
+    Event(Arc<dyn plugin::Event>),
+    /// The queue could not record an event (e.g. a driver call from a stream callback): the block is
+    /// held until `olShutDown`.
+    Unknown,
+}
+
+impl Fence {
+    fn passed(&self) -> bool {
+        match self {
+            Fence::Event(e) => matches!(e.is_complete(), Ok(true)),
+            Fence::Unknown => false,
+        }
+    }
+}
+
+/// Every queue created through the API (weakly: a destroyed queue with pending work is kept alive by
+/// the context's outstanding list until that work is done). Process-wide, as queues of earlier
+/// `olInit`s may still be draining.
+static QUEUES: Mutex<Vec<Weak<dyn plugin::Queue>>> = Mutex::new(Vec::new());
+
+/// Register a new queue, so that frees and unregistrations fence its work.
+pub fn watch_queue(q: &Arc<dyn plugin::Queue>) {
+    let mut v = QUEUES.lock();
+    if v.len() >= 64 && v.len().is_power_of_two() {
+        v.retain(|w| w.strong_count() > 0);
+    }
+    v.push(Arc::downgrade(q));
+}
+
+/// One fence per queue that has work not yet finished.
+fn queue_fences() -> Vec<Fence> {
+    let queues: Vec<Arc<dyn plugin::Queue>> = QUEUES.lock().iter().filter_map(Weak::upgrade).collect();
+    queues
+        .iter()
+        .filter_map(|q| match q.record_event() {
+            Ok(Some(e)) => Some(Fence::Event(e)),
+            Ok(None) => None,
+            Err(_) => Some(Fence::Unknown),
+        })
+        .collect()
 }
 
 fn kind_of(raw: u32) -> AllocKind {
@@ -48,6 +122,17 @@ impl AllocTable {
     pub fn alloc(&self, dev: &Arc<Device>, raw_type: u32, size: usize) -> OlResult<usize> {
         let pdev = dev.plugin("olMemAlloc")?;
         let kind = kind_of(raw_type);
+        let limit = pdev.global_mem_size();
+        if (kind == AllocKind::Device || pdev.host_addressable()) && size as u64 > limit {
+            return Err(OlError::new(
+                OL_ERRC_OUT_OF_RESOURCES,
+                format!(
+                    "cannot allocate {size} bytes: more than the device's global memory \
+                     (OL_DEVICE_INFO_GLOBAL_MEM_SIZE = {limit} bytes)"
+                ),
+            ));
+        }
+        self.reclaim();
         let mut rejected = Vec::new();
         let mut result = Err(OlError::new(OL_ERRC_BACKEND_FAILURE, "failed to allocate non-overlapping memory"));
         // Different devices may hand out overlapping ranges: retry like LLVM 22 (50 attempts).
@@ -73,14 +158,75 @@ impl AllocTable {
         result
     }
 
+    /// `olMemFree`: the block returns to its allocator once the work queued before now has finished.
     pub fn free(&self, addr: usize) -> OlResult<()> {
         let rec = self
             .map
             .lock()
             .remove(&addr)
             .ok_or_else(|| OlError::invalid_argument("address is not a known allocation"))?;
-        rec.device.plugin("olMemFree")?.free(rec.base, rec.kind)?;
+        let fences = queue_fences();
+        if fences.is_empty() {
+            rec.device.plugin("olMemFree")?.free(rec.base, rec.kind)?;
+        } else {
+            self.deferred.lock().push(Deferred { alloc: rec, fences });
+        }
+        self.reclaim();
         Ok(())
+    }
+
+    /// Give the deferred blocks whose fences have all passed back to their allocators.
+    fn reclaim(&self) {
+        let ready: Vec<Allocation> = {
+            let mut d = self.deferred.lock();
+            if d.is_empty() {
+                return;
+            }
+            let mut ready = Vec::new();
+            d.retain_mut(|x| {
+                x.fences.retain(|f| !f.passed());
+                if x.fences.is_empty() {
+                    ready.push(x.alloc.clone());
+                }
+                !x.fences.is_empty()
+            });
+            ready
+        };
+        for a in ready {
+            if let Ok(p) = a.device.plugin("olMemFree") {
+                let _ = p.free(a.base, a.kind);
+            }
+        }
+    }
+
+    /// INVALID_SIZE when `[ptr, ptr+size)` starts inside a known allocation or registered host range and
+    /// runs past its end. `what` names the call and the side ("olMemcpy destination").
+    pub fn check_range(&self, devices: &[Arc<Device>], what: &str, ptr: usize, size: usize) -> OlResult<()> {
+        let (base, len, owner) = if let Some(a) = self.find(ptr) {
+            let ty = match a.kind {
+                AllocKind::Host => "host",
+                AllocKind::Device => "device",
+                AllocKind::Managed => "managed",
+            };
+            (a.base, a.size, format!("the {ty} allocation"))
+        } else if let Some((b, l)) = devices.iter().find_map(|d| match &d.kind {
+            super::DeviceKind::Plugin(p) => p.registered_range(ptr),
+            super::DeviceKind::Host => None,
+        }) {
+            (b, l, "the registered host range".to_string())
+        } else {
+            return Ok(());
+        };
+        let end = base + len;
+        if ptr.checked_add(size).is_some_and(|e| e <= end) {
+            return Ok(());
+        }
+        Err(OlError::invalid_size(format!(
+            "{what}: {size} bytes at 0x{ptr:x} run past the end of {owner} at 0x{base:x} of {len} bytes \
+             (0x{ptr:x} is {} bytes into it, {} bytes left)",
+            ptr - base,
+            end - ptr
+        )))
     }
 
     /// `olGetMemInfo`: the allocation containing any pointer inside it.
@@ -97,10 +243,11 @@ impl AllocTable {
         }
     }
 
-    /// Shutdown: free what the user did not.
+    /// Shutdown (every queue drained): free what the user did not, and what waits for fences.
     pub fn release_all(&self) {
+        let deferred = std::mem::take(&mut *self.deferred.lock());
         let all = std::mem::take(&mut *self.map.lock());
-        for (_, a) in all {
+        for a in all.into_values().chain(deferred.into_iter().map(|d| d.alloc)) {
             if let Ok(p) = a.device.plugin("olShutDown") {
                 let _ = p.free(a.base, a.kind);
             }
@@ -116,8 +263,26 @@ fn on_device(side: &Device, exec: &Arc<dyn plugin::Device>) -> bool {
     }
 }
 
+/// `olMemUnregister` after validation: waits for the work enqueued on every queue so far (see the
+/// module docs), then drops one use of the registered range containing `ptr`.
+pub fn unregister(dev: &Device, ptr: usize) -> OlResult<()> {
+    let pdev = dev.plugin("olMemUnregister")?;
+    if pdev.registered_range(ptr).is_none() {
+        return Err(OlError::invalid_argument("cannot find locked buffer"));
+    }
+    hostfn::refuse_in_host_fn("olMemUnregister")?;
+    for f in queue_fences() {
+        if let Fence::Event(e) = f {
+            // the work's own errors are for its queue's sync
+            let _ = e.sync();
+        }
+    }
+    Ok(pdev.unregister_host(ptr)?)
+}
+
 /// `olMemcpy` after validation.
 pub fn memcpy(
+    ctx: &Context,
     queue: Option<&Arc<Queue>>,
     dst: usize,
     dst_dev: &Arc<Device>,
@@ -125,6 +290,10 @@ pub fn memcpy(
     src_dev: &Arc<Device>,
     size: usize,
 ) -> OlResult<()> {
+    if size > 0 {
+        ctx.allocs.check_range(&ctx.devices, "olMemcpy destination", dst, size)?;
+        ctx.allocs.check_range(&ctx.devices, "olMemcpy source", src, size)?;
+    }
     if dst_dev.is_host() && src_dev.is_host() {
         if queue.is_some() {
             // LLVM 22's text, typo included, so clients matching on it keep working.
@@ -185,6 +354,7 @@ pub fn fill(ctx: &Context, queue: Option<&Arc<Queue>>, ptr: usize, pattern: &[u8
     if size == 0 {
         return Ok(());
     }
+    ctx.allocs.check_range(&ctx.devices, "olMemFill", ptr, size)?;
     match queue {
         Some(q) => {
             // A queue of a host-addressable device (CPU) would write through a GPU address (GPU host

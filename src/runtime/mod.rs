@@ -1,6 +1,7 @@
 //! Safe runtime objects and the process-global context. Nothing here sees a raw C pointer: addresses
 //! are `usize`, buffers are slices, handles are [`Handle`] values.
 
+pub mod hostfn;
 pub mod memory;
 pub mod objects;
 
@@ -97,6 +98,8 @@ pub fn init() -> OlResult<()> {
 
 /// `olShutDown`: at the last reference, drain every queue, unload every program, invalidate every handle.
 pub fn shutdown() -> OlResult<()> {
+    // From a host function the last reference would drain (wait for) that host function's own queue.
+    hostfn::refuse_in_host_fn("olShutDown")?;
     let mut st = INIT.lock();
     if st.refcount == 0 {
         return Err(OlError::new(

@@ -9,7 +9,7 @@ use crate::ffi::*;
 use crate::handle::{self, Handle, Object};
 use crate::plugin::{self, GlobalInfo, LaunchDims};
 
-use super::{Context, SymbolCache};
+use super::{Context, SymbolCache, hostfn};
 
 pub struct Platform {
     pub handle: Handle,
@@ -97,6 +97,7 @@ pub struct Symbol {
 
 pub fn create_queue(dev: &Arc<Device>) -> OlResult<Handle> {
     let inner = dev.plugin("olCreateQueue")?.create_queue()?;
+    super::memory::watch_queue(&inner);
     let id = super::next_queue_id();
     let dev = dev.clone();
     Ok(handle::insert_with(|h| Object::Queue(Arc::new(Queue { handle: h, id, device: dev, inner }))))
@@ -114,6 +115,12 @@ pub fn destroy_queue(ctx: &Context, q: &Arc<Queue>) -> OlResult<()> {
     Ok(())
 }
 
+/// `olSyncQueue`; refused from a host function of the same queue (it would wait for itself).
+pub fn sync_queue(q: &Queue) -> OlResult<()> {
+    hostfn::refuse_wait_for(q.id, "olSyncQueue of this queue")?;
+    Ok(q.inner.sync()?)
+}
+
 pub fn create_event(q: &Arc<Queue>) -> OlResult<Handle> {
     let inner = q.inner.record_event()?;
     let (queue, queue_id) = (q.handle, q.id);
@@ -127,10 +134,17 @@ pub fn event_is_complete(ev: &Event) -> OlResult<bool> {
     }
 }
 
+/// Refused from a host function of the event's queue while the event is not complete (it comes after
+/// the host function, so it would wait for it).
 pub fn sync_event(ev: &Event) -> OlResult<()> {
     match &ev.inner {
         None => Ok(()),
-        Some(e) => Ok(e.sync()?),
+        Some(e) => {
+            if hostfn::running() == Some(ev.queue_id) && !e.is_complete()? {
+                hostfn::refuse_wait_for(ev.queue_id, "olSyncEvent on a pending event of this queue")?;
+            }
+            Ok(e.sync()?)
+        }
     }
 }
 
@@ -145,6 +159,9 @@ pub fn wait_events(q: &Arc<Queue>, events: &[Handle]) -> OlResult<()> {
             continue;
         }
         if let Some(inner) = &ev.inner {
+            if hostfn::running() == Some(ev.queue_id) && !inner.is_complete()? {
+                hostfn::refuse_wait_for(ev.queue_id, "olWaitEvents on a pending event of this queue")?;
+            }
             q.inner.wait_event(inner.clone())?;
         }
     }
@@ -236,5 +253,5 @@ pub fn optimal_group_size(dev: &Device, sym: &Symbol, shared: usize) -> OlResult
 
 /// Host callbacks: run in queue order; they may outlive the queue handle.
 pub fn launch_host_function(q: &Queue, f: Box<dyn FnOnce() + Send>) -> OlResult<()> {
-    Ok(q.inner.host_fn(f)?)
+    Ok(q.inner.host_fn(hostfn::wrap(q.id, f))?)
 }

@@ -191,6 +191,11 @@ impl Memory {
     pub fn unregister_host(&self, ptr: usize) -> PluginResult<()> {
         self.registered.lock().release(ptr).map(|_| ())
     }
+
+    /// The registered range containing `ptr`, as (base, length).
+    pub fn registered_range(&self, ptr: usize) -> Option<(usize, usize)> {
+        self.registered.lock().find(ptr)
+    }
 }
 
 impl Default for Memory {

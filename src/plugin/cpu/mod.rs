@@ -100,6 +100,10 @@ impl Device for CpuDevice {
         self.memory.unregister_host(ptr)
     }
 
+    fn registered_range(&self, ptr: usize) -> Option<(usize, usize)> {
+        self.memory.registered_range(ptr)
+    }
+
     fn memcpy_sync(
         &self,
         dst: usize,

@@ -384,6 +384,10 @@ impl Device for CudaDevice {
         Ok(())
     }
 
+    fn registered_range(&self, ptr: usize) -> Option<(usize, usize)> {
+        lock(&self.inner.registered).find(ptr)
+    }
+
     fn memcpy_sync(
         &self,
         dst: usize,

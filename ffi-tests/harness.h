@@ -15,6 +15,7 @@
 #ifndef OFFLOAD_RS_FFI_TESTS_HARNESS_H
 #define OFFLOAD_RS_FFI_TESTS_HARNESS_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -184,6 +185,29 @@ HARNESS_UNUSED static int harness_summary(void) {
   printf("%d passed, %d failed, %d skipped\n", harness_passed, harness_failed, harness_skipped);
   fflush(stdout);
   return harness_failed ? 1 : 0;
+}
+
+/* A host function that blocks its queue until released (LLVM's ManuallyTriggeredTask):
+ * `struct gate g = GATE_INIT; olLaunchHostFunction(q, gate_wait, &g); ... gate_open(&g);` */
+struct gate {
+  pthread_mutex_t m;
+  pthread_cond_t c;
+  int open;
+  int ran;
+};
+#define GATE_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0}
+HARNESS_UNUSED static void gate_wait(void *p) {
+  struct gate *g = (struct gate *)p;
+  pthread_mutex_lock(&g->m);
+  while (!g->open) pthread_cond_wait(&g->c, &g->m);
+  g->ran++;
+  pthread_mutex_unlock(&g->m);
+}
+HARNESS_UNUSED static void gate_open(struct gate *g) {
+  pthread_mutex_lock(&g->m);
+  g->open = 1;
+  pthread_cond_broadcast(&g->c);
+  pthread_mutex_unlock(&g->m);
 }
 
 /* ---- helpers shared by the tests (they call the API: define HARNESS_NO_API_HELPERS to leave them out) - */

@@ -837,6 +837,141 @@ static void twenty_threads(void) {
   }
 }
 
+// ---- misuse a GPU driver reports (issue 12): an error or the correct data ---------------------------------
+
+static bool all_bytes(const unsigned char *b, unsigned char v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (b[i] != v)
+      return false;
+  return true;
+}
+
+// olMemFree while a 1 MiB copy into the block is still queued behind a kernel and a gate: the next
+// allocation is not that block, and the copy does not land in it. (NVIDIA's cuMemFree synchronises; the
+// fake's frees at once, so here the library's deferred free is what keeps the queued copy away.)
+static void free_behind_queued_work(void) {
+  NEED_GPU();
+  enum { N = 1 << 20 };
+  unsigned char *z = malloc(N), *back = malloc(N);
+  uint64_t *spin_out = galloc(OL_ALLOC_TYPE_MANAGED, 8);
+  REQUIRE(z && back && spin_out);
+  memset(z, 'Z', N);
+  struct {
+    uint64_t iters;
+    uint64_t *out;
+  } sargs = {100000, spin_out};
+  ol_kernel_launch_size_args_t one = grid(1, 1, 1, 1, 1, 1, 0);
+  ol_alloc_type_t types[] = {OL_ALLOC_TYPE_DEVICE, OL_ALLOC_TYPE_HOST, OL_ALLOC_TYPE_MANAGED};
+  for (int t = 0; t < 3; t++) {
+    struct gate g = GATE_INIT;
+    unsigned char *a = galloc(types[t], N), *b = NULL;
+    REQUIRE(a);
+    OK(olLaunchKernel(queue, gpu, kern(prog, "spin"), &sargs, sizeof sargs, &one));
+    OK(olLaunchHostFunction(queue, gate_wait, &g));
+    OK(olMemcpy(queue, a, gpu, z, t_host, N));
+    OK(olMemFree(a));
+    b = galloc(types[t], N);
+    REQUIRE(b);
+    CHECKF(b != a, "type %d: the freed block was handed out again while a copy into it was queued", t);
+    OK(olMemFill(NULL, b, 1, &(uint8_t){'B'}, N));
+    gate_open(&g);
+    OK(olSyncQueue(queue));
+    from_gpu(back, b, N);
+    CHECKF(all_bytes(back, 'B', N), "type %d: the new allocation was overwritten by the queued copy", t);
+    OK(olMemFree(b));
+  }
+  OK(olMemFree(spin_out));
+  free(z);
+  free(back);
+}
+
+// Ranges that start inside an allocation or a registered host range must end inside it: INVALID_SIZE
+// naming the allocation (the driver would say CUDA_ERROR_INVALID_VALUE, or fault on the GPU).
+static void copies_and_fills_past_the_end(void) {
+  NEED_GPU();
+  enum { BIG = 1 << 20 };
+  unsigned char *big = calloc(1, BIG);
+  REQUIRE(big);
+  ol_alloc_type_t types[] = {OL_ALLOC_TYPE_DEVICE, OL_ALLOC_TYPE_HOST, OL_ALLOC_TYPE_MANAGED};
+  for (int t = 0; t < 3; t++) {
+    unsigned char *d64 = galloc(types[t], 64), *d4k = galloc(types[t], 4096);
+    REQUIRE(d64 && d4k);
+    char want64[96], want4k[96];
+    snprintf(want64, sizeof want64, "at %p of 64 bytes", (void *)d64);
+    snprintf(want4k, sizeof want4k, "at %p of 4096 bytes", (void *)d4k);
+    CHECK_ERR_HAS(OL_ERRC_INVALID_SIZE, want64, olMemcpy(NULL, d64, gpu, big, t_host, 64 << 10));
+    CHECK_ERR_HAS(OL_ERRC_INVALID_SIZE, want4k, olMemcpy(queue, d4k, gpu, big, t_host, BIG));
+    CHECK_ERR_HAS(OL_ERRC_INVALID_SIZE, want64, olMemFill(queue, d64, 1, &(uint8_t){1}, BIG));
+    CHECK_ERR_HAS(OL_ERRC_INVALID_SIZE, want4k, olMemcpy(NULL, d4k + 4000, gpu, d4k, gpu, 1000));
+    CHECK_ERR_HAS(OL_ERRC_INVALID_SIZE, want64, olMemcpy(NULL, big, t_host, d64, gpu, 65));
+    OK(olMemcpy(NULL, d4k + 3096, gpu, d4k, gpu, 1000));
+    OK(olMemFill(queue, d64, 4, &(uint32_t){7}, 64));
+    OK(olSyncQueue(queue));
+    OK(olMemFree(d64));
+    OK(olMemFree(d4k));
+  }
+  unsigned char *d = galloc(OL_ALLOC_TYPE_DEVICE, 16384);
+  void *pinned = NULL;
+  REQUIRE(d);
+  OK(olMemRegister(gpu, big, 4096, 0, &pinned));
+  CHECK_ERR_HAS(OL_ERRC_INVALID_SIZE, "registered host range", olMemcpy(queue, d, gpu, pinned, t_host, 8192));
+  OK(olMemUnregister(gpu, big));
+  OK(olMemcpy(queue, d, gpu, big, t_host, 8192)); // unknown host memory: the caller's business
+  OK(olSyncQueue(queue));
+  OK(olMemFree(d));
+  free(big);
+}
+
+// A host function on a CUDA queue calling olSyncQueue of that queue, olSyncEvent on its event or
+// olShutDown: UNSUPPORTED without reaching the driver (fake_driver_clean checks no driver call came from a
+// callback), never a hang.
+struct cuda_callback {
+  ol_queue_handle_t q;
+  ol_event_handle_t after;
+  ol_result_t sync_own, sync_event, shutdown;
+};
+static void cuda_calls_back(void *p) {
+  struct cuda_callback *r = p;
+  r->sync_own = olSyncQueue(r->q);
+  r->sync_event = olSyncEvent(r->after);
+  r->shutdown = olShutDown();
+}
+
+static void host_function_calling_back(void) {
+  NEED_GPU();
+  struct gate g = GATE_INIT;
+  struct cuda_callback r = {queue, NULL, NULL, NULL, NULL};
+  OK(olLaunchHostFunction(queue, gate_wait, &g));
+  OK(olLaunchHostFunction(queue, cuda_calls_back, &r));
+  OK(olCreateEvent(queue, &r.after));
+  gate_open(&g);
+  OK(olSyncQueue(queue));
+  CHECK_ERR_HAS(OL_ERRC_UNSUPPORTED, "called from a host function", r.sync_own);
+  CHECK_ERR_HAS(OL_ERRC_UNSUPPORTED, "called from a host function", r.sync_event);
+  CHECK_ERR_HAS(OL_ERRC_UNSUPPORTED, "called from a host function", r.shutdown);
+  if (r.after) {
+    OK(olSyncEvent(r.after));
+    OK(olDestroyEvent(r.after));
+  }
+}
+
+// Type 77 is allocated like MANAGED (LLVM 22); DEVICE memory beyond GLOBAL_MEM_SIZE is OUT_OF_RESOURCES.
+static void allocation_arguments(void) {
+  NEED_GPU();
+  void *p = NULL;
+  uint32_t type = 0;
+  OK(olMemAlloc(gpu, (ol_alloc_type_t)77, 4096, &p));
+  REQUIRE(p);
+  OK(olGetMemInfo(p, OL_MEM_INFO_TYPE, sizeof type, &type));
+  CHECK(type == 77);
+  memset(p, 1, 4096); // managed memory is host-accessible
+  OK(olMemFree(p));
+  uint64_t global = 0;
+  OK(olGetDeviceInfo(gpu, OL_DEVICE_INFO_GLOBAL_MEM_SIZE, sizeof global, &global));
+  CHECK_ERR_HAS(OL_ERRC_OUT_OF_RESOURCES, "GLOBAL_MEM_SIZE", olMemAlloc(gpu, OL_ALLOC_TYPE_DEVICE, (size_t)64 << 40, &p));
+  CHECK_ERR_HAS(OL_ERRC_OUT_OF_RESOURCES, "GLOBAL_MEM_SIZE", olMemAlloc(gpu, OL_ALLOC_TYPE_DEVICE, global + 1, &p));
+}
+
 static void fake_driver_clean(void) {
   if (!fake_stats)
     SKIP("not the fake driver (no fakeCudaStats)");
@@ -893,6 +1028,10 @@ int main(void) {
   RUN(events_across_cpu_and_cuda);
   RUN(stale_handles);
   RUN(twenty_threads);
+  RUN(free_behind_queued_work);
+  RUN(copies_and_fills_past_the_end);
+  RUN(host_function_calling_back);
+  RUN(allocation_arguments);
   RUN(fake_driver_clean);
   print_stats("before olShutDown");
   if (queue)

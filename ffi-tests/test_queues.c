@@ -6,29 +6,6 @@
   if (!t_cpu)                                                                                       \
   SKIP("no CPU device")
 
-// A host function that blocks its queue until released (LLVM's ManuallyTriggeredTask).
-struct gate {
-  pthread_mutex_t m;
-  pthread_cond_t c;
-  int open;
-  int ran;
-};
-static void gate_wait(void *p) {
-  struct gate *g = p;
-  pthread_mutex_lock(&g->m);
-  while (!g->open)
-    pthread_cond_wait(&g->c, &g->m);
-  g->ran++;
-  pthread_mutex_unlock(&g->m);
-}
-static void gate_open(struct gate *g) {
-  pthread_mutex_lock(&g->m);
-  g->open = 1;
-  pthread_cond_broadcast(&g->c);
-  pthread_mutex_unlock(&g->m);
-}
-#define GATE_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0}
-
 static bool is_empty(ol_queue_handle_t q) {
   bool e = false;
   OK(olGetQueueInfo(q, OL_QUEUE_INFO_EMPTY, sizeof e, &e));

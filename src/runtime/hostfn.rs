@@ -2,9 +2,10 @@
 //!
 //! A host function (`olLaunchHostFunction`) runs in its queue's order: everything enqueued on that queue
 //! after it waits until it returns. A call from inside it that would wait for that queue (`olSyncQueue`
-//! of it, `olSyncEvent` on one of its events not complete yet, `olWaitEvents` making another queue wait
-//! for such an event, `olMemUnregister`, `olShutDown`) could only return after the host function did: a
-//! hang. Those calls return `OL_ERRC_UNSUPPORTED` instead, saying so (CUDA answers
+//! of it, `olSyncEvent` on one of its events, `olWaitEvents` making another queue wait for one of them,
+//! `olMemUnregister`, `olShutDown`) could only return after the host function did: a hang. (Events of
+//! the queue recorded before the host function are complete, but telling them apart would take a driver
+//! call from a stream callback on CUDA, which the driver refuses; all of them are refused.) Those calls return `OL_ERRC_UNSUPPORTED` instead, saying so (CUDA answers
 //! `CUDA_ERROR_NOT_PERMITTED` to any driver call from a stream callback; LLVM 22 documents that callbacks
 //! must not call liboffload and hangs). Everything else (work on other queues, allocations, frees,
 //! copies with a NULL queue) works from a host function.

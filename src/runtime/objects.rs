@@ -134,15 +134,13 @@ pub fn event_is_complete(ev: &Event) -> OlResult<bool> {
     }
 }
 
-/// Refused from a host function of the event's queue while the event is not complete (it comes after
-/// the host function, so it would wait for it).
+/// Refused from a host function of the event's queue (an event recorded after the host function would
+/// wait for it; asking which one it is would already be a driver call from a stream callback on CUDA).
 pub fn sync_event(ev: &Event) -> OlResult<()> {
     match &ev.inner {
         None => Ok(()),
         Some(e) => {
-            if hostfn::running() == Some(ev.queue_id) && !e.is_complete()? {
-                hostfn::refuse_wait_for(ev.queue_id, "olSyncEvent on a pending event of this queue")?;
-            }
+            hostfn::refuse_wait_for(ev.queue_id, "olSyncEvent on an event of this queue")?;
             Ok(e.sync()?)
         }
     }
@@ -159,9 +157,7 @@ pub fn wait_events(q: &Arc<Queue>, events: &[Handle]) -> OlResult<()> {
             continue;
         }
         if let Some(inner) = &ev.inner {
-            if hostfn::running() == Some(ev.queue_id) && !inner.is_complete()? {
-                hostfn::refuse_wait_for(ev.queue_id, "olWaitEvents on a pending event of this queue")?;
-            }
+            hostfn::refuse_wait_for(ev.queue_id, "olWaitEvents on an event of this queue")?;
             q.inner.wait_event(inner.clone())?;
         }
     }

@@ -14,6 +14,13 @@
 //! * No panic crosses the C boundary: it becomes `OL_ERRC_UNKNOWN` with the panic text.
 //! * Thread safety: every entry point may be called from any thread at once; the handle table lock is
 //!   never held across plugin, JIT or user code.
+//! * Memory (`runtime::memory`): `olMemFree` never blocks, and the freed block is not reused before the
+//!   work queued before the free has finished; `olMemUnregister` waits for that work. A copy or fill
+//!   that starts inside a known allocation or registered range and runs past its end is `INVALID_SIZE`.
+//!   An allocation larger than the device's memory is `OUT_OF_RESOURCES` up front.
+//! * Host functions (`runtime::hostfn`) may call the library, except what would wait for their own
+//!   queue (`olSyncQueue` of it, `olSyncEvent`/`olWaitEvents` on its events, `olMemUnregister`,
+//!   `olShutDown`): `UNSUPPORTED` instead of a hang. LLVM 22 forbids all calls there.
 //!
 //! # Devices
 //! CUDA GPUs (when `libcuda.so.1` loads), then the CPU compute device (platform backend

@@ -803,11 +803,13 @@ OL_APIEXPORT ol_result_t olDestroyEvent(ol_event_handle_t Event);
 
 // Block until the work the event marks has completed (also after its queue was destroyed).
 //
-// Errors: `INVALID_NULL_HANDLE`, `INVALID_EVENT`, or the error of failed work before the event.
+// Errors: `INVALID_NULL_HANDLE`, `INVALID_EVENT`, `UNSUPPORTED` (from a host function of the event's
+// queue), or the error of failed work before the event.
 //
 // # Safety
 // Any value is safe to pass.
-OL_APIEXPORT ol_result_t olSyncEvent(ol_event_handle_t Event);
+OL_APIEXPORT
+ol_result_t olSyncEvent(ol_event_handle_t Event);
 
 // Query an event property (QUEUE, IS_COMPLETE: a non-blocking poll).
 //
@@ -846,11 +848,12 @@ ol_result_t olInit(void);
 // Release one reference; the last one drains every queue, unloads every program, frees what was not
 // freed and invalidates every handle.
 //
-// Errors: `OL_ERRC_UNINITIALIZED`.
+// Errors: `OL_ERRC_UNINITIALIZED`, `OL_ERRC_UNSUPPORTED` (from a host function: the reference is kept).
 //
 // # Safety
 // Always safe to call; calls racing with the final shutdown get UNINITIALIZED or complete first.
-OL_APIEXPORT ol_result_t olShutDown(void);
+OL_APIEXPORT
+ol_result_t olShutDown(void);
 
 // Launch `Kernel` on `Device` over `LaunchSizeArgs->NumGroups` work-groups of `GroupSize` work-items.
 // `ArgumentsData` is one buffer laid out like the kernel's parameters in a naturally aligned C struct
@@ -889,7 +892,8 @@ ol_result_t olCalculateOptimalOccupancy(ol_device_handle_t Device,
 // Allocate `Size` bytes of `Type` memory on `Device` (the CPU device: 64-byte aligned host memory).
 //
 // Errors, in order: `INVALID_SIZE` (Size == 0), `INVALID_NULL_HANDLE` (Device), `INVALID_NULL_POINTER`
-// (AllocationOut), `INVALID_DEVICE`, `UNSUPPORTED` (the virtual host device), `OUT_OF_RESOURCES`.
+// (AllocationOut), `INVALID_DEVICE`, `UNSUPPORTED` (the virtual host device), `OUT_OF_RESOURCES` (more
+// than the device's GLOBAL_MEM_SIZE, or the allocator failed). Unknown types are allocated like MANAGED.
 //
 // # Safety
 // `AllocationOut` must be NULL or valid for writing a pointer.
@@ -899,13 +903,14 @@ ol_result_t olMemAlloc(ol_device_handle_t Device,
                        size_t Size,
                        void **AllocationOut);
 
-// Free memory from `olMemAlloc`; only the exact base address is accepted.
+// Free memory from `olMemAlloc`; only the exact base address is accepted. Never blocks: the block is
+// reused only after the work queued before the free has finished.
 //
 // Errors: `INVALID_NULL_POINTER` (Address), `INVALID_ARGUMENT` ("address is not a known allocation":
 // interior pointers, double frees, foreign memory).
 //
 // # Safety
-// Any value is safe to pass; the memory must not be in use by queued work.
+// Any value is safe to pass.
 OL_APIEXPORT
 ol_result_t olMemFree(void *Address);
 
@@ -937,8 +942,8 @@ ol_result_t olGetMemInfoSize(const void *Ptr,
 // a NULL queue blocks until the copy is done, otherwise the copy is enqueued.
 //
 // Errors, in order: `INVALID_NULL_HANDLE` (DstDevice, SrcDevice), `INVALID_NULL_POINTER` (DstPtr,
-// SrcPtr), `INVALID_QUEUE`/`INVALID_DEVICE` (stale handles), `INVALID_ARGUMENT` (host to host with a
-// queue).
+// SrcPtr), `INVALID_QUEUE`/`INVALID_DEVICE` (stale handles), `INVALID_SIZE` (a range that starts inside an
+// allocation or registered host range runs past its end), `INVALID_ARGUMENT` (host to host with a queue).
 //
 // # Safety
 // Both ranges must be valid for `Size` bytes on their devices until the copy completes.
@@ -954,7 +959,8 @@ ol_result_t olMemcpy(ol_queue_handle_t Queue,
 // crashes) the fill is synchronous on the device that allocated `Ptr`.
 //
 // Errors, in order: `INVALID_SIZE` (PatternSize == 0, or FillSize % PatternSize != 0),
-// `INVALID_NULL_POINTER` (Ptr, PatternPtr), `INVALID_QUEUE`.
+// `INVALID_NULL_POINTER` (Ptr, PatternPtr), `INVALID_QUEUE`, `INVALID_SIZE` (the range starts inside an
+// allocation or registered host range and runs past its end).
 //
 // # Safety
 // `Ptr` must be valid for `FillSize` bytes on the queue's device; `PatternPtr` for `PatternSize` bytes.
@@ -980,14 +986,17 @@ ol_result_t olMemRegister(ol_device_handle_t Device,
                           ol_memory_register_flags_t Flags,
                           void **PinnedPtr);
 
-// Undo one `olMemRegister` of the range containing `Ptr`.
+// Undo one `olMemRegister` of the range containing `Ptr`, after the work queued so far has finished.
 //
 // Errors, in order: `INVALID_NULL_HANDLE` (Device), `INVALID_NULL_POINTER` (Ptr), `INVALID_DEVICE`,
-// `UNSUPPORTED` (virtual host device), `INVALID_ARGUMENT` ("cannot find locked buffer").
+// `UNSUPPORTED` (virtual host device), `INVALID_ARGUMENT` ("cannot find locked buffer"), `UNSUPPORTED`
+// (called from a host function).
 //
 // # Safety
 // Any values are safe to pass.
-OL_APIEXPORT ol_result_t olMemUnregister(ol_device_handle_t Device, void *Ptr);
+OL_APIEXPORT
+ol_result_t olMemUnregister(ol_device_handle_t Device,
+                            void *Ptr);
 
 // Query a platform property.
 //
@@ -1076,17 +1085,20 @@ ol_result_t olDestroyQueue(ol_queue_handle_t Queue);
 
 // Block until all work enqueued so far has completed; returns the first error raised by that work.
 //
-// Errors: `INVALID_NULL_HANDLE`, `INVALID_QUEUE`, or the error of failed queued work.
+// Errors: `INVALID_NULL_HANDLE`, `INVALID_QUEUE`, `UNSUPPORTED` (from a host function of this queue), or
+// the error of failed queued work.
 //
 // # Safety
 // Any value is safe to pass.
-OL_APIEXPORT ol_result_t olSyncQueue(ol_queue_handle_t Queue);
+OL_APIEXPORT
+ol_result_t olSyncQueue(ol_queue_handle_t Queue);
 
 // Make later work on `Queue` wait for every event in `Events`; the caller does not block.
 //
 // Errors, in order: `INVALID_NULL_HANDLE` (Queue), `INVALID_NULL_POINTER` (Events, even with
 // NumEvents == 0, as in LLVM 22), `INVALID_QUEUE`, `INVALID_NULL_HANDLE` (a NULL entry),
-// `INVALID_EVENT` (a destroyed or stale entry).
+// `INVALID_EVENT` (a destroyed or stale entry), `UNSUPPORTED` (from a host function, an event of the host
+// function's own queue).
 //
 // # Safety
 // `Events` must be NULL or valid for reading `NumEvents` handles.

@@ -69,7 +69,8 @@ pub unsafe extern "C" fn ol_destroy_event(Event: ol_event_handle_t) -> ol_result
 
 /// Block until the work the event marks has completed (also after its queue was destroyed).
 ///
-/// Errors: `INVALID_NULL_HANDLE`, `INVALID_EVENT`, or the error of failed work before the event.
+/// Errors: `INVALID_NULL_HANDLE`, `INVALID_EVENT`, `UNSUPPORTED` (from a host function of the event's
+/// queue), or the error of failed work before the event.
 ///
 /// # Safety
 /// Any value is safe to pass.

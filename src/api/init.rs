@@ -24,7 +24,7 @@ pub unsafe extern "C" fn ol_init() -> ol_result_t {
 /// Release one reference; the last one drains every queue, unloads every program, frees what was not
 /// freed and invalidates every handle.
 ///
-/// Errors: `OL_ERRC_UNINITIALIZED`.
+/// Errors: `OL_ERRC_UNINITIALIZED`, `OL_ERRC_UNSUPPORTED` (from a host function: the reference is kept).
 ///
 /// # Safety
 /// Always safe to call; calls racing with the final shutdown get UNINITIALIZED or complete first.

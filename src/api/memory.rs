@@ -33,7 +33,8 @@ fn mem_info_name(n: ol_mem_info_t) -> &'static str {
 /// Allocate `Size` bytes of `Type` memory on `Device` (the CPU device: 64-byte aligned host memory).
 ///
 /// Errors, in order: `INVALID_SIZE` (Size == 0), `INVALID_NULL_HANDLE` (Device), `INVALID_NULL_POINTER`
-/// (AllocationOut), `INVALID_DEVICE`, `UNSUPPORTED` (the virtual host device), `OUT_OF_RESOURCES`.
+/// (AllocationOut), `INVALID_DEVICE`, `UNSUPPORTED` (the virtual host device), `OUT_OF_RESOURCES` (more
+/// than the device's GLOBAL_MEM_SIZE, or the allocator failed). Unknown types are allocated like MANAGED.
 ///
 /// # Safety
 /// `AllocationOut` must be NULL or valid for writing a pointer.
@@ -79,13 +80,14 @@ pub unsafe extern "C" fn ol_mem_alloc(
     )
 }
 
-/// Free memory from `olMemAlloc`; only the exact base address is accepted.
+/// Free memory from `olMemAlloc`; only the exact base address is accepted. Never blocks: the block is
+/// reused only after the work queued before the free has finished.
 ///
 /// Errors: `INVALID_NULL_POINTER` (Address), `INVALID_ARGUMENT` ("address is not a known allocation":
 /// interior pointers, double frees, foreign memory).
 ///
 /// # Safety
-/// Any value is safe to pass; the memory must not be in use by queued work.
+/// Any value is safe to pass.
 #[unsafe(export_name = "olMemFree")]
 pub unsafe extern "C" fn ol_mem_free(Address: *mut c_void) -> ol_result_t {
     entry(
@@ -195,8 +197,8 @@ pub unsafe extern "C" fn ol_get_mem_info_size(
 /// a NULL queue blocks until the copy is done, otherwise the copy is enqueued.
 ///
 /// Errors, in order: `INVALID_NULL_HANDLE` (DstDevice, SrcDevice), `INVALID_NULL_POINTER` (DstPtr,
-/// SrcPtr), `INVALID_QUEUE`/`INVALID_DEVICE` (stale handles), `INVALID_ARGUMENT` (host to host with a
-/// queue).
+/// SrcPtr), `INVALID_QUEUE`/`INVALID_DEVICE` (stale handles), `INVALID_SIZE` (a range that starts inside an
+/// allocation or registered host range runs past its end), `INVALID_ARGUMENT` (host to host with a queue).
 ///
 /// # Safety
 /// Both ranges must be valid for `Size` bytes on their devices until the copy completes.
@@ -246,7 +248,8 @@ pub unsafe extern "C" fn ol_memcpy(
 /// crashes) the fill is synchronous on the device that allocated `Ptr`.
 ///
 /// Errors, in order: `INVALID_SIZE` (PatternSize == 0, or FillSize % PatternSize != 0),
-/// `INVALID_NULL_POINTER` (Ptr, PatternPtr), `INVALID_QUEUE`.
+/// `INVALID_NULL_POINTER` (Ptr, PatternPtr), `INVALID_QUEUE`, `INVALID_SIZE` (the range starts inside an
+/// allocation or registered host range and runs past its end).
 ///
 /// # Safety
 /// `Ptr` must be valid for `FillSize` bytes on the queue's device; `PatternPtr` for `PatternSize` bytes.
@@ -341,10 +344,11 @@ pub unsafe extern "C" fn ol_mem_register(
     )
 }
 
-/// Undo one `olMemRegister` of the range containing `Ptr`.
+/// Undo one `olMemRegister` of the range containing `Ptr`, after the work queued so far has finished.
 ///
 /// Errors, in order: `INVALID_NULL_HANDLE` (Device), `INVALID_NULL_POINTER` (Ptr), `INVALID_DEVICE`,
-/// `UNSUPPORTED` (virtual host device), `INVALID_ARGUMENT` ("cannot find locked buffer").
+/// `UNSUPPORTED` (virtual host device), `INVALID_ARGUMENT` ("cannot find locked buffer"), `UNSUPPORTED`
+/// (called from a host function).
 ///
 /// # Safety
 /// Any values are safe to pass.

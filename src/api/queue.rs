@@ -71,7 +71,8 @@ pub unsafe extern "C" fn ol_destroy_queue(Queue: ol_queue_handle_t) -> ol_result
 
 /// Block until all work enqueued so far has completed; returns the first error raised by that work.
 ///
-/// Errors: `INVALID_NULL_HANDLE`, `INVALID_QUEUE`, or the error of failed queued work.
+/// Errors: `INVALID_NULL_HANDLE`, `INVALID_QUEUE`, `UNSUPPORTED` (from a host function of this queue), or
+/// the error of failed queued work.
 ///
 /// # Safety
 /// Any value is safe to pass.
@@ -92,7 +93,8 @@ pub unsafe extern "C" fn ol_sync_queue(Queue: ol_queue_handle_t) -> ol_result_t 
 ///
 /// Errors, in order: `INVALID_NULL_HANDLE` (Queue), `INVALID_NULL_POINTER` (Events, even with
 /// NumEvents == 0, as in LLVM 22), `INVALID_QUEUE`, `INVALID_NULL_HANDLE` (a NULL entry),
-/// `INVALID_EVENT` (a destroyed or stale entry).
+/// `INVALID_EVENT` (a destroyed or stale entry), `UNSUPPORTED` (from a host function, an event of the host
+/// function's own queue).
 ///
 /// # Safety
 /// `Events` must be NULL or valid for reading `NumEvents` handles.

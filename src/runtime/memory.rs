@@ -9,6 +9,9 @@
 //!   rather than waiting (what `cuMemFree` does) keeps `olMemFree` non-blocking, as LLVM 22's is, and safe
 //!   to call from a host function. Deferred blocks are released by later `olMemAlloc`/`olMemFree` calls
 //!   and at `olShutDown`; a plugin error on a deferred free is not reported (the caller has moved on).
+//!   What deferral holds is bounded: an `olMemAlloc` that would take the deferred bytes plus its own
+//!   past half of the device's GLOBAL_MEM_SIZE first waits for the deferred blocks' queues (not from a
+//!   host function).
 //! * **`olMemUnregister` waits.** After it returns the caller may free its host memory, which we cannot
 //!   defer: it first waits for the work enqueued on every queue before the call (as `cuMemHostUnregister`
 //!   does), and is UNSUPPORTED from a host function (that wait would include the host function's own
@@ -23,6 +26,7 @@
 //!   MANAGED memory of a GPU is host memory or oversubscribable: its driver decides.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
@@ -49,6 +53,8 @@ pub struct AllocTable {
     map: Mutex<BTreeMap<usize, Allocation>>,
     /// Freed allocations waiting for their fences (see the module docs).
     deferred: Mutex<Vec<Deferred>>,
+    /// The bytes in `deferred` (0 when it is empty), read without the lock on the alloc/free fast path.
+    deferred_bytes: AtomicUsize,
 }
 
 /// A freed allocation that work enqueued before the free may still touch.
@@ -133,6 +139,13 @@ impl AllocTable {
             ));
         }
         self.reclaim();
+        // Bound what deferral costs: when freed blocks still waiting for their queues hold more than half
+        // of the device's memory, wait for those queues (as cuMemFree would have at each free), except in
+        // a host function (the wait could include its own queue).
+        let pending = self.deferred_bytes.load(Ordering::Relaxed);
+        if pending > 0 && (pending as u64).saturating_add(size as u64) > limit / 2 && hostfn::running().is_none() {
+            self.wait_deferred();
+        }
         let mut rejected = Vec::new();
         let mut result = Err(OlError::new(OL_ERRC_BACKEND_FAILURE, "failed to allocate non-overlapping memory"));
         // Different devices may hand out overlapping ranges: retry like LLVM 22 (50 attempts).
@@ -169,19 +182,40 @@ impl AllocTable {
         if fences.is_empty() {
             rec.device.plugin("olMemFree")?.free(rec.base, rec.kind)?;
         } else {
-            self.deferred.lock().push(Deferred { alloc: rec, fences });
+            let mut d = self.deferred.lock();
+            d.push(Deferred { alloc: rec, fences });
+            self.deferred_bytes.store(d.iter().map(|x| x.alloc.size).sum(), Ordering::Relaxed);
         }
         self.reclaim();
         Ok(())
     }
 
+    /// Wait for the fences of every deferred block, then release them.
+    fn wait_deferred(&self) {
+        let events: Vec<Arc<dyn plugin::Event>> = self
+            .deferred
+            .lock()
+            .iter()
+            .flat_map(|x| x.fences.iter())
+            .filter_map(|f| match f {
+                Fence::Event(e) => Some(e.clone()),
+                Fence::Unknown => None,
+            })
+            .collect();
+        for e in events {
+            // the work's own errors are for its queue's sync
+            let _ = e.sync();
+        }
+        self.reclaim();
+    }
+
     /// Give the deferred blocks whose fences have all passed back to their allocators.
     fn reclaim(&self) {
+        if self.deferred_bytes.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         let ready: Vec<Allocation> = {
             let mut d = self.deferred.lock();
-            if d.is_empty() {
-                return;
-            }
             let mut ready = Vec::new();
             d.retain_mut(|x| {
                 x.fences.retain(|f| !f.passed());
@@ -190,6 +224,7 @@ impl AllocTable {
                 }
                 !x.fences.is_empty()
             });
+            self.deferred_bytes.store(d.iter().map(|x| x.alloc.size).sum(), Ordering::Relaxed);
             ready
         };
         for a in ready {
@@ -246,6 +281,7 @@ impl AllocTable {
     /// Shutdown (every queue drained): free what the user did not, and what waits for fences.
     pub fn release_all(&self) {
         let deferred = std::mem::take(&mut *self.deferred.lock());
+        self.deferred_bytes.store(0, Ordering::Relaxed);
         let all = std::mem::take(&mut *self.map.lock());
         for a in all.into_values().chain(deferred.into_iter().map(|d| d.alloc)) {
             if let Ok(p) = a.device.plugin("olShutDown") {
@@ -385,5 +421,128 @@ pub fn fill(ctx: &Context, queue: Option<&Arc<Queue>>, ptr: usize, pattern: &[u8
             q.fill(ptr, pattern, size)?;
             Ok(q.sync()?)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::{Device as _, DeviceInfo, Kernel, LaunchDims, PluginResult, Program};
+    use std::sync::mpsc;
+
+    /// The CPU device's allocator behind a device that claims 1 MiB of global memory.
+    struct SmallDevice {
+        info: DeviceInfo,
+    }
+
+    impl plugin::Device for SmallDevice {
+        fn info(&self) -> &DeviceInfo {
+            &self.info
+        }
+        fn global_mem_size(&self) -> u64 {
+            1 << 20
+        }
+        fn host_addressable(&self) -> bool {
+            true
+        }
+        fn alloc(&self, size: usize, kind: AllocKind) -> PluginResult<usize> {
+            plugin::cpu::device().alloc(size, kind)
+        }
+        fn free(&self, ptr: usize, kind: AllocKind) -> PluginResult<()> {
+            plugin::cpu::device().free(ptr, kind)
+        }
+        fn register_host(&self, _: usize, _: usize) -> PluginResult<usize> {
+            unimplemented!()
+        }
+        fn unregister_host(&self, _: usize) -> PluginResult<()> {
+            unimplemented!()
+        }
+        fn registered_range(&self, _: usize) -> Option<(usize, usize)> {
+            None
+        }
+        fn memcpy_sync(&self, _: usize, _: bool, _: usize, _: bool, _: usize) -> PluginResult<()> {
+            unimplemented!()
+        }
+        fn is_valid_binary(&self, _: &[u8]) -> bool {
+            false
+        }
+        fn load_program(&self, _: &[u8]) -> PluginResult<Arc<dyn Program>> {
+            unimplemented!()
+        }
+        fn create_queue(&self) -> PluginResult<Arc<dyn plugin::Queue>> {
+            unimplemented!()
+        }
+        fn optimal_group_size(&self, _: &dyn Kernel, _: usize) -> PluginResult<usize> {
+            unimplemented!()
+        }
+        fn launch_sync(&self, _: Arc<dyn Kernel>, _: &[u8], _: LaunchDims) -> PluginResult<()> {
+            unimplemented!()
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    #[test]
+    fn frees_behind_queued_work_are_deferred_and_bounded() {
+        let pdev: Arc<dyn plugin::Device> = Arc::new(SmallDevice { info: plugin::cpu::device().info().clone() });
+        let dev = Arc::new(Device { handle: 1, platform: 2, kind: super::super::DeviceKind::Plugin(pdev) });
+        let table = AllocTable::default();
+        let q: Arc<dyn plugin::Queue> = Arc::new(plugin::cpu::CpuQueue::new());
+        watch_queue(&q);
+        // a queue blocked until `open` is sent
+        let gate = |q: &Arc<dyn plugin::Queue>| {
+            let (open, wait) = mpsc::channel::<()>();
+            q.host_fn(Box::new(move || {
+                let _ = wait.recv();
+            }))
+            .unwrap();
+            open
+        };
+
+        let open = gate(&q);
+        let a = table.alloc(&dev, 1, 100 << 10).unwrap();
+        table.free(a).unwrap();
+        assert!(table.find(a).is_none(), "the address is unknown at once");
+        assert_eq!(table.deferred_bytes.load(Ordering::Relaxed), 100 << 10, "held while the queue is busy");
+        let b = table.alloc(&dev, 1, 100 << 10).unwrap();
+        assert_ne!(a, b, "not handed out again while the queue may still use it");
+        open.send(()).unwrap();
+        q.sync().unwrap();
+        table.free(b).unwrap();
+        assert_eq!(table.deferred_bytes.load(Ordering::Relaxed), 0, "released once the queue has passed");
+
+        // more than half of the device's memory deferred: the next allocation waits for the queue
+        let open = gate(&q);
+        let blocks: Vec<usize> = (0..4).map(|_| table.alloc(&dev, 1, 100 << 10).unwrap()).collect();
+        for p in blocks {
+            table.free(p).unwrap();
+        }
+        assert_eq!(table.deferred_bytes.load(Ordering::Relaxed), 400 << 10);
+        let opener = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            open.send(()).unwrap();
+        });
+        let c = table.alloc(&dev, 1, 200 << 10).unwrap();
+        assert_eq!(table.deferred_bytes.load(Ordering::Relaxed), 0, "waited for the queue, then released");
+        assert!(q.is_empty().unwrap());
+        opener.join().unwrap();
+        table.free(c).unwrap();
+        table.release_all();
+    }
+
+    #[test]
+    fn oversized_allocations_are_out_of_resources() {
+        let pdev: Arc<dyn plugin::Device> = Arc::new(SmallDevice { info: plugin::cpu::device().info().clone() });
+        let dev = Arc::new(Device { handle: 1, platform: 2, kind: super::super::DeviceKind::Plugin(pdev) });
+        let table = AllocTable::default();
+        for ty in [0, 1, 2, 77] {
+            let e = table.alloc(&dev, ty, (1 << 20) + 1).unwrap_err();
+            assert_eq!(e.code, OL_ERRC_OUT_OF_RESOURCES);
+            assert!(e.details.contains("GLOBAL_MEM_SIZE = 1048576 bytes"), "{}", e.details);
+        }
+        let p = table.alloc(&dev, 77, 1 << 20).unwrap();
+        assert_eq!(table.info(p + 5).unwrap().raw_type, 77);
+        table.free(p).unwrap();
     }
 }

@@ -885,6 +885,35 @@ static void free_behind_queued_work(void) {
   free(back);
 }
 
+static void *open_gate_later(void *g) {
+  usleep(20000);
+  gate_open(g);
+  return NULL;
+}
+
+// olMemUnregister returns only after the work queued before it is done: a copy into the registered range
+// queued behind a gate (opened by another thread meanwhile) has landed when it returns.
+static void unregister_waits_for_queued_work(void) {
+  NEED_GPU();
+  enum { N = 1 << 20 };
+  struct gate g = GATE_INIT;
+  unsigned char *h = calloc(1, N), *d = galloc(OL_ALLOC_TYPE_DEVICE, N);
+  void *pinned = NULL;
+  REQUIRE(h && d);
+  OK(olMemFill(NULL, d, 1, &(uint8_t){'Z'}, N));
+  OK(olMemRegister(gpu, h, N, 0, &pinned));
+  OK(olLaunchHostFunction(queue, gate_wait, &g));
+  OK(olMemcpy(queue, pinned, t_host, d, gpu, N));
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, open_gate_later, &g) == 0);
+  OK(olMemUnregister(gpu, h));
+  CHECKF(all_bytes(h, 'Z', N), "olMemUnregister returned before the queued copy into the range was done");
+  pthread_join(t, NULL);
+  OK(olSyncQueue(queue));
+  OK(olMemFree(d));
+  free(h);
+}
+
 // Ranges that start inside an allocation or a registered host range must end inside it: INVALID_SIZE
 // naming the allocation (the driver would say CUDA_ERROR_INVALID_VALUE, or fault on the GPU).
 static void copies_and_fills_past_the_end(void) {
@@ -1029,6 +1058,7 @@ int main(void) {
   RUN(stale_handles);
   RUN(twenty_threads);
   RUN(free_behind_queued_work);
+  RUN(unregister_waits_for_queued_work);
   RUN(copies_and_fills_past_the_end);
   RUN(host_function_calling_back);
   RUN(allocation_arguments);

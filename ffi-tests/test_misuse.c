@@ -352,6 +352,52 @@ TEST(host_function_calling_back_gets_errors_not_hangs) {
   CHECK_OK(tr[1]);
 }
 
+/* The same through another queue: q2 is made (from the main thread) to wait for an event of q1 recorded
+ * after the host function; the host function then syncs q2 or an event of q2: UNSUPPORTED, not a hang.
+ * Once with q2's thread already waiting, once with the wait still queued behind a gate on q2. */
+struct through_other {
+  ol_queue_handle_t other;
+  ol_event_handle_t other_after;
+  ol_result_t sync_other, sync_other_event;
+};
+static void syncs_other(void *p) {
+  struct through_other *c = p;
+  c->sync_other = olSyncQueue(c->other);
+  c->sync_other_event = olSyncEvent(c->other_after);
+}
+
+TEST(host_function_waiting_for_itself_through_another_queue_gets_an_error) {
+  SETUP();
+  for (int gated = 0; gated < 2; gated++) {
+    struct gate g1 = GATE_INIT, g2 = GATE_INIT;
+    struct through_other c;
+    memset(&c, 0, sizeof c);
+    ol_queue_handle_t q1 = NULL;
+    ol_event_handle_t ev1 = NULL;
+    REQUIRE_OK(olCreateQueue(cpu, &q1));
+    REQUIRE_OK(olCreateQueue(cpu, &c.other));
+    CHECK_OK(olLaunchHostFunction(q1, gate_wait, &g1));
+    CHECK_OK(olLaunchHostFunction(q1, syncs_other, &c));
+    REQUIRE_OK(olCreateEvent(q1, &ev1));
+    if (gated) CHECK_OK(olLaunchHostFunction(c.other, gate_wait, &g2));
+    CHECK_OK(olWaitEvents(c.other, &ev1, 1));
+    REQUIRE_OK(olCreateEvent(c.other, &c.other_after));
+    gate_open(&g1);
+    CHECK_OK(olSyncQueue(q1));
+    harness_check_err(__FILE__, __LINE__, "olSyncQueue(other)", c.sync_other, OL_ERRC_UNSUPPORTED, 2,
+                      "called from a host function");
+    harness_check_err(__FILE__, __LINE__, "olSyncEvent(other_after)", c.sync_other_event, OL_ERRC_UNSUPPORTED, 2,
+                      "called from a host function");
+    gate_open(&g2);
+    CHECK_OK(olSyncQueue(c.other));
+    CHECK_OK(olDestroyEvent(ev1));
+    CHECK_OK(olDestroyEvent(c.other_after));
+    CHECK_OK(olDestroyQueue(q1));
+    CHECK_OK(olDestroyQueue(c.other));
+  }
+  TEARDOWN();
+}
+
 /* ---- 7. allocation arguments ------------------------------------------------------------------------- */
 
 /* LLVM 22 does not validate the type: values outside the enum are allocated like MANAGED and
@@ -395,6 +441,7 @@ int main(void) {
   RUN(unregister_waits_for_queued_work);
   RUN(copies_and_fills_past_the_end_are_refused);
   RUN(host_function_calling_back_gets_errors_not_hangs);
+  RUN(host_function_waiting_for_itself_through_another_queue_gets_an_error);
   RUN(alloc_type_77_is_allocated_like_managed_as_in_llvm22);
   RUN(alloc_larger_than_global_mem_is_out_of_resources);
   return harness_summary();

@@ -8,7 +8,9 @@
 //! call from a stream callback on CUDA, which the driver refuses; all of them are refused.) Those calls return `OL_ERRC_UNSUPPORTED` instead, saying so (CUDA answers
 //! `CUDA_ERROR_NOT_PERMITTED` to any driver call from a stream callback; LLVM 22 documents that callbacks
 //! must not call liboffload and hangs). Everything else (work on other queues, allocations, frees,
-//! copies with a NULL queue) works from a host function.
+//! copies with a NULL queue) works from a host function. A wait on another queue that was made to wait
+//! for an event recorded after the host function is caught by the CPU plugin, which sees the wait graph
+//! (`plugin::cpu::queue`); a CUDA driver refuses every call from a stream callback anyway.
 //!
 //! The marker is a thread-local set around the user's callback by [`wrap`], whatever thread the plugin
 //! runs it on (the CPU queue's thread, the CUDA driver's callback thread).

@@ -17,6 +17,10 @@
 //! * Dropping the handle ([`CpuQueue`]) does not wait: the queue's thread finishes the pending work
 //!   (host functions included) and exits. [`drain_all`] waits for every queue ever created.
 //! * Ops hold everything they use (`Arc` of the kernel, owned argument and pattern bytes).
+//! * A sync called from a host function that would wait for that host function, directly or through
+//!   waits on CPU events (another queue made to wait for an event recorded after it), is UNSUPPORTED
+//!   instead of a hang: the thread running a host function knows which one (`HOST_FN`), and the wait
+//!   graph is walked before blocking ([`waits_for_running_host_fn`]).
 
 use super::launch::PreparedLaunch;
 use super::memory;
@@ -24,6 +28,7 @@ use super::pool::{WORKER_STACK, spin_until};
 use crate::plugin::{Event, PluginError, PluginResult, Queue};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::any::Any;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -45,7 +50,8 @@ pub(crate) enum Op {
 }
 
 impl Op {
-    fn execute(self) -> PluginResult<()> {
+    /// `at`: the queue (its `QueueShared` address) and sequence number of this op.
+    fn execute(self, at: (usize, u64)) -> PluginResult<()> {
         match self {
             // SAFETY: the API caller guaranteed both ranges valid until the queue reaches this op
             // (liboffload's contract for asynchronous copies).
@@ -56,13 +62,78 @@ impl Op {
             // SAFETY: as above, for the filled range.
             Op::Fill { ptr, pattern, size } => unsafe { memory::fill(ptr, &pattern, size) },
             Op::Launch(l) => l.execute(),
-            Op::Host(f) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-                .map_err(|p| PluginError::Backend(format!("host function panicked: {}", panic_text(&*p)))),
+            Op::Host(f) => {
+                let _restore = RestoreHostFn(HOST_FN.replace(Some(at)));
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+                    .map_err(|p| PluginError::Backend(format!("host function panicked: {}", panic_text(&*p))))
+            }
             Op::Wait(ev) => {
                 ev.sync().map_err(|e| PluginError::Backend(format!("waiting on an event of another queue failed: {e}")))
             }
         }
     }
+}
+
+thread_local! {
+    /// The queue (`QueueShared` address) and sequence number of the host function this thread runs.
+    static HOST_FN: Cell<Option<(usize, u64)>> = const { Cell::new(None) };
+}
+
+struct RestoreHostFn(Option<(usize, u64)>);
+
+impl Drop for RestoreHostFn {
+    fn drop(&mut self) {
+        HOST_FN.set(self.0);
+    }
+}
+
+/// Would waiting for op `target` of `q` wait for the host function running on this thread, directly or
+/// through `Wait` ops on CPU events (queued, or being executed)? Such a wait never ends. Foreign events
+/// (another plugin's) are opaque: not followed.
+fn waits_for_running_host_fn(q: &Arc<QueueShared>, target: u64) -> bool {
+    let Some((hq, hseq)) = HOST_FN.get() else { return false };
+    let mut todo = vec![(q.clone(), target)];
+    let mut steps = 0;
+    while let Some((q, target)) = todo.pop() {
+        if Arc::as_ptr(&q) as usize == hq && target >= hseq {
+            return true;
+        }
+        steps += 1;
+        if steps > 10_000 {
+            break;
+        }
+        let g = q.state.lock();
+        if g.completed >= target {
+            continue;
+        }
+        let mut follow = |ev: &Arc<dyn Event>| {
+            if let Some(e) = ev.as_any().downcast_ref::<CpuEvent>() {
+                todo.push((e.queue.clone(), e.target));
+            }
+        };
+        if let Some(ev) = &g.waiting_on {
+            follow(ev);
+        }
+        // the ops not started yet have sequence numbers (enqueued - len, enqueued]
+        let first = g.enqueued + 1 - g.ops.len() as u64;
+        for op in g.ops.iter().take((target + 1).saturating_sub(first) as usize) {
+            if let Op::Wait(ev) = op {
+                follow(ev);
+            }
+        }
+    }
+    false
+}
+
+fn refuse_host_fn_deadlock(q: &Arc<QueueShared>, target: u64) -> PluginResult<()> {
+    if waits_for_running_host_fn(q, target) {
+        return Err(PluginError::Unsupported(
+            "a sync called from a host function would wait for that host function itself (its own queue, or \
+             a queue made to wait for an event recorded after it), which cannot finish before it returns"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 fn panic_text(p: &(dyn Any + Send)) -> String {
@@ -87,6 +158,8 @@ struct QState {
     errors: Vec<(u64, PluginError)>,
     /// errors up to here were returned by `Queue::sync`
     reported_upto: u64,
+    /// the event the op being executed waits for (an `Op::Wait`)
+    waiting_on: Option<Arc<dyn Event>>,
 }
 
 pub(crate) struct QueueShared {
@@ -108,7 +181,10 @@ impl QueueShared {
                 break;
             }
             let Some(op) = g.ops.pop_front() else { break };
-            let r = MutexGuard::unlocked(&mut g, || op.execute());
+            let at = (self as *const QueueShared as usize, g.completed + 1);
+            g.waiting_on = if let Op::Wait(ev) = &op { Some(ev.clone()) } else { None };
+            let r = MutexGuard::unlocked(&mut g, || op.execute(at));
+            g.waiting_on = None;
             g.completed += 1;
             let seq = g.completed;
             self.completed.store(seq, Ordering::Release);
@@ -247,6 +323,7 @@ impl CpuQueue {
                 handle_alive: true,
                 errors: Vec::new(),
                 reported_upto: 0,
+                waiting_on: None,
             }),
             cv: Condvar::new(),
             completed: AtomicU64::new(0),
@@ -350,6 +427,7 @@ impl Queue for CpuQueue {
 
     fn sync(&self) -> PluginResult<()> {
         let target = self.shared.enqueued.load(Ordering::Acquire);
+        refuse_host_fn_deadlock(&self.shared, target)?;
         let mut g = self.shared.wait_until(target);
         let from = g.reported_upto;
         if target > from {
@@ -377,6 +455,7 @@ impl Event for CpuEvent {
     }
 
     fn sync(&self) -> PluginResult<()> {
+        refuse_host_fn_deadlock(&self.queue, self.target)?;
         let g = self.queue.wait_until(self.target);
         QueueShared::first_error(&g, self.from, self.target)
     }

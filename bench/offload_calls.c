@@ -8,7 +8,9 @@
  *   both libraries have, so both answer the same query), olGetDeviceInfo(PropSize = 0) (the
  *   error path: validation + interned error), olMemAlloc+olMemFree of 64 B (DEVICE) on the first device
  *   that is not the virtual host device (LLVM 22 crashes if asked to allocate on the host device, so with
- *   no GPU there is nothing to measure for LLVM: said so in the output).
+ *   no GPU there is nothing to measure for LLVM: said so in the output), and a synchronous 64 B host-to-host
+ *   olMemcpy (NULL queue, the host device on both sides: a plain memcpy in both libraries; ours first checks
+ *   both ranges against the allocation table and the registered host ranges).
  * The parent prints ns/call for both and the ratio ours/LLVM. Timing only: not a test. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -28,10 +30,13 @@ typedef ol_result_t (*iter_fn)(ol_device_iterate_cb_t, void *);
 typedef ol_result_t (*info_fn)(ol_device_handle_t, ol_device_info_t, size_t, void *);
 typedef ol_result_t (*alloc_fn)(ol_device_handle_t, ol_alloc_type_t, size_t, void **);
 typedef ol_result_t (*free_fn)(void *);
+typedef ol_result_t (*memcpy_fn)(ol_queue_handle_t, void *, ol_device_handle_t, const void *, ol_device_handle_t,
+                                 size_t);
 
-enum { M_NAME, M_TYPE, M_ERR, M_ALLOC, N_METRICS };
+enum { M_NAME, M_TYPE, M_ERR, M_ALLOC, M_COPY, N_METRICS };
 static const char *const METRIC[N_METRICS] = {"olGetDeviceInfo(NAME)", "olGetDeviceInfo(TYPE)",
-                                              "olGetDeviceInfo(PropSize=0) error", "olMemAlloc+olMemFree 64 B"};
+                                              "olGetDeviceInfo(PropSize=0) error", "olMemAlloc+olMemFree 64 B",
+                                              "olMemcpy host->host 64 B"};
 
 static double now_ns(void) {
   struct timespec t;
@@ -61,7 +66,8 @@ static int measure(const char *path, long iters, int fd) {
   info_fn info = (info_fn)dlsym(h, "olGetDeviceInfo");
   alloc_fn alloc = (alloc_fn)dlsym(h, "olMemAlloc");
   free_fn mfree = (free_fn)dlsym(h, "olMemFree");
-  if (!init || !shut || !iter || !info || !alloc || !mfree || init()) {
+  memcpy_fn copy = (memcpy_fn)dlsym(h, "olMemcpy");
+  if (!init || !shut || !iter || !info || !alloc || !mfree || !copy || init()) {
     dprintf(fd, "error symbols or olInit\n");
     return 1;
   }
@@ -103,6 +109,10 @@ static int measure(const char *path, long iters, int fd) {
   } else {
     dprintf(fd, "%d -1\n", M_ALLOC);
   }
+  static char src[64], dst[64];
+  t = now_ns();
+  for (long i = 0; i < iters; i++) copy(NULL, dst, dev, src, dev, sizeof dst);
+  dprintf(fd, "%d %f\n", M_COPY, (now_ns() - t) / iters);
   shut();
   return 0;
 }

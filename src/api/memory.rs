@@ -327,7 +327,7 @@ pub unsafe extern "C" fn ol_mem_register(
             if Ptr.is_null() || PinnedPtr.is_null() || Size == 0 {
                 return Err(OlError::invalid_argument("olMemRegister: NULL pointer or zero size"));
             }
-            let pinned = d.plugin("olMemRegister")?.register_host(Ptr as usize, Size)?;
+            let pinned = memory::register(&d, Ptr as usize, Size)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(PinnedPtr, pinned as *mut c_void, "PinnedPtr") }?;
             Ok(())

@@ -234,34 +234,47 @@ impl AllocTable {
         }
     }
 
-    /// INVALID_SIZE when `[ptr, ptr+size)` starts inside a known allocation or registered host range and
-    /// runs past its end. `what` names the call and the side ("olMemcpy destination").
-    pub fn check_range(&self, devices: &[Arc<Device>], what: &str, ptr: usize, size: usize) -> OlResult<()> {
-        let (base, len, owner) = if let Some(a) = self.find(ptr) {
-            let ty = match a.kind {
-                AllocKind::Host => "host",
-                AllocKind::Device => "device",
-                AllocKind::Managed => "managed",
-            };
-            (a.base, a.size, format!("the {ty} allocation"))
-        } else if let Some((b, l)) = devices.iter().find_map(|d| match &d.kind {
-            super::DeviceKind::Plugin(p) => p.registered_range(ptr),
-            super::DeviceKind::Host => None,
-        }) {
-            (b, l, "the registered host range".to_string())
-        } else {
-            return Ok(());
-        };
-        let end = base + len;
-        if ptr.checked_add(size).is_some_and(|e| e <= end) {
+    /// INVALID_SIZE when one of the `size`-byte ranges starting at `ranges` (each named: "olMemcpy
+    /// destination") starts inside a known allocation or registered host range and runs past its end. One
+    /// table lock for all; the registered ranges are only looked at while some exist.
+    pub fn check_ranges<const N: usize>(
+        &self,
+        devices: &[Arc<Device>],
+        ranges: [(&str, usize); N],
+        size: usize,
+    ) -> OlResult<()> {
+        let mut in_table = [false; N];
+        {
+            let map = self.map.lock();
+            for (i, &(what, ptr)) in ranges.iter().enumerate() {
+                if let Some((_, a)) = map.range(..=ptr).next_back()
+                    && ptr < a.base.saturating_add(a.size)
+                {
+                    in_table[i] = true;
+                    let ty = match a.kind {
+                        AllocKind::Host => "host",
+                        AllocKind::Device => "device",
+                        AllocKind::Managed => "managed",
+                    };
+                    past_end(what, ptr, size, a.base, a.size, &format!("the {ty} allocation"))?;
+                }
+            }
+        }
+        if REGISTERED.load(Ordering::Relaxed) == 0 {
             return Ok(());
         }
-        Err(OlError::invalid_size(format!(
-            "{what}: {size} bytes at 0x{ptr:x} run past the end of {owner} at 0x{base:x} of {len} bytes \
-             (0x{ptr:x} is {} bytes into it, {} bytes left)",
-            ptr - base,
-            end - ptr
-        )))
+        for (i, &(what, ptr)) in ranges.iter().enumerate() {
+            if in_table[i] {
+                continue;
+            }
+            if let Some((base, len)) = devices.iter().find_map(|d| match &d.kind {
+                super::DeviceKind::Plugin(p) => p.registered_range(ptr),
+                super::DeviceKind::Host => None,
+            }) {
+                past_end(what, ptr, size, base, len, "the registered host range")?;
+            }
+        }
+        Ok(())
     }
 
     /// `olGetMemInfo`: the allocation containing any pointer inside it.
@@ -299,6 +312,31 @@ fn on_device(side: &Device, exec: &Arc<dyn plugin::Device>) -> bool {
     }
 }
 
+/// INVALID_SIZE unless `[ptr, ptr+size)` ends inside `[base, base+len)` (which contains `ptr`).
+fn past_end(what: &str, ptr: usize, size: usize, base: usize, len: usize, owner: &str) -> OlResult<()> {
+    let end = base + len;
+    if ptr.checked_add(size).is_some_and(|e| e <= end) {
+        return Ok(());
+    }
+    Err(OlError::invalid_size(format!(
+        "{what}: {size} bytes at 0x{ptr:x} run past the end of {owner} at 0x{base:x} of {len} bytes \
+         (0x{ptr:x} is {} bytes into it, {} bytes left)",
+        ptr - base,
+        end - ptr
+    )))
+}
+
+/// Registered host ranges (uses) made through the API and not yet unregistered, on every device: while
+/// there are none, range checks skip the plugins' registration tables.
+static REGISTERED: AtomicUsize = AtomicUsize::new(0);
+
+/// `olMemRegister` after validation; returns the device-accessible pointer.
+pub fn register(dev: &Device, ptr: usize, size: usize) -> OlResult<usize> {
+    let pinned = dev.plugin("olMemRegister")?.register_host(ptr, size)?;
+    REGISTERED.fetch_add(1, Ordering::Relaxed);
+    Ok(pinned)
+}
+
 /// `olMemUnregister` after validation: waits for the work enqueued on every queue so far (see the
 /// module docs), then drops one use of the registered range containing `ptr`.
 pub fn unregister(dev: &Device, ptr: usize) -> OlResult<()> {
@@ -313,7 +351,9 @@ pub fn unregister(dev: &Device, ptr: usize) -> OlResult<()> {
             let _ = e.sync();
         }
     }
-    Ok(pdev.unregister_host(ptr)?)
+    pdev.unregister_host(ptr)?;
+    REGISTERED.fetch_sub(1, Ordering::Relaxed);
+    Ok(())
 }
 
 /// `olMemcpy` after validation.
@@ -327,8 +367,7 @@ pub fn memcpy(
     size: usize,
 ) -> OlResult<()> {
     if size > 0 {
-        ctx.allocs.check_range(&ctx.devices, "olMemcpy destination", dst, size)?;
-        ctx.allocs.check_range(&ctx.devices, "olMemcpy source", src, size)?;
+        ctx.allocs.check_ranges(&ctx.devices, [("olMemcpy destination", dst), ("olMemcpy source", src)], size)?;
     }
     if dst_dev.is_host() && src_dev.is_host() {
         if queue.is_some() {
@@ -390,7 +429,7 @@ pub fn fill(ctx: &Context, queue: Option<&Arc<Queue>>, ptr: usize, pattern: &[u8
     if size == 0 {
         return Ok(());
     }
-    ctx.allocs.check_range(&ctx.devices, "olMemFill", ptr, size)?;
+    ctx.allocs.check_ranges(&ctx.devices, [("olMemFill", ptr)], size)?;
     match queue {
         Some(q) => {
             // A queue of a host-addressable device (CPU) would write through a GPU address (GPU host

@@ -57,6 +57,9 @@ pub struct AllocTable {
     deferred_bytes: AtomicUsize,
 }
 
+/// Deferred blocks still held that one reclaim polls at most.
+const RECLAIM_POLL: usize = 64;
+
 /// A freed allocation that work enqueued before the free may still touch.
 struct Deferred {
     alloc: Allocation,
@@ -217,12 +220,20 @@ impl AllocTable {
         let ready: Vec<Allocation> = {
             let mut d = self.deferred.lock();
             let mut ready = Vec::new();
+            // Oldest first (their fences pass first); polling stops after RECLAIM_POLL blocks still held,
+            // so that many frees behind one long kernel do not make every call poll them all.
+            let mut held = 0;
             d.retain_mut(|x| {
+                if held >= RECLAIM_POLL {
+                    return true;
+                }
                 x.fences.retain(|f| !f.passed());
                 if x.fences.is_empty() {
                     ready.push(x.alloc.clone());
+                    return false;
                 }
-                !x.fences.is_empty()
+                held += 1;
+                true
             });
             self.deferred_bytes.store(d.iter().map(|x| x.alloc.size).sum(), Ordering::Relaxed);
             ready

@@ -101,26 +101,17 @@ static void run_ours(const char *bc_path) {
     suite_fill(&c, bufs);
     ol_symbol_handle_t kern;
     OL(olGetSymbol(prog, c.name, OL_SYMBOL_KIND_KERNEL, &kern));
-    // The arguments as the kernel's C struct: pointers 8-aligned, scalars 4-aligned, tail padding.
     unsigned char args[64];
-    size_t off = 0;
-    for (uint32_t a = 0; a < c.nargs; a++) {
-      const struct suite_arg *x = &c.args[a];
-      size_t s = x->kind == SUITE_ARG_BUF ? 8 : 4;
-      off = (off + s - 1) / s * s;
-      memcpy(args + off, x->kind == SUITE_ARG_BUF ? (void *)&bufs[x->buf] : x->kind == SUITE_ARG_U32 ? (void *)&x->u32 : (void *)&x->f32, s);
-      off += s;
-    }
-    off = (off + 7) / 8 * 8;
+    size_t args_size = suite_pack_args(&c, bufs, args);
     ol_kernel_launch_size_args_t la = {c.dims, {c.groups[0], c.groups[1], c.groups[2]},
                                        {c.local[0], c.local[1], c.local[2]}, 0};
     for (int i = 0; i < warm; i++)
-      OL(olLaunchKernel(q, dev, kern, args, off, &la));
+      OL(olLaunchKernel(q, dev, kern, args, args_size, &la));
     OL(olSyncQueue(q));
     double v[MAX_REPS];
     for (int i = 0; i < reps; i++) {
       t0 = now_ns();
-      OL(olLaunchKernel(q, dev, kern, args, off, &la));
+      OL(olLaunchKernel(q, dev, kern, args, args_size, &la));
       OL(olSyncQueue(q));
       v[i] = now_ns() - t0;
     }

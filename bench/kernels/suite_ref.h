@@ -161,6 +161,24 @@ static inline struct suite_case suite_case(enum suite_kernel k, uint32_t w, uint
   return c;
 }
 
+// The kernel arguments of case c as the kernel's C struct (what olLaunchKernel takes): pointers to bufs
+// 8-aligned, 32-bit scalars 4-aligned, tail padding to 8. Returns the size written to out (<= 64 bytes).
+static inline size_t suite_pack_args(const struct suite_case *c, void *const bufs[], unsigned char out[64]) {
+  size_t off = 0;
+  for (uint32_t a = 0; a < c->nargs; a++) {
+    const struct suite_arg *x = &c->args[a];
+    size_t s = x->kind == SUITE_ARG_BUF ? 8 : 4;
+    off = (off + s - 1) / s * s;
+    memcpy(out + off,
+           x->kind == SUITE_ARG_BUF   ? (const void *)&bufs[x->buf]
+           : x->kind == SUITE_ARG_U32 ? (const void *)&x->u32
+                                      : (const void *)&x->f32,
+           s);
+    off += s;
+  }
+  return (off + 7) / 8 * 8;
+}
+
 static inline float suite_small(uint32_t seed, uint32_t i, uint32_t mod, int offset) {
   return (float)((int)(suite_hash(seed * 0x9e3779b9u + i) % mod) + offset);
 }

@@ -116,18 +116,25 @@ static void transpose_group(const struct suite_case *c, void *const bufs[], uint
 static void stencil_group(const struct suite_case *c, void *const bufs[], uint32_t bx, uint32_t by) {
   const float *restrict in = bufs[0];
   float *restrict out = bufs[1];
-  uint32_t w = c->w, h = c->h;
-  for (uint32_t ty = 0; ty < SUITE_TILE; ty++)
-    for (uint32_t tx = 0; tx < SUITE_TILE; tx++) {
-      uint32_t x = bx * SUITE_TILE + tx, y = by * SUITE_TILE + ty;
-      if (x >= w || y >= h)
-        continue;
-      uint32_t i = y * w + x;
-      if (x == 0 || y == 0 || x == w - 1 || y == h - 1)
-        out[i] = in[i];
-      else
-        out[i] = 4.0f * in[i] - in[i - w] - in[i + w] - in[i - 1] - in[i + 1];
+  uint32_t w = c->w, h = c->h, x0 = bx * SUITE_TILE, x1 = x0 + SUITE_TILE < w ? x0 + SUITE_TILE : w;
+  // Per row of the tile: the border work-items copy, the interior ones [lo, hi) run unconditionally.
+  for (uint32_t y = by * SUITE_TILE; y < (by + 1) * SUITE_TILE && y < h; y++) {
+    const float *r = in + (size_t)y * w;
+    float *o = out + (size_t)y * w;
+    if (y == 0 || y == h - 1) {
+      for (uint32_t x = x0; x < x1; x++)
+        o[x] = r[x];
+      continue;
     }
+    uint32_t lo = x0 ? x0 : 1, hi = x1 < w ? x1 : w - 1;
+    if (x0 == 0)
+      o[0] = r[0];
+    const float *up = r - w, *down = r + w;
+    for (uint32_t x = lo; x < hi; x++)
+      o[x] = 4.0f * r[x] - up[x] - down[x] - r[x - 1] - r[x + 1];
+    if (x1 == w)
+      o[w - 1] = r[w - 1];
+  }
 }
 
 static void bitonic_group(const struct suite_case *c, void *const bufs[], uint32_t g, uint32_t gy) {

@@ -11,6 +11,7 @@
 // times, then SUITE_REPS (10) timed launch + sync; every result is checked exactly against the host
 // reference (bench/kernels/suite_ref.h). Prints best/median/max per side, ours/PoCL and ours/hand on the
 // best times, their geometric means, the first launches, the CPU model and vector ISA.
+// SUITE_ROUNDS=3 runs the three sides three times in turn and keeps the best of all rounds;
 // SUITE_KERNELS=reduce,scan runs a subset.
 #define _GNU_SOURCE
 #define CL_TARGET_OPENCL_VERSION 120
@@ -302,10 +303,21 @@ static void size_text(const struct suite_case *c, char *buf, size_t n) {
     snprintf(buf, n, "%u", c->w);
 }
 
-static double key_of(const struct side *s, const char *kernel, const char *what) {
+#define MAX_ROUNDS 20
+
+// A figure over the rounds of one side: the least best (and first launch, compile), the greatest max, the
+// median of the medians, the sum of the wrong elements; -1 if a round lacks it.
+static double key_of(const struct side *rounds, int n, const char *kernel, const char *what) {
   char key[64];
-  snprintf(key, sizeof key, "%s_%s", kernel, what);
-  return side_get(s, key);
+  snprintf(key, sizeof key, "%s%s%s", kernel, *kernel ? "_" : "", what);
+  double v[MAX_ROUNDS], acc = 0;
+  for (int r = 0; r < n; r++) {
+    v[r] = side_get(&rounds[r], key);
+    if (v[r] < 0)
+      return -1;
+    acc = r == 0 ? v[r] : !strcmp(what, "max") ? fmax(acc, v[r]) : !strcmp(what, "bad") ? acc + v[r] : fmin(acc, v[r]);
+  }
+  return strcmp(what, "median") ? acc : median(v, n);
 }
 
 int main(int argc, char **argv) {
@@ -326,24 +338,31 @@ int main(int argc, char **argv) {
     run_hand();
     return 0;
   }
-  struct side o, p, h;
-  int ro = run_child("/proc/self/exe", "ours", bc, &o);
-  int rp = run_child("/proc/self/exe", "pocl", cl, &p);
-  int rh = run_child("/proc/self/exe", "hand", "", &h);
+  // SUITE_ROUNDS rounds of the three sides one after another, so that a noisy period hits all three.
+  int rounds = env_int("SUITE_ROUNDS", 1);
+  rounds = rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;
+  static struct side o[MAX_ROUNDS], p[MAX_ROUNDS], h[MAX_ROUNDS];
+  int ro = 0, rp = 0, rh = 0;
+  for (int r = 0; r < rounds; r++) {
+    ro |= run_child("/proc/self/exe", "ours", bc, &o[r]);
+    rp |= run_child("/proc/self/exe", "pocl", cl, &p[r]);
+    rh |= run_child("/proc/self/exe", "hand", "", &h[r]);
+  }
 
   char model[256], isa[128];
   cpu_info(model, sizeof model, isa, sizeof isa);
   printf("Classic-kernel suite: offload-rs CPU device (%s bitcode) vs PoCL 3.1 vs hand-written work-group loops\n",
          target);
   printf("CPU: %s, %ld online CPUs, vector ISA: %s; hand loops on %.0f threads\n", model,
-         sysconf(_SC_NPROCESSORS_ONLN), isa, side_get(&h, "threads"));
+         sysconf(_SC_NPROCESSORS_ONLN), isa, side_get(&h[0], "threads"));
   printf("command:");
-  const char *vars[] = {"SUITE_TARGET", "SUITE_KERNELS", "SUITE_REPS", "SUITE_WARMUP", "BENCH_KERNELS"};
+  const char *vars[] = {"SUITE_TARGET", "SUITE_KERNELS", "SUITE_ROUNDS", "SUITE_REPS", "SUITE_WARMUP", "BENCH_KERNELS"};
   for (unsigned i = 0; i < sizeof vars / sizeof *vars; i++)
     if (getenv(vars[i]))
       printf(" %s=%s", vars[i], getenv(vars[i]));
-  printf(" build/bench/suite (%d timed launch + sync after %d warm-ups; ms best / median / max)\n",
-         env_int("SUITE_REPS", 10), env_int("SUITE_WARMUP", 2));
+  printf(" build/bench/suite\n%d round(s) of %d timed launch + sync after %d warm-ups; ms best / median / max "
+         "(median: of the rounds' medians)\n",
+         rounds, env_int("SUITE_REPS", 10), env_int("SUITE_WARMUP", 2));
   printf("%-10s %-10s %-24s %-24s %-24s %9s %9s\n", "kernel", "size", "ours", "PoCL", "hand", "ours/PoCL",
          "ours/hand");
   double log_p = 0, log_h = 0;
@@ -354,16 +373,17 @@ int main(int argc, char **argv) {
     struct suite_case c = bench_case(k);
     char sz[32], col[3][64];
     size_text(&c, sz, sizeof sz);
-    const struct side *sides[3] = {&o, &p, &h};
+    const struct side *sides[3] = {o, p, h};
     double best[3];
     for (int s = 0; s < 3; s++) {
-      best[s] = key_of(sides[s], c.name, "best");
-      double bad = key_of(sides[s], c.name, "bad");
+      best[s] = key_of(sides[s], rounds, c.name, "best");
+      double bad = key_of(sides[s], rounds, c.name, "bad");
       if (best[s] < 0)
         snprintf(col[s], sizeof col[s], "(failed)");
       else
-        snprintf(col[s], sizeof col[s], "%.2f / %.2f / %.2f%s", best[s] / 1e6, key_of(sides[s], c.name, "median") / 1e6,
-                 key_of(sides[s], c.name, "max") / 1e6, bad != 0 ? " WRONG" : "");
+        snprintf(col[s], sizeof col[s], "%.2f / %.2f / %.2f%s", best[s] / 1e6,
+                 key_of(sides[s], rounds, c.name, "median") / 1e6, key_of(sides[s], rounds, c.name, "max") / 1e6,
+                 bad != 0 ? " WRONG" : "");
       if (bad != 0)
         wrong++;
     }
@@ -380,12 +400,12 @@ int main(int argc, char **argv) {
   printf("first launch + sync, ms (ours / PoCL):");
   for (int k = 0; k < SUITE_COUNT; k++)
     if (selected(k))
-      printf(" %s %.1f / %.1f;", suite_names[k], key_of(&o, suite_names[k], "first") / 1e6,
-             key_of(&p, suite_names[k], "first") / 1e6);
+      printf(" %s %.1f / %.1f;", suite_names[k], key_of(o, rounds, suite_names[k], "first") / 1e6,
+             key_of(p, rounds, suite_names[k], "first") / 1e6);
   printf("\n");
   printf("program build: ours %.0f ms (cold olCreateProgram, JIT), PoCL %.0f ms (clBuildProgram; its on-disk cache "
          "may be warm)\n",
-         side_get(&o, "compile_ns") / 1e6, side_get(&p, "compile_ns") / 1e6);
+         key_of(o, rounds, "", "compile_ns") / 1e6, key_of(p, rounds, "", "compile_ns") / 1e6);
   if (ro || rp || rh || wrong) {
     fprintf(stderr, "FAILED: ours=%d pocl=%d hand=%d, %d wrong results\n", ro, rp, rh, wrong);
     return 1;

@@ -42,29 +42,35 @@ static void run_case(int t, struct suite_case c) {
       CHECK_OK(olMemFree(bufs[b]));
 }
 
-// Every size on both targets.
-static void run_sizes(enum suite_kernel k, const uint32_t (*sizes)[2], size_t n) {
+// Every {w, h, group x, group y} on both targets (a group size of 0: the suite's own shape). The launches
+// with other group sizes run the same kernels at more shapes, as launch-time specialisation must allow.
+static void run_sizes(enum suite_kernel k, const uint32_t (*sizes)[4], size_t n) {
   NEED_CPU();
   for (int t = 0; t < 2; t++)
-    for (size_t i = 0; i < n; i++)
-      run_case(t, suite_case(k, sizes[i][0], sizes[i][1]));
+    for (size_t i = 0; i < n; i++) {
+      const uint32_t *z = sizes[i];
+      run_case(t, z[2] ? suite_case_shaped(k, z[0], z[1], z[2], z[3] ? z[3] : 1) : suite_case(k, z[0], z[1]));
+    }
 }
 
 #define SIZES(k, ...)                                                                               \
   do {                                                                                              \
-    static const uint32_t s_[][2] = {__VA_ARGS__};                                                  \
+    static const uint32_t s_[][4] = {__VA_ARGS__};                                                  \
     run_sizes(k, s_, sizeof s_ / sizeof s_[0]);                                                     \
   } while (0)
 
-TEST(saxpy) { SIZES(SUITE_SAXPY, {1000, 1}, {SUITE_WG * 3, 1}, {1, 1}); }
-TEST(reduce) { SIZES(SUITE_REDUCE, {SUITE_WG * 7, 1}, {SUITE_WG, 1}); }
-TEST(scan) { SIZES(SUITE_SCAN, {SUITE_WG * 5, 1}); }
-TEST(matmul) { SIZES(SUITE_MATMUL, {48, 1}, {16, 1}); }
-TEST(histogram) { SIZES(SUITE_HISTOGRAM, {10000, 1}, {SUITE_WG * SUITE_HIST_PER_ITEM * 2, 1}, {3, 1}); }
-TEST(transpose) { SIZES(SUITE_TRANSPOSE, {40, 24}, {48, 16}, {5, 37}); }
-TEST(stencil) { SIZES(SUITE_STENCIL, {37, 21}, {32, 32}, {3, 3}); }
-TEST(bitonic) { SIZES(SUITE_BITONIC, {SUITE_WG * 6, 1}); }
-TEST(nbody) { SIZES(SUITE_NBODY, {SUITE_WG * 3, 1}); }
+TEST(saxpy) { SIZES(SUITE_SAXPY, {1000, 1, 0, 0}, {SUITE_WG * 3, 1, 0, 0}, {1, 1, 0, 0}, {1000, 1, 96, 0}); }
+TEST(reduce) { SIZES(SUITE_REDUCE, {SUITE_WG * 7, 1, 0, 0}, {SUITE_WG, 1, 0, 0}, {640, 1, 64, 0}, {96, 1, 32, 0}); }
+TEST(scan) { SIZES(SUITE_SCAN, {SUITE_WG * 5, 1, 0, 0}, {512, 1, 128, 0}); }
+TEST(matmul) { SIZES(SUITE_MATMUL, {48, 1, 0, 0}, {16, 1, 0, 0}); }
+TEST(histogram) {
+  SIZES(SUITE_HISTOGRAM, {10000, 1, 0, 0}, {SUITE_WG * SUITE_HIST_PER_ITEM * 2, 1, 0, 0}, {3, 1, 0, 0},
+        {5000, 1, 100, 0});
+}
+TEST(transpose) { SIZES(SUITE_TRANSPOSE, {40, 24, 0, 0}, {48, 16, 0, 0}, {5, 37, 0, 0}); }
+TEST(stencil) { SIZES(SUITE_STENCIL, {37, 21, 0, 0}, {32, 32, 0, 0}, {3, 3, 0, 0}, {70, 19, 32, 8}); }
+TEST(bitonic) { SIZES(SUITE_BITONIC, {SUITE_WG * 6, 1, 0, 0}, {512, 1, 64, 0}); }
+TEST(nbody) { SIZES(SUITE_NBODY, {SUITE_WG * 3, 1, 0, 0}, {384, 1, 128, 0}); }
 
 int main(void) {
   t_init();

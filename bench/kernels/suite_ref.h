@@ -88,22 +88,25 @@ static inline void suite_add_u32(struct suite_case *c, uint32_t v) {
   c->nargs++;
 }
 
-// The case for kernel k at size (w, h); sizes are rounded to what the kernel needs (whole groups for the
-// kernels without bounds checks, a multiple of SUITE_TILE for matmul).
-static inline struct suite_case suite_case(enum suite_kernel k, uint32_t w, uint32_t h) {
+// The case for kernel k at size (w, h) with groups of lx (x ly for the stencil) work-items; sizes are
+// rounded to what the kernel needs (whole groups for the kernels without bounds checks, a multiple of
+// SUITE_TILE for matmul). The 1-D kernels take any power of two lx <= SUITE_WG (saxpy and histogram any
+// lx <= SUITE_WG), the stencil any lx x ly; matmul and transpose always use SUITE_TILE x SUITE_TILE.
+static inline struct suite_case suite_case_shaped(enum suite_kernel k, uint32_t w, uint32_t h, uint32_t lx,
+                                                  uint32_t ly) {
   struct suite_case c;
   memset(&c, 0, sizeof c);
   c.kernel = k;
   c.name = suite_names[k];
   c.dims = 1;
-  c.local[0] = SUITE_WG;
+  c.local[0] = lx;
   c.local[1] = c.local[2] = 1;
   c.groups[1] = c.groups[2] = 1;
   c.h = 1;
   switch (k) {
   case SUITE_SAXPY: // (a, x, y, n), y in place
     c.w = w;
-    c.groups[0] = suite_div_up(w, SUITE_WG);
+    c.groups[0] = suite_div_up(w, lx);
     c.args[c.nargs].kind = SUITE_ARG_F32;
     c.args[c.nargs++].f32 = 2.0f;
     suite_add_buf(&c, (size_t)w * 4, false);
@@ -113,8 +116,8 @@ static inline struct suite_case suite_case(enum suite_kernel k, uint32_t w, uint
   case SUITE_REDUCE: // (in, out[groups])
   case SUITE_SCAN:   // (in, out)
   case SUITE_BITONIC: // (in, out)
-    c.groups[0] = suite_div_up(w, SUITE_WG);
-    c.w = c.groups[0] * SUITE_WG;
+    c.groups[0] = suite_div_up(w, lx);
+    c.w = c.groups[0] * lx;
     suite_add_buf(&c, (size_t)c.w * 4, false);
     suite_add_buf(&c, (size_t)(k == SUITE_REDUCE ? c.groups[0] : c.w) * 4, true);
     break;
@@ -130,7 +133,7 @@ static inline struct suite_case suite_case(enum suite_kernel k, uint32_t w, uint
     break;
   case SUITE_HISTOGRAM: // (in, bins[SUITE_BINS], n), bins accumulate
     c.w = w;
-    c.groups[0] = suite_div_up(w, SUITE_WG * SUITE_HIST_PER_ITEM);
+    c.groups[0] = suite_div_up(w, lx * SUITE_HIST_PER_ITEM);
     suite_add_buf(&c, (size_t)w * 4, false);
     suite_add_buf(&c, SUITE_BINS * 4, true);
     suite_add_u32(&c, w);
@@ -140,17 +143,18 @@ static inline struct suite_case suite_case(enum suite_kernel k, uint32_t w, uint
     c.w = w;
     c.h = h;
     c.dims = 2;
-    c.local[0] = c.local[1] = SUITE_TILE;
-    c.groups[0] = suite_div_up(w, SUITE_TILE);
-    c.groups[1] = suite_div_up(h, SUITE_TILE);
+    c.local[0] = k == SUITE_STENCIL ? lx : SUITE_TILE;
+    c.local[1] = k == SUITE_STENCIL ? ly : SUITE_TILE;
+    c.groups[0] = suite_div_up(w, c.local[0]);
+    c.groups[1] = suite_div_up(h, c.local[1]);
     suite_add_buf(&c, (size_t)w * h * 4, false);
     suite_add_buf(&c, (size_t)w * h * 4, true);
     suite_add_u32(&c, w);
     suite_add_u32(&c, h);
     break;
   case SUITE_NBODY: // (pos, vel, pos_out, vel_out, n)
-    c.groups[0] = suite_div_up(w, SUITE_WG);
-    c.w = c.groups[0] * SUITE_WG;
+    c.groups[0] = suite_div_up(w, lx);
+    c.w = c.groups[0] * lx;
     for (int i = 0; i < 4; i++)
       suite_add_buf(&c, (size_t)c.w * sizeof(struct suite_body), i >= 2);
     suite_add_u32(&c, c.w);
@@ -159,6 +163,11 @@ static inline struct suite_case suite_case(enum suite_kernel k, uint32_t w, uint
     break;
   }
   return c;
+}
+
+// The case with the suite's own group shapes (SUITE_WG, SUITE_TILE x SUITE_TILE).
+static inline struct suite_case suite_case(enum suite_kernel k, uint32_t w, uint32_t h) {
+  return suite_case_shaped(k, w, h, k == SUITE_STENCIL ? SUITE_TILE : SUITE_WG, SUITE_TILE);
 }
 
 // The kernel arguments of case c as the kernel's C struct (what olLaunchKernel takes): pointers to bufs
@@ -261,14 +270,14 @@ static inline void suite_reference(const struct suite_case *c, void *const bufs[
   case SUITE_REDUCE:
     for (uint32_t g = 0; g < c->groups[0]; g++) {
       float s = 0;
-      for (uint32_t t = 0; t < SUITE_WG; t++)
-        s += f0[g * SUITE_WG + t];
+      for (uint32_t t = 0; t < c->local[0]; t++)
+        s += f0[g * c->local[0] + t];
       o[g] = s;
     }
     break;
   case SUITE_SCAN:
     for (uint32_t i = 0; i < w; i++)
-      o[i] = (i % SUITE_WG ? o[i - 1] : 0.0f) + f0[i];
+      o[i] = (i % c->local[0] ? o[i - 1] : 0.0f) + f0[i];
     break;
   case SUITE_MATMUL: {
     const float *bm = (const float *)bufs[1];
@@ -303,7 +312,7 @@ static inline void suite_reference(const struct suite_case *c, void *const bufs[
   case SUITE_BITONIC:
     memcpy(o, f0, (size_t)w * 4);
     for (uint32_t g = 0; g < c->groups[0]; g++)
-      qsort(o + (size_t)g * SUITE_WG, SUITE_WG, 4, suite_cmp_float);
+      qsort(o + (size_t)g * c->local[0], c->local[0], 4, suite_cmp_float);
     break;
   case SUITE_NBODY: {
     const struct suite_body *p = (const struct suite_body *)bufs[0], *v = (const struct suite_body *)bufs[1];

@@ -6,7 +6,8 @@
 //   ours  our libLLVMOffload.so.22.1, CPU device, bench/kernels/suite.c as nvptx64 bitcode
 //         (SUITE_TARGET=amdgcn: the amdgcn bitcode instead)
 //   pocl  PoCL 3.1, bench/kernels/suite.cl
-//   hand  bench/kernels/suite_hand.c, clang-22 -O3 -march=native, as many threads as online CPUs
+//   hand  bench/kernels/suite_hand.c, clang-22 -O3 -march=native, as many threads as the CPU device
+//         (the CPUs of the affinity mask)
 // Every kernel runs SUITE_WARMUP (2, the first one timed on its own: it pays any launch-time compile)
 // times, then SUITE_REPS (10) timed launch + sync; every result is checked exactly against the host
 // reference (bench/kernels/suite_ref.h). Prints best/median/max per side, ours/PoCL and ours/hand on the
@@ -18,6 +19,7 @@
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
 #include <math.h>
+#include <sched.h>
 
 #include "bench.h"
 #include "kernels/suite_ref.h"
@@ -232,7 +234,9 @@ static void run_pocl(const char *cl_path) {
 static void run_hand(void) {
   int warm = env_int("SUITE_WARMUP", 2), reps = env_int("SUITE_REPS", 10);
   reps = reps > MAX_REPS ? MAX_REPS : reps;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  // As many threads as the CPU device's pool uses (Rust's available_parallelism: the affinity mask).
+  cpu_set_t set;
+  long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
   unsigned threads = cpus > 0 ? (unsigned)cpus : 1;
   printf("threads %u\n", threads);
   for (int k = 0; k < SUITE_COUNT; k++) {

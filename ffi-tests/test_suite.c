@@ -1,7 +1,10 @@
 // The classic-kernel suite (bench/kernels/suite.c) on the CPU device, from nvptx64 and from amdgcn bitcode,
 // at small sizes (ragged edges included), every output compared exactly with the host reference of
-// bench/kernels/suite_ref.h. The timed version of the same kernels is bench/suite.c.
+// bench/kernels/suite_ref.h. The timed version of the same kernels is bench/suite.c. A watchdog fails the
+// run, naming the case, instead of letting a kernel that never finishes hang CI.
 #include "ol_test.h"
+#include <signal.h>
+#include <unistd.h>
 
 #include "../bench/kernels/suite_ref.h"
 
@@ -12,6 +15,27 @@
 // One program per target, compiled once (the JIT of barrier kernels is the slow part of this test).
 static ol_program_handle_t progs[2];
 static ol_queue_handle_t queue;
+
+// What is running and the summary line if it never finishes, for the watchdog (written before each
+// step; the handler only write()s it).
+static char running[512];
+
+static void watchdog(int sig) {
+  (void)sig;
+  if (write(1, running, strlen(running)) < 0) {
+  }
+  _exit(3);
+}
+
+// Give the next step `seconds` (generous: ASan, a loaded machine) before the watchdog fires.
+static void watch(unsigned seconds, const char *what, const char *target, const struct suite_case *c) {
+  snprintf(running, sizeof running,
+           "FAIL watchdog: %s %s %ux%u, groups of %ux%u (%s bitcode) did not finish in %u s\n"
+           "%d passed, %d failed, %d skipped\n",
+           what, c ? c->name : "", c ? c->w : 0, c ? c->h : 0, c ? c->local[0] : 0, c ? c->local[1] : 0, target,
+           seconds, harness_passed, harness_failed + 1, harness_skipped);
+  alarm(seconds);
+}
 
 // Launch case c twice on target t (saxpy and histogram accumulate; the others must give the same result
 // again) and compare with the host reference.
@@ -30,9 +54,11 @@ static void run_case(int t, struct suite_case c) {
     size_t size = suite_pack_args(&c, bufs, args);
     ol_kernel_launch_size_args_t la = {c.dims, {c.groups[0], c.groups[1], c.groups[2]},
                                        {c.local[0], c.local[1], c.local[2]}, 0};
+    watch(120, "launching", t_targets[t], &c);
     CHECK_OK(olLaunchKernel(queue, t_cpu, kern, args, size, &la));
     CHECK_OK(olLaunchKernel(queue, t_cpu, kern, args, size, &la));
     CHECK_OK(olSyncQueue(queue));
+    alarm(0);
     char why[256];
     size_t bad = suite_check(&c, bufs, 2, why, sizeof why);
     CHECKF(bad == 0, "%s bitcode: %zu elements differ, first: %s", t_targets[t], bad, why);
@@ -73,12 +99,15 @@ TEST(bitonic) { SIZES(SUITE_BITONIC, {SUITE_WG * 6, 1, 0, 0}, {512, 1, 64, 0}); 
 TEST(nbody) { SIZES(SUITE_NBODY, {SUITE_WG * 3, 1, 0, 0}, {384, 1, 128, 0}); }
 
 int main(void) {
+  signal(SIGALRM, watchdog);
   t_init();
   if (t_cpu) {
     for (int t = 0; t < 2; t++) {
       size_t n;
       void *img = t_load("suite", t_targets[t], &n);
+      watch(300, "compiling the suite", t_targets[t], NULL);
       CHECK_OK(olCreateProgram(t_cpu, img, n, &progs[t]));
+      alarm(0);
       free(img);
     }
     CHECK_OK(olCreateQueue(t_cpu, &queue));

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the benchmarks into build/bench (run `make lib` first). Then:
 #   build/bench/cpu_kernels          CPU device vs PoCL 3.1 vs memcpy (BENCHMARKS.md)
+#   build/bench/suite                the classic-kernel suite: CPU device vs PoCL 3.1 vs hand-written loops
 #   build/bench/cuda_launch          olLaunchKernel vs raw cuLaunchKernel (a GPU, or ffi-tests/fake_cuda)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,17 @@ cp bench/kernels/bench.cl "$out/bench.cl"
 cc -O2 -Wall -I"$inc" bench/cpu_kernels.c -o "$out/cpu_kernels" -Lbuild/lib -lLLVMOffload -lOpenCL -lpthread \
   -Wl,-rpath,"$PWD/build/lib"
 echo "built $out/cpu_kernels"
+# The classic-kernel suite: bench/kernels/suite.c for nvptx64 and amdgcn, its OpenCL C twin, and the
+# hand-written work-group loops at -O3 -march=native (the practical limit).
+clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -flto -O2 \
+  -c bench/kernels/suite.c -o "$out/suite.nvptx64.bc"
+clang-22 --target=amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -ffreestanding -flto -O2 \
+  -c bench/kernels/suite.c -o "$out/suite.amdgcn.bc"
+cp bench/kernels/suite.cl "$out/suite.cl"
+clang-22 -O3 -march=native -Wall -Wextra -c bench/kernels/suite_hand.c -o "$out/suite_hand.o"
+cc -O2 -Wall -I"$inc" bench/suite.c "$out/suite_hand.o" -o "$out/suite" -Lbuild/lib -lLLVMOffload -lOpenCL \
+  -lpthread -lm -Wl,-rpath,"$PWD/build/lib"
+echo "built $out/suite"
 cc -O2 -Wall -I"$inc" bench/program_cache.c -o "$out/program_cache" -Lbuild/lib -lLLVMOffload -Wl,-rpath,"$PWD/build/lib"
 echo "built $out/program_cache"
 # olLaunchKernel vs raw cuLaunchKernel (needs a CUDA driver, or the fake: see bench/cuda_launch.c)

@@ -6,58 +6,18 @@
 // Sides: "offload" = our libLLVMOffload.so.22.1 (CPU device, nvptx64 bitcode JIT), "pocl" = PoCL 3.1
 // (OpenCL C), "memcpy" = two threads of memcpy over the same bytes (bandwidth ceiling).
 #define _GNU_SOURCE
-#include <stdbool.h>
 #define CL_TARGET_OPENCL_VERSION 120
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
-#include <OffloadAPI.h>
 #include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "bench.h"
 
 #define N (16u * 1024u * 1024u)
 #define WG 256u
 #define REPS 15
 #define LAT_REPS 2000
 #define PIPE_REPS 10000
-
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, n, sizeof(double), cmp_d);
-  return v[n / 2];
-}
-
-static void *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    perror(path);
-    exit(2);
-  }
-  fseek(f, 0, SEEK_END);
-  *size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  void *p = malloc(*size + 1);
-  if (fread(p, 1, *size, f) != *size)
-    exit(2);
-  ((char *)p)[*size] = 0;
-  fclose(f);
-  return p;
-}
 
 static void init_data(float *x, float *y) {
   for (uint32_t i = 0; i < N; i++) {
@@ -79,35 +39,9 @@ static int check_saxpy(const float *x, const float *y, int launches) {
 // ---------------------------------------------------------------------------------------------------
 // offload-rs
 
-#define OL(call)                                                                                    \
-  do {                                                                                              \
-    ol_result_t r_ = (call);                                                                        \
-    if (r_) {                                                                                       \
-      fprintf(stderr, "%s failed: %d %s\n", #call, r_->Code, r_->Details);                          \
-      exit(3);                                                                                      \
-    }                                                                                               \
-  } while (0)
-
-static ol_device_handle_t cpu_dev;
-static bool find_cpu(ol_device_handle_t d, void *u) {
-  (void)u;
-  ol_platform_handle_t p;
-  uint32_t backend = 0;
-  if (olGetDeviceInfo(d, OL_DEVICE_INFO_PLATFORM, sizeof p, &p) == NULL &&
-      olGetPlatformInfo(p, OL_PLATFORM_INFO_BACKEND, sizeof backend, &backend) == NULL && backend == 0x100) {
-    cpu_dev = d;
-    return false;
-  }
-  return true;
-}
-
 static void run_offload(const char *bc_path) {
   OL(olInit());
-  OL(olIterateDevices(find_cpu, NULL));
-  if (!cpu_dev) {
-    fprintf(stderr, "no CPU device\n");
-    exit(4);
-  }
+  ol_device_handle_t cpu_dev = find_cpu_device();
   size_t sz;
   void *bc = read_file(bc_path, &sz);
   ol_program_handle_t prog;
@@ -213,15 +147,6 @@ static void run_offload(const char *bc_path) {
 
 // ---------------------------------------------------------------------------------------------------
 // PoCL
-
-#define CL(call)                                                                                    \
-  do {                                                                                              \
-    cl_int e_ = (call);                                                                             \
-    if (e_ != CL_SUCCESS) {                                                                         \
-      fprintf(stderr, "%s failed: %d\n", #call, e_);                                                \
-      exit(3);                                                                                      \
-    }                                                                                               \
-  } while (0)
 
 static void run_pocl(const char *cl_path) {
   cl_platform_id plat;
@@ -359,42 +284,6 @@ static void run_memcpy(void) {
 
 // ---------------------------------------------------------------------------------------------------
 
-#define MAXK 16
-struct side {
-  char key[MAXK][48];
-  double val[MAXK];
-  int n;
-};
-
-static int run_child(const char *self, const char *mode, const char *arg, struct side *out) {
-  int fd[2];
-  if (pipe(fd))
-    return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fd[1], 1);
-    close(fd[0]);
-    execl(self, self, mode, arg, (char *)NULL);
-    _exit(127);
-  }
-  close(fd[1]);
-  FILE *f = fdopen(fd[0], "r");
-  out->n = 0;
-  while (out->n < MAXK && fscanf(f, "%47s %lf", out->key[out->n], &out->val[out->n]) == 2)
-    out->n++;
-  fclose(f);
-  int st;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-static double get(struct side *s, const char *k) {
-  for (int i = 0; i < s->n; i++)
-    if (!strcmp(s->key[i], k))
-      return s->val[i];
-  return -1;
-}
-
 int main(int argc, char **argv) {
   const char *dir = getenv("BENCH_KERNELS") ? getenv("BENCH_KERNELS") : "build/bench";
   char bc[512], cl[512];
@@ -422,10 +311,10 @@ int main(int argc, char **argv) {
   const char *keys[] = {"saxpy_ns", "reduce_ns", "empty_launch_sync_ns", "enqueue_ns", "pipelined_launch_ns",
                         "launch_event_sync_ns", "program_create_cold_ns", "program_create_warm_ns"};
   for (unsigned i = 0; i < sizeof keys / sizeof *keys; i++) {
-    double a = get(&o, keys[i]), b = get(&p, keys[i]);
+    double a = side_get(&o, keys[i]), b = side_get(&p, keys[i]);
     printf("%-24s %14.0f %14.0f %10.3f\n", keys[i], a, b, (a > 0 && b > 0) ? a / b : -1.0);
   }
-  double ms = get(&m, "saxpy_ns"), os = get(&o, "saxpy_ns");
+  double ms = side_get(&m, "saxpy_ns"), os = side_get(&o, "saxpy_ns");
   printf("%-24s %14.0f %14s %10s\n", "memcpy_2threads_ns", ms, "-", "-");
   if (ms > 0 && os > 0)
     printf("saxpy bandwidth / 2-thread memcpy bandwidth (same bytes): %.3f\n", ms / os);

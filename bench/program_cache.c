@@ -4,29 +4,7 @@
 // costs there.
 //
 //   make lib && bash bench/build.sh && build/bench/program_cache
-#include <stdbool.h>
-#include <OffloadAPI.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#define OL(call)                                                                                    \
-  do {                                                                                              \
-    ol_result_t r_ = (call);                                                                        \
-    if (r_) {                                                                                       \
-      fprintf(stderr, "%s failed: %d %s\n", #call, r_->Code, r_->Details);                          \
-      exit(3);                                                                                      \
-    }                                                                                               \
-  } while (0)
-
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e9 + t.tv_nsec;
-}
+#include "bench.h"
 
 static long rss_kib(void) {
   long pages = 0, rss = 0;
@@ -39,46 +17,13 @@ static long rss_kib(void) {
   return rss * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-static ol_device_handle_t cpu;
-static bool find_cpu(ol_device_handle_t d, void *u) {
-  (void)u;
-  ol_platform_handle_t p;
-  uint32_t b = 0;
-  if (!olGetDeviceInfo(d, OL_DEVICE_INFO_PLATFORM, sizeof p, &p) &&
-      !olGetPlatformInfo(p, OL_PLATFORM_INFO_BACKEND, sizeof b, &b) && b == 0x100) {
-    cpu = d;
-    return false;
-  }
-  return true;
-}
-
-static void *read_file(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    perror(path);
-    exit(2);
-  }
-  fseek(f, 0, SEEK_END);
-  *n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  void *p = malloc(*n);
-  if (fread(p, 1, *n, f) != *n)
-    exit(2);
-  fclose(f);
-  return p;
-}
-
 int main(int argc, char **argv) {
   const char *path = argc > 1 ? argv[1] : "build/bench/bench.nvptx64.bc";
   int cycles = argc > 2 ? atoi(argv[2]) : 1000;
   size_t n;
   void *img = read_file(path, &n);
   OL(olInit());
-  OL(olIterateDevices(find_cpu, NULL));
-  if (!cpu) {
-    fprintf(stderr, "no CPU device\n");
-    return 1;
-  }
+  ol_device_handle_t cpu = find_cpu_device();
   ol_program_handle_t pinned, p;
   double t0 = now_ns();
   OL(olCreateProgram(cpu, img, n, &pinned));

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Compile ffi-tests/device/*.c to LLVM bitcode for nvptx64 and amdgcn with clang-22, into
-# build/ffi-tests/device/<name>.<target>.bc (what the C tests load).
+# Compile ffi-tests/device/*.c and the classic-kernel suite (bench/kernels/suite.c) to LLVM bitcode for
+# nvptx64 and amdgcn with clang-22, into build/ffi-tests/device/<name>.<target>.bc (what the C tests load).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=build/ffi-tests/device
 mkdir -p "$out"
-for src in ffi-tests/device/*.c; do
+for src in ffi-tests/device/*.c bench/kernels/suite.c; do
   name=$(basename "$src" .c)
   clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -flto -O2 \
     -c "$src" -o "$out/$name.nvptx64.bc"

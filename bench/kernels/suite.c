@@ -1,0 +1,168 @@
+// The classic-kernel suite for the CPU device, written as a CUDA/HIP user would write it with clang's
+// <gpuintrin.h>. Built to nvptx64 and amdgcn bitcode by bench/build.sh (for build/bench/suite) and by
+// ffi-tests/build-device.sh (for ffi-tests/test_suite.c). The same kernels as OpenCL C for PoCL are in
+// suite.cl, as hand-written work-group loops in suite_hand.c; inputs, launch shapes and the host reference
+// are in suite_ref.h. Every kernel is sized for 1-D groups of SUITE_WG work-items or 2-D groups of
+// SUITE_TILE x SUITE_TILE (suite_shape.h).
+#include <gpuintrin.h>
+#include <stdint.h>
+
+#include "suite_shape.h"
+
+static inline uint32_t gid_x(void) { return __gpu_block_id_x() * __gpu_num_threads_x() + __gpu_thread_id_x(); }
+
+// y = a*x + y over n elements; the grid is rounded up to whole groups.
+__gpu_kernel void saxpy(float a, const float *x, float *y, uint32_t n) {
+  uint32_t i = gid_x();
+  if (i < n)
+    y[i] = a * x[i] + y[i];
+}
+
+// One partial sum per group: a tree reduction in shared memory.
+__gpu_kernel void reduce(const float *in, float *out) {
+  static __gpu_local float s[SUITE_WG];
+  uint32_t t = __gpu_thread_id_x();
+  s[t] = in[gid_x()];
+  __gpu_sync_threads();
+  for (uint32_t k = __gpu_num_threads_x() / 2; k > 0; k >>= 1) {
+    if (t < k)
+      s[t] += s[t + k];
+    __gpu_sync_threads();
+  }
+  if (t == 0)
+    out[__gpu_block_id_x()] = s[0];
+}
+
+// Inclusive prefix sum within each group (Hillis-Steele in shared memory).
+__gpu_kernel void scan(const float *in, float *out) {
+  static __gpu_local float s[SUITE_WG];
+  uint32_t t = __gpu_thread_id_x();
+  s[t] = in[gid_x()];
+  __gpu_sync_threads();
+  for (uint32_t off = 1; off < __gpu_num_threads_x(); off <<= 1) {
+    float v = t >= off ? s[t - off] : 0.0f;
+    __gpu_sync_threads();
+    s[t] += v;
+    __gpu_sync_threads();
+  }
+  out[gid_x()] = s[t];
+}
+
+// c = a * b for n x n row-major matrices (n a multiple of SUITE_TILE), one output per work-item of a
+// 2-D grid, through SUITE_TILE x SUITE_TILE tiles of a and b in shared memory.
+__gpu_kernel void matmul(const float *a, const float *b, float *c, uint32_t n) {
+  static __gpu_local float ta[SUITE_TILE][SUITE_TILE], tb[SUITE_TILE][SUITE_TILE];
+  uint32_t tx = __gpu_thread_id_x(), ty = __gpu_thread_id_y();
+  uint32_t col = __gpu_block_id_x() * SUITE_TILE + tx, row = __gpu_block_id_y() * SUITE_TILE + ty;
+  float acc = 0.0f;
+  for (uint32_t k0 = 0; k0 < n; k0 += SUITE_TILE) {
+    ta[ty][tx] = a[row * n + k0 + tx];
+    tb[ty][tx] = b[(k0 + ty) * n + col];
+    __gpu_sync_threads();
+    for (uint32_t k = 0; k < SUITE_TILE; k++)
+      acc += ta[ty][k] * tb[k][tx];
+    __gpu_sync_threads();
+  }
+  c[row * n + col] = acc;
+}
+
+// bins[v % SUITE_BINS] += 1 for every v of in[0..n): each group counts its SUITE_HIST_PER_ITEM * group size
+// elements into a shared histogram with atomics, then adds it to the global one with atomics.
+__gpu_kernel void histogram(const uint32_t *in, uint32_t *bins, uint32_t n) {
+  static __gpu_local uint32_t h[SUITE_BINS];
+  uint32_t t = __gpu_thread_id_x(), nt = __gpu_num_threads_x();
+  for (uint32_t b = t; b < SUITE_BINS; b += nt)
+    h[b] = 0;
+  __gpu_sync_threads();
+  uint32_t base = __gpu_block_id_x() * nt * SUITE_HIST_PER_ITEM;
+  for (uint32_t k = 0; k < SUITE_HIST_PER_ITEM; k++) {
+    uint32_t i = base + k * nt + t;
+    if (i < n)
+      __atomic_fetch_add(&h[in[i] % SUITE_BINS], 1u, __ATOMIC_RELAXED);
+  }
+  __gpu_sync_threads();
+  for (uint32_t b = t; b < SUITE_BINS; b += nt)
+    if (h[b])
+      __atomic_fetch_add(&bins[b], h[b], __ATOMIC_RELAXED);
+}
+
+// out (w rows of h) = transpose of in (h rows of w), through a padded shared tile on a 2-D grid.
+__gpu_kernel void transpose(const float *in, float *out, uint32_t w, uint32_t h) {
+  static __gpu_local float tile[SUITE_TILE][SUITE_TILE + 1];
+  uint32_t tx = __gpu_thread_id_x(), ty = __gpu_thread_id_y();
+  uint32_t x = __gpu_block_id_x() * SUITE_TILE + tx, y = __gpu_block_id_y() * SUITE_TILE + ty;
+  if (x < w && y < h)
+    tile[ty][tx] = in[y * w + x];
+  __gpu_sync_threads();
+  x = __gpu_block_id_y() * SUITE_TILE + tx;
+  y = __gpu_block_id_x() * SUITE_TILE + ty;
+  if (x < h && y < w)
+    out[y * h + x] = tile[tx][ty];
+}
+
+// 2-D 5-point stencil (the discrete Laplacian) on a w x h grid; the border is copied.
+__gpu_kernel void stencil(const float *in, float *out, uint32_t w, uint32_t h) {
+  uint32_t x = __gpu_block_id_x() * __gpu_num_threads_x() + __gpu_thread_id_x();
+  uint32_t y = __gpu_block_id_y() * __gpu_num_threads_y() + __gpu_thread_id_y();
+  if (x >= w || y >= h)
+    return;
+  uint32_t i = y * w + x;
+  if (x == 0 || y == 0 || x == w - 1 || y == h - 1)
+    out[i] = in[i];
+  else
+    out[i] = 4.0f * in[i] - in[i - w] - in[i + w] - in[i - 1] - in[i + 1];
+}
+
+// Each group sorts its SUITE_WG elements ascending: a bitonic network in shared memory.
+__gpu_kernel void bitonic(const float *in, float *out) {
+  static __gpu_local float s[SUITE_WG];
+  uint32_t t = __gpu_thread_id_x(), n = __gpu_num_threads_x();
+  s[t] = in[gid_x()];
+  __gpu_sync_threads();
+  for (uint32_t k = 2; k <= n; k <<= 1)
+    for (uint32_t j = k >> 1; j > 0; j >>= 1) {
+      uint32_t p = t ^ j;
+      if (p > t) {
+        float a = s[t], b = s[p];
+        if ((t & k) == 0 ? a > b : a < b) {
+          s[t] = b;
+          s[p] = a;
+        }
+      }
+      __gpu_sync_threads();
+    }
+  out[gid_x()] = s[t];
+}
+
+// One n-body step (n a multiple of the group size): every body feels every other through tiles of
+// positions in shared memory. The force law is a polynomial, m_j * (d^2 + 1) * d, instead of 1/r^2 so
+// that small-integer inputs give exact results in any summation order; the cost per pair is the same kind
+// of multiply-add chain.
+struct body {
+  float x, y, z, m;
+};
+__gpu_kernel void nbody(const struct body *pos, const struct body *vel, struct body *pos_out,
+                        struct body *vel_out, uint32_t n) {
+  static __gpu_local struct body tile[SUITE_WG];
+  uint32_t t = __gpu_thread_id_x(), nt = __gpu_num_threads_x(), i = gid_x();
+  struct body p = pos[i];
+  float ax = 0.0f, ay = 0.0f, az = 0.0f;
+  for (uint32_t j0 = 0; j0 < n; j0 += nt) {
+    tile[t] = pos[j0 + t];
+    __gpu_sync_threads();
+    for (uint32_t j = 0; j < nt; j++) {
+      float dx = tile[j].x - p.x, dy = tile[j].y - p.y, dz = tile[j].z - p.z;
+      float f = tile[j].m * (dx * dx + dy * dy + dz * dz + 1.0f);
+      ax += f * dx;
+      ay += f * dy;
+      az += f * dz;
+    }
+    __gpu_sync_threads();
+  }
+  struct body v = vel[i];
+  v.x += ax;
+  v.y += ay;
+  v.z += az;
+  vel_out[i] = v;
+  pos_out[i] = (struct body){p.x + v.x, p.y + v.y, p.z + v.z, p.m};
+}

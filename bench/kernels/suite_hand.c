@@ -1,0 +1,238 @@
+// The classic-kernel suite as hand-written C work-group loops: the practical limit for the CPU device.
+// Built by bench/build.sh with clang-22 -O3 -march=native and linked into build/bench/suite.
+//
+// Each kernel of suite.c becomes a function over one group: one plain loop over the work-items per
+// barrier region, arrays for shared memory and for the private values that live across a barrier (a
+// group runs on one thread, so shared-memory atomics are plain increments). Where a region has a loop of
+// its own (matmul's k, n-body's j, the scan's steps), the work-item loop is the inner one so that it
+// vectorises: what a person writing the loops for a CPU does. The groups are shared out to `threads`
+// threads in chunks from an atomic counter, like the CPU device's pool and PoCL's.
+#include <pthread.h>
+
+#include "suite_ref.h"
+
+void suite_hand_run(const struct suite_case *c, void *const bufs[], unsigned threads);
+
+typedef void group_fn(const struct suite_case *c, void *const bufs[], uint32_t gx, uint32_t gy);
+
+static void saxpy_group(const struct suite_case *c, void *const bufs[], uint32_t g, uint32_t gy) {
+  (void)gy;
+  const float *restrict x = bufs[0];
+  float *restrict y = bufs[1];
+  float a = c->args[0].f32;
+  uint32_t n = c->w, end = (g + 1) * SUITE_WG < n ? (g + 1) * SUITE_WG : n;
+  for (uint32_t i = g * SUITE_WG; i < end; i++)
+    y[i] = a * x[i] + y[i];
+}
+
+static void reduce_group(const struct suite_case *c, void *const bufs[], uint32_t g, uint32_t gy) {
+  (void)c, (void)gy;
+  const float *restrict in = (const float *)bufs[0] + (size_t)g * SUITE_WG;
+  float s[SUITE_WG];
+  for (uint32_t t = 0; t < SUITE_WG; t++)
+    s[t] = in[t];
+  for (uint32_t k = SUITE_WG / 2; k > 0; k >>= 1)
+    for (uint32_t t = 0; t < k; t++)
+      s[t] += s[t + k];
+  ((float *)bufs[1])[g] = s[0];
+}
+
+static void scan_group(const struct suite_case *c, void *const bufs[], uint32_t g, uint32_t gy) {
+  (void)c, (void)gy;
+  const float *restrict in = (const float *)bufs[0] + (size_t)g * SUITE_WG;
+  float *restrict out = (float *)bufs[1] + (size_t)g * SUITE_WG;
+  float s[SUITE_WG], v[SUITE_WG];
+  for (uint32_t t = 0; t < SUITE_WG; t++)
+    s[t] = in[t];
+  for (uint32_t off = 1; off < SUITE_WG; off <<= 1) {
+    for (uint32_t t = 0; t < SUITE_WG; t++)
+      v[t] = t >= off ? s[t - off] : 0.0f;
+    for (uint32_t t = 0; t < SUITE_WG; t++)
+      s[t] += v[t];
+  }
+  for (uint32_t t = 0; t < SUITE_WG; t++)
+    out[t] = s[t];
+}
+
+static void matmul_group(const struct suite_case *c, void *const bufs[], uint32_t bx, uint32_t by) {
+  const float *restrict a = bufs[0], *restrict b = bufs[1];
+  float *restrict cm = bufs[2];
+  uint32_t n = c->w;
+  float ta[SUITE_TILE][SUITE_TILE], tb[SUITE_TILE][SUITE_TILE], acc[SUITE_TILE][SUITE_TILE];
+  memset(acc, 0, sizeof acc);
+  for (uint32_t k0 = 0; k0 < n; k0 += SUITE_TILE) {
+    for (uint32_t ty = 0; ty < SUITE_TILE; ty++)
+      for (uint32_t tx = 0; tx < SUITE_TILE; tx++) {
+        ta[ty][tx] = a[(by * SUITE_TILE + ty) * n + k0 + tx];
+        tb[ty][tx] = b[(k0 + ty) * n + bx * SUITE_TILE + tx];
+      }
+    for (uint32_t ty = 0; ty < SUITE_TILE; ty++)
+      for (uint32_t k = 0; k < SUITE_TILE; k++)
+        for (uint32_t tx = 0; tx < SUITE_TILE; tx++)
+          acc[ty][tx] += ta[ty][k] * tb[k][tx];
+  }
+  for (uint32_t ty = 0; ty < SUITE_TILE; ty++)
+    for (uint32_t tx = 0; tx < SUITE_TILE; tx++)
+      cm[(by * SUITE_TILE + ty) * n + bx * SUITE_TILE + tx] = acc[ty][tx];
+}
+
+static void histogram_group(const struct suite_case *c, void *const bufs[], uint32_t g, uint32_t gy) {
+  (void)gy;
+  const uint32_t *restrict in = bufs[0];
+  uint32_t *bins = bufs[1];
+  uint32_t n = c->w, h[SUITE_BINS];
+  memset(h, 0, sizeof h);
+  uint32_t base = g * SUITE_WG * SUITE_HIST_PER_ITEM;
+  for (uint32_t k = 0; k < SUITE_HIST_PER_ITEM; k++)
+    for (uint32_t t = 0; t < SUITE_WG; t++) {
+      uint32_t i = base + k * SUITE_WG + t;
+      if (i < n)
+        h[in[i] % SUITE_BINS]++;
+    }
+  for (uint32_t b = 0; b < SUITE_BINS; b++)
+    if (h[b])
+      __atomic_fetch_add(&bins[b], h[b], __ATOMIC_RELAXED);
+}
+
+static void transpose_group(const struct suite_case *c, void *const bufs[], uint32_t bx, uint32_t by) {
+  const float *restrict in = bufs[0];
+  float *restrict out = bufs[1];
+  uint32_t w = c->w, h = c->h;
+  float tile[SUITE_TILE][SUITE_TILE + 1];
+  for (uint32_t ty = 0; ty < SUITE_TILE; ty++)
+    for (uint32_t tx = 0; tx < SUITE_TILE; tx++) {
+      uint32_t x = bx * SUITE_TILE + tx, y = by * SUITE_TILE + ty;
+      if (x < w && y < h)
+        tile[ty][tx] = in[y * w + x];
+    }
+  for (uint32_t ty = 0; ty < SUITE_TILE; ty++)
+    for (uint32_t tx = 0; tx < SUITE_TILE; tx++) {
+      uint32_t x = by * SUITE_TILE + tx, y = bx * SUITE_TILE + ty;
+      if (x < h && y < w)
+        out[y * h + x] = tile[tx][ty];
+    }
+}
+
+static void stencil_group(const struct suite_case *c, void *const bufs[], uint32_t bx, uint32_t by) {
+  const float *restrict in = bufs[0];
+  float *restrict out = bufs[1];
+  uint32_t w = c->w, h = c->h, x0 = bx * SUITE_TILE, x1 = x0 + SUITE_TILE < w ? x0 + SUITE_TILE : w;
+  // Per row of the tile: the border work-items copy, the interior ones [lo, hi) run unconditionally.
+  for (uint32_t y = by * SUITE_TILE; y < (by + 1) * SUITE_TILE && y < h; y++) {
+    const float *r = in + (size_t)y * w;
+    float *o = out + (size_t)y * w;
+    if (y == 0 || y == h - 1) {
+      for (uint32_t x = x0; x < x1; x++)
+        o[x] = r[x];
+      continue;
+    }
+    uint32_t lo = x0 ? x0 : 1, hi = x1 < w ? x1 : w - 1;
+    if (x0 == 0)
+      o[0] = r[0];
+    const float *up = r - w, *down = r + w;
+    for (uint32_t x = lo; x < hi; x++)
+      o[x] = 4.0f * r[x] - up[x] - down[x] - r[x - 1] - r[x + 1];
+    if (x1 == w)
+      o[w - 1] = r[w - 1];
+  }
+}
+
+static void bitonic_group(const struct suite_case *c, void *const bufs[], uint32_t g, uint32_t gy) {
+  (void)c, (void)gy;
+  const float *restrict in = (const float *)bufs[0] + (size_t)g * SUITE_WG;
+  float *restrict out = (float *)bufs[1] + (size_t)g * SUITE_WG;
+  float s[SUITE_WG];
+  for (uint32_t t = 0; t < SUITE_WG; t++)
+    s[t] = in[t];
+  // The work-items with p = t ^ j > t are the runs t = b .. b + j - 1 of every 2j: loop over just those,
+  // with p = t + j, branch-free.
+  for (uint32_t k = 2; k <= SUITE_WG; k <<= 1)
+    for (uint32_t j = k >> 1; j > 0; j >>= 1)
+      for (uint32_t b = 0; b < SUITE_WG; b += 2 * j)
+        for (uint32_t t = b; t < b + j; t++) {
+          float x = s[t], y = s[t + j], lo = x < y ? x : y, hi = x < y ? y : x;
+          bool up = (t & k) == 0;
+          s[t] = up ? lo : hi;
+          s[t + j] = up ? hi : lo;
+        }
+  for (uint32_t t = 0; t < SUITE_WG; t++)
+    out[t] = s[t];
+}
+
+static void nbody_group(const struct suite_case *c, void *const bufs[], uint32_t g, uint32_t gy) {
+  (void)gy;
+  const struct suite_body *restrict pos = bufs[0], *restrict vel = bufs[1];
+  struct suite_body *restrict pos_out = bufs[2], *restrict vel_out = bufs[3];
+  uint32_t n = c->w, i0 = g * SUITE_WG;
+  float px[SUITE_WG], py[SUITE_WG], pz[SUITE_WG], ax[SUITE_WG], ay[SUITE_WG], az[SUITE_WG];
+  for (uint32_t t = 0; t < SUITE_WG; t++) {
+    px[t] = pos[i0 + t].x;
+    py[t] = pos[i0 + t].y;
+    pz[t] = pos[i0 + t].z;
+    ax[t] = ay[t] = az[t] = 0.0f;
+  }
+  for (uint32_t j0 = 0; j0 < n; j0 += SUITE_WG) {
+    struct suite_body tile[SUITE_WG];
+    for (uint32_t t = 0; t < SUITE_WG; t++)
+      tile[t] = pos[j0 + t];
+    for (uint32_t j = 0; j < SUITE_WG; j++)
+      for (uint32_t t = 0; t < SUITE_WG; t++) {
+        float dx = tile[j].x - px[t], dy = tile[j].y - py[t], dz = tile[j].z - pz[t];
+        float f = tile[j].m * (dx * dx + dy * dy + dz * dz + 1.0f);
+        ax[t] += f * dx;
+        ay[t] += f * dy;
+        az[t] += f * dz;
+      }
+  }
+  for (uint32_t t = 0; t < SUITE_WG; t++) {
+    struct suite_body v = vel[i0 + t];
+    v.x += ax[t];
+    v.y += ay[t];
+    v.z += az[t];
+    vel_out[i0 + t] = v;
+    pos_out[i0 + t] = (struct suite_body){px[t] + v.x, py[t] + v.y, pz[t] + v.z, pos[i0 + t].m};
+  }
+}
+
+static group_fn *const group_fns[SUITE_COUNT] = {
+    [SUITE_SAXPY] = saxpy_group,         [SUITE_REDUCE] = reduce_group,   [SUITE_SCAN] = scan_group,
+    [SUITE_MATMUL] = matmul_group,       [SUITE_HISTOGRAM] = histogram_group, [SUITE_TRANSPOSE] = transpose_group,
+    [SUITE_STENCIL] = stencil_group,     [SUITE_BITONIC] = bitonic_group, [SUITE_NBODY] = nbody_group,
+};
+
+struct hand_launch {
+  const struct suite_case *c;
+  void *const *bufs;
+  uint32_t groups, chunk;
+  uint32_t next; // the next unclaimed group (atomic)
+};
+
+static void *hand_worker(void *arg) {
+  struct hand_launch *l = arg;
+  group_fn *fn = group_fns[l->c->kernel];
+  uint32_t gx = l->c->groups[0];
+  for (;;) {
+    uint32_t g0 = __atomic_fetch_add(&l->next, l->chunk, __ATOMIC_RELAXED);
+    if (g0 >= l->groups)
+      return NULL;
+    uint32_t g1 = g0 + l->chunk < l->groups ? g0 + l->chunk : l->groups;
+    for (uint32_t g = g0; g < g1; g++)
+      fn(l->c, l->bufs, g % gx, g / gx);
+  }
+}
+
+// One launch of case c on `threads` threads (the calling one and threads - 1 more).
+void suite_hand_run(const struct suite_case *c, void *const bufs[], unsigned threads) {
+  struct hand_launch l = {c, bufs, c->groups[0] * c->groups[1], 1, 0};
+  l.chunk = l.groups / (threads * 16) ? l.groups / (threads * 16) : 1;
+  pthread_t t[64];
+  unsigned extra = threads > 64 ? 63 : threads - 1;
+  for (unsigned i = 0; i < extra; i++)
+    if (pthread_create(&t[i], NULL, hand_worker, &l)) {
+      extra = i;
+      break;
+    }
+  hand_worker(&l);
+  for (unsigned i = 0; i < extra; i++)
+    pthread_join(t[i], NULL);
+}

@@ -1,0 +1,419 @@
+// The classic-kernel suite: the CPU device vs PoCL 3.1 vs hand-written work-group loops, in one run.
+//
+//   make lib && bash bench/build.sh && build/bench/suite
+//
+// Sides, each in its own child process (the two LLVMs never share an address space), one after another:
+//   ours  our libLLVMOffload.so.22.1, CPU device, bench/kernels/suite.c as nvptx64 bitcode
+//         (SUITE_TARGET=amdgcn: the amdgcn bitcode instead)
+//   pocl  PoCL 3.1, bench/kernels/suite.cl
+//   hand  bench/kernels/suite_hand.c, clang-22 -O3 -march=native, as many threads as the CPU device
+//         (the CPUs of the affinity mask)
+// Every kernel runs SUITE_WARMUP (2, the first one timed on its own: it pays any launch-time compile)
+// times, then SUITE_REPS (10) timed launch + sync; every result is checked exactly against the host
+// reference (bench/kernels/suite_ref.h). Prints best/median/max per side, ours/PoCL and ours/hand on the
+// best times, their geometric means, the first launches, the CPU model and vector ISA.
+// SUITE_ROUNDS=3 runs the three sides three times in turn and keeps the best of all rounds;
+// SUITE_KERNELS=reduce,scan runs a subset.
+#define _GNU_SOURCE
+#define CL_TARGET_OPENCL_VERSION 120
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#include <CL/cl.h>
+#include <math.h>
+#include <sched.h>
+
+#include "bench.h"
+#include "kernels/suite_ref.h"
+
+// bench/kernels/suite_hand.c
+void suite_hand_run(const struct suite_case *c, void *const bufs[], unsigned threads);
+
+// The timed sizes: the hand-written loops take about 5 ms or more on a 2-core AVX2 machine (the reduction
+// keeps the 16M floats of the figures).
+static struct suite_case bench_case(enum suite_kernel k) {
+  switch (k) {
+  case SUITE_SAXPY:
+    return suite_case(k, (16u << 20) - 3, 1); // not a whole number of groups: the bounds check matters
+  case SUITE_REDUCE:
+    return suite_case(k, 16u << 20, 1);
+  case SUITE_SCAN:
+    return suite_case(k, 6u << 20, 1);
+  case SUITE_MATMUL:
+    return suite_case(k, 512, 1);
+  case SUITE_HISTOGRAM:
+    return suite_case(k, 16u << 20, 1);
+  case SUITE_TRANSPOSE:
+  case SUITE_STENCIL:
+    return suite_case(k, 4096, 2048);
+  case SUITE_BITONIC:
+    return suite_case(k, 1u << 20, 1);
+  case SUITE_NBODY:
+  default:
+    return suite_case(k, 5120, 1);
+  }
+}
+
+static int env_int(const char *name, int dflt) {
+  const char *v = getenv(name);
+  return v && atoi(v) > 0 ? atoi(v) : dflt;
+}
+
+static bool selected(enum suite_kernel k) {
+  const char *f = getenv("SUITE_KERNELS");
+  if (!f || !*f)
+    return true;
+  size_t n = strlen(suite_names[k]);
+  for (const char *p = f; (p = strstr(p, suite_names[k])) != NULL; p += n)
+    if ((p == f || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
+      return true;
+  return false;
+}
+
+#define MAX_REPS 1000
+
+// Print `<kernel>_best/_median/_max <ns>` and `<kernel>_bad <wrong elements>`.
+static void report(const struct suite_case *c, double *v, int reps, size_t bad, const char *why) {
+  if (bad)
+    fprintf(stderr, "WRONG: %s (%zu elements differ)\n", why, bad);
+  qsort(v, reps, sizeof *v, cmp_double);
+  printf("%s_best %.0f\n%s_median %.0f\n%s_max %.0f\n%s_bad %zu\n", c->name, v[0], c->name, v[reps / 2], c->name,
+         v[reps - 1], c->name, bad);
+  fflush(stdout);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// ours
+
+static void run_ours(const char *bc_path) {
+  int warm = env_int("SUITE_WARMUP", 2), reps = env_int("SUITE_REPS", 10);
+  reps = reps > MAX_REPS ? MAX_REPS : reps;
+  OL(olInit());
+  ol_device_handle_t dev = find_cpu_device();
+  size_t sz;
+  void *bc = read_file(bc_path, &sz);
+  ol_program_handle_t prog;
+  double t0 = now_ns();
+  OL(olCreateProgram(dev, bc, sz, &prog));
+  printf("compile_ns %.0f\n", now_ns() - t0);
+  ol_queue_handle_t q;
+  OL(olCreateQueue(dev, &q));
+  for (int k = 0; k < SUITE_COUNT; k++) {
+    if (!selected(k))
+      continue;
+    struct suite_case c = bench_case(k);
+    void *bufs[SUITE_MAX_BUFS];
+    for (uint32_t b = 0; b < c.nbufs; b++)
+      OL(olMemAlloc(dev, OL_ALLOC_TYPE_DEVICE, c.bytes[b], &bufs[b]));
+    suite_fill(&c, bufs);
+    ol_symbol_handle_t kern;
+    OL(olGetSymbol(prog, c.name, OL_SYMBOL_KIND_KERNEL, &kern));
+    unsigned char args[64];
+    size_t args_size = suite_pack_args(&c, bufs, args);
+    ol_kernel_launch_size_args_t la = {c.dims, {c.groups[0], c.groups[1], c.groups[2]},
+                                       {c.local[0], c.local[1], c.local[2]}, 0};
+    t0 = now_ns(); // the first launch pays any launch-time compile
+    OL(olLaunchKernel(q, dev, kern, args, args_size, &la));
+    OL(olSyncQueue(q));
+    printf("%s_first %.0f\n", c.name, now_ns() - t0);
+    for (int i = 1; i < warm; i++)
+      OL(olLaunchKernel(q, dev, kern, args, args_size, &la));
+    OL(olSyncQueue(q));
+    double v[MAX_REPS];
+    for (int i = 0; i < reps; i++) {
+      t0 = now_ns();
+      OL(olLaunchKernel(q, dev, kern, args, args_size, &la));
+      OL(olSyncQueue(q));
+      v[i] = now_ns() - t0;
+    }
+    char why[256];
+    size_t bad = suite_check(&c, bufs, warm + reps, why, sizeof why);
+    report(&c, v, reps, bad, why);
+    for (uint32_t b = 0; b < c.nbufs; b++)
+      OL(olMemFree(bufs[b]));
+  }
+  OL(olDestroyQueue(q));
+  OL(olDestroyProgram(prog));
+  OL(olShutDown());
+  free(bc);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// PoCL
+
+static void run_pocl(const char *cl_path) {
+  int warm = env_int("SUITE_WARMUP", 2), reps = env_int("SUITE_REPS", 10);
+  reps = reps > MAX_REPS ? MAX_REPS : reps;
+  cl_platform_id plat;
+  cl_device_id dev;
+  cl_int err;
+  CL(clGetPlatformIDs(1, &plat, NULL));
+  CL(clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL));
+  cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+  CL(err);
+  cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
+  CL(err);
+  size_t sz;
+  const char *src = read_file(cl_path, &sz);
+  char opts[256];
+  snprintf(opts, sizeof opts, "-DSUITE_WG=%d -DSUITE_TILE=%d -DSUITE_BINS=%d -DSUITE_HIST_PER_ITEM=%d", SUITE_WG,
+           SUITE_TILE, SUITE_BINS, SUITE_HIST_PER_ITEM);
+  double t0 = now_ns();
+  cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+  CL(err);
+  err = clBuildProgram(prog, 1, &dev, opts, NULL, NULL);
+  if (err != CL_SUCCESS) {
+    char log[16384];
+    clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
+    fprintf(stderr, "clBuildProgram: %d\n%s\n", err, log);
+    exit(3);
+  }
+  printf("compile_ns %.0f\n", now_ns() - t0);
+  for (int k = 0; k < SUITE_COUNT; k++) {
+    if (!selected(k))
+      continue;
+    struct suite_case c = bench_case(k);
+    void *bufs[SUITE_MAX_BUFS];
+    cl_mem mem[SUITE_MAX_BUFS];
+    for (uint32_t b = 0; b < c.nbufs; b++)
+      bufs[b] = aligned_alloc(4096, (c.bytes[b] + 4095) / 4096 * 4096);
+    suite_fill(&c, bufs);
+    for (uint32_t b = 0; b < c.nbufs; b++) {
+      mem[b] = clCreateBuffer(ctx, CL_MEM_USE_HOST_PTR, c.bytes[b], bufs[b], &err);
+      CL(err);
+    }
+    cl_kernel kern = clCreateKernel(prog, c.name, &err);
+    CL(err);
+    for (uint32_t a = 0; a < c.nargs; a++) {
+      const struct suite_arg *x = &c.args[a];
+      if (x->kind == SUITE_ARG_BUF)
+        CL(clSetKernelArg(kern, a, sizeof(cl_mem), &mem[x->buf]));
+      else
+        CL(clSetKernelArg(kern, a, 4, x->kind == SUITE_ARG_U32 ? (const void *)&x->u32 : (const void *)&x->f32));
+    }
+    size_t global[3], local[3];
+    for (int d = 0; d < 3; d++) {
+      global[d] = (size_t)c.groups[d] * c.local[d];
+      local[d] = c.local[d];
+    }
+    t0 = now_ns(); // PoCL compiles its work-group function for the local size at the first launch
+    CL(clEnqueueNDRangeKernel(q, kern, c.dims, NULL, global, local, 0, NULL, NULL));
+    CL(clFinish(q));
+    printf("%s_first %.0f\n", c.name, now_ns() - t0);
+    for (int i = 1; i < warm; i++)
+      CL(clEnqueueNDRangeKernel(q, kern, c.dims, NULL, global, local, 0, NULL, NULL));
+    CL(clFinish(q));
+    double v[MAX_REPS];
+    for (int i = 0; i < reps; i++) {
+      t0 = now_ns();
+      CL(clEnqueueNDRangeKernel(q, kern, c.dims, NULL, global, local, 0, NULL, NULL));
+      CL(clFinish(q));
+      v[i] = now_ns() - t0;
+    }
+    void *mapped[SUITE_MAX_BUFS];
+    for (uint32_t b = 0; b < c.nbufs; b++) {
+      mapped[b] = clEnqueueMapBuffer(q, mem[b], CL_TRUE, CL_MAP_READ, 0, c.bytes[b], 0, NULL, NULL, &err);
+      CL(err);
+    }
+    char why[256];
+    size_t bad = suite_check(&c, mapped, warm + reps, why, sizeof why);
+    report(&c, v, reps, bad, why);
+    for (uint32_t b = 0; b < c.nbufs; b++) {
+      CL(clEnqueueUnmapMemObject(q, mem[b], mapped[b], 0, NULL, NULL));
+      CL(clFinish(q));
+      clReleaseMemObject(mem[b]);
+      free(bufs[b]);
+    }
+    clReleaseKernel(kern);
+  }
+  clReleaseProgram(prog);
+  clReleaseCommandQueue(q);
+  clReleaseContext(ctx);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// hand-written work-group loops
+
+static void run_hand(void) {
+  int warm = env_int("SUITE_WARMUP", 2), reps = env_int("SUITE_REPS", 10);
+  reps = reps > MAX_REPS ? MAX_REPS : reps;
+  // As many threads as the CPU device's pool uses (Rust's available_parallelism: the affinity mask).
+  cpu_set_t set;
+  long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+  unsigned threads = cpus > 0 ? (unsigned)cpus : 1;
+  printf("threads %u\n", threads);
+  for (int k = 0; k < SUITE_COUNT; k++) {
+    if (!selected(k))
+      continue;
+    struct suite_case c = bench_case(k);
+    void *bufs[SUITE_MAX_BUFS];
+    for (uint32_t b = 0; b < c.nbufs; b++)
+      bufs[b] = aligned_alloc(4096, (c.bytes[b] + 4095) / 4096 * 4096);
+    suite_fill(&c, bufs);
+    for (int i = 0; i < warm; i++)
+      suite_hand_run(&c, bufs, threads);
+    double v[MAX_REPS];
+    for (int i = 0; i < reps; i++) {
+      double t0 = now_ns();
+      suite_hand_run(&c, bufs, threads);
+      v[i] = now_ns() - t0;
+    }
+    char why[256];
+    size_t bad = suite_check(&c, bufs, warm + reps, why, sizeof why);
+    report(&c, v, reps, bad, why);
+    for (uint32_t b = 0; b < c.nbufs; b++)
+      free(bufs[b]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+// "AVX-512" / "AVX2" / "SSE" and FMA, from the flags line of /proc/cpuinfo; the model name.
+static void cpu_info(char *model, size_t msize, char *isa, size_t isize) {
+  snprintf(model, msize, "unknown");
+  snprintf(isa, isize, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f)
+    return;
+  char line[8192];
+  bool have_model = false, have_flags = false;
+  while (fgets(line, sizeof line, f) && !(have_model && have_flags)) {
+    char *colon = strchr(line, ':');
+    if (!colon)
+      continue;
+    char *val = colon + 2 <= line + strlen(line) ? colon + 2 : colon + 1;
+    val[strcspn(val, "\n")] = 0;
+    if (!have_model && !strncmp(line, "model name", 10)) {
+      snprintf(model, msize, "%s", val);
+      have_model = true;
+    } else if (!have_flags && !strncmp(line, "flags", 5)) {
+      char padded[8200];
+      snprintf(padded, sizeof padded, " %s ", val);
+      bool avx512 = strstr(padded, " avx512f ") != NULL, avx2 = strstr(padded, " avx2 ") != NULL;
+      bool fma = strstr(padded, " fma ") != NULL;
+      snprintf(isa, isize, "%s%s", avx512 ? "AVX-512" : avx2 ? "AVX2" : "SSE (no AVX2)",
+               fma ? " + FMA" : "");
+      if (!avx512)
+        snprintf(isa + strlen(isa), isize - strlen(isa), ", no AVX-512");
+      have_flags = true;
+    }
+  }
+  fclose(f);
+}
+
+static void size_text(const struct suite_case *c, char *buf, size_t n) {
+  if (c->kernel == SUITE_MATMUL)
+    snprintf(buf, n, "%ux%u", c->w, c->w);
+  else if (c->h > 1)
+    snprintf(buf, n, "%ux%u", c->w, c->h);
+  else
+    snprintf(buf, n, "%u", c->w);
+}
+
+#define MAX_ROUNDS 20
+
+// A figure over the rounds of one side: the least best (and first launch, compile), the greatest max, the
+// median of the medians, the sum of the wrong elements; -1 if a round lacks it.
+static double key_of(const struct side *rounds, int n, const char *kernel, const char *what) {
+  char key[64];
+  snprintf(key, sizeof key, "%s%s%s", kernel, *kernel ? "_" : "", what);
+  double v[MAX_ROUNDS], acc = 0;
+  for (int r = 0; r < n; r++) {
+    v[r] = side_get(&rounds[r], key);
+    if (v[r] < 0)
+      return -1;
+    acc = r == 0 ? v[r] : !strcmp(what, "max") ? fmax(acc, v[r]) : !strcmp(what, "bad") ? acc + v[r] : fmin(acc, v[r]);
+  }
+  return strcmp(what, "median") ? acc : median(v, n);
+}
+
+int main(int argc, char **argv) {
+  const char *dir = getenv("BENCH_KERNELS") ? getenv("BENCH_KERNELS") : "build/bench";
+  const char *target = getenv("SUITE_TARGET") ? getenv("SUITE_TARGET") : "nvptx64";
+  char bc[512], cl[512];
+  snprintf(bc, sizeof bc, "%s/suite.%s.bc", dir, target);
+  snprintf(cl, sizeof cl, "%s/suite.cl", dir);
+  if (argc > 1 && !strcmp(argv[1], "ours")) {
+    run_ours(argc > 2 ? argv[2] : bc);
+    return 0;
+  }
+  if (argc > 1 && !strcmp(argv[1], "pocl")) {
+    run_pocl(argc > 2 ? argv[2] : cl);
+    return 0;
+  }
+  if (argc > 1 && !strcmp(argv[1], "hand")) {
+    run_hand();
+    return 0;
+  }
+  // SUITE_ROUNDS rounds of the three sides one after another, so that a noisy period hits all three.
+  int rounds = env_int("SUITE_ROUNDS", 1);
+  rounds = rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;
+  static struct side o[MAX_ROUNDS], p[MAX_ROUNDS], h[MAX_ROUNDS];
+  int ro = 0, rp = 0, rh = 0;
+  for (int r = 0; r < rounds; r++) {
+    ro |= run_child("/proc/self/exe", "ours", bc, &o[r]);
+    rp |= run_child("/proc/self/exe", "pocl", cl, &p[r]);
+    rh |= run_child("/proc/self/exe", "hand", "", &h[r]);
+  }
+
+  char model[256], isa[128];
+  cpu_info(model, sizeof model, isa, sizeof isa);
+  printf("Classic-kernel suite: offload-rs CPU device (%s bitcode) vs PoCL 3.1 vs hand-written work-group loops\n",
+         target);
+  printf("CPU: %s, %ld online CPUs, vector ISA: %s; hand loops on %.0f threads\n", model,
+         sysconf(_SC_NPROCESSORS_ONLN), isa, side_get(&h[0], "threads"));
+  printf("command:");
+  const char *vars[] = {"SUITE_TARGET", "SUITE_KERNELS", "SUITE_ROUNDS", "SUITE_REPS", "SUITE_WARMUP", "BENCH_KERNELS"};
+  for (unsigned i = 0; i < sizeof vars / sizeof *vars; i++)
+    if (getenv(vars[i]))
+      printf(" %s=%s", vars[i], getenv(vars[i]));
+  printf(" build/bench/suite\n%d round(s) of %d timed launch + sync after %d warm-ups; ms best / median / max "
+         "(median: of the rounds' medians)\n",
+         rounds, env_int("SUITE_REPS", 10), env_int("SUITE_WARMUP", 2));
+  printf("%-10s %-10s %-24s %-24s %-24s %9s %9s\n", "kernel", "size", "ours", "PoCL", "hand", "ours/PoCL",
+         "ours/hand");
+  double log_p = 0, log_h = 0;
+  int n_p = 0, n_h = 0, wrong = 0;
+  for (int k = 0; k < SUITE_COUNT; k++) {
+    if (!selected(k))
+      continue;
+    struct suite_case c = bench_case(k);
+    char sz[32], col[3][64];
+    size_text(&c, sz, sizeof sz);
+    const struct side *sides[3] = {o, p, h};
+    double best[3];
+    for (int s = 0; s < 3; s++) {
+      best[s] = key_of(sides[s], rounds, c.name, "best");
+      double bad = key_of(sides[s], rounds, c.name, "bad");
+      if (best[s] < 0)
+        snprintf(col[s], sizeof col[s], "(failed)");
+      else
+        snprintf(col[s], sizeof col[s], "%.2f / %.2f / %.2f%s", best[s] / 1e6,
+                 key_of(sides[s], rounds, c.name, "median") / 1e6, key_of(sides[s], rounds, c.name, "max") / 1e6,
+                 bad != 0 ? " WRONG" : "");
+      if (bad != 0)
+        wrong++;
+    }
+    double rp_ = best[0] > 0 && best[1] > 0 ? best[0] / best[1] : -1;
+    double rh_ = best[0] > 0 && best[2] > 0 ? best[0] / best[2] : -1;
+    if (rp_ > 0)
+      log_p += log(rp_), n_p++;
+    if (rh_ > 0)
+      log_h += log(rh_), n_h++;
+    printf("%-10s %-10s %-24s %-24s %-24s %9.3f %9.3f\n", c.name, sz, col[0], col[1], col[2], rp_, rh_);
+  }
+  printf("%-10s %-10s %-24s %-24s %-24s %9.3f %9.3f\n", "geomean", "", "", "", "", n_p ? exp(log_p / n_p) : -1.0,
+         n_h ? exp(log_h / n_h) : -1.0);
+  printf("first launch + sync, ms (ours / PoCL):");
+  for (int k = 0; k < SUITE_COUNT; k++)
+    if (selected(k))
+      printf(" %s %.1f / %.1f;", suite_names[k], key_of(o, rounds, suite_names[k], "first") / 1e6,
+             key_of(p, rounds, suite_names[k], "first") / 1e6);
+  printf("\n");
+  printf("program build: ours %.0f ms (cold olCreateProgram, JIT), PoCL %.0f ms (clBuildProgram; its on-disk cache "
+         "may be warm)\n",
+         key_of(o, rounds, "", "compile_ns") / 1e6, key_of(p, rounds, "", "compile_ns") / 1e6);
+  if (ro || rp || rh || wrong) {
+    fprintf(stderr, "FAILED: ours=%d pocl=%d hand=%d, %d wrong results\n", ro, rp, rh, wrong);
+    return 1;
+  }
+  return 0;
+}

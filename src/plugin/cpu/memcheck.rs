@@ -124,10 +124,20 @@ pub(crate) struct GroupFrame<'a> {
 const REGION_NAMES: [&str; 4] =
     ["static shared memory", "dynamic shared memory", "private scratch", "kernel arguments"];
 
+/// Table entries remembered per thread (a kernel typically streams through a few buffers).
+const HIT_CACHE: usize = 4;
+
+#[derive(Clone, Copy)]
+struct Hits {
+    ranges: [(usize, usize); HIT_CACHE],
+    next: usize,
+    generation: u64,
+}
+
 thread_local! {
     static FRAME: Cell<*const GroupFrame<'static>> = const { Cell::new(std::ptr::null()) };
-    /// (start, end, generation) of the last table entry an access hit
-    static LAST_HIT: Cell<(usize, usize, u64)> = const { Cell::new((0, 0, u64::MAX)) };
+    /// the last table entries accesses hit: (start, end) each, valid for one generation of the table
+    static HITS: Cell<Hits> = const { Cell::new(Hits { ranges: [(0, 0); HIT_CACHE], next: 0, generation: u64::MAX }) };
 }
 
 /// Registers `frame` as this thread's current work-group until the guard is dropped.
@@ -178,8 +188,10 @@ pub(crate) unsafe extern "C" fn check_access(addr: usize, size: u64, kind: u32, 
         return true;
     }
     let generation = GENERATION.load(Ordering::Acquire);
-    let (lo, hi, g) = LAST_HIT.with(|c| c.get());
-    if g == generation && addr >= lo && end <= hi {
+    let mut hits = HITS.with(|c| c.get());
+    if hits.generation != generation {
+        hits = Hits { ranges: [(0, 0); HIT_CACHE], next: 0, generation };
+    } else if hits.ranges.iter().any(|&(lo, hi)| addr >= lo && end <= hi) {
         return true;
     }
     {
@@ -187,7 +199,9 @@ pub(crate) unsafe extern "C" fn check_access(addr: usize, size: u64, kind: u32, 
         if let Some((&p, &(len, _))) = t.live.range(..=addr).next_back()
             && end <= p.saturating_add(len)
         {
-            LAST_HIT.with(|c| c.set((p, p + len, generation)));
+            hits.ranges[hits.next] = (p, p + len);
+            hits.next = (hits.next + 1) % HIT_CACHE;
+            HITS.with(|c| c.set(hits));
             return true;
         }
     }

@@ -57,8 +57,8 @@ ctest() {
 }
 
 C_TESTS=(test_foundation test_cpu_device test_dlopen test_programs test_kernels test_kmem test_queues test_stress test_cuda)
-# Under valgrind: all but the two JIT-heavy tests (LLVM code generation under valgrind takes minutes per
-# program and would break CI's 30-minute budget); those two run under ASan+UBSan instead.
+# Under valgrind: all but the JIT-heavy tests (LLVM code generation under valgrind takes minutes per
+# program and would break CI's 30-minute budget); those run under ASan+UBSan instead.
 VALGRIND_TESTS=(test_foundation test_cpu_device test_dlopen test_queues)
 export LD_LIBRARY_PATH="$ROOT/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 

@@ -98,9 +98,9 @@ struct Instrumenter {
                                                FunctionType::get(I32, false));
       return B.CreateCall(f);
     }
-    // spirv64: llvm.spv.thread.id.in.group(i32 dim) -> i64
-    FunctionCallee f = M.getOrInsertFunction("llvm.spv.thread.id.in.group", FunctionType::get(I64, {I32}, false));
-    return B.CreateTrunc(B.CreateCall(f, {ConstantInt::get(I32, d)}), I32);
+    // spirv64: llvm.spv.thread.id.in.group.<anyint>(i32 dim)
+    FunctionCallee f = M.getOrInsertFunction("llvm.spv.thread.id.in.group.i32", FunctionType::get(I32, {I32}, false));
+    return B.CreateCall(f, {ConstantInt::get(I32, d)});
   }
 
   Value *check(IRBuilder<> &B, Value *ptr, Value *size, int kind) {

@@ -27,6 +27,7 @@ use super::pool::{MAX_ITEMS, Task, WorkerSlot, pool};
 use crate::jit::{KernelEntry, ParamLayout, WgCtx, WgFn};
 use crate::plugin::{Kernel, LaunchDims, PluginError, PluginResult};
 use std::any::Any;
+use std::cell::Cell;
 use std::sync::Arc;
 
 /// A kernel of a CPU program.
@@ -301,62 +302,47 @@ impl Task for PreparedLaunch {
             group_size: self.group_size,
             _pad: 0,
         };
-        if let Some(check) = &self.check {
-            return self.run_checked(check, ctx, start, end);
-        }
+        // with the memory checker: what its checks need about this chunk's groups
+        let top = 0u8;
+        let frame = self.check.as_ref().map(|launch| memcheck::GroupFrame {
+            launch,
+            regions: [
+                (local as usize, self.static_local),
+                (dyn_local as usize, self.dyn_local),
+                (scratch as usize, self.scratch),
+                (ctx.args as usize, self.args.byte_len()),
+            ],
+            stack_top: std::hint::black_box(&top) as *const u8 as usize,
+            group: Cell::new(ctx.group_id),
+            hits: Cell::new(memcheck::Hits::EMPTY),
+        });
+        let _registered = frame.as_ref().map(memcheck::enter);
         for _ in start..end {
+            if let Some(f) = &frame {
+                if f.launch.stopped() {
+                    break; // a violation stops the groups not started yet
+                }
+                f.group.set(ctx.group_id);
+            }
             // SAFETY: the one call site of JIT'd (or hand-written) work-group functions. ABI: C, one
             // argument, a pointer to a `#[repr(C)] WgCtx` that lives across the call: `args` in the
             // natural layout of the kernel's parameters (normalised by `prepare`), `local_mem`,
             // `dyn_local_mem` and `scratch` 64-byte aligned with the sizes the kernel declared, used
             // by this thread only, and `group_id` inside `num_groups`, which `validate_dims` checked
-            // against the ranges the kernel code assumes. The kernel is kept alive by `_kernel`.
+            // against the ranges the kernel code assumes. The kernel is kept alive by `_kernel`. Code
+            // compiled with the memory checker calls `memcheck::check_access`, which reads `frame`
+            // (registered for this chunk, alive across the call).
             unsafe { (self.wg_fn)(&ctx) };
-            self.next_group(&mut ctx.group_id);
-        }
-        true
-    }
-}
-
-impl PreparedLaunch {
-    fn next_group(&self, g: &mut [u32; 3]) {
-        g[0] += 1;
-        if g[0] == self.num_groups[0] {
-            g[0] = 0;
-            g[1] += 1;
-            if g[1] == self.num_groups[1] {
-                g[1] = 0;
-                g[2] += 1;
+            let g = &mut ctx.group_id;
+            g[0] += 1;
+            if g[0] == self.num_groups[0] {
+                g[0] = 0;
+                g[1] += 1;
+                if g[1] == self.num_groups[1] {
+                    g[1] = 0;
+                    g[2] += 1;
+                }
             }
-        }
-    }
-
-    /// [`Task::run`] for a kernel compiled with the memory checker: each group's buffers are registered
-    /// for the checks, and a violation stops the groups not started yet.
-    fn run_checked(&self, check: &LaunchCheck, mut ctx: WgCtx, start: u64, end: u64) -> bool {
-        let top = 0u8;
-        let mut frame = memcheck::GroupFrame {
-            launch: check,
-            regions: [
-                (ctx.local_mem as usize, self.static_local),
-                (ctx.dyn_local_mem as usize, self.dyn_local),
-                (ctx.scratch as usize, self.scratch),
-                (ctx.args as usize, self.args.byte_len()),
-            ],
-            stack_top: std::hint::black_box(&top) as *const u8 as usize,
-            group: ctx.group_id,
-        };
-        for _ in start..end {
-            if check.stopped() {
-                break;
-            }
-            frame.group = ctx.group_id;
-            let _g = memcheck::enter(&frame);
-            // SAFETY: as in `Task::run`; the instrumented code calls `memcheck::check_access`, which
-            // reads `frame` (alive across the call).
-            unsafe { (self.wg_fn)(&ctx) };
-            drop(_g);
-            self.next_group(&mut ctx.group_id);
         }
         true
     }

@@ -110,15 +110,21 @@ impl LaunchCheck {
     }
 }
 
-/// What the check needs about the work-group running on this thread. Lives on the stack of the launch
-/// loop, which registers it with [`enter`] for the duration of its chunk.
+/// What the check needs about the work-groups running on this thread. Lives on the stack of the launch
+/// loop, which registers it with [`enter`] for the duration of its chunk of groups.
 pub(crate) struct GroupFrame<'a> {
     pub launch: &'a LaunchCheck,
     /// (start, length): static shared, dynamic shared, scratch, arguments
     pub regions: [(usize, usize); 4],
     /// top of the work-group function's stack (an address in the launch loop's frame)
     pub stack_top: usize,
-    pub group: [u32; 3],
+    /// the group running now
+    pub group: Cell<[u32; 3]>,
+    pub hits: Cell<Hits>,
+}
+
+impl Hits {
+    pub(crate) const EMPTY: Hits = Hits { ranges: [(0, 0); HIT_CACHE], next: 0, generation: u64::MAX };
 }
 
 const REGION_NAMES: [&str; 4] =
@@ -127,8 +133,10 @@ const REGION_NAMES: [&str; 4] =
 /// Table entries remembered per thread (a kernel typically streams through a few buffers).
 const HIT_CACHE: usize = 4;
 
+/// The last table entries this thread's accesses hit: (start, end) each, valid for one generation of
+/// the table.
 #[derive(Clone, Copy)]
-struct Hits {
+pub(crate) struct Hits {
     ranges: [(usize, usize); HIT_CACHE],
     next: usize,
     generation: u64,
@@ -136,8 +144,6 @@ struct Hits {
 
 thread_local! {
     static FRAME: Cell<*const GroupFrame<'static>> = const { Cell::new(std::ptr::null()) };
-    /// the last table entries accesses hit: (start, end) each, valid for one generation of the table
-    static HITS: Cell<Hits> = const { Cell::new(Hits { ranges: [(0, 0); HIT_CACHE], next: 0, generation: u64::MAX }) };
 }
 
 /// Registers `frame` as this thread's current work-group until the guard is dropped.
@@ -188,9 +194,9 @@ pub(crate) unsafe extern "C" fn check_access(addr: usize, size: u64, kind: u32, 
         return true;
     }
     let generation = GENERATION.load(Ordering::Acquire);
-    let mut hits = HITS.with(|c| c.get());
+    let mut hits = f.hits.get();
     if hits.generation != generation {
-        hits = Hits { ranges: [(0, 0); HIT_CACHE], next: 0, generation };
+        hits = Hits { generation, ..Hits::EMPTY };
     } else if hits.ranges.iter().any(|&(lo, hi)| addr >= lo && end <= hi) {
         return true;
     }
@@ -201,7 +207,7 @@ pub(crate) unsafe extern "C" fn check_access(addr: usize, size: u64, kind: u32, 
         {
             hits.ranges[hits.next] = (p, p + len);
             hits.next = (hits.next + 1) % HIT_CACHE;
-            HITS.with(|c| c.set(hits));
+            f.hits.set(hits);
             return true;
         }
     }
@@ -218,7 +224,7 @@ fn report(f: &GroupFrame<'_>, addr: usize, size: u64, kind: u32, wi: [u32; 3]) {
         1 => "write",
         _ => "atomic access",
     };
-    let g = f.group;
+    let g = f.group.get();
     let near = nearest(f, addr, size);
     let msg = format!(
         "memcheck: kernel '{}', work-group ({}, {}, {}), work-item ({}, {}, {}): invalid {size}-byte {what} at \

@@ -4,7 +4,8 @@
 //   bench/build.sh && build/bench/cpu_kernels           (after `make lib`)
 //
 // Sides: "offload" = our libLLVMOffload.so.22.1 (CPU device, nvptx64 bitcode JIT), "pocl" = PoCL 3.1
-// (OpenCL C), "memcpy" = two threads of memcpy over the same bytes (bandwidth ceiling).
+// (OpenCL C), "memcpy" = two threads of memcpy over the same bytes (bandwidth ceiling), and "offload" again
+// with OFFLOAD_RS_MEMCHECK=1 (the kernel memory checker's cost; the first offload side runs with it unset).
 #define _GNU_SOURCE
 #include <stdbool.h>
 #define CL_TARGET_OPENCL_VERSION 120
@@ -366,12 +367,17 @@ struct side {
   int n;
 };
 
-static int run_child(const char *self, const char *mode, const char *arg, struct side *out) {
+// memcheck: OFFLOAD_RS_MEMCHECK=1 in the child's environment (else unset).
+static int run_child(const char *self, const char *mode, const char *arg, bool memcheck, struct side *out) {
   int fd[2];
   if (pipe(fd))
     return -1;
   pid_t pid = fork();
   if (pid == 0) {
+    if (memcheck)
+      setenv("OFFLOAD_RS_MEMCHECK", "1", 1);
+    else
+      unsetenv("OFFLOAD_RS_MEMCHECK");
     dup2(fd[1], 1);
     close(fd[0]);
     execl(self, self, mode, arg, (char *)NULL);
@@ -412,10 +418,11 @@ int main(int argc, char **argv) {
     run_memcpy();
     return 0;
   }
-  struct side o, p, m;
-  int ro = run_child("/proc/self/exe", "offload", bc, &o);
-  int rp = run_child("/proc/self/exe", "pocl", cl, &p);
-  int rm = run_child("/proc/self/exe", "memcpy", "", &m);
+  struct side o, p, m, c;
+  int ro = run_child("/proc/self/exe", "offload", bc, false, &o);
+  int rp = run_child("/proc/self/exe", "pocl", cl, false, &p);
+  int rm = run_child("/proc/self/exe", "memcpy", "", false, &m);
+  int rc = run_child("/proc/self/exe", "offload", bc, true, &c);
   printf("CPU device (offload-rs) vs PoCL 3.1, %u floats, work-groups of %u, %ld cores\n", N, WG,
          sysconf(_SC_NPROCESSORS_ONLN));
   printf("%-24s %14s %14s %10s\n", "measure", "offload-rs", "PoCL", "ours/PoCL");
@@ -429,8 +436,15 @@ int main(int argc, char **argv) {
   printf("%-24s %14.0f %14s %10s\n", "memcpy_2threads_ns", ms, "-", "-");
   if (ms > 0 && os > 0)
     printf("saxpy bandwidth / 2-thread memcpy bandwidth (same bytes): %.3f\n", ms / os);
-  if (ro || rp || rm) {
-    fprintf(stderr, "a side failed: offload=%d pocl=%d memcpy=%d\n", ro, rp, rm);
+  printf("kernel memory checker (OFFLOAD_RS_MEMCHECK=1), same run:\n");
+  printf("%-24s %14s %14s %10s\n", "measure", "off", "on", "on/off");
+  const char *ckeys[] = {"saxpy_ns", "reduce_ns", "empty_launch_sync_ns"};
+  for (unsigned i = 0; i < sizeof ckeys / sizeof *ckeys; i++) {
+    double a = get(&o, ckeys[i]), b = get(&c, ckeys[i]);
+    printf("%-24s %14.0f %14.0f %10.2f\n", ckeys[i], a, b, (a > 0 && b > 0) ? b / a : -1.0);
+  }
+  if (ro || rp || rm || rc) {
+    fprintf(stderr, "a side failed: offload=%d pocl=%d memcpy=%d offload-memcheck=%d\n", ro, rp, rm, rc);
     return 1;
   }
   return 0;

@@ -6,7 +6,9 @@
 //! work-group function's need is bounded by its own frame plus the frames of every other function in the
 //! object that is not a work-group function or a constructor (the helpers it may call, each at most
 //! once per call chain). Calls into the C library (libm, `memcpy`) are not in the object; the plugin
-//! keeps a reserve for them (`plugin::cpu::kernel_memory::STACK_RESERVE`).
+//! keeps a reserve for them (`plugin::cpu::kernel_memory::STACK_RESERVE`). LLVM writes no entry for a
+//! function with variable-sized stack objects (a VLA, `alloca(n)`): such a kernel's need is unknown and
+//! not checked at launch; an overflow then stops at the stack's guard page.
 
 use std::collections::HashMap;
 

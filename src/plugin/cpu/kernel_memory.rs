@@ -169,35 +169,58 @@ pub struct NoStack;
 
 /// Run `f` on a stack of [`KERNEL_STACK`] bytes chosen by the library: directly on the library's own
 /// threads, else on the calling thread's switch stack (made on first use, kept until the thread ends).
-/// A panic in `f` is carried across the switch and resumed here.
+/// A panic in `f` is carried across the switch and resumed here; `Err` only when no stack could be mapped.
+/// A thread whose TLS is already destroyed (a launch from a C++ static destructor or an `atexit` handler)
+/// gets a stack mapped for the one call.
 pub(crate) fn on_kernel_stack<R>(f: impl FnOnce() -> R) -> Result<R, NoStack> {
-    if ON_KERNEL_STACK.try_with(|c| c.get()).unwrap_or(false) {
-        return Ok(call_outlined(f));
+    match ON_KERNEL_STACK.try_with(|c| c.get()) {
+        Ok(true) => Ok(call_outlined(f)),
+        Ok(false) => {
+            let base = SWITCH_STACK
+                .try_with(|s| {
+                    let mut s = s.borrow_mut();
+                    if s.is_none() {
+                        let (map, map_len) = map_guarded(KERNEL_STACK, GUARD, 0)?;
+                        *s = Some(SwitchStack { map, map_len });
+                    }
+                    // SAFETY: the usable part starts GUARD bytes into the mapping.
+                    s.as_ref().map(|s| unsafe { s.map.add(GUARD) })
+                })
+                .ok()
+                .flatten()
+                .ok_or(NoStack)?;
+            ON_KERNEL_STACK.with(|c| c.set(true));
+            // SAFETY: `base` is the usable start of this thread's switch stack, not in use: the flag was
+            // false, so we are not running on it, and it stays set until we are off it again, so a nested
+            // call does not switch to it a second time.
+            let r = unsafe { run_on(base, f) };
+            ON_KERNEL_STACK.with(|c| c.set(false));
+            Ok(r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        }
+        Err(_) => {
+            // this thread's TLS is being destroyed (a launch from a C++ static destructor or an atexit
+            // handler): a stack of its own for this call
+            let (map, map_len) = map_guarded(KERNEL_STACK, GUARD, 0).ok_or(NoStack)?;
+            let stack = SwitchStack { map, map_len };
+            // SAFETY: a fresh mapping owned by this call (unmapped when `stack` drops, after the switch
+            // back); the usable part starts GUARD bytes into it.
+            let r = unsafe { run_on(stack.map.add(GUARD), f) };
+            drop(stack);
+            Ok(r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        }
     }
-    let base = SWITCH_STACK
-        .try_with(|s| {
-            let mut s = s.borrow_mut();
-            if s.is_none() {
-                let (map, map_len) = map_guarded(KERNEL_STACK, GUARD, 0)?;
-                *s = Some(SwitchStack { map, map_len });
-            }
-            // SAFETY: the usable part starts GUARD bytes into the mapping.
-            s.as_ref().map(|s| unsafe { s.map.add(GUARD) })
-        })
-        .ok()
-        .flatten()
-        .ok_or(NoStack)?;
-    let _ = ON_KERNEL_STACK.try_with(|c| c.set(true));
-    // SAFETY: `base` is page-aligned and `KERNEL_STACK` bytes of it are mapped read-write; it belongs to
-    // this thread only and is not in use (ON_KERNEL_STACK was false, so we are not already on it, and it
-    // stays set for the duration, so a nested call does not switch again). The callback cannot unwind:
-    // a panic is caught inside and resumed after the switch back.
-    let r = unsafe { psm::on_stack(base, KERNEL_STACK, || std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))) };
-    let _ = ON_KERNEL_STACK.try_with(|c| c.set(false));
-    match r {
-        Ok(v) => Ok(v),
-        Err(p) => std::panic::resume_unwind(p),
-    }
+}
+
+/// Runs `f` with the stack pointer at the top of `[base, base + KERNEL_STACK)`; a panic in `f` comes
+/// back as the `Err` (for the caller to resume once its state is restored).
+///
+/// # Safety
+/// `base` must be page-aligned with `KERNEL_STACK` bytes mapped read-write, used by nothing else for the
+/// duration of the call.
+unsafe fn run_on<R>(base: *mut u8, f: impl FnOnce() -> R) -> std::thread::Result<R> {
+    // SAFETY: the caller's obligations are psm's (an aligned, sized, unused stack); the callback cannot
+    // unwind: a panic is caught inside it.
+    unsafe { psm::on_stack(base, KERNEL_STACK, || std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))) }
 }
 
 #[cfg(test)]
@@ -216,18 +239,28 @@ mod tests {
         }
     }
 
+    /// A 4 MiB frame.
+    fn deep() -> u64 {
+        let mut big = [0u8; 4 << 20];
+        big[12345] = 7;
+        std::hint::black_box(&mut big);
+        big.iter().map(|&b| b as u64).sum::<u64>()
+    }
+
     #[test]
     fn kernel_stack_runs_deep_frames_from_a_small_thread() {
+        let t = std::thread::Builder::new().stack_size(256 << 10).spawn(|| on_kernel_stack(deep).unwrap()).unwrap();
+        assert_eq!(t.join().unwrap(), 7);
+    }
+
+    #[test]
+    fn a_panic_comes_back_and_the_next_call_switches_again() {
         let t = std::thread::Builder::new()
             .stack_size(256 << 10)
             .spawn(|| {
-                on_kernel_stack(|| {
-                    let mut big = [0u8; 4 << 20];
-                    big[12345] = 7;
-                    std::hint::black_box(&mut big);
-                    big.iter().map(|&b| b as u64).sum::<u64>()
-                })
-                .unwrap()
+                let r = std::panic::catch_unwind(|| on_kernel_stack(|| panic!("inside")));
+                assert!(r.is_err());
+                on_kernel_stack(deep).unwrap()
             })
             .unwrap();
         assert_eq!(t.join().unwrap(), 7);

@@ -1,9 +1,11 @@
-// Builds the JIT's C++ IR-lowering shim (src/jit/lower.cpp) against LLVM 22's C++ API.
+// Builds the JIT's C++ shims (src/jit/lower.cpp: IR lowering; src/jit/kernel_memory.cpp: stack sizes and
+// the memcheck pass) against LLVM 22's C++ API.
 // The shim is linked with libLLVM-22 (dynamic), which llvm-sys/inkwell already link.
 use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=src/jit/lower.cpp");
+    println!("cargo:rerun-if-changed=src/jit/kernel_memory.cpp");
     println!("cargo:rerun-if-env-changed=LLVM_SYS_221_PREFIX");
     let prefix = std::env::var("LLVM_SYS_221_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-22".into());
     let cfg = format!("{prefix}/bin/llvm-config");
@@ -13,7 +15,7 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_else(|_| format!("-I{prefix}/include -std=c++17"));
     let mut b = cc::Build::new();
-    b.cpp(true).file("src/jit/lower.cpp").warnings(false);
+    b.cpp(true).file("src/jit/lower.cpp").file("src/jit/kernel_memory.cpp").warnings(false);
     for f in cxxflags.split_whitespace() {
         if f.starts_with("-I") || f.starts_with("-D") || f.starts_with("-std=") || f == "-fno-exceptions" {
             b.flag(f);

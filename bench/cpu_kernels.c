@@ -4,7 +4,8 @@
 //   bench/build.sh && build/bench/cpu_kernels           (after `make lib`)
 //
 // Sides: "offload" = our libLLVMOffload.so.22.1 (CPU device, nvptx64 bitcode JIT), "pocl" = PoCL 3.1
-// (OpenCL C), "memcpy" = two threads of memcpy over the same bytes (bandwidth ceiling).
+// (OpenCL C), "memcpy" = two threads of memcpy over the same bytes (bandwidth ceiling), and "offload" again
+// with OFFLOAD_RS_MEMCHECK=1 (the kernel memory checker's cost; the first offload side runs with it unset).
 #define _GNU_SOURCE
 #define CL_TARGET_OPENCL_VERSION 120
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
@@ -289,7 +290,12 @@ int main(int argc, char **argv) {
   char bc[512], cl[512];
   snprintf(bc, sizeof bc, "%s/bench.nvptx64.bc", dir);
   snprintf(cl, sizeof cl, "%s/bench.cl", dir);
-  if (argc > 1 && !strcmp(argv[1], "offload")) {
+  if (argc > 1 && (!strcmp(argv[1], "offload") || !strcmp(argv[1], "offload-memcheck"))) {
+    // The checker is read at olInit: the plain side runs with it unset, the second side with it on.
+    if (!strcmp(argv[1], "offload-memcheck"))
+      setenv("OFFLOAD_RS_MEMCHECK", "1", 1);
+    else
+      unsetenv("OFFLOAD_RS_MEMCHECK");
     run_offload(argc > 2 ? argv[2] : bc);
     return 0;
   }
@@ -301,10 +307,11 @@ int main(int argc, char **argv) {
     run_memcpy();
     return 0;
   }
-  struct side o, p, m;
+  struct side o, p, m, c;
   int ro = run_child("/proc/self/exe", "offload", bc, &o);
   int rp = run_child("/proc/self/exe", "pocl", cl, &p);
   int rm = run_child("/proc/self/exe", "memcpy", "", &m);
+  int rc = run_child("/proc/self/exe", "offload-memcheck", bc, &c);
   printf("CPU device (offload-rs) vs PoCL 3.1, %u floats, work-groups of %u, %ld cores\n", N, WG,
          sysconf(_SC_NPROCESSORS_ONLN));
   printf("%-24s %14s %14s %10s\n", "measure", "offload-rs", "PoCL", "ours/PoCL");
@@ -318,8 +325,15 @@ int main(int argc, char **argv) {
   printf("%-24s %14.0f %14s %10s\n", "memcpy_2threads_ns", ms, "-", "-");
   if (ms > 0 && os > 0)
     printf("saxpy bandwidth / 2-thread memcpy bandwidth (same bytes): %.3f\n", ms / os);
-  if (ro || rp || rm) {
-    fprintf(stderr, "a side failed: offload=%d pocl=%d memcpy=%d\n", ro, rp, rm);
+  printf("kernel memory checker (OFFLOAD_RS_MEMCHECK=1), same run:\n");
+  printf("%-24s %14s %14s %10s\n", "measure", "off", "on", "on/off");
+  const char *ckeys[] = {"saxpy_ns", "reduce_ns", "empty_launch_sync_ns"};
+  for (unsigned i = 0; i < sizeof ckeys / sizeof *ckeys; i++) {
+    double a = side_get(&o, ckeys[i]), b = side_get(&c, ckeys[i]);
+    printf("%-24s %14.0f %14.0f %10.2f\n", ckeys[i], a, b, (a > 0 && b > 0) ? b / a : -1.0);
+  }
+  if (ro || rp || rm || rc) {
+    fprintf(stderr, "a side failed: offload=%d pocl=%d memcpy=%d offload-memcheck=%d\n", ro, rp, rm, rc);
     return 1;
   }
   return 0;

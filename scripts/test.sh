@@ -56,8 +56,8 @@ ctest() {
   [ "$rc" -eq 0 ]
 }
 
-C_TESTS=(test_foundation test_cpu_device test_misuse test_dlopen test_programs test_kernels test_queues test_stress test_cuda
-  test_suite)
+C_TESTS=(test_foundation test_cpu_device test_misuse test_dlopen test_programs test_kernels test_kmem test_queues
+  test_stress test_cuda test_suite)
 # Under valgrind: all but the JIT-heavy tests (LLVM code generation under valgrind takes minutes per
 # program and would break CI's 30-minute budget); those run under ASan+UBSan instead.
 VALGRIND_TESTS=(test_foundation test_cpu_device test_misuse test_dlopen test_queues)
@@ -66,6 +66,8 @@ export LD_LIBRARY_PATH="$ROOT/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 run_c_tests() {
   local ok=0
   for t in "${C_TESTS[@]}"; do ctest "$t" "build/ffi-tests/$t" || ok=1; done
+  # the kernel memory checker on every kernel test: no false positives (~10 s)
+  ctest "memcheck test_kernels" env OFFLOAD_RS_MEMCHECK=1 build/ffi-tests/test_kernels || ok=1
   return $ok
 }
 

@@ -31,6 +31,8 @@
 //! * `OFFLOAD_DISABLE_VALIDATION` (presence): skip the validation prologue (bad inputs still get errors).
 //! * `LIBOMPTARGET_JIT_OPT_LEVEL`: JIT optimisation level (default 3).
 //! * `OFFLOAD_RS_JIT_CACHE_DIR`: enable the on-disk JIT cache in that directory (off by default).
+//! * `OFFLOAD_RS_MEMCHECK=1` (read at the first `olInit`): compile kernels with the kernel memory checker
+//!   (`plugin::cpu::memcheck`); an invalid access stops its launch and is returned at the next sync.
 //!
 //! # Modules
 //! `ffi` (C types) -> `api` (exports) -> `runtime` (objects, context) -> `plugin` / `jit`.

@@ -1,6 +1,7 @@
 //! Content-addressed cache of compiled objects.
 //!
-//! Key: blake3 of (image bytes, host triple/CPU/features, JIT options, crate version, JIT_ABI_VERSION).
+//! Key: blake3 of (image bytes, host triple/CPU/features, JIT options (optimisation level, memcheck),
+//! crate version, JIT_ABI_VERSION).
 //! Value: a `Weak<CompiledObject>`; every `LoadedImage` holds the `Arc`, so the entry is evicted when the
 //! last program made from it is destroyed (`CompiledObject::drop`). Compilation never happens under the
 //! map lock: the first loader of a key installs an in-flight slot, later loaders wait on its condvar.
@@ -56,13 +57,13 @@ pub fn cache_stats() -> (usize, u64, u64) {
     (live, c.compiles.load(Ordering::Relaxed), c.hits.load(Ordering::Relaxed))
 }
 
-pub(crate) fn key_of(bc: &[u8], opt: u32) -> Key {
+pub(crate) fn key_of(bc: &[u8], opt: u32, memcheck: bool) -> Key {
     let h = compile::host();
     let mut k = blake3::Hasher::new();
     k.update(b"offload-rs jit\0");
     k.update(env!("CARGO_PKG_VERSION").as_bytes());
     k.update(&super::JIT_ABI_VERSION.to_le_bytes());
-    k.update(&[opt as u8]);
+    k.update(&[opt as u8, memcheck as u8]);
     for s in [&h.triple, &h.cpu, &h.features] {
         k.update(&(s.len() as u64).to_le_bytes());
         k.update(s.as_bytes());
@@ -84,7 +85,8 @@ pub(crate) fn evict(key: &Key) {
 /// Returns the compiled object for `bc`, compiling it at most once for concurrent callers.
 pub(crate) fn get_or_compile(bc: &[u8]) -> Result<Arc<CompiledObject>, JitError> {
     let opt = compile::opt_level();
-    let key = key_of(bc, opt);
+    let memcheck = super::memcheck();
+    let key = key_of(bc, opt, memcheck);
     let c = cache();
     let flight = {
         let mut map = c.map.lock();
@@ -120,7 +122,7 @@ pub(crate) fn get_or_compile(bc: &[u8]) -> Result<Arc<CompiledObject>, JitError>
             r
         }
         Ok(f) => {
-            let r = produce(bc, opt, key);
+            let r = produce(bc, opt, memcheck, key);
             {
                 let mut map = c.map.lock();
                 match &r {
@@ -139,7 +141,7 @@ pub(crate) fn get_or_compile(bc: &[u8]) -> Result<Arc<CompiledObject>, JitError>
     }
 }
 
-fn produce(bc: &[u8], opt: u32, key: Key) -> Result<Arc<CompiledObject>, JitError> {
+fn produce(bc: &[u8], opt: u32, memcheck: bool, key: Key) -> Result<Arc<CompiledObject>, JitError> {
     let dir = disk_dir();
     if let Some(d) = &dir
         && let Some((object, meta_text)) = disk_read(d, &key)
@@ -148,7 +150,7 @@ fn produce(bc: &[u8], opt: u32, key: Key) -> Result<Arc<CompiledObject>, JitErro
         cache().hits.fetch_add(1, Ordering::Relaxed);
         return Ok(Arc::new(CompiledObject { object, kernels, key }));
     }
-    let (object, meta_text) = compile::compile(bc, opt)?;
+    let (object, meta_text) = compile::compile(bc, opt, memcheck)?;
     let kernels = compile::parse_meta(&meta_text)?;
     cache().compiles.fetch_add(1, Ordering::Relaxed);
     if let Some(d) = &dir {

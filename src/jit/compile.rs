@@ -31,6 +31,8 @@ unsafe extern "C" {
         err_out: *mut *mut c_char,
     ) -> c_int;
     fn ol_rs_jit_free(p: *mut c_char);
+    fn ol_rs_jit_emit_stack_sizes(tm: *mut c_void);
+    fn ol_rs_jit_memcheck_instrument(m: *mut c_void, arch: c_int, err_out: *mut *mut c_char) -> c_int;
 }
 
 /// A compiled image: object bytes plus kernel metadata. Shared (through the cache) by all loads of the
@@ -105,9 +107,12 @@ fn tm_for(opt: u32) -> Result<TargetMachine, JitError> {
         2 => OptimizationLevel::Default,
         _ => OptimizationLevel::Aggressive,
     };
-    target
+    let tm = target
         .create_target_machine(&triple, &h.cpu, &h.features, level, RelocMode::PIC, CodeModel::Small)
-        .ok_or_else(|| JitError::Compile(format!("cannot create a target machine for {}", h.triple)))
+        .ok_or_else(|| JitError::Compile(format!("cannot create a target machine for {}", h.triple)))?;
+    // SAFETY: `tm` is a live target machine; the shim only sets one of its options.
+    unsafe { ol_rs_jit_emit_stack_sizes(tm.as_mut_ptr() as *mut c_void) };
+    Ok(tm)
 }
 
 /// Which bitcode architectures this JIT compiles.
@@ -128,15 +133,16 @@ fn unsupported(triple: &str) -> JitError {
 }
 
 /// Compiles bitcode to an x86-64 ELF relocatable object: (object, metadata text). Runs LLVM in a child
-/// process (see isolate.rs) unless OFFLOAD_RS_JIT_IN_PROCESS is set.
-pub(crate) fn compile(bc: &[u8], opt: u32) -> Result<(Vec<u8>, String), JitError> {
+/// process (see isolate.rs) unless OFFLOAD_RS_JIT_IN_PROCESS is set. `memcheck`: instrument every memory
+/// access of the kernels (see `plugin::cpu::memcheck`).
+pub(crate) fn compile(bc: &[u8], opt: u32, memcheck: bool) -> Result<(Vec<u8>, String), JitError> {
     host();
     if !super::isolate::enabled() {
-        return compile_in_process(bc, opt);
+        return compile_in_process(bc, opt, memcheck);
     }
     let out = super::isolate::run_isolated(
         || {
-            encode(compile_in_process(bc, opt).map(|(o, m)| {
+            encode(compile_in_process(bc, opt, memcheck).map(|(o, m)| {
                 let mut v = Vec::with_capacity(o.len() + m.len() + 8);
                 v.extend_from_slice(&(o.len() as u64).to_le_bytes());
                 v.extend_from_slice(&o);
@@ -184,7 +190,7 @@ fn decode(v: &[u8]) -> Result<&[u8], JitError> {
     }
 }
 
-fn compile_in_process(bc: &[u8], opt: u32) -> Result<(Vec<u8>, String), JitError> {
+fn compile_in_process(bc: &[u8], opt: u32, memcheck: bool) -> Result<(Vec<u8>, String), JitError> {
     let h = host();
     let timing = std::env::var_os("OFFLOAD_RS_JIT_TIME").is_some();
     let t0 = std::time::Instant::now();
@@ -209,6 +215,22 @@ fn compile_in_process(bc: &[u8], opt: u32) -> Result<(Vec<u8>, String), JitError
     let feat = CString::new(h.features.as_str()).unwrap_or_default();
     let mut meta: *mut c_char = std::ptr::null_mut();
     let mut err: *mut c_char = std::ptr::null_mut();
+    if memcheck {
+        // SAFETY: as for the lowering below; the shim returns a malloc'ed error string or NULL.
+        let rc = unsafe { ol_rs_jit_memcheck_instrument(m.as_mut_ptr() as *mut c_void, arch as c_int, &mut err) };
+        if rc != 0 {
+            let msg = if err.is_null() {
+                String::new()
+            } else {
+                // SAFETY: a NUL-terminated string from the shim, freed once right after.
+                let s = unsafe { CStr::from_ptr(err) }.to_string_lossy().into_owned();
+                // SAFETY: allocated by the shim's malloc.
+                unsafe { ol_rs_jit_free(err) };
+                s
+            };
+            return Err(JitError::Compile(format!("memcheck instrumentation: {msg}")));
+        }
+    }
     // SAFETY: the module pointer is valid for the call (owned by `m`); out-pointers are valid; the shim
     // returns malloc'ed strings that we free with ol_rs_jit_free.
     let rc = unsafe {

@@ -317,6 +317,11 @@ impl LoadedObject {
         Ok(obj)
     }
 
+    /// The whole mapping (code, constants and globals of this instance): (start, length).
+    pub(crate) fn mapped_range(&self) -> (usize, usize) {
+        (self.base as usize, self.len)
+    }
+
     /// Any defined symbol: (address, size).
     pub(crate) fn symbol(&self, name: &str) -> Option<(usize, usize)> {
         self.symbols.get(name).map(|&(a, s, _)| (a, s))

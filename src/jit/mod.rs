@@ -78,15 +78,37 @@ mod compile;
 mod elf;
 pub(crate) mod isolate;
 mod native;
+mod stack;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use cache::cache_stats;
 
 /// Bumped whenever the generated code's ABI (WgCtx, metadata, lowering) changes; part of the cache key.
 pub(crate) const JIT_ABI_VERSION: u32 = 1;
+
+static MEMCHECK: AtomicBool = AtomicBool::new(false);
+
+/// Compile later loads with the kernel memory checker (`OFFLOAD_RS_MEMCHECK=1`, set at `olInit`): every
+/// load, store, atomic and memory intrinsic of a kernel calls the function the loader puts in the
+/// image's `__ol_rs_memcheck_hook` (see [`LoadedImage::memcheck_hook`]) and is skipped when it returns
+/// false. A separate JIT option, part of the cache key.
+pub fn set_memcheck(on: bool) {
+    MEMCHECK.store(on, Ordering::Relaxed);
+}
+
+/// Whether new compiles are instrumented ([`set_memcheck`]).
+pub fn memcheck() -> bool {
+    MEMCHECK.load(Ordering::Relaxed)
+}
+
+/// The memcheck hook's signature: (address, size, kind 0 read / 1 write / 2 atomic, work-item x, y, z)
+/// -> whether the access may happen.
+pub type MemcheckHook = unsafe extern "C" fn(addr: usize, size: u64, kind: u32, x: u32, y: u32, z: u32) -> bool;
 
 /// What an image looks like.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,6 +190,10 @@ pub struct KernelEntry {
     pub scratch_bytes_per_wi: usize,
     pub has_barriers: bool,
     pub warp_size: u32,
+    /// bytes of stack one call of `wg_fn` needs (see `stack.rs`); `None`: unknown (native code)
+    pub stack_bytes: Option<usize>,
+    /// compiled with the memory checker (its hook is set)
+    pub memcheck: bool,
     #[allow(dead_code)]
     keepalive: Arc<Instance>,
 }
@@ -181,6 +207,8 @@ impl std::fmt::Debug for KernelEntry {
             .field("scratch_bytes_per_wi", &self.scratch_bytes_per_wi)
             .field("has_barriers", &self.has_barriers)
             .field("warp_size", &self.warp_size)
+            .field("stack_bytes", &self.stack_bytes)
+            .field("memcheck", &self.memcheck)
             .finish()
     }
 }
@@ -203,6 +231,8 @@ impl Instance {
 /// A program loaded for the CPU device: owns its own copy of the code and globals.
 pub struct LoadedImage {
     inst: Arc<Instance>,
+    /// frame size of every function of a JIT'd object (`.stack_sizes`)
+    frames: HashMap<String, u64>,
 }
 
 impl std::fmt::Debug for LoadedImage {
@@ -224,7 +254,12 @@ impl LoadedImage {
                 // SAFETY: `addr` is the address of a function generated with the WgFn ABI
                 // (`void(ptr)`, C calling convention) inside the mapping kept alive by `keepalive`.
                 let wg_fn: WgFn = unsafe { std::mem::transmute::<usize, WgFn>(addr) };
+                let wg_symbols: Vec<&str> = co.kernels.iter().map(|k| k.symbol.as_str()).collect();
+                let stack_bytes = stack::wg_stack_bytes(&self.frames, &m.symbol, &wg_symbols)
+                    .map(|b| usize::try_from(b).unwrap_or(usize::MAX));
                 Some(KernelEntry {
+                    stack_bytes,
+                    memcheck: self.memcheck_hook().is_some(),
                     name: m.name.clone(),
                     wg_fn,
                     params: m.params.clone(),
@@ -241,6 +276,8 @@ impl LoadedImage {
                 // kernel has the WgFn ABI; the library stays loaded while `keepalive` lives.
                 let wg_fn: WgFn = unsafe { std::mem::transmute::<usize, WgFn>(addr) };
                 Some(KernelEntry {
+                    stack_bytes: None,
+                    memcheck: false,
                     name: name.to_string(),
                     wg_fn,
                     params: Vec::new(),
@@ -264,6 +301,23 @@ impl LoadedImage {
                 obj.data_symbol(name)
             }
             Instance::Native(_) => self.inst.symbol(name),
+        }
+    }
+
+    /// Address of the image's `__ol_rs_memcheck_hook` (a [`MemcheckHook`] pointer the plugin fills in
+    /// before any launch) when it was compiled with the memory checker.
+    pub fn memcheck_hook(&self) -> Option<usize> {
+        match &*self.inst {
+            Instance::Jit(obj, _) => obj.data_symbol("__ol_rs_memcheck_hook").map(|(a, _)| a),
+            Instance::Native(_) => None,
+        }
+    }
+
+    /// The memory of a JIT'd instance (its code, constants and global variables): (start, length).
+    pub fn mapped_range(&self) -> Option<(usize, usize)> {
+        match &*self.inst {
+            Instance::Jit(obj, _) => Some(obj.mapped_range()),
+            Instance::Native(_) => None,
         }
     }
 
@@ -344,13 +398,14 @@ pub fn load(image: &[u8]) -> Result<LoadedImage, JitError> {
         let co = cache::get_or_compile(bc)?;
         let obj = elf::LoadedObject::load(&co.object)?;
         obj.run_init();
-        return Ok(LoadedImage { inst: Arc::new(Instance::Jit(obj, co)) });
+        let frames = stack::frame_sizes(&co.object);
+        return Ok(LoadedImage { inst: Arc::new(Instance::Jit(obj, co)), frames });
     }
     match classify(image) {
         ImageKind::Bitcode { .. } => Err(JitError::InvalidBinary("internal: bitcode not recognised".into())),
         ImageKind::NativeElf => {
             let lib = native::NativeLib::open(image)?;
-            Ok(LoadedImage { inst: Arc::new(Instance::Native(lib)) })
+            Ok(LoadedImage { inst: Arc::new(Instance::Native(lib)), frames: HashMap::new() })
         }
         ImageKind::Unknown(what) => {
             Err(JitError::InvalidBinary(format!("expected LLVM bitcode or an x86-64 ELF shared object, found {what}")))

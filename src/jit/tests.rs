@@ -902,3 +902,29 @@ fn parameterless_kernel_and_constant_global() {
         assert!(img.kernel("answer").is_none());
     }
 }
+
+/// Every target compiles with and without the memory checker; the checker's hook is there only with it,
+/// and the code generator gave a frame size for every work-group function.
+#[test]
+fn memcheck_compiles_every_target_and_frames_are_known() {
+    for t in TARGETS {
+        for name in ["saxpy", "reduce", "dynshared"] {
+            let Some(bc) = bitcode(name, t) else { return };
+            for memcheck in [false, true] {
+                let (obj, meta) = compile::compile(&bc, 3, memcheck)
+                    .unwrap_or_else(|e| panic!("{name} for {t:?}, memcheck {memcheck}: {e}"));
+                let kernels = compile::parse_meta(&meta).unwrap();
+                let frames = stack::frame_sizes(&obj);
+                for k in &kernels {
+                    assert!(
+                        frames.contains_key(&k.symbol),
+                        "{name} {t:?}: no frame size for {} in {frames:?}",
+                        k.symbol
+                    );
+                }
+                let loaded = elf::LoadedObject::load(&obj).unwrap();
+                assert_eq!(loaded.data_symbol("__ol_rs_memcheck_hook").is_some(), memcheck, "{name} {t:?}");
+            }
+        }
+    }
+}

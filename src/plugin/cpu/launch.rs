@@ -21,10 +21,13 @@
 //! dynamic) is limited to [`LOCAL_MEM_PER_GROUP`].
 
 use super::info::{LOCAL_MEM_PER_GROUP, MAX_GROUP_SIZE, MAX_GROUP_SIZE_PER_DIM};
+use super::kernel_memory::{KERNEL_STACK, STACK_RESERVE, on_kernel_stack};
+use super::memcheck::{self, LaunchCheck};
 use super::pool::{MAX_ITEMS, Task, WorkerSlot, pool};
 use crate::jit::{KernelEntry, ParamLayout, WgCtx, WgFn};
 use crate::plugin::{Kernel, LaunchDims, PluginError, PluginResult};
 use std::any::Any;
+use std::cell::Cell;
 use std::sync::Arc;
 
 /// A kernel of a CPU program.
@@ -34,18 +37,25 @@ pub struct CpuKernel {
     params: Vec<ParamLayout>,
     static_local_bytes: usize,
     scratch_bytes_per_wi: usize,
+    /// stack one work-group needs (`None`: unknown, native code)
+    stack_bytes: Option<usize>,
+    /// compiled with the memory checker: the program's mapping (start, length)
+    memcheck: Option<(usize, usize)>,
     /// keeps the JIT'd code alive
     _entry: Option<KernelEntry>,
 }
 
 impl CpuKernel {
-    pub fn from_entry(entry: KernelEntry) -> CpuKernel {
+    /// A kernel of a loaded program whose instance occupies `program` (start, length).
+    pub fn from_entry(entry: KernelEntry, program: Option<(usize, usize)>) -> CpuKernel {
         CpuKernel {
             name: entry.name.clone(),
             wg_fn: entry.wg_fn,
             params: entry.params.clone(),
             static_local_bytes: entry.static_local_bytes,
             scratch_bytes_per_wi: entry.scratch_bytes_per_wi,
+            stack_bytes: entry.stack_bytes,
+            memcheck: if entry.memcheck { Some(program.unwrap_or((0, 0))) } else { None },
             _entry: Some(entry),
         }
     }
@@ -56,7 +66,16 @@ impl CpuKernel {
     /// `wg_fn` must be sound to call with any [`WgCtx`] this module builds for a launch of the
     /// kernel: args laid out per `params`, `static_local_bytes` of local memory, no scratch.
     pub unsafe fn from_raw(name: &str, wg_fn: WgFn, params: Vec<ParamLayout>, static_local_bytes: usize) -> CpuKernel {
-        CpuKernel { name: name.to_string(), wg_fn, params, static_local_bytes, scratch_bytes_per_wi: 0, _entry: None }
+        CpuKernel {
+            name: name.to_string(),
+            wg_fn,
+            params,
+            static_local_bytes,
+            scratch_bytes_per_wi: 0,
+            stack_bytes: None,
+            memcheck: None,
+            _entry: None,
+        }
     }
 
     pub fn static_local_bytes(&self) -> usize {
@@ -93,6 +112,10 @@ impl ArgBuf {
     /// The first byte.
     pub fn as_ptr(&self) -> *const u8 {
         self.0.as_ptr().cast()
+    }
+    /// Length in bytes (a multiple of 64).
+    pub fn byte_len(&self) -> usize {
+        self.0.len() * 64
     }
 }
 
@@ -192,6 +215,8 @@ pub struct PreparedLaunch {
     dyn_local: usize,
     scratch: usize,
     name: String,
+    /// the memory checker's state, for kernels compiled with it
+    check: Option<LaunchCheck>,
 }
 
 /// Validate a launch of `kernel` (which must be a [`CpuKernel`]).
@@ -203,6 +228,16 @@ pub fn prepare(kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> Plugin
         )));
     };
     let total = validate_dims(&k.name, &dims, k.static_local_bytes)?;
+    if let Some(need) = k.stack_bytes
+        && need > KERNEL_STACK - STACK_RESERVE
+    {
+        return Err(PluginError::OutOfResources(format!(
+            "kernel '{}' needs {need} bytes of stack (private memory) per work-group; the CPU device's kernel \
+             threads have {} ({KERNEL_STACK} less {STACK_RESERVE} kept for the library and C library calls)",
+            k.name,
+            KERNEL_STACK - STACK_RESERVE
+        )));
+    }
     let args = normalize_args(&k.name, &k.params, args)?;
     let wis: usize = dims.group_size.iter().map(|&g| g as usize).product();
     let scratch = k
@@ -219,14 +254,26 @@ pub fn prepare(kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> Plugin
         dyn_local: dims.dyn_shared_mem,
         scratch,
         name: k.name.clone(),
+        check: k.memcheck.map(|program| LaunchCheck::new(&k.name, program)),
         _kernel: kernel,
     })
 }
 
 impl PreparedLaunch {
     /// Run every work-group on the pool; returns when all have run.
+    /// Kernel code runs on a library stack only (`kernel_memory`), also when the calling thread is the
+    /// client's.
     pub fn execute(&self) -> PluginResult<()> {
-        pool().run(self, self.total).map_err(|_| {
+        let ran = on_kernel_stack(|| pool().run(self, self.total)).map_err(|_| {
+            PluginError::OutOfResources(format!(
+                "launch of kernel '{}': cannot map a {KERNEL_STACK}-byte stack to run it on",
+                self.name
+            ))
+        })?;
+        if let Some(v) = self.check.as_ref().and_then(LaunchCheck::take_violation) {
+            return Err(PluginError::Backend(v));
+        }
+        ran.map_err(|_| {
             PluginError::OutOfResources(format!(
                 "launch of kernel '{}': cannot allocate {} bytes of local and {} bytes of scratch memory per thread",
                 self.name,
@@ -255,13 +302,36 @@ impl Task for PreparedLaunch {
             group_size: self.group_size,
             _pad: 0,
         };
+        // with the memory checker: what its checks need about this chunk's groups
+        let top = 0u8;
+        let frame = self.check.as_ref().map(|launch| memcheck::GroupFrame {
+            launch,
+            regions: [
+                (local as usize, self.static_local),
+                (dyn_local as usize, self.dyn_local),
+                (scratch as usize, self.scratch),
+                (ctx.args as usize, self.args.byte_len()),
+            ],
+            stack_top: std::hint::black_box(&top) as *const u8 as usize,
+            group: Cell::new(ctx.group_id),
+            hits: Cell::new(memcheck::Hits::EMPTY),
+        });
+        let _registered = frame.as_ref().map(memcheck::enter);
         for _ in start..end {
+            if let Some(f) = &frame {
+                if f.launch.stopped() {
+                    break; // a violation stops the groups not started yet
+                }
+                f.group.set(ctx.group_id);
+            }
             // SAFETY: the one call site of JIT'd (or hand-written) work-group functions. ABI: C, one
             // argument, a pointer to a `#[repr(C)] WgCtx` that lives across the call: `args` in the
             // natural layout of the kernel's parameters (normalised by `prepare`), `local_mem`,
             // `dyn_local_mem` and `scratch` 64-byte aligned with the sizes the kernel declared, used
             // by this thread only, and `group_id` inside `num_groups`, which `validate_dims` checked
-            // against the ranges the kernel code assumes. The kernel is kept alive by `_kernel`.
+            // against the ranges the kernel code assumes. The kernel is kept alive by `_kernel`. Code
+            // compiled with the memory checker calls `memcheck::check_access`, which reads `frame`
+            // (registered for this chunk, alive across the call).
             unsafe { (self.wg_fn)(&ctx) };
             let g = &mut ctx.group_id;
             g[0] += 1;

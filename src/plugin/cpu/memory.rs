@@ -116,6 +116,7 @@ impl Memory {
             (p, Backing::Map(len))
         };
         self.live.lock().insert(ptr, backing);
+        super::memcheck::track(ptr, size, super::memcheck::AllocKind::Device);
         Ok(ptr)
     }
 
@@ -126,6 +127,7 @@ impl Memory {
             .lock()
             .remove(&ptr)
             .ok_or_else(|| PluginError::InvalidArgument("address is not a known allocation".into()))?;
+        super::memcheck::untrack(ptr);
         match backing {
             // SAFETY: allocated in `alloc` with this layout, removed from the table so freed once.
             Backing::Heap(layout) => unsafe { std::alloc::dealloc(ptr as *mut u8, layout) },
@@ -183,13 +185,17 @@ impl Memory {
         let mut t = self.registered.lock();
         if !t.add_use(ptr, size)? {
             t.insert(ptr, size, ());
+            super::memcheck::track(ptr, size, super::memcheck::AllocKind::Registered);
         }
         Ok(ptr)
     }
 
     /// `olMemUnregister`: `ptr` may be anywhere in a registered range.
     pub fn unregister_host(&self, ptr: usize) -> PluginResult<()> {
-        self.registered.lock().release(ptr).map(|_| ())
+        if let Some((start, ())) = self.registered.lock().release(ptr)? {
+            super::memcheck::untrack(start);
+        }
+        Ok(())
     }
 
     /// The registered range containing `ptr`, as (base, length).

@@ -4,6 +4,8 @@
 //! * [`info`]: the device's properties, read from the machine once.
 //! * [`memory`]: allocations (host memory, pooled), registered host ranges, copies and fills.
 //! * [`pool`]: the persistent thread pool that runs work-groups in chunks.
+//! * [`kernel_memory`]: guarded shared/scratch buffers and the stacks kernel code runs on.
+//! * [`memcheck`]: the kernel memory checker (`OFFLOAD_RS_MEMCHECK=1`).
 //! * [`launch`]: kernels, argument normalisation (natural vs packed layout), grid limits.
 //! * [`queue`]: asynchronous in-order queues and their events; [`drain_all`] for `olShutDown`.
 //!
@@ -21,7 +23,9 @@
 //! `... jit_saxpy_bench`.
 
 pub mod info;
+pub mod kernel_memory;
 pub mod launch;
+pub mod memcheck;
 pub mod memory;
 pub mod pool;
 pub mod queue;
@@ -124,6 +128,12 @@ impl Device for CpuDevice {
 
     fn load_program(&self, image: &[u8]) -> PluginResult<Arc<dyn Program>> {
         let img = jit::load(image).map_err(map_jit_error)?;
+        if let Some(hook) = img.memcheck_hook() {
+            let f: jit::MemcheckHook = memcheck::check_access;
+            // SAFETY: `hook` is the address of the image's pointer-sized, pointer-aligned global
+            // `__ol_rs_memcheck_hook` (writable data of the fresh instance, read by no code yet).
+            unsafe { std::ptr::write_volatile(hook as *mut jit::MemcheckHook, f) };
+        }
         Ok(Arc::new(CpuProgram { image: Mutex::new(Some(Arc::new(img))), kernels: Mutex::new(HashMap::new()) }))
     }
 
@@ -195,7 +205,7 @@ impl Program for CpuProgram {
             .kernels
             .lock()
             .entry(name.to_string())
-            .or_insert_with(|| Arc::new(CpuKernel::from_entry(entry)))
+            .or_insert_with(|| Arc::new(CpuKernel::from_entry(entry, image.mapped_range())))
             .clone();
         Ok(k)
     }

@@ -21,8 +21,8 @@
 //! * A worker that wakes late only touches the job's counters (kept alive by an `Arc`), never the
 //!   task, whose borrow ends when `run` returns.
 
+use super::kernel_memory::{GuardedBuf, KERNEL_STACK, mark_kernel_thread};
 use parking_lot::{Condvar, Mutex};
-use std::alloc::Layout;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -55,7 +55,7 @@ pub fn spin_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
 /// Upper bound of a chunk, in items.
 const MAX_CHUNK: u64 = 1024;
 /// Stack of each worker: JIT'd kernels keep private arrays on the stack.
-pub(crate) const WORKER_STACK: usize = 16 << 20;
+pub(crate) const WORKER_STACK: usize = KERNEL_STACK;
 /// Jobs are limited to this many items so that the chunk counter cannot overflow.
 pub(crate) const MAX_ITEMS: u64 = 1 << 62;
 
@@ -70,72 +70,12 @@ pub trait Task: Sync {
 #[derive(Debug)]
 pub struct PoolError;
 
-/// A 64-byte-aligned buffer that grows on demand and is never shrunk; its contents are not kept
-/// across growth (local memory is uninitialised, as on a GPU).
-pub struct AlignedBuf {
-    ptr: *mut u8,
-    cap: usize,
-}
-
-// SAFETY: the buffer is plain memory owned by this value; moving it between threads is fine.
-unsafe impl Send for AlignedBuf {}
-
-impl AlignedBuf {
-    pub(crate) const ALIGN: usize = 64;
-
-    pub const fn new() -> Self {
-        AlignedBuf { ptr: std::ptr::null_mut(), cap: 0 }
-    }
-
-    /// A pointer to at least `size` bytes, 64-byte aligned; `None` if the allocation failed.
-    /// `size == 0` gives a non-null, aligned, dangling pointer.
-    pub fn get(&mut self, size: usize) -> Option<*mut u8> {
-        if size == 0 {
-            return Some(if self.ptr.is_null() { Self::ALIGN as *mut u8 } else { self.ptr });
-        }
-        if size > self.cap {
-            self.release();
-            let cap = size.checked_next_power_of_two()?.max(256);
-            let layout = Layout::from_size_align(cap, Self::ALIGN).ok()?;
-            // SAFETY: layout has non-zero size.
-            let p = unsafe { std::alloc::alloc(layout) };
-            if p.is_null() {
-                return None;
-            }
-            self.ptr = p;
-            self.cap = cap;
-        }
-        Some(self.ptr)
-    }
-
-    fn release(&mut self) {
-        if !self.ptr.is_null() {
-            // SAFETY: ptr was allocated by `get` with exactly this layout.
-            unsafe { std::alloc::dealloc(self.ptr, Layout::from_size_align_unchecked(self.cap, Self::ALIGN)) };
-            self.ptr = std::ptr::null_mut();
-            self.cap = 0;
-        }
-    }
-}
-
-impl Default for AlignedBuf {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Drop for AlignedBuf {
-    fn drop(&mut self) {
-        self.release();
-    }
-}
-
 /// Per-thread buffers reused across jobs: static local memory, dynamic local memory, scratch.
 #[derive(Default)]
 pub struct WorkerSlot {
-    pub local: AlignedBuf,
-    pub dyn_local: AlignedBuf,
-    pub scratch: AlignedBuf,
+    pub local: GuardedBuf,
+    pub dyn_local: GuardedBuf,
+    pub scratch: GuardedBuf,
 }
 
 /// A `&dyn Task` with its lifetime erased; see the module docs for why it stays valid.
@@ -303,6 +243,7 @@ impl Pool {
 }
 
 fn worker_main(shared: Arc<Shared>) {
+    mark_kernel_thread();
     let mut slot = WorkerSlot::default();
     loop {
         // read the epoch before looking for work: a job added after the look moves it
@@ -364,17 +305,5 @@ mod tests {
         let p = Pool::new(2);
         assert!(p.run(&Fail, 100).is_err());
         assert!(p.run(&Fail, 3).is_ok());
-    }
-
-    #[test]
-    fn aligned_buf() {
-        let mut b = AlignedBuf::new();
-        for n in [0usize, 1, 100, 5000, 3] {
-            let p = b.get(n).unwrap();
-            assert_eq!(p as usize % 64, 0);
-            assert!(!p.is_null());
-            // SAFETY: p points to at least n bytes.
-            unsafe { std::ptr::write_bytes(p, 0xAB, n) };
-        }
     }
 }

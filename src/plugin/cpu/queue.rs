@@ -9,7 +9,9 @@
 //!   point it waits for: a launch + sync then costs no thread wake-up at all, which on a loaded 2-vCPU
 //!   VM is most of the latency (a futex round trip is tens of µs, cpu-kernels.md §4a). Host functions
 //!   always run on the queue's thread (as on CUDA/AMDGPU, never on a thread that called a sync and may
-//!   hold the caller's locks): a borrowed thread hands the token back before one.
+//!   hold the caller's locks): a borrowed thread hands the token back before one. Kernel code never runs
+//!   on the borrowed thread's own stack: a launch switches to a library stack first
+//!   (`kernel_memory::on_kernel_stack`).
 //! * Waiting threads spin for [`SPIN`] before they park on the condvar.
 //! * Errors of queued work are kept with their sequence number. `Queue::sync` returns the first error
 //!   not yet returned by an earlier `sync`; an event returns the first error raised after the last
@@ -264,6 +266,7 @@ fn spawn_thread(shared: &Arc<QueueShared>) -> PluginResult<()> {
 }
 
 fn queue_thread(shared: Arc<QueueShared>) {
+    super::kernel_memory::mark_kernel_thread();
     let mut g = shared.state.lock();
     loop {
         if !g.executing && !g.ops.is_empty() {

@@ -872,34 +872,45 @@ struct Lowering {
   // `id + c <pred> b` with c, b group-invariant, the loops run only over the ids that pass (bounds
   // computed once in Pre) and the branch goes away. Where `id + c` might wrap around (c not known),
   // the narrowing and the bypass apply only when a run-time test shows it cannot.
-  void narrowToGuards(BasicBlock *RE, const std::map<BasicBlock *, BasicBlock *> &origOf,
-                      const std::map<BasicBlock *, int> &barrierId, Function *EM, BasicBlock *Pre, BasicBlock *NE,
-                      std::array<PHINode *, 3> ids, std::array<ICmpInst *, 3> inDim, std::array<Value *, 3> gs,
-                      std::array<BasicBlock *, 3> from) {
+  // With `assumed` (initially true), guards whose exactness is only known at run time are removed
+  // anyway and the run-time condition is and-ed into *assumed: the caller runs this loop nest only
+  // when it holds (and an unmodified one otherwise).
+  // `leaves(B)`: B does nothing but leave the region; values defined in `groupLevel` blocks (and
+  // arguments, constants) are the same for every work-item and available before the loops; bounds
+  // are computed at the end of Pre.
+  void narrowToGuards(BasicBlock *RE, const std::function<bool(BasicBlock *)> &leaves,
+                      const std::set<BasicBlock *> &groupLevel, BasicBlock *Pre, std::array<PHINode *, 3> ids,
+                      std::array<ICmpInst *, 3> inDim, std::array<Value *, 3> gs, std::array<BasicBlock *, 3> from,
+                      Value **assumed = nullptr) {
     std::function<bool(BasicBlock *, int)> trivial = [&](BasicBlock *Sc, int depth) -> bool {
-      auto it = origOf.find(Sc);
-      if (it == origOf.end())
-        return false;
-      BasicBlock *Ob = it->second;
-      if (barrierId.count(Ob))
-        return true;
-      auto *CI = dyn_cast<CallInst>(&*Ob->getFirstNonPHIIt());
-      if (CI && EM && CI->getCalledFunction() == EM)
+      if (leaves(Sc))
         return true;
       Instruction *first = &*Sc->getFirstNonPHIIt();
-      if (isa<ReturnInst>(first))
-        return true;
       if (auto *Br = dyn_cast<BranchInst>(first))
         if (Br->isUnconditional() && depth < 4)
           return trivial(Br->getSuccessor(0), depth + 1);
       return false;
     };
-    auto avail = [&](Value *V) {
+    // available before the loops: group-level already, or a pure computation of such values in the
+    // loop body (`gid * gsx`), which is then moved to the end of Pre
+    std::function<bool(Value *, int)> availAt = [&](Value *V, int depth) -> bool {
       if (isa<Constant>(V) || isa<Argument>(V))
         return true;
       auto *I = dyn_cast<Instruction>(V);
-      return I && (I->getParent() == Pre || I->getParent() == NE);
+      if (!I)
+        return false;
+      if (groupLevel.count(I->getParent()))
+        return true;
+      if (depth > 4 || isa<PHINode>(I) || I->mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(I) ||
+          !(isa<BinaryOperator>(I) || isa<CastInst>(I)))
+        return false;
+      for (Value *Op : I->operands())
+        if (!availAt(Op, depth + 1))
+          return false;
+      I->moveBefore(Pre->getTerminator()->getIterator());
+      return true;
     };
+    auto avail = [&](Value *V) { return availAt(V, 0); };
     auto affine = [&](Value *V, int &dim, Value *&c) {
       for (int d = 0; d < 3; ++d)
         if (V == ids[d]) {
@@ -997,7 +1008,8 @@ struct Lowering {
         }
         Value *limit = ConstantInt::get(I64, sgn ? (1ULL << 31) : (1ULL << 32));
         // group sizes are at most 1024 per dimension (launch validation), so a constant c decides here
-        Value *exact = PB.CreateICmpSLE(PB.CreateAdd(c64, ConstantInt::get(I64, 1024)), limit);
+        Value *exact = PB.CreateICmpSLE(
+            PB.CreateAdd(c64, isa<ConstantInt>(c) ? ConstantInt::get(I64, 1024) : gs64[d]), limit);
         l = PB.CreateBinaryIntrinsic(Intrinsic::smin, PB.CreateBinaryIntrinsic(Intrinsic::smax, l, zero64), gs64[d]);
         h = PB.CreateBinaryIntrinsic(Intrinsic::smin, h, gs64[d]);
         lo[d] = PB.CreateBinaryIntrinsic(Intrinsic::smax, lo[d], PB.CreateSelect(exact, l, zero64));
@@ -1006,7 +1018,12 @@ struct Lowering {
         allExact = PB.CreateAnd(allExact, exact);
       }
       if (allKnown) {
-        if (auto *K = dyn_cast<ConstantInt>(allExact); K && K->isOne()) {
+        auto *K = dyn_cast<ConstantInt>(allExact);
+        if (assumed && !(K && K->isOne())) {
+          *assumed = PB.CreateAnd(*assumed, allExact);
+          K = ConstantInt::getTrue(C);
+        }
+        if (K && K->isOne()) {
           BranchInst::Create(T, BI->getIterator());
           BI->eraseFromParent();
         } else {
@@ -1644,8 +1661,17 @@ struct Lowering {
       if (uniform && !once)
         hoistSlotStores(RE, Pre, NE, std::set<Value *>(uniPtr.begin(), uniPtr.end()), clones);
       if (uniform && !once && regionReach.size() == 1)
-        narrowToGuards(RE, origOf, barrierId, EM, Pre, NE, {lx, ly, lz}, {inX, inY, inZ},
-                       {X(o, F, E_GSX), X(o, F, E_GSY), X(o, F, E_GSZ)}, {Hy, Hz, Pre});
+        narrowToGuards(
+            RE,
+            [&](BasicBlock *Sc) {
+              auto it = origOf.find(Sc);
+              if (it == origOf.end())
+                return false;
+              BasicBlock *Ob = it->second;
+              return barrierId.count(Ob) || firstCallTo(Ob, EM) || isa<ReturnInst>(&*Sc->getFirstNonPHIIt());
+            },
+            {Pre, NE}, Pre, {lx, ly, lz}, {inX, inY, inZ}, {X(o, F, E_GSX), X(o, F, E_GSY), X(o, F, E_GSZ)},
+            {Hy, Hz, Pre});
       if (once) {
         B.CreateBr(RE);
       } else if (uniform) {
@@ -1837,45 +1863,76 @@ struct Lowering {
       callBody(z0, z0, z0, z0);
       B.CreateRetVoid();
     } else {
-      // for z, y, x
-      BasicBlock *pre = E;
-      Value *zero = ConstantInt::get(I32, 0), *one = ConstantInt::get(I32, 1);
-      BasicBlock *hz = BasicBlock::Create(C, "z", WG), *hy = BasicBlock::Create(C, "y", WG),
-                 *hx = BasicBlock::Create(C, "x", WG), *ly = BasicBlock::Create(C, "y.latch", WG),
-                 *lz = BasicBlock::Create(C, "z.latch", WG), *ex = BasicBlock::Create(C, "exit", WG);
-      Value *nonEmpty = B.CreateAnd(B.CreateAnd(B.CreateICmpNE(gs[0], zero), B.CreateICmpNE(gs[1], zero)),
-                                    B.CreateICmpNE(gs[2], zero));
-      B.CreateCondBr(nonEmpty, hz, ex);
-      B.SetInsertPoint(hz);
-      PHINode *z = B.CreatePHI(I32, 2, "lz");
-      z->addIncoming(zero, pre);
-      B.CreateBr(hy);
-      B.SetInsertPoint(hy);
-      PHINode *y = B.CreatePHI(I32, 2, "ly");
-      y->addIncoming(zero, hz);
-      Value *rowBase = B.CreateMul(B.CreateAdd(B.CreateMul(z, gs[1]), y), gs[0]);
-      B.CreateBr(hx);
-      B.SetInsertPoint(hx);
-      PHINode *x = B.CreatePHI(I32, 2, "lx");
-      x->addIncoming(zero, hy);
-      MDNode *AG = newAccessGroup();
-      callBody(x, y, z, B.CreateAdd(rowBase, x));
-      for (Instruction &I : *hx)
-        if (isa<CallInst>(&I))
-          I.setMetadata(LLVMContext::MD_access_group, AG); // propagated to the inlined body
-      Value *x2 = B.CreateAdd(x, one, "", true, true);
-      x->addIncoming(x2, hx);
-      markParallelLoop(B.CreateCondBr(B.CreateICmpULT(x2, gs[0]), hx, ly), AG);
-      B.SetInsertPoint(ly);
-      Value *y2 = B.CreateAdd(y, one, "", true, true);
-      y->addIncoming(y2, ly);
-      B.CreateCondBr(B.CreateICmpULT(y2, gs[1]), hy, lz);
-      B.SetInsertPoint(lz);
-      Value *z2 = B.CreateAdd(z, one, "", true, true);
-      z->addIncoming(z2, lz);
-      B.CreateCondBr(B.CreateICmpULT(z2, gs[2]), hz, ex);
+      // for z, y, x (top-tested, like the region loops of buildCbs), around the inlined body
+      BasicBlock *ex = BasicBlock::Create(C, "exit", WG);
+      struct Nest {
+        BasicBlock *hz, *hy, *P, *L;
+        PHINode *x, *y, *z;
+        ICmpInst *inX, *inY, *inZ;
+        bool inlined;
+      };
+      auto buildNest = [&](BasicBlock *from) {
+        Value *zero = ConstantInt::get(I32, 0), *one = ConstantInt::get(I32, 1);
+        BasicBlock *hz = BasicBlock::Create(C, "z", WG, ex), *hy = BasicBlock::Create(C, "y", WG, ex),
+                   *hx = BasicBlock::Create(C, "x", WG, ex), *P = BasicBlock::Create(C, "wi", WG, ex),
+                   *L = BasicBlock::Create(C, "x.latch", WG, ex), *ly = BasicBlock::Create(C, "y.latch", WG, ex),
+                   *lz = BasicBlock::Create(C, "z.latch", WG, ex);
+        IRBuilder<> NB(hz);
+        PHINode *z = NB.CreatePHI(I32, 2, "lz");
+        z->addIncoming(zero, from);
+        auto *inZ = cast<ICmpInst>(NB.CreateICmpULT(z, gs[2]));
+        NB.CreateCondBr(inZ, hy, ex);
+        NB.SetInsertPoint(hy);
+        PHINode *y = NB.CreatePHI(I32, 2, "ly");
+        y->addIncoming(zero, hz);
+        Value *rowBase = NB.CreateMul(NB.CreateAdd(NB.CreateMul(z, gs[1]), y), gs[0]);
+        auto *inY = cast<ICmpInst>(NB.CreateICmpULT(y, gs[1]));
+        NB.CreateCondBr(inY, hx, lz);
+        NB.SetInsertPoint(hx);
+        PHINode *x = NB.CreatePHI(I32, 2, "lx");
+        x->addIncoming(zero, hy);
+        auto *inX = cast<ICmpInst>(NB.CreateICmpULT(x, gs[0]));
+        NB.CreateCondBr(inX, P, ly);
+        B.SetInsertPoint(P);
+        MDNode *AG = newAccessGroup();
+        callBody(x, y, z, B.CreateAdd(rowBase, x));
+        auto *CB = cast<CallInst>(&P->back());
+        CB->setMetadata(LLVMContext::MD_access_group, AG); // propagated to the inlined body
+        B.CreateBr(L);
+        NB.SetInsertPoint(L);
+        x->addIncoming(NB.CreateAdd(x, one, "", true, true), L);
+        markParallelLoop(NB.CreateBr(hx), AG);
+        NB.SetInsertPoint(ly);
+        y->addIncoming(NB.CreateAdd(y, one, "", true, true), ly);
+        NB.CreateBr(hy);
+        NB.SetInsertPoint(lz);
+        z->addIncoming(NB.CreateAdd(z, one, "", true, true), lz);
+        NB.CreateBr(hz);
+        // Inline the body now (O3 would) so that guards such as `if (i < n)` can narrow the x loop.
+        InlineFunctionInfo IFI;
+        bool inl = InlineFunction(*CB, IFI).isSuccess();
+        return Nest{hz, hy, P, L, x, y, z, inX, inY, inZ, inl};
+      };
+      BranchInst *toNest = B.CreateBr(ex); // retargeted below
       B.SetInsertPoint(ex);
       B.CreateRetVoid();
+      Nest A = buildNest(E);
+      toNest->setSuccessor(0, A.hz);
+      if (A.inlined) {
+        // Bounds checks: the in-range part of the x loop runs without the check (no masked loads and
+        // stores). Where `gid * n + tid` could wrap around, a second, unchanged nest runs instead.
+        Value *assumed = ConstantInt::getTrue(C);
+        BasicBlock *L = A.L;
+        narrowToGuards(
+            A.P, [&](BasicBlock *Sc) { return Sc == L; }, {E}, E, {A.x, A.y, A.z}, {A.inX, A.inY, A.inZ},
+            {gs[0], gs[1], gs[2]}, {A.hy, A.hz, E}, &assumed);
+        if (!isa<ConstantInt>(assumed)) {
+          Nest Bn = buildNest(E);
+          toNest->eraseFromParent();
+          IRBuilder<> EB(E);
+          EB.CreateCondBr(assumed, A.hz, Bn.hz);
+        }
+      }
     }
     return true;
   }

@@ -911,7 +911,14 @@ struct Lowering {
       return true;
     };
     auto avail = [&](Value *V) { return availAt(V, 0); };
+    auto peel = [&](Value *V) {
+      Value *inner;
+      if (match(V, m_Trunc(m_ZExt(m_Value(inner)))) && inner->getType() == V->getType())
+        return inner;
+      return V;
+    };
     auto affine = [&](Value *V, int &dim, Value *&c) {
+      V = peel(V);
       for (int d = 0; d < 3; ++d)
         if (V == ids[d]) {
           dim = d;
@@ -923,7 +930,7 @@ struct Lowering {
         return false;
       for (int s = 0; s < 2; ++s)
         for (int d = 0; d < 3; ++d)
-          if (BO->getOperand(s) == ids[d] && avail(BO->getOperand(1 - s))) {
+          if (peel(BO->getOperand(s)) == ids[d] && avail(BO->getOperand(1 - s))) {
             dim = d;
             c = BO->getOperand(1 - s);
             return true;
@@ -1038,7 +1045,8 @@ struct Lowering {
       if (!touched[d])
         continue;
       ids[d]->setIncomingValueForBlock(from[d], PB.CreateTrunc(lo[d], I32));
-      inDim[d]->setOperand(1, PB.CreateTrunc(hi[d], I32));
+      // an empty range has hi <= lo; never below 0, which would read as a huge unsigned bound
+      inDim[d]->setOperand(1, PB.CreateTrunc(PB.CreateBinaryIntrinsic(Intrinsic::smax, hi[d], lo[d]), I32));
     }
   }
 

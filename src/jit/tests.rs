@@ -902,3 +902,114 @@ fn parameterless_kernel_and_constant_global() {
         assert!(img.kernel("answer").is_none());
     }
 }
+
+/// The lowering shapes of ffi-tests/kernels/shapes.c against results computed here.
+#[test]
+fn guarded_regions_and_uniform_barriers() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("shapes", t) else {
+            return;
+        };
+        let k = img.kernel("guards").expect("guards");
+        assert!(k.has_barriers);
+        for (n, kk) in [(128u32, 50u32), (128, 0), (128, 200), (100, 37), (256, 255)] {
+            let groups = 2u32;
+            let input: Vec<i32> = (0..groups * n).map(|i| (i * 7 % 23) as i32 - 5).collect();
+            let mut out = vec![0i32; (groups * n) as usize];
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&kk)]);
+            launch(&k, [groups, 1, 1], [n, 1, 1], &args, 0);
+            for g in 0..groups as usize {
+                let nn = n as usize;
+                let a = &input[g * nn..(g + 1) * nn];
+                let mut r = vec![vec![0i32; nn]; 5];
+                for tt in 0..nn {
+                    let tu = tt as u32;
+                    if tu >= kk {
+                        r[0][tt] = a[(tt + 1) % nn] * 2;
+                    }
+                    if tu + 5 < kk {
+                        r[1][tt] = a[(tt + 2) % nn] + 1;
+                    }
+                    if tu == kk / 2 {
+                        r[2][tt] = -a[(tt + 3) % nn];
+                    }
+                    if tu <= 3 && tu > 0 {
+                        r[3][tt] = a[(tt + 4) % nn] + 1000;
+                    }
+                    if tt as i32 - 10 > kk as i32 - 20 {
+                        r[4][tt] = a[(tt + 5) % nn] + 7;
+                    }
+                }
+                for tt in 0..nn {
+                    let e = (0..5).fold(0i32, |acc, j| acc.wrapping_mul(31).wrapping_add(r[j][(tt + j + 1) % nn]));
+                    assert_eq!(out[g * nn + tt], e, "{t:?} guards n={n} k={kk} group {g} item {tt}");
+                }
+            }
+        }
+
+        let k = img.kernel("uniform_loop").expect("uniform_loop");
+        for (n, reps) in [(64u32, 3u32), (64, 0), (96, 5)] {
+            let groups = 3u32;
+            let input: Vec<u32> = (0..groups * n).map(|i| i % 5).collect();
+            let mut out = vec![0u32; (groups * n) as usize];
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&reps)]);
+            launch(&k, [groups, 1, 1], [n, 1, 1], &args, 0);
+            for g in 0..groups as usize {
+                let mut s: Vec<u32> = input[g * n as usize..(g + 1) * n as usize].to_vec();
+                for r in 0..reps {
+                    s = (0..n as usize).map(|i| s[i].wrapping_add(s[(i + 1) % n as usize]).wrapping_add(r)).collect();
+                }
+                assert_eq!(&out[g * n as usize..(g + 1) * n as usize], &s[..], "{t:?} uniform_loop n={n} reps={reps}");
+            }
+        }
+
+        let k = img.kernel("uniform_paths").expect("uniform_paths");
+        for mode in [0u32, 1] {
+            let (groups, n) = (2u32, 64u32);
+            let input: Vec<u32> = (0..groups * n).map(|i| i * 3 + 1).collect();
+            let mut out = vec![0u32; (groups * n) as usize];
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&mode)]);
+            launch(&k, [groups, 1, 1], [n, 1, 1], &args, 0);
+            for g in 0..groups as usize {
+                let s = &input[g * n as usize..(g + 1) * n as usize];
+                for tt in 0..n as usize {
+                    let v = if mode == 0 { s[n as usize - 1 - tt] * 3 } else { s[(tt + 4) % n as usize] + 11 };
+                    let e = v + u32::from((tt as u32) < mode);
+                    assert_eq!(out[g * n as usize + tt], e, "{t:?} uniform_paths mode {mode} item {tt}");
+                }
+            }
+        }
+
+        let k = img.kernel("divergent_count").expect("divergent_count");
+        let (groups, n) = (3u32, 40u32);
+        let mut out = vec![0u32; (groups * n) as usize];
+        let args = pack(&k.params, &[&ptr(&mut out)]);
+        launch(&k, [groups, 1, 1], [n, 1, 1], &args, 0);
+        for (i, v) in out.iter().enumerate() {
+            let mut acc = i as u32;
+            for r in 0..(i as u32 % n) & 3 {
+                acc = acc * 3 + r;
+            }
+            assert_eq!(*v, acc, "{t:?} divergent_count {i}");
+        }
+
+        for name in ["wrap_guard", "wrap_guard_bar"] {
+            let k = img.kernel(name).expect(name);
+            let (groups, n, stride, len) = (4u32, 32u32, 0xFFFF_FFF0u32, 100u32);
+            let mut hit = vec![0u32; (groups * n) as usize];
+            let args = pack(&k.params, &[&ptr(&mut hit), &b(&stride), &b(&len)]);
+            launch(&k, [groups, 1, 1], [n, 1, 1], &args, 0);
+            let f = |g: u32, tt: u32| {
+                let i = g.wrapping_mul(stride).wrapping_add(tt);
+                if i < len { i + 1 } else { 0 }
+            };
+            for g in 0..groups {
+                for tt in 0..n {
+                    let e = if name == "wrap_guard" { f(g, tt) } else { f(g, (tt + 1) % n) };
+                    assert_eq!(hit[(g * n + tt) as usize], e, "{t:?} {name} group {g} item {tt}");
+                }
+            }
+        }
+    }
+}

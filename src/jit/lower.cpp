@@ -89,6 +89,11 @@ struct Lowering {
   Type *I8, *I16, *I32, *I64, *Ptr, *Void;
   Type *I1Ty() { return Type::getInt1Ty(C); }
 
+  // Launch-time specialisation: lower only this kernel, for this group size (constants), without the
+  // module's constructors and destructors (they run in the generic instance).
+  std::string specKernel;
+  uint32_t specGs[3] = {0, 0, 0};
+
   Lowering(Module &M, int arch, const char *cpu, const char *features)
       : M(M), arch(arch), warp(1), cpu(cpu), features(features), C(M.getContext()),
         DL(M.getDataLayout()) {
@@ -228,6 +233,7 @@ struct Lowering {
     uint64_t staticLocal = 0;
     uint64_t scratchPerWi = 0;
     bool barriers = false;
+    bool specialisable = false; // no mutable global state: a separately loaded copy behaves the same
     std::vector<std::pair<uint64_t, uint64_t>> params; // size, align
   };
 
@@ -1050,6 +1056,28 @@ struct Lowering {
     }
   }
 
+  // Does F read or write a global variable that is not constant (device globals, not __gpu_local)?
+  static bool usesMutableGlobals(Function *F) {
+    std::set<const Value *> seen;
+    std::function<bool(const Value *)> walk = [&](const Value *V) -> bool {
+      if (auto *G = dyn_cast<GlobalVariable>(V))
+        return !G->isConstant() && G->getAddressSpace() != 3;
+      auto *CE = dyn_cast<ConstantExpr>(V);
+      if (!CE || !seen.insert(CE).second)
+        return false;
+      for (const Value *Op : CE->operands())
+        if (walk(Op))
+          return true;
+      return false;
+    };
+    for (BasicBlock &BB : *F)
+      for (Instruction &I : BB)
+        for (Value *Op : I.operands())
+          if (walk(Op))
+            return true;
+    return false;
+  }
+
   // Continuation-based synchronisation. F = K.body with barrier/exit markers.
   bool buildCbs(Function *F, uint64_t &scratchPerWi) {
     unsigned o = F->arg_size() - E_COUNT;
@@ -1802,6 +1830,7 @@ struct Lowering {
     if (!lowerLocals(NF, ki.staticLocal))
       return false;
     ki.barriers = collective;
+    ki.specialisable = !usesMutableGlobals(NF);
     if (collective) {
       if (!buildCbs(NF, ki.scratchPerWi))
         return false;
@@ -1830,7 +1859,7 @@ struct Lowering {
     for (int d = 0; d < 3; ++d) {
       gid[d] = ld32(CTX_GID + 4 * d);
       ng[d] = ld32(CTX_NG + 4 * d);
-      gs[d] = ld32(CTX_GS + 4 * d);
+      gs[d] = specKernel.empty() ? static_cast<Value *>(ld32(CTX_GS + 4 * d)) : ConstantInt::get(I32, specGs[d]);
     }
     // amdgcn COV5 implicit args and HSA dispatch packet, per group.
     AllocaInst *impl = B.CreateAlloca(ArrayType::get(I8, 256), nullptr, "implicitargs");
@@ -1986,6 +2015,23 @@ struct Lowering {
       // a module with only globals is still loadable
     }
     normaliseFunctions();
+    if (!specKernel.empty()) {
+      std::vector<Function *> only;
+      for (Function *K : kernels)
+        if (K->getName() == specKernel)
+          only.push_back(K);
+      if (only.empty())
+        return fail("internal: no kernel '" + specKernel + "' to specialise");
+      for (Function *K : kernels)
+        if (K != only[0]) {
+          K->setCallingConv(CallingConv::C);
+          K->setLinkage(GlobalValue::InternalLinkage);
+        }
+      kernels = only;
+      for (const char *gv : {"llvm.global_ctors", "llvm.global_dtors"})
+        if (GlobalVariable *G = M.getGlobalVariable(gv))
+          G->eraseFromParent();
+    }
     if (!lowerStructors("llvm.global_ctors", "__ol_rs_init", false) ||
         !lowerStructors("llvm.global_dtors", "__ol_rs_fini", true))
       return false;
@@ -2069,7 +2115,7 @@ struct Lowering {
       M.eraseNamedMetadata(ann);
     for (auto &ki : infos) {
       meta += "K " + ki.name + " " + ki.wgName + " " + std::to_string(ki.staticLocal) + " " +
-              std::to_string(ki.scratchPerWi) + " " + (ki.barriers ? "1" : "0") + " " + std::to_string(warp) +
+              std::to_string(ki.scratchPerWi) + " " + std::to_string((ki.barriers ? 1 : 0) | (ki.specialisable ? 2 : 0)) + " " + std::to_string(warp) +
               " " + std::to_string(ki.params.size());
       for (auto &p : ki.params)
         meta += " " + std::to_string(p.first) + ":" + std::to_string(p.second);
@@ -2096,12 +2142,23 @@ char *dupstr(const std::string &s) {
 
 } // namespace
 
+// Must match `LowerOptions` in src/jit/compile.rs.
+struct OlRsLowerOptions {
+  const char *spec_kernel; // NULL: the generic lowering of every kernel
+  uint32_t spec_group_size[3];
+};
+
 extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, int arch, const char *cpu, const char *features,
-                               char **meta_out, char **err_out) {
+                               const OlRsLowerOptions *opts, char **meta_out, char **err_out) {
   *meta_out = nullptr;
   *err_out = nullptr;
   Module *M = unwrap(MR);
   Lowering L(*M, arch, cpu ? cpu : "", features ? features : "");
+  if (opts && opts->spec_kernel) {
+    L.specKernel = opts->spec_kernel;
+    for (int d = 0; d < 3; ++d)
+      L.specGs[d] = opts->spec_group_size[d];
+  }
   bool ok = L.run();
   if (!ok) {
     *err_out = dupstr(L.err.empty() ? std::string("unknown lowering failure") : L.err);

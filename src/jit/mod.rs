@@ -154,6 +154,8 @@ pub(crate) struct KernelMeta {
     pub static_local_bytes: usize,
     pub scratch_bytes_per_wi: usize,
     pub has_barriers: bool,
+    /// uses no mutable global variable: a separately compiled and loaded copy behaves the same
+    pub specialisable: bool,
     pub warp_size: u32,
     pub params: Vec<ParamLayout>,
 }
@@ -168,6 +170,8 @@ pub struct KernelEntry {
     pub scratch_bytes_per_wi: usize,
     pub has_barriers: bool,
     pub warp_size: u32,
+    /// the bitcode it came from, when it may be specialised ([`KernelEntry::specialise`])
+    source: Option<Arc<[u8]>>,
     #[allow(dead_code)]
     keepalive: Arc<Instance>,
 }
@@ -182,6 +186,33 @@ impl std::fmt::Debug for KernelEntry {
             .field("has_barriers", &self.has_barriers)
             .field("warp_size", &self.warp_size)
             .finish()
+    }
+}
+
+impl KernelEntry {
+    /// Whether [`KernelEntry::specialise`] can make a version for one group size.
+    pub fn specialisable(&self) -> bool {
+        self.source.is_some()
+    }
+
+    /// This kernel compiled for work-groups of exactly `group_size` (constant trip counts, no loop
+    /// remainders), through the content-keyed cache: the same bitcode, kernel and group size compile
+    /// once, whichever program asks. The copy has no constructors and shares no state with this one,
+    /// which is why only kernels without mutable globals are specialisable. Its [`WgFn`] must only be
+    /// called with `ctx.group_size == group_size`.
+    pub fn specialise(&self, group_size: [u32; 3]) -> Result<KernelEntry, JitError> {
+        let Some(src) = &self.source else {
+            return Err(JitError::NotFound(format!("kernel '{}' cannot be specialised", self.name)));
+        };
+        let spec = compile::Spec { kernel: self.name.clone(), group_size };
+        let co = cache::get_or_compile(src, Some(&spec))?;
+        let obj = elf::LoadedObject::load(&co.object)?;
+        let img = LoadedImage { inst: Arc::new(Instance::Jit(obj, co)), source: None };
+        let mut k = img
+            .kernel(&self.name)
+            .ok_or_else(|| JitError::NotFound(format!("specialised kernel '{}' is missing", self.name)))?;
+        k.params = self.params.clone();
+        Ok(k)
     }
 }
 
@@ -203,6 +234,8 @@ impl Instance {
 /// A program loaded for the CPU device: owns its own copy of the code and globals.
 pub struct LoadedImage {
     inst: Arc<Instance>,
+    /// the bitcode, kept for launch-time specialisation
+    source: Option<Arc<[u8]>>,
 }
 
 impl std::fmt::Debug for LoadedImage {
@@ -232,6 +265,7 @@ impl LoadedImage {
                     scratch_bytes_per_wi: m.scratch_bytes_per_wi,
                     has_barriers: m.has_barriers,
                     warp_size: m.warp_size,
+                    source: if m.specialisable { self.source.clone() } else { None },
                     keepalive: self.inst.clone(),
                 })
             }
@@ -248,6 +282,7 @@ impl LoadedImage {
                     scratch_bytes_per_wi: 0,
                     has_barriers: false,
                     warp_size: 1,
+                    source: None,
                     keepalive: self.inst.clone(),
                 })
             }
@@ -341,16 +376,17 @@ pub fn is_valid_for_cpu(image: &[u8]) -> bool {
 pub fn load(image: &[u8]) -> Result<LoadedImage, JitError> {
     if let Some(bc) = bitcode_payload(image) {
         // No parse here: the cache key is the content; on a miss the (isolated) compile validates.
-        let co = cache::get_or_compile(bc)?;
+        let co = cache::get_or_compile(bc, None)?;
         let obj = elf::LoadedObject::load(&co.object)?;
         obj.run_init();
-        return Ok(LoadedImage { inst: Arc::new(Instance::Jit(obj, co)) });
+        let source = co.kernels.iter().any(|k| k.specialisable).then(|| Arc::from(bc));
+        return Ok(LoadedImage { inst: Arc::new(Instance::Jit(obj, co)), source });
     }
     match classify(image) {
         ImageKind::Bitcode { .. } => Err(JitError::InvalidBinary("internal: bitcode not recognised".into())),
         ImageKind::NativeElf => {
             let lib = native::NativeLib::open(image)?;
-            Ok(LoadedImage { inst: Arc::new(Instance::Native(lib)) })
+            Ok(LoadedImage { inst: Arc::new(Instance::Native(lib)), source: None })
         }
         ImageKind::Unknown(what) => {
             Err(JitError::InvalidBinary(format!("expected LLVM bitcode or an x86-64 ELF shared object, found {what}")))

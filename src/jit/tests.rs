@@ -1013,3 +1013,75 @@ fn guarded_regions_and_uniform_barriers() {
         }
     }
 }
+
+/// Launch-time specialisation: the version for one group size computes what the generic one does, for
+/// 1-D and 2-D groups, with and without barriers; the same bitcode, kernel and shape compile once
+/// (whichever program asks); kernels with mutable globals are not specialisable.
+#[test]
+fn specialised_matches_generic() {
+    let _g = CACHE_TESTS.write().unwrap_or_else(|e| e.into_inner());
+    for t in TARGETS {
+        let Some(img) = load_ok("reduce", t) else {
+            return;
+        };
+        let k = img.kernel("reduce_sum").expect("kernel");
+        assert!(k.specialisable(), "{t:?}");
+        let n = 128 * 9 + 3;
+        let input: Vec<f32> = (0..n).map(|i| (i % 13) as f32).collect();
+        let groups = (n as u32).div_ceil(128);
+        let run = |k: &KernelEntry| {
+            let mut out = vec![0f32; groups as usize];
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&(n as u32))]);
+            launch(k, [groups, 1, 1], [128, 1, 1], &args, 0);
+            out
+        };
+        let before = cache_stats().1;
+        let s = k.specialise([128, 1, 1]).expect("specialise");
+        assert_eq!(cache_stats().1, before + 1, "{t:?}: one compile");
+        assert_eq!(run(&s), run(&k), "{t:?} reduce");
+        // another program from the same bytes: the specialised code comes from the cache
+        let img2 = load_ok("reduce", t).unwrap();
+        let s2 = img2.kernel("reduce_sum").unwrap().specialise([128, 1, 1]).expect("specialise");
+        assert_eq!(cache_stats().1, before + 1, "{t:?}: cache hit");
+        assert_eq!(run(&s2), run(&k), "{t:?} reduce, second program");
+
+        let img = load_ok("shapes", t).unwrap();
+        let k = img.kernel("guards").unwrap();
+        let (groups, n, kk) = (2u32, 96u32, 41u32);
+        let input: Vec<i32> = (0..groups * n).map(|i| (i * 5 % 17) as i32).collect();
+        let run = |k: &KernelEntry| {
+            let mut out = vec![0i32; (groups * n) as usize];
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&kk)]);
+            launch(k, [groups, 1, 1], [n, 1, 1], &args, 0);
+            out
+        };
+        assert_eq!(run(&k.specialise([n, 1, 1]).unwrap()), run(&k), "{t:?} guards");
+
+        let img = load_ok("barriers2", t).unwrap();
+        let k = img.kernel("transpose").unwrap();
+        let (w, h) = (40u32, 23u32);
+        let input: Vec<f32> = (0..w * h).map(|i| i as f32).collect();
+        let run = |k: &KernelEntry| {
+            let mut out = vec![-1f32; (w * h) as usize];
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&w), &b(&h)]);
+            launch(k, [w.div_ceil(16), h.div_ceil(16), 1], [16, 16, 1], &args, 0);
+            out
+        };
+        assert_eq!(run(&k.specialise([16, 16, 1]).unwrap()), run(&k), "{t:?} transpose");
+
+        let img = load_ok("saxpy", t).unwrap();
+        let k = img.kernel("saxpy").unwrap();
+        let n = 1000u32;
+        let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+        let run = |k: &KernelEntry| {
+            let mut y: Vec<f32> = (0..n).map(|i| 1.0 + i as f32).collect();
+            let args = pack(&k.params, &[&b(&3.0f32), &b(&(x.as_ptr() as usize)), &ptr(&mut y), &b(&n)]);
+            launch(k, [n.div_ceil(64), 1, 1], [64, 1, 1], &args, 0);
+            y
+        };
+        assert_eq!(run(&k.specialise([64, 1, 1]).unwrap()), run(&k), "{t:?} saxpy");
+
+        let img = load_ok("globals", t).unwrap();
+        assert!(!img.kernel("bump").unwrap().specialisable(), "{t:?}: bump writes device globals");
+    }
+}

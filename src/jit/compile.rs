@@ -258,13 +258,17 @@ fn compile_in_process(bc: &[u8], opt: u32, spec: Option<&Spec>) -> Result<(Vec<u
         unsafe { ol_rs_jit_free(p) };
         s
     };
+    // debugging aid (OFFLOAD_RS_JIT_DUMP_LOWERED): specialised compiles get their own files
+    let dump_sfx = spec.map_or(String::new(), |s| {
+        format!(".{}.{}x{}x{}", s.kernel, s.group_size[0], s.group_size[1], s.group_size[2])
+    });
     let meta = take(meta);
     let err = take(err);
     if rc != 0 {
         return Err(JitError::Compile(err));
     }
     if std::env::var_os("OFFLOAD_RS_JIT_DUMP_LOWERED").is_some() {
-        let _ = m.print_to_file("/tmp/offload_rs_lowered.ll");
+        let _ = m.print_to_file(format!("/tmp/offload_rs_lowered{dump_sfx}.ll"));
     }
     m.verify()
         .map_err(|e| JitError::Compile(format!("lowered module does not verify: {}", truncate(&e.to_string()))))?;
@@ -273,7 +277,7 @@ fn compile_in_process(bc: &[u8], opt: u32, spec: Option<&Spec>) -> Result<(Vec<u
     m.run_passes(&passes, &tm, PassBuilderOptions::create())
         .map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
     if std::env::var_os("OFFLOAD_RS_JIT_DUMP_LOWERED").is_some() {
-        let _ = m.print_to_file("/tmp/offload_rs_opt.ll");
+        let _ = m.print_to_file(format!("/tmp/offload_rs_opt{dump_sfx}.ll"));
     }
     stamp("optimised");
     let buf = tm

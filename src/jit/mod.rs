@@ -39,21 +39,40 @@
 //! ```
 //!
 //! # Work-items, barriers and warps
-//! Kernels without barriers become a z/y/x loop over work-items around the inlined body; the x loop is
-//! marked `llvm.loop.parallel_accesses` (work-items are independent between barriers under GPU rules),
-//! so LLVM vectorises it. Kernels with `__gpu_sync_threads` (or warp operations) use continuation-based
-//! synchronisation (CBS, cpu-kernels.md §7) written as a C++ LLVM pass in `lower.cpp` (the C API has no
-//! CloneFunction/InlineFunction/DemoteRegToStack/dominators) — no fibers:
+//! Kernels without barriers become a top-tested z/y/x loop over work-items around the body, inlined by
+//! the lowering; the x loop is marked `llvm.loop.parallel_accesses` (work-items are independent between
+//! barriers under GPU rules), so LLVM vectorises it. A guard `if (gid * n + tid < len)` around the body
+//! narrows the x range to the ids that pass and disappears (no masked loads/stores); where `gid * n +
+//! tid` could wrap around 2^32 (checked once per group), an unchanged copy of the loop nest runs.
+//! Kernels with `__gpu_sync_threads` (or warp operations) are lowered in C++ (`lower.cpp`; the C API has
+//! no CloneFunction/InlineFunction/DemoteRegToStack/dominators), without fibers:
 //! * blocks are split at barriers; a *region* is what runs from the entry or a barrier to the next
 //!   barriers/exits. Each region's blocks are cloned into their own parallel z/y/x work-item loop;
 //! * only values live across a barrier (per-region dominance) and private variables are demoted to
-//!   per-work-item arrays in `ctx.scratch` (structure of arrays); values a uniformity analysis proves
-//!   work-item-invariant share one slot, preloaded per region, and side-effect-free invariant values of
-//!   the entry block are computed once per group;
-//! * a per-work-item resume id (also in scratch) records the barrier each work-item waits at (or that it
-//!   exited); after each region a vectorisable min/max scan picks the next region (the smallest pending
-//!   id; the fast path skips the per-item check when all wait at the same barrier). Divergent barriers
-//!   therefore cannot deadlock, and `__gpu_exit` ends only the calling work-item.
+//!   per-work-item arrays in `ctx.scratch` (structure of arrays); cheap pure functions of the ids,
+//!   arguments and group-invariant values (`&s[tid]`) are recomputed in each region instead; values a
+//!   uniformity analysis proves work-item-invariant share one slot, preloaded per region, and
+//!   side-effect-free invariant values of the entry block are computed once per group;
+//! * **uniform barriers** (the common case): when every branch whose direction may differ between
+//!   work-items leads to a single barrier or exit, all work-items reach the same barriers in the same
+//!   order. Then each uniform branch choosing between barriers gets an implicit barrier on each edge
+//!   (the choice is made once per group), a region records its exit in one group-level `next` and the
+//!   regions follow each other (barriers in loops become loops around region loops), regions without
+//!   any work-item-dependent instruction run once per group, and a region guarded by `tid <pred> b`,
+//!   `tid + c <pred> b` (conjunctions, signed or unsigned, any dimension; b, c group-invariant) loops
+//!   only over the ids that pass: a tree reduction's step `if (t < k)` costs k iterations, not 256;
+//! * otherwise (**general scheduler**), a per-work-item resume id (in scratch) records the barrier each
+//!   work-item waits at (or that it exited); after each region a vectorisable min/max scan picks the
+//!   next region (the smallest pending id; the fast path skips the per-item check when all wait at the
+//!   same barrier). Divergent barriers therefore cannot deadlock, and `__gpu_exit` ends only the
+//!   calling work-item.
+//!
+//! **Launch-time specialisation** ([`KernelEntry::specialise`], used by the CPU plugin at the first
+//! launch with each group shape, up to 4 per kernel; `OFFLOAD_RS_JIT_SPECIALISE=0` turns it off): the
+//! kernel alone is compiled again with the group size as constants (constant trip counts, no z/y loop
+//! nests, no remainders), keyed in the content cache by (bitcode, kernel, shape). The launch waits for
+//! it. Only kernels that use no mutable global variable are specialised, since the copy has globals of
+//! its own (and runs no constructors).
 //!
 //! The warp width is the one clang folded into the bitcode: 32 for nvptx64, 64 for amdgcn (32 with
 //! `+wavefrontsize32`); spirv64 leaves it to us (`llvm.spv.subgroup.size`) and we choose 32. Lanes are

@@ -111,3 +111,19 @@ __gpu_kernel void wrap_guard_bar(uint32_t *hit, uint32_t stride, uint32_t len) {
   __gpu_sync_threads();
   hit[__gpu_block_id_x() * n + t] = s[(t + 1) % n];
 }
+
+// A uniform loop without barriers inside a region: its counter lives in a slot shared by the
+// work-items of the region loop, and each work-item must start it again.
+__gpu_kernel void inner_uniform_loop(const uint32_t *in, uint32_t *out, uint32_t reps) {
+  static __gpu_local uint32_t s[256];
+  uint32_t t = __gpu_thread_id_x(), n = __gpu_num_threads_x();
+  uint32_t base = __gpu_block_id_x() * n;
+  s[t] = in[base + t];
+  __gpu_sync_threads();
+  uint32_t acc = 0;
+  for (uint32_t k = 0; k != reps; k++)
+    acc += s[(t + k) % n] * (k + 1);
+  for (uint32_t k = 0; k != 100; k++) // a constant trip count: no guard before the loop
+    acc += s[(t * 7 + k) % n] ^ k;
+  out[base + t] = acc;
+}

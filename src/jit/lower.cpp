@@ -821,11 +821,18 @@ struct Lowering {
     return true;
   }
 
-  // Every work-item runs the start of a region's entry block RE: stores of group-invariant values
-  // (available in the region's preheader Pre) to shared slots there are done once in Pre instead, and
-  // the loads that read them back take the stored value.
+  // Every work-item runs the start of a region's entry block RE: a store there of a group-invariant
+  // value (available in the region's preheader Pre) to a shared slot that nothing else in the region
+  // writes is done once in Pre instead, and the region's loads of that slot take the stored value.
+  // (A slot written again in the region, e.g. the counter of a uniform loop inside the work-item
+  // loop, must be re-initialised by every work-item: its store stays.)
   void hoistSlotStores(BasicBlock *RE, BasicBlock *Pre, BasicBlock *NE, const std::set<Value *> &slots,
                        ArrayRef<BasicBlock *> clones) {
+    std::map<Value *, unsigned> stores;
+    for (BasicBlock *NB : clones)
+      for (Instruction &I : *NB)
+        if (auto *St = dyn_cast<StoreInst>(&I))
+          ++stores[St->getPointerOperand()];
     std::map<Value *, Value *> fwd;
     auto availInPre = [&](Value *V) {
       auto *I = dyn_cast<Instruction>(V);
@@ -835,31 +842,23 @@ struct Lowering {
       if (I.isTerminator())
         break;
       if (auto *St = dyn_cast<StoreInst>(&I)) {
-        if (!slots.count(St->getPointerOperand()) || !availInPre(St->getValueOperand()) || St->isVolatile())
+        Value *P = St->getPointerOperand();
+        if (!slots.count(P) || stores[P] != 1 || !availInPre(St->getValueOperand()) || St->isVolatile())
           break;
-        fwd[St->getPointerOperand()] = St->getValueOperand();
+        fwd[P] = St->getValueOperand();
         St->setMetadata(LLVMContext::MD_access_group, nullptr);
         St->moveBefore(Pre->getTerminator()->getIterator());
         continue;
       }
       if (auto *Ld = dyn_cast<LoadInst>(&I)) {
-        if (slots.count(Ld->getPointerOperand())) {
-          auto it = fwd.find(Ld->getPointerOperand());
-          if (it == fwd.end() || it->second->getType() != Ld->getType())
-            break;
-          Ld->replaceAllUsesWith(it->second);
-          Ld->eraseFromParent();
-        }
+        if (slots.count(Ld->getPointerOperand()) && !fwd.count(Ld->getPointerOperand()))
+          break;
         continue;
       }
       if (I.mayHaveSideEffects())
         break;
     }
-    // a slot no other store of the region writes holds the hoisted value throughout the region
-    for (BasicBlock *NB : clones)
-      for (Instruction &I : *NB)
-        if (auto *St = dyn_cast<StoreInst>(&I))
-          fwd.erase(St->getPointerOperand());
+    // the slot holds the hoisted value throughout the region
     for (BasicBlock *NB : clones)
       for (Instruction &I : make_early_inc_range(*NB))
         if (auto *Ld = dyn_cast<LoadInst>(&I)) {
@@ -871,13 +870,6 @@ struct Lowering {
         }
   }
 
-  // Region guards. RE is the cloned entry of a region with a single exit, inside work-item loops whose
-  // ids are `ids` (x, y, z), bounded by the compares `inDim` against `gs`, starting at the values phi
-  // `ids[d]` takes from `from[d]`. When RE (and then its guarded successor, and so on) ends in a branch
-  // whose failing side does nothing but leave the region, and the condition is a conjunction of
-  // `id + c <pred> b` with c, b group-invariant, the loops run only over the ids that pass (bounds
-  // computed once in Pre) and the branch goes away. Where `id + c` might wrap around (c not known),
-  // the narrowing and the bypass apply only when a run-time test shows it cannot.
   // With `assumed` (initially true), guards whose exactness is only known at run time are removed
   // anyway and the run-time condition is and-ed into *assumed: the caller runs this loop nest only
   // when it holds (and an unmodified one otherwise).

@@ -981,6 +981,23 @@ fn guarded_regions_and_uniform_barriers() {
             }
         }
 
+        let k = img.kernel("inner_uniform_loop").expect("inner_uniform_loop");
+        for (n, reps) in [(64u32, 5u32), (48, 0), (128, 9)] {
+            let groups = 2u32;
+            let input: Vec<u32> = (0..groups * n).map(|i| i % 11).collect();
+            let mut out = vec![0u32; (groups * n) as usize];
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&reps)]);
+            launch(&k, [groups, 1, 1], [n, 1, 1], &args, 0);
+            for g in 0..groups as usize {
+                let s = &input[g * n as usize..(g + 1) * n as usize];
+                for tt in 0..n as usize {
+                    let e: u32 = (0..reps as usize).map(|kk| s[(tt + kk) % n as usize] * (kk as u32 + 1)).sum::<u32>()
+                        + (0..100usize).map(|kk| s[(tt * 7 + kk) % n as usize] ^ kk as u32).sum::<u32>();
+                    assert_eq!(out[g * n as usize + tt], e, "{t:?} inner_uniform_loop n={n} reps={reps} item {tt}");
+                }
+            }
+        }
+
         let k = img.kernel("divergent_count").expect("divergent_count");
         let (groups, n) = (3u32, 40u32);
         let mut out = vec![0u32; (groups * n) as usize];

@@ -1101,21 +1101,6 @@ struct Lowering {
       }
     }
     std::set<AllocaInst *> uniSlots; // demotion slots of work-item-invariant values: one shared copy
-    BasicBlock::iterator allocaPt0 = Entry.begin();
-    while (isa<AllocaInst>(&*allocaPt0))
-      ++allocaPt0;
-    {
-      std::vector<PHINode *> phis;
-      for (BasicBlock &BB : *F)
-        for (PHINode &P : BB.phis())
-          phis.push_back(&P);
-      for (PHINode *P : phis) {
-        bool uni = !div.count(P);
-        AllocaInst *A = DemotePHIToStack(P, allocaPt0);
-        if (uni && A)
-          uniSlots.insert(A);
-      }
-    }
     // 2. isolate markers into their own blocks.
     std::vector<CallInst *> marks;
     for (BasicBlock &BB : *F)
@@ -1125,7 +1110,7 @@ struct Lowering {
             marks.push_back(CI);
     for (CallInst *CI : marks) {
       BasicBlock *BB = CI->getParent();
-      if (&*BB->getFirstNonPHIIt() != CI || BB == &F->getEntryBlock())
+      if (&*BB->getFirstNonPHIIt() != CI || BB == &F->getEntryBlock() || isa<PHINode>(BB->front()))
         BB = BB->splitBasicBlock(CI->getIterator(), "cbs.mark");
       if (CI->getCalledFunction() == BM)
         BB->splitBasicBlock(std::next(CI->getIterator()), "cbs.after");
@@ -1183,22 +1168,73 @@ struct Lowering {
         Instruction *T = Xb->getTerminator();
         if (isBarrierBlk(Xb) || T->getNumSuccessors() < 2 || reach[Xb].size() <= 1)
           continue;
-        std::map<BasicBlock *, BasicBlock *> nb;
+        std::map<BasicBlock *, unsigned> edges;
+        for (unsigned i = 0; i < T->getNumSuccessors(); ++i)
+          ++edges[T->getSuccessor(i)];
         for (unsigned i = 0; i < T->getNumSuccessors(); ++i) {
           BasicBlock *S = T->getSuccessor(i);
-          if (isBarrierBlk(S))
+          if (isBarrierBlk(S) || edges[S] != 1)
             continue;
-          BasicBlock *&N = nb[S];
-          if (!N) {
-            N = BasicBlock::Create(C, "cbs.ibar", F);
-            IRBuilder<> B(N);
-            B.CreateCall(barrierMarker());
-            B.CreateBr(S);
-          }
+          BasicBlock *N = BasicBlock::Create(C, "cbs.ibar", F);
+          IRBuilder<> B(N);
+          B.CreateCall(barrierMarker());
+          B.CreateBr(S);
+          S->replacePhiUsesWith(Xb, N);
           T->setSuccessor(i, N);
         }
       }
       computeReach();
+    }
+    // 2c. PHIs are demoted to slots (shared ones for group-invariant PHIs), except those of blocks inside
+    //     regions: not a region entry, not a barrier/exit block, all predecessors in every region that
+    //     contains the block (a loop without barriers inside a region keeps its counter and
+    //     accumulators in registers, which the vectoriser needs).
+    {
+      std::vector<BasicBlock *> rEntries = {&Entry};
+      for (BasicBlock &BB : *F)
+        if (isBarrierBlk(&BB) && BB.getSingleSuccessor())
+          rEntries.push_back(BB.getSingleSuccessor());
+      std::set<BasicBlock *> entrySet(rEntries.begin(), rEntries.end());
+      std::vector<std::set<BasicBlock *>> rBlocks;
+      for (BasicBlock *E0 : rEntries) {
+        std::set<BasicBlock *> in;
+        std::vector<BasicBlock *> wl = {E0};
+        while (!wl.empty()) {
+          BasicBlock *BB = wl.back();
+          wl.pop_back();
+          if (!in.insert(BB).second || isBarrierBlk(BB))
+            continue;
+          for (BasicBlock *Su : successors(BB))
+            wl.push_back(Su);
+        }
+        rBlocks.push_back(std::move(in));
+      }
+      auto keepPhis = [&](BasicBlock *BB) {
+        if (entrySet.count(BB) || isBarrierBlk(BB) || isExitBlk(BB))
+          return false;
+        for (auto &in : rBlocks) {
+          if (!in.count(BB))
+            continue;
+          for (BasicBlock *P : predecessors(BB))
+            if (!in.count(P) || isBarrierBlk(P))
+              return false;
+        }
+        return true;
+      };
+      std::vector<PHINode *> phis;
+      for (BasicBlock &BB : *F)
+        if (!keepPhis(&BB))
+          for (PHINode &P : BB.phis())
+            phis.push_back(&P);
+      for (PHINode *P : phis) {
+        bool uni = !div.count(P);
+        BasicBlock::iterator pt = Entry.begin();
+        while (isa<AllocaInst>(&*pt))
+          ++pt;
+        AllocaInst *A = DemotePHIToStack(P, pt);
+        if (uni && A)
+          uniSlots.insert(A);
+      }
     }
     // 3. demote every value that crosses a block boundary (reg2mem), except work-item-invariant
     //    ("uniform") side-effect-free instructions of the entry block: those are hoisted to the group
@@ -1306,14 +1342,21 @@ struct Lowering {
           bool need = false;
           for (User *U : I.users()) {
             auto *UI = cast<Instruction>(U);
-            if (isa<PHINode>(UI)) {
-              need = true;
-              break;
+            // a (kept) PHI uses its incoming value at the end of the incoming block
+            std::vector<BasicBlock *> at;
+            if (auto *PN = dyn_cast<PHINode>(UI)) {
+              for (unsigned i = 0; i < PN->getNumIncomingValues(); ++i)
+                if (PN->getIncomingValue(i) == &I)
+                  at.push_back(PN->getIncomingBlock(i));
+            } else {
+              at.push_back(UI->getParent());
             }
-            unsigned Ub = idx[UI->getParent()];
-            for (unsigned k = 0; k < entries.size() && !need; ++k)
-              if (inR[k][Ub] && (!inR[k][D] || !dom[k][Ub][D]))
-                need = true;
+            for (BasicBlock *UB : at) {
+              unsigned Ub = idx[UB];
+              for (unsigned k = 0; k < entries.size() && !need; ++k)
+                if (inR[k][Ub] && (!inR[k][D] || !dom[k][Ub][D]))
+                  need = true;
+            }
             if (need)
               break;
           }
@@ -1367,13 +1410,20 @@ struct Lowering {
           keep.push_back(I);
           continue;
         }
+        // where a use is: before its user, or for a (kept) PHI at the end of the incoming block
+        auto usePoint = [](Use &U) -> Instruction * {
+          auto *UI = cast<Instruction>(U.getUser());
+          if (auto *PN = dyn_cast<PHINode>(UI))
+            return PN->getIncomingBlock(U)->getTerminator();
+          return UI;
+        };
         std::vector<Use *> far;
         for (Use &U : I->uses())
-          if (cast<Instruction>(U.getUser())->getParent() != I->getParent())
+          if (usePoint(U)->getParent() != I->getParent())
             far.push_back(&U);
         for (Use *U : far) {
           std::map<Instruction *, Instruction *> m;
-          U->set(cloneAt(I, cast<Instruction>(U->getUser()), m));
+          U->set(cloneAt(I, usePoint(*U), m));
         }
       }
       for (Instruction *I : keep) {

@@ -15,9 +15,12 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_else(|_| format!("-I{prefix}/include -std=c++17"));
     let mut b = cc::Build::new();
-    b.cpp(true).file("src/jit/lower.cpp").file("src/jit/kernel_memory.cpp").warnings(false);
+    // Our C++ with warnings on (-Wall -Wextra); LLVM's headers as system headers, whose warnings are not ours.
+    b.cpp(true).file("src/jit/lower.cpp").file("src/jit/kernel_memory.cpp").warnings(true).extra_warnings(true);
     for f in cxxflags.split_whitespace() {
-        if f.starts_with("-I") || f.starts_with("-D") || f.starts_with("-std=") || f == "-fno-exceptions" {
+        if let Some(dir) = f.strip_prefix("-I") {
+            b.flag("-isystem").flag(dir);
+        } else if f.starts_with("-D") || f.starts_with("-std=") || f == "-fno-exceptions" {
             b.flag(f);
         }
     }

@@ -57,7 +57,7 @@ pub fn cache_stats() -> (usize, u64, u64) {
     (live, c.compiles.load(Ordering::Relaxed), c.hits.load(Ordering::Relaxed))
 }
 
-pub(crate) fn key_of(bc: &[u8], opt: u32, memcheck: bool) -> Key {
+pub(crate) fn key_of(bc: &[u8], opt: u32, memcheck: bool, spec: Option<&compile::Spec>) -> Key {
     let h = compile::host();
     let mut k = blake3::Hasher::new();
     k.update(b"offload-rs jit\0");
@@ -70,6 +70,14 @@ pub(crate) fn key_of(bc: &[u8], opt: u32, memcheck: bool) -> Key {
     }
     k.update(&(bc.len() as u64).to_le_bytes());
     k.update(bc);
+    if let Some(s) = spec {
+        k.update(b"\0spec\0");
+        k.update(&(s.kernel.len() as u64).to_le_bytes());
+        k.update(s.kernel.as_bytes());
+        for g in s.group_size {
+            k.update(&g.to_le_bytes());
+        }
+    }
     *k.finalize().as_bytes()
 }
 
@@ -82,11 +90,12 @@ pub(crate) fn evict(key: &Key) {
     }
 }
 
-/// Returns the compiled object for `bc`, compiling it at most once for concurrent callers.
-pub(crate) fn get_or_compile(bc: &[u8]) -> Result<Arc<CompiledObject>, JitError> {
+/// Returns the compiled object for `bc` (specialised per `spec`), compiling it at most once for
+/// concurrent callers.
+pub(crate) fn get_or_compile(bc: &[u8], spec: Option<&compile::Spec>) -> Result<Arc<CompiledObject>, JitError> {
     let opt = compile::opt_level();
     let memcheck = super::memcheck();
-    let key = key_of(bc, opt, memcheck);
+    let key = key_of(bc, opt, memcheck, spec);
     let c = cache();
     let flight = {
         let mut map = c.map.lock();
@@ -122,7 +131,7 @@ pub(crate) fn get_or_compile(bc: &[u8]) -> Result<Arc<CompiledObject>, JitError>
             r
         }
         Ok(f) => {
-            let r = produce(bc, opt, memcheck, key);
+            let r = produce(bc, opt, memcheck, key, spec);
             {
                 let mut map = c.map.lock();
                 match &r {
@@ -141,7 +150,13 @@ pub(crate) fn get_or_compile(bc: &[u8]) -> Result<Arc<CompiledObject>, JitError>
     }
 }
 
-fn produce(bc: &[u8], opt: u32, memcheck: bool, key: Key) -> Result<Arc<CompiledObject>, JitError> {
+fn produce(
+    bc: &[u8],
+    opt: u32,
+    memcheck: bool,
+    key: Key,
+    spec: Option<&compile::Spec>,
+) -> Result<Arc<CompiledObject>, JitError> {
     let dir = disk_dir();
     if let Some(d) = &dir
         && let Some((object, meta_text)) = disk_read(d, &key)
@@ -150,7 +165,7 @@ fn produce(bc: &[u8], opt: u32, memcheck: bool, key: Key) -> Result<Arc<Compiled
         cache().hits.fetch_add(1, Ordering::Relaxed);
         return Ok(Arc::new(CompiledObject { object, kernels, key }));
     }
-    let (object, meta_text) = compile::compile(bc, opt, memcheck)?;
+    let (object, meta_text) = compile::compile(bc, opt, memcheck, spec)?;
     let kernels = compile::parse_meta(&meta_text)?;
     cache().compiles.fetch_add(1, Ordering::Relaxed);
     if let Some(d) = &dir {

@@ -27,12 +27,29 @@ unsafe extern "C" {
         arch: c_int,
         cpu: *const c_char,
         features: *const c_char,
+        opts: *const LowerOptions,
         meta_out: *mut *mut c_char,
         err_out: *mut *mut c_char,
     ) -> c_int;
     fn ol_rs_jit_free(p: *mut c_char);
     fn ol_rs_jit_emit_stack_sizes(tm: *mut c_void);
     fn ol_rs_jit_memcheck_instrument(m: *mut c_void, arch: c_int, err_out: *mut *mut c_char) -> c_int;
+}
+
+/// Options of the C++ lowering (must match `OlRsLowerOptions` in lower.cpp).
+#[repr(C)]
+struct LowerOptions {
+    /// NUL-terminated kernel name, or NULL for the generic lowering of every kernel
+    spec_kernel: *const c_char,
+    spec_group_size: [u32; 3],
+}
+
+/// Launch-time specialisation: compile only `kernel`, for work-groups of exactly `group_size`
+/// (constant trip counts), without the module's constructors/destructors.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Spec {
+    pub kernel: String,
+    pub group_size: [u32; 3],
 }
 
 /// A compiled image: object bytes plus kernel metadata. Shared (through the cache) by all loads of the
@@ -134,15 +151,15 @@ fn unsupported(triple: &str) -> JitError {
 
 /// Compiles bitcode to an x86-64 ELF relocatable object: (object, metadata text). Runs LLVM in a child
 /// process (see isolate.rs) unless OFFLOAD_RS_JIT_IN_PROCESS is set. `memcheck`: instrument every memory
-/// access of the kernels (see `plugin::cpu::memcheck`).
-pub(crate) fn compile(bc: &[u8], opt: u32, memcheck: bool) -> Result<(Vec<u8>, String), JitError> {
+/// access of the kernels (see `plugin::cpu::memcheck`); `spec`: a launch-time specialisation.
+pub(crate) fn compile(bc: &[u8], opt: u32, memcheck: bool, spec: Option<&Spec>) -> Result<(Vec<u8>, String), JitError> {
     host();
     if !super::isolate::enabled() {
-        return compile_in_process(bc, opt, memcheck);
+        return compile_in_process(bc, opt, memcheck, spec);
     }
     let out = super::isolate::run_isolated(
         || {
-            encode(compile_in_process(bc, opt, memcheck).map(|(o, m)| {
+            encode(compile_in_process(bc, opt, memcheck, spec).map(|(o, m)| {
                 let mut v = Vec::with_capacity(o.len() + m.len() + 8);
                 v.extend_from_slice(&(o.len() as u64).to_le_bytes());
                 v.extend_from_slice(&o);
@@ -190,7 +207,12 @@ fn decode(v: &[u8]) -> Result<&[u8], JitError> {
     }
 }
 
-fn compile_in_process(bc: &[u8], opt: u32, memcheck: bool) -> Result<(Vec<u8>, String), JitError> {
+fn compile_in_process(
+    bc: &[u8],
+    opt: u32,
+    memcheck: bool,
+    spec: Option<&Spec>,
+) -> Result<(Vec<u8>, String), JitError> {
     let h = host();
     let timing = std::env::var_os("OFFLOAD_RS_JIT_TIME").is_some();
     let t0 = std::time::Instant::now();
@@ -213,6 +235,14 @@ fn compile_in_process(bc: &[u8], opt: u32, memcheck: bool) -> Result<(Vec<u8>, S
     m.set_data_layout(&tm.get_target_data().get_data_layout());
     let cpu = CString::new(h.cpu.as_str()).unwrap_or_default();
     let feat = CString::new(h.features.as_str()).unwrap_or_default();
+    let spec_name = match spec {
+        Some(s) => Some(CString::new(s.kernel.as_str()).map_err(|_| JitError::NotFound(s.kernel.clone()))?),
+        None => None,
+    };
+    let opts = LowerOptions {
+        spec_kernel: spec_name.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
+        spec_group_size: spec.map_or([0; 3], |s| s.group_size),
+    };
     let mut meta: *mut c_char = std::ptr::null_mut();
     let mut err: *mut c_char = std::ptr::null_mut();
     if memcheck {
@@ -231,10 +261,19 @@ fn compile_in_process(bc: &[u8], opt: u32, memcheck: bool) -> Result<(Vec<u8>, S
             return Err(JitError::Compile(format!("memcheck instrumentation: {msg}")));
         }
     }
-    // SAFETY: the module pointer is valid for the call (owned by `m`); out-pointers are valid; the shim
-    // returns malloc'ed strings that we free with ol_rs_jit_free.
+    // SAFETY: the module pointer is valid for the call (owned by `m`); `opts` and the name it points to
+    // outlive the call; out-pointers are valid; the shim returns malloc'ed strings that we free with
+    // ol_rs_jit_free.
     let rc = unsafe {
-        ol_rs_jit_lower(m.as_mut_ptr() as *mut c_void, arch as c_int, cpu.as_ptr(), feat.as_ptr(), &mut meta, &mut err)
+        ol_rs_jit_lower(
+            m.as_mut_ptr() as *mut c_void,
+            arch as c_int,
+            cpu.as_ptr(),
+            feat.as_ptr(),
+            &opts,
+            &mut meta,
+            &mut err,
+        )
     };
     let take = |p: *mut c_char| -> String {
         if p.is_null() {
@@ -246,13 +285,17 @@ fn compile_in_process(bc: &[u8], opt: u32, memcheck: bool) -> Result<(Vec<u8>, S
         unsafe { ol_rs_jit_free(p) };
         s
     };
+    // debugging aid (OFFLOAD_RS_JIT_DUMP_LOWERED): specialised compiles get their own files
+    let dump_sfx = spec.map_or(String::new(), |s| {
+        format!(".{}.{}x{}x{}", s.kernel, s.group_size[0], s.group_size[1], s.group_size[2])
+    });
     let meta = take(meta);
     let err = take(err);
     if rc != 0 {
         return Err(JitError::Compile(err));
     }
     if std::env::var_os("OFFLOAD_RS_JIT_DUMP_LOWERED").is_some() {
-        let _ = m.print_to_file("/tmp/offload_rs_lowered.ll");
+        let _ = m.print_to_file(format!("/tmp/offload_rs_lowered{dump_sfx}.ll"));
     }
     m.verify()
         .map_err(|e| JitError::Compile(format!("lowered module does not verify: {}", truncate(&e.to_string()))))?;
@@ -261,7 +304,7 @@ fn compile_in_process(bc: &[u8], opt: u32, memcheck: bool) -> Result<(Vec<u8>, S
     m.run_passes(&passes, &tm, PassBuilderOptions::create())
         .map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
     if std::env::var_os("OFFLOAD_RS_JIT_DUMP_LOWERED").is_some() {
-        let _ = m.print_to_file("/tmp/offload_rs_opt.ll");
+        let _ = m.print_to_file(format!("/tmp/offload_rs_opt{dump_sfx}.ll"));
     }
     stamp("optimised");
     let buf = tm
@@ -275,7 +318,8 @@ fn truncate(s: &str) -> String {
     s.chars().take(2000).collect()
 }
 
-/// Parses the shim's metadata lines: `K name symbol static scratch barriers warp nparams size:align...`.
+/// Parses the shim's metadata lines: `K name symbol static scratch flags warp nparams size:align...`
+/// (flags: 1 = barriers, 2 = specialisable, i.e. no mutable globals).
 pub(crate) fn parse_meta(text: &str) -> Result<Vec<KernelMeta>, JitError> {
     let bad = || JitError::Compile(format!("internal: malformed kernel metadata: {}", truncate(text)));
     let mut out = Vec::new();
@@ -297,7 +341,8 @@ pub(crate) fn parse_meta(text: &str) -> Result<Vec<KernelMeta>, JitError> {
             symbol: f[2].to_string(),
             static_local_bytes: num(3)?,
             scratch_bytes_per_wi: num(4)?,
-            has_barriers: num(5)? != 0,
+            has_barriers: num(5)? & 1 != 0,
+            specialisable: num(5)? & 2 != 0,
             warp_size: num(6)? as u32,
             params,
         });

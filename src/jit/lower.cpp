@@ -14,6 +14,9 @@
 //    at barriers, every value crossing a block boundary and every alloca is demoted to per-work-item scratch
 //    (one array per variable, indexed by the linear work-item id), and the body runs inside a dispatcher
 //    loop "for each sweep, for each work-item: jump to its resume point, run to the next barrier/exit";
+//    when every work-item reaches the same barriers in the same order (uniform control, step 2b of
+//    buildCbs) the regions follow each other without resume ids, group-invariant regions run once,
+//    and guards on the work-item id narrow the region loops (narrowToGuards);
 //  * warp collectives (shuffle, ballot, readfirstlane, bpermute) are two barriers around an exchange through
 //    a per-work-item 8-byte slot in scratch; the warp width is the one the bitcode was compiled for
 //    (nvptx 32, amdgcn 64 or 32 with +wavefrontsize32), because clang constant-folds it.
@@ -34,6 +37,7 @@
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/PatternMatch.h"
 #include "llvm/IR/ReplaceConstant.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Support/raw_ostream.h"
@@ -43,14 +47,17 @@
 #include "llvm-c/Core.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 using namespace llvm;
+using namespace llvm::PatternMatch;
 
 namespace {
 
@@ -84,6 +91,11 @@ struct Lowering {
   const DataLayout &DL;
   Type *I8, *I16, *I32, *I64, *Ptr, *Void;
   Type *I1Ty() { return Type::getInt1Ty(C); }
+
+  // Launch-time specialisation: lower only this kernel, for this group size (constants), without the
+  // module's constructors and destructors (they run in the generic instance).
+  std::string specKernel;
+  uint32_t specGs[3] = {0, 0, 0};
 
   Lowering(Module &M, int arch, const char *cpu, const char *features)
       : M(M), arch(arch), warp(1), cpu(cpu), features(features), C(M.getContext()),
@@ -224,6 +236,7 @@ struct Lowering {
     uint64_t staticLocal = 0;
     uint64_t scratchPerWi = 0;
     bool barriers = false;
+    bool specialisable = false; // no mutable global state: a separately loaded copy behaves the same
     std::vector<std::pair<uint64_t, uint64_t>> params; // size, align
   };
 
@@ -771,6 +784,295 @@ struct Lowering {
     return div;
   }
 
+  // Can a region be run once for the whole group instead of once per work-item? Yes when nothing in
+  // it depends on the work-item: no divergent value or branch, loads only of group-invariant values,
+  // stores only to the shared slots of group-invariant values (every work-item would store the same).
+  static bool groupInvariant(const std::vector<BasicBlock *> &set, const std::set<Value *> &div,
+                             const std::set<Instruction *> &divTerm, const std::set<AllocaInst *> &uniSlots,
+                             Function *BM, Function *EM) {
+    for (BasicBlock *BB : set)
+      for (Instruction &I : *BB) {
+        if (I.isTerminator()) {
+          if (divTerm.count(&I))
+            return false;
+          continue;
+        }
+        if (auto *CI = dyn_cast<CallInst>(&I))
+          if (CI->getCalledFunction() && (CI->getCalledFunction() == BM || CI->getCalledFunction() == EM))
+            continue;
+        if (auto *Ld = dyn_cast<LoadInst>(&I)) {
+          if (Ld->isVolatile() || Ld->isAtomic())
+            return false;
+          if (auto *A = dyn_cast<AllocaInst>(Ld->getPointerOperand())) {
+            if (!uniSlots.count(A))
+              return false;
+            continue;
+          }
+          if (div.count(&I))
+            return false;
+          continue;
+        }
+        if (auto *St = dyn_cast<StoreInst>(&I)) {
+          auto *A = dyn_cast<AllocaInst>(St->getPointerOperand());
+          if (!A || !uniSlots.count(A) || St->isVolatile())
+            return false;
+          continue;
+        }
+        if (div.count(&I) || I.mayHaveSideEffects() || I.mayReadFromMemory())
+          return false;
+      }
+    return true;
+  }
+
+  // Every work-item runs the start of a region's entry block RE: a store there of a group-invariant
+  // value (available in the region's preheader Pre) to a shared slot that nothing else in the region
+  // writes is done once in Pre instead, and the region's loads of that slot take the stored value.
+  // (A slot written again in the region, e.g. the counter of a uniform loop inside the work-item
+  // loop, must be re-initialised by every work-item: its store stays.)
+  void hoistSlotStores(BasicBlock *RE, BasicBlock *Pre, BasicBlock *NE, const std::set<Value *> &slots,
+                       ArrayRef<BasicBlock *> clones) {
+    std::map<Value *, unsigned> stores;
+    for (BasicBlock *NB : clones)
+      for (Instruction &I : *NB)
+        if (auto *St = dyn_cast<StoreInst>(&I))
+          ++stores[St->getPointerOperand()];
+    std::map<Value *, Value *> fwd;
+    auto availInPre = [&](Value *V) {
+      auto *I = dyn_cast<Instruction>(V);
+      return !I || I->getParent() == Pre || I->getParent() == NE;
+    };
+    for (Instruction &I : make_early_inc_range(*RE)) {
+      if (I.isTerminator())
+        break;
+      if (auto *St = dyn_cast<StoreInst>(&I)) {
+        Value *P = St->getPointerOperand();
+        if (!slots.count(P) || stores[P] != 1 || !availInPre(St->getValueOperand()) || St->isVolatile())
+          break;
+        fwd[P] = St->getValueOperand();
+        St->setMetadata(LLVMContext::MD_access_group, nullptr);
+        St->moveBefore(Pre->getTerminator()->getIterator());
+        continue;
+      }
+      if (auto *Ld = dyn_cast<LoadInst>(&I)) {
+        if (slots.count(Ld->getPointerOperand()) && !fwd.count(Ld->getPointerOperand()))
+          break;
+        continue;
+      }
+      if (I.mayHaveSideEffects())
+        break;
+    }
+    // the slot holds the hoisted value throughout the region
+    for (BasicBlock *NB : clones)
+      for (Instruction &I : make_early_inc_range(*NB))
+        if (auto *Ld = dyn_cast<LoadInst>(&I)) {
+          auto it = fwd.find(Ld->getPointerOperand());
+          if (it != fwd.end() && it->second->getType() == Ld->getType() && !Ld->isVolatile()) {
+            Ld->replaceAllUsesWith(it->second);
+            Ld->eraseFromParent();
+          }
+        }
+  }
+
+  // With `assumed` (initially true), guards whose exactness is only known at run time are removed
+  // anyway and the run-time condition is and-ed into *assumed: the caller runs this loop nest only
+  // when it holds (and an unmodified one otherwise).
+  // `leaves(B)`: B does nothing but leave the region; values defined in `groupLevel` blocks (and
+  // arguments, constants) are the same for every work-item and available before the loops; bounds
+  // are computed at the end of Pre.
+  void narrowToGuards(BasicBlock *RE, const std::function<bool(BasicBlock *)> &leaves,
+                      const std::set<BasicBlock *> &groupLevel, BasicBlock *Pre, std::array<PHINode *, 3> ids,
+                      std::array<ICmpInst *, 3> inDim, std::array<Value *, 3> gs, std::array<BasicBlock *, 3> from,
+                      Value **assumed = nullptr) {
+    std::function<bool(BasicBlock *, int)> trivial = [&](BasicBlock *Sc, int depth) -> bool {
+      if (leaves(Sc))
+        return true;
+      Instruction *first = &*Sc->getFirstNonPHIIt();
+      if (auto *Br = dyn_cast<BranchInst>(first))
+        if (Br->isUnconditional() && depth < 4)
+          return trivial(Br->getSuccessor(0), depth + 1);
+      return false;
+    };
+    // available before the loops: group-level already, or a pure computation of such values in the
+    // loop body (`gid * gsx`), which is then moved to the end of Pre
+    std::function<bool(Value *, int)> availAt = [&](Value *V, int depth) -> bool {
+      if (isa<Constant>(V) || isa<Argument>(V))
+        return true;
+      auto *I = dyn_cast<Instruction>(V);
+      if (!I)
+        return false;
+      if (groupLevel.count(I->getParent()))
+        return true;
+      if (depth > 4 || isa<PHINode>(I) || I->mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(I) ||
+          !(isa<BinaryOperator>(I) || isa<CastInst>(I)))
+        return false;
+      for (Value *Op : I->operands())
+        if (!availAt(Op, depth + 1))
+          return false;
+      I->moveBefore(Pre->getTerminator()->getIterator());
+      return true;
+    };
+    auto avail = [&](Value *V) { return availAt(V, 0); };
+    auto peel = [&](Value *V) {
+      Value *inner;
+      if (match(V, m_Trunc(m_ZExt(m_Value(inner)))) && inner->getType() == V->getType())
+        return inner;
+      return V;
+    };
+    auto affine = [&](Value *V, int &dim, Value *&c) {
+      V = peel(V);
+      for (int d = 0; d < 3; ++d)
+        if (V == ids[d]) {
+          dim = d;
+          c = ConstantInt::get(I32, 0);
+          return true;
+        }
+      auto *BO = dyn_cast<BinaryOperator>(V);
+      if (!BO || BO->getOpcode() != Instruction::Add)
+        return false;
+      for (int s = 0; s < 2; ++s)
+        for (int d = 0; d < 3; ++d)
+          if (peel(BO->getOperand(s)) == ids[d] && avail(BO->getOperand(1 - s))) {
+            dim = d;
+            c = BO->getOperand(1 - s);
+            return true;
+          }
+      return false;
+    };
+    // the parts of `cond` that must all be true (want = true) or all false (want = false)
+    std::function<void(Value *, bool, std::vector<std::pair<Value *, bool>> &)> parts =
+        [&](Value *V, bool want, std::vector<std::pair<Value *, bool>> &out) {
+          Value *a, *b;
+          if (want && match(V, m_LogicalAnd(m_Value(a), m_Value(b)))) {
+            parts(a, want, out);
+            parts(b, want, out);
+          } else if (!want && match(V, m_LogicalOr(m_Value(a), m_Value(b)))) {
+            parts(a, want, out);
+            parts(b, want, out);
+          } else {
+            out.push_back({V, want});
+          }
+        };
+    IRBuilder<> PB(Pre->getTerminator());
+    Value *zero64 = ConstantInt::get(I64, 0);
+    Value *lo[3], *hi[3], *gs64[3];
+    bool touched[3] = {false, false, false};
+    for (int d = 0; d < 3; ++d) {
+      gs64[d] = PB.CreateZExt(gs[d], I64);
+      lo[d] = zero64;
+      hi[d] = gs64[d];
+    }
+    BasicBlock *cur = RE;
+    for (int step = 0; step < 4 && cur; ++step) {
+      bool pure = true;
+      for (Instruction &I : *cur)
+        if (!I.isTerminator() && (I.mayHaveSideEffects() || isa<PHINode>(&I)))
+          pure = false;
+      auto *BI = dyn_cast<BranchInst>(cur->getTerminator());
+      if (!pure || !BI || !BI->isConditional())
+        break;
+      bool t0 = trivial(BI->getSuccessor(0), 0), t1 = trivial(BI->getSuccessor(1), 0);
+      if (t0 == t1)
+        break;
+      bool want = t1; // the condition value that continues into the region
+      BasicBlock *T = BI->getSuccessor(want ? 0 : 1);
+      std::vector<std::pair<Value *, bool>> ps;
+      parts(BI->getCondition(), want, ps);
+      bool allKnown = true;
+      Value *allExact = ConstantInt::getTrue(C);
+      for (auto &[V, w] : ps) {
+        auto *Cmp = dyn_cast<ICmpInst>(V);
+        if (!Cmp || !Cmp->getOperand(0)->getType()->isIntegerTy(32)) {
+          allKnown = false;
+          continue;
+        }
+        ICmpInst::Predicate pr = w ? Cmp->getPredicate() : Cmp->getInversePredicate();
+        Value *A = Cmp->getOperand(0), *Bv = Cmp->getOperand(1), *c = nullptr;
+        int d = -1;
+        if (!affine(A, d, c)) {
+          if (!affine(Bv, d, c)) {
+            allKnown = false;
+            continue;
+          }
+          std::swap(A, Bv);
+          pr = ICmpInst::getSwappedPredicate(pr);
+        }
+        if (!avail(Bv) || pr == ICmpInst::ICMP_NE) {
+          allKnown = false;
+          continue;
+        }
+        bool sgn = ICmpInst::isSigned(pr);
+        Value *c64 = sgn ? PB.CreateSExt(c, I64) : PB.CreateZExt(c, I64);
+        Value *b64 = sgn ? PB.CreateSExt(Bv, I64) : PB.CreateZExt(Bv, I64);
+        Value *base = PB.CreateSub(b64, c64); // id + c <pred> b  <=>  id <pred> b - c, without wrap-around
+        Value *one = ConstantInt::get(I64, 1);
+        Value *l = zero64, *h = gs64[d];
+        switch (ICmpInst::getUnsignedPredicate(pr)) {
+        case ICmpInst::ICMP_ULT: h = base; break;
+        case ICmpInst::ICMP_ULE: h = PB.CreateAdd(base, one); break;
+        case ICmpInst::ICMP_UGT: l = PB.CreateAdd(base, one); break;
+        case ICmpInst::ICMP_UGE: l = base; break;
+        case ICmpInst::ICMP_EQ: l = base; h = PB.CreateAdd(base, one); break;
+        default: allKnown = false; continue;
+        }
+        Value *limit = ConstantInt::get(I64, sgn ? (1ULL << 31) : (1ULL << 32));
+        // group sizes are at most 1024 per dimension (launch validation), so a constant c decides here
+        Value *exact = PB.CreateICmpSLE(
+            PB.CreateAdd(c64, isa<ConstantInt>(c) ? ConstantInt::get(I64, 1024) : gs64[d]), limit);
+        l = PB.CreateBinaryIntrinsic(Intrinsic::smin, PB.CreateBinaryIntrinsic(Intrinsic::smax, l, zero64), gs64[d]);
+        h = PB.CreateBinaryIntrinsic(Intrinsic::smin, h, gs64[d]);
+        lo[d] = PB.CreateBinaryIntrinsic(Intrinsic::smax, lo[d], PB.CreateSelect(exact, l, zero64));
+        hi[d] = PB.CreateBinaryIntrinsic(Intrinsic::smin, hi[d], PB.CreateSelect(exact, h, gs64[d]));
+        touched[d] = true;
+        allExact = PB.CreateAnd(allExact, exact);
+      }
+      if (allKnown) {
+        auto *K = dyn_cast<ConstantInt>(allExact);
+        if (assumed && !(K && K->isOne())) {
+          *assumed = PB.CreateAnd(*assumed, allExact);
+          K = ConstantInt::getTrue(C);
+        }
+        if (K && K->isOne()) {
+          BranchInst::Create(T, BI->getIterator());
+          BI->eraseFromParent();
+        } else {
+          IRBuilder<> GB(BI);
+          Value *cond = BI->getCondition();
+          BI->setCondition(want ? GB.CreateOr(allExact, cond) : GB.CreateAnd(GB.CreateNot(allExact), cond));
+        }
+      }
+      cur = T->getSinglePredecessor() == cur ? T : nullptr;
+    }
+    for (int d = 0; d < 3; ++d) {
+      if (!touched[d])
+        continue;
+      ids[d]->setIncomingValueForBlock(from[d], PB.CreateTrunc(lo[d], I32));
+      // an empty range has hi <= lo; never below 0, which would read as a huge unsigned bound
+      inDim[d]->setOperand(1, PB.CreateTrunc(PB.CreateBinaryIntrinsic(Intrinsic::smax, hi[d], lo[d]), I32));
+    }
+  }
+
+  // Does F read or write a global variable that is not constant (device globals, not __gpu_local)?
+  static bool usesMutableGlobals(Function *F) {
+    std::set<const Value *> seen;
+    std::function<bool(const Value *)> walk = [&](const Value *V) -> bool {
+      if (auto *G = dyn_cast<GlobalVariable>(V))
+        return !G->isConstant() && G->getAddressSpace() != 3;
+      auto *CE = dyn_cast<ConstantExpr>(V);
+      if (!CE || !seen.insert(CE).second)
+        return false;
+      for (const Value *Op : CE->operands())
+        if (walk(Op))
+          return true;
+      return false;
+    };
+    for (BasicBlock &BB : *F)
+      for (Instruction &I : BB)
+        for (Value *Op : I.operands())
+          if (walk(Op))
+            return true;
+    return false;
+  }
+
   // Continuation-based synchronisation. F = K.body with barrier/exit markers.
   bool buildCbs(Function *F, uint64_t &scratchPerWi) {
     unsigned o = F->arg_size() - E_COUNT;
@@ -786,22 +1088,22 @@ struct Lowering {
     // Move every static alloca into the entry block (after inlining some may sit elsewhere).
     BasicBlock &Entry = F->getEntryBlock();
     std::set<Value *> div = divergentValues(F);
-    std::set<AllocaInst *> uniSlots; // demotion slots of work-item-invariant values: one shared copy
-    BasicBlock::iterator allocaPt0 = Entry.begin();
-    while (isa<AllocaInst>(&*allocaPt0))
-      ++allocaPt0;
-    {
-      std::vector<PHINode *> phis;
-      for (BasicBlock &BB : *F)
-        for (PHINode &P : BB.phis())
-          phis.push_back(&P);
-      for (PHINode *P : phis) {
-        bool uni = !div.count(P);
-        AllocaInst *A = DemotePHIToStack(P, allocaPt0);
-        if (uni && A)
-          uniSlots.insert(A);
+    // Terminators whose successor choice may differ between work-items (taken before PHI demotion,
+    // which replaces i1 PHI conditions by loads the analysis has not seen).
+    std::set<Instruction *> divTerm;
+    for (BasicBlock &BB : *F) {
+      Instruction *T = BB.getTerminator();
+      if (auto *BI = dyn_cast<BranchInst>(T)) {
+        if (BI->isConditional() && div.count(BI->getCondition()))
+          divTerm.insert(T);
+      } else if (auto *SI = dyn_cast<SwitchInst>(T)) {
+        if (div.count(SI->getCondition()))
+          divTerm.insert(T);
+      } else if (!isa<ReturnInst>(T) && !isa<UnreachableInst>(T)) {
+        divTerm.insert(T);
       }
     }
+    std::set<AllocaInst *> uniSlots; // demotion slots of work-item-invariant values: one shared copy
     // 2. isolate markers into their own blocks.
     std::vector<CallInst *> marks;
     for (BasicBlock &BB : *F)
@@ -811,10 +1113,131 @@ struct Lowering {
             marks.push_back(CI);
     for (CallInst *CI : marks) {
       BasicBlock *BB = CI->getParent();
-      if (&*BB->getFirstNonPHIIt() != CI || BB == &F->getEntryBlock())
+      if (&*BB->getFirstNonPHIIt() != CI || BB == &F->getEntryBlock() || isa<PHINode>(BB->front()))
         BB = BB->splitBasicBlock(CI->getIterator(), "cbs.mark");
       if (CI->getCalledFunction() == BM)
         BB->splitBasicBlock(std::next(CI->getIterator()), "cbs.after");
+    }
+    // 2b. Uniform barriers: when every branch whose direction may differ between work-items leads
+    //     (without crossing a barrier) to a single barrier or exit, all work-items of a group reach the
+    //     same barriers in the same order. Then no per-work-item resume state is needed (see step 5),
+    //     and every uniform branch that chooses between different barriers/exits gets an implicit
+    //     barrier on each out-edge, so the choice is made once per group and each region starts at
+    //     its own code (where a guard on the work-item id can narrow the work-item loop).
+    auto isBarrierBlk = [&](BasicBlock *BB) {
+      auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
+      return CI && BM && CI->getCalledFunction() == BM;
+    };
+    auto isExitBlk = [&](BasicBlock *BB) {
+      auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
+      return (CI && EM && CI->getCalledFunction() == EM) || succ_empty(BB);
+    };
+    // reach[B]: the barrier blocks (nullptr = exit) reachable from B without crossing a barrier.
+    std::map<BasicBlock *, std::set<BasicBlock *>> reach;
+    auto computeReach = [&]() {
+      reach.clear();
+      for (bool changed = true; changed;) {
+        changed = false;
+        for (BasicBlock &BB : *F) {
+          std::set<BasicBlock *> r;
+          if (isBarrierBlk(&BB))
+            r.insert(&BB);
+          else if (isExitBlk(&BB))
+            r.insert(nullptr);
+          else
+            for (BasicBlock *S : successors(&BB)) {
+              auto it = reach.find(S);
+              if (it != reach.end())
+                r.insert(it->second.begin(), it->second.end());
+            }
+          std::set<BasicBlock *> &cur = reach[&BB];
+          if (r != cur) {
+            cur = std::move(r);
+            changed = true;
+          }
+        }
+      }
+    };
+    computeReach();
+    bool uniform = true;
+    for (BasicBlock &BB : *F)
+      if (!isBarrierBlk(&BB) && !isExitBlk(&BB) && divTerm.count(BB.getTerminator()) && reach[&BB].size() > 1)
+        uniform = false;
+    if (uniform) {
+      std::vector<BasicBlock *> blks;
+      for (BasicBlock &BB : *F)
+        blks.push_back(&BB);
+      for (BasicBlock *Xb : blks) {
+        Instruction *T = Xb->getTerminator();
+        if (isBarrierBlk(Xb) || T->getNumSuccessors() < 2 || reach[Xb].size() <= 1)
+          continue;
+        std::map<BasicBlock *, unsigned> edges;
+        for (unsigned i = 0; i < T->getNumSuccessors(); ++i)
+          ++edges[T->getSuccessor(i)];
+        for (unsigned i = 0; i < T->getNumSuccessors(); ++i) {
+          BasicBlock *S = T->getSuccessor(i);
+          if (isBarrierBlk(S) || edges[S] != 1)
+            continue;
+          BasicBlock *N = BasicBlock::Create(C, "cbs.ibar", F);
+          IRBuilder<> B(N);
+          B.CreateCall(barrierMarker());
+          B.CreateBr(S);
+          S->replacePhiUsesWith(Xb, N);
+          T->setSuccessor(i, N);
+        }
+      }
+      computeReach();
+    }
+    // 2c. PHIs are demoted to slots (shared ones for group-invariant PHIs), except those of blocks inside
+    //     regions: not a region entry, not a barrier/exit block, all predecessors in every region that
+    //     contains the block (a loop without barriers inside a region keeps its counter and
+    //     accumulators in registers, which the vectoriser needs).
+    {
+      std::vector<BasicBlock *> rEntries = {&Entry};
+      for (BasicBlock &BB : *F)
+        if (isBarrierBlk(&BB) && BB.getSingleSuccessor())
+          rEntries.push_back(BB.getSingleSuccessor());
+      std::set<BasicBlock *> entrySet(rEntries.begin(), rEntries.end());
+      std::vector<std::set<BasicBlock *>> rBlocks;
+      for (BasicBlock *E0 : rEntries) {
+        std::set<BasicBlock *> in;
+        std::vector<BasicBlock *> wl = {E0};
+        while (!wl.empty()) {
+          BasicBlock *BB = wl.back();
+          wl.pop_back();
+          if (!in.insert(BB).second || isBarrierBlk(BB))
+            continue;
+          for (BasicBlock *Su : successors(BB))
+            wl.push_back(Su);
+        }
+        rBlocks.push_back(std::move(in));
+      }
+      auto keepPhis = [&](BasicBlock *BB) {
+        if (entrySet.count(BB) || isBarrierBlk(BB) || isExitBlk(BB))
+          return false;
+        for (auto &in : rBlocks) {
+          if (!in.count(BB))
+            continue;
+          for (BasicBlock *P : predecessors(BB))
+            if (!in.count(P) || isBarrierBlk(P))
+              return false;
+        }
+        return true;
+      };
+      std::vector<PHINode *> phis;
+      for (BasicBlock &BB : *F)
+        if (!keepPhis(&BB))
+          for (PHINode &P : BB.phis())
+            phis.push_back(&P);
+      for (PHINode *P : phis) {
+        bool uni = !div.count(P);
+        BasicBlock::iterator pt = Entry.begin();
+        while (isa<AllocaInst>(&*pt))
+          ++pt;
+        AllocaInst *A = DemotePHIToStack(P, pt);
+        if (uni && A)
+          uniSlots.insert(A);
+      }
     }
     // 3. demote every value that crosses a block boundary (reg2mem), except work-item-invariant
     //    ("uniform") side-effect-free instructions of the entry block: those are hoisted to the group
@@ -922,21 +1345,91 @@ struct Lowering {
           bool need = false;
           for (User *U : I.users()) {
             auto *UI = cast<Instruction>(U);
-            if (isa<PHINode>(UI)) {
-              need = true;
-              break;
+            // a (kept) PHI uses its incoming value at the end of the incoming block
+            std::vector<BasicBlock *> at;
+            if (auto *PN = dyn_cast<PHINode>(UI)) {
+              for (unsigned i = 0; i < PN->getNumIncomingValues(); ++i)
+                if (PN->getIncomingValue(i) == &I)
+                  at.push_back(PN->getIncomingBlock(i));
+            } else {
+              at.push_back(UI->getParent());
             }
-            unsigned Ub = idx[UI->getParent()];
-            for (unsigned k = 0; k < entries.size() && !need; ++k)
-              if (inR[k][Ub] && (!inR[k][D] || !dom[k][Ub][D]))
-                need = true;
+            for (BasicBlock *UB : at) {
+              unsigned Ub = idx[UB];
+              for (unsigned k = 0; k < entries.size() && !need; ++k)
+                if (inR[k][Ub] && (!inR[k][D] || !dom[k][Ub][D]))
+                  need = true;
+            }
             if (need)
               break;
           }
           if (need)
             work.push_back(&I);
         }
+      // Cheap pure functions of the work-item ids, arguments and group-invariant entry values (`&s[t]`,
+      // `t * 4 + base`) are recomputed next to each use in another block instead of being kept per
+      // work-item in scratch: a per-item pointer reloaded from scratch makes every access through it a
+      // gather/scatter, which AVX2 cannot vectorise.
+      std::map<Instruction *, bool> rematMemo;
+      std::function<bool(Instruction *, unsigned)> canRemat = [&](Instruction *I, unsigned depth) -> bool {
+        auto it = rematMemo.find(I);
+        if (it != rematMemo.end())
+          return it->second;
+        bool ok = depth < 8 &&
+                  (isa<BinaryOperator>(I) || isa<CastInst>(I) || isa<GetElementPtrInst>(I) || isa<CmpInst>(I) ||
+                   isa<SelectInst>(I)) &&
+                  !I->mayReadOrWriteMemory() && isSafeToSpeculativelyExecute(I);
+        for (Value *Op : I->operands()) {
+          if (!ok)
+            break;
+          if (isa<Constant>(Op) || isa<Argument>(Op))
+            continue;
+          auto *OI = dyn_cast<Instruction>(Op);
+          ok = OI && (hoistable.count(OI) || canRemat(OI, depth + 1));
+        }
+        rematMemo[I] = ok;
+        return ok;
+      };
+      std::function<Value *(Value *, Instruction *, std::map<Instruction *, Instruction *> &)> cloneAt =
+          [&](Value *V, Instruction *pos, std::map<Instruction *, Instruction *> &m) -> Value * {
+        auto *I = dyn_cast<Instruction>(V);
+        if (!I || hoistable.count(I))
+          return V;
+        auto it = m.find(I);
+        if (it != m.end())
+          return it->second;
+        Instruction *Cl = I->clone();
+        for (unsigned i = 0; i < Cl->getNumOperands(); ++i)
+          Cl->setOperand(i, cloneAt(Cl->getOperand(i), pos, m));
+        Cl->insertBefore(pos->getIterator());
+        if (div.count(I))
+          div.insert(Cl);
+        m[I] = Cl;
+        return Cl;
+      };
+      std::vector<Instruction *> keep;
       for (Instruction *I : work) {
+        if (!canRemat(I, 0)) {
+          keep.push_back(I);
+          continue;
+        }
+        // where a use is: before its user, or for a (kept) PHI at the end of the incoming block
+        auto usePoint = [](Use &U) -> Instruction * {
+          auto *UI = cast<Instruction>(U.getUser());
+          if (auto *PN = dyn_cast<PHINode>(UI))
+            return PN->getIncomingBlock(U)->getTerminator();
+          return UI;
+        };
+        std::vector<Use *> far;
+        for (Use &U : I->uses())
+          if (usePoint(U)->getParent() != I->getParent())
+            far.push_back(&U);
+        for (Use *U : far) {
+          std::map<Instruction *, Instruction *> m;
+          U->set(cloneAt(I, usePoint(*U), m));
+        }
+      }
+      for (Instruction *I : keep) {
         bool uni = !div.count(I);
         if (auto *LI = dyn_cast<LoadInst>(I))
           if (auto *A = dyn_cast<AllocaInst>(LI->getPointerOperand()))
@@ -967,8 +1460,11 @@ struct Lowering {
     S = (S + 7) / 8 * 8;
     scratchPerWi = S + 12;
     // 5. one work-item loop per region. A region starts at the kernel entry or right after a barrier
-    //    and runs to the next barriers/exits; its blocks are cloned into a loop over the work-items whose
-    //    resume id is the region's. A scheduler picks the region of the first unfinished work-item.
+    //    and runs to the next barriers/exits; its blocks are cloned into a loop over the work-items.
+    //    General case: the loop runs the work-items whose resume id is the region's, and a scheduler
+    //    picks the region of the first unfinished work-item. Uniform case (step 2b): every work-item
+    //    leaves a region through the same barrier, so the region records it in one group-level `next`
+    //    and the regions simply follow each other (barriers in loops become a loop around region loops).
     BasicBlock *oldEntry = &Entry;
     std::vector<BasicBlock *> origBlocks;
     for (BasicBlock &BB : *F)
@@ -979,10 +1475,18 @@ struct Lowering {
     };
     std::map<BasicBlock *, int> barrierId;
     std::vector<BasicBlock *> regionEntry = {oldEntry};
+    std::map<BasicBlock *, int> entryRegion = {{oldEntry, 0}};
     for (BasicBlock *BB : origBlocks)
       if (firstCallTo(BB, BM)) {
+        BasicBlock *S = BB->getSingleSuccessor();
+        auto it = entryRegion.find(S);
+        if (uniform && it != entryRegion.end()) {
+          barrierId[BB] = it->second;
+          continue;
+        }
         barrierId[BB] = (int)regionEntry.size();
-        regionEntry.push_back(BB->getSingleSuccessor());
+        entryRegion[S] = (int)regionEntry.size();
+        regionEntry.push_back(S);
       }
     BasicBlock *NE = BasicBlock::Create(C, "cbs.entry", F, oldEntry);
     for (AllocaInst *AI : allocas) {
@@ -1005,68 +1509,90 @@ struct Lowering {
     Value *nwi = nwiOf(B, F);
     Value *nwi64 = B.CreateZExt(nwi, I64);
     Value *xchg = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S)), "cbs.xchg");
-    Value *resume = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S + 8)), "cbs.resume");
-    B.CreateMemSet(resume, ConstantInt::get(I8, 0), B.CreateMul(nwi64, ConstantInt::get(I64, 4)), MaybeAlign(4));
+    Value *resume = nullptr;
+    if (!uniform) {
+      resume = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S + 8)), "cbs.resume");
+      B.CreateMemSet(resume, ConstantInt::get(I8, 0), B.CreateMul(nwi64, ConstantInt::get(I64, 4)), MaybeAlign(4));
+    }
     std::vector<Value *> uniPtr(allocas.size(), nullptr);
     for (size_t j = 0; j < allocas.size(); ++j)
       if (uniSlots.count(allocas[j]))
         uniPtr[j] = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, offs[j])), "cbs.uslot");
     AllocaInst *next = B.CreateAlloca(I32, nullptr, "cbs.next");
     B.CreateStore(ConstantInt::get(I32, 0), next);
-    // `uni`: every work-item waits at the region `next` (the common, convergent case). Region loops test
-    // it (loop-invariant) before the per-item resume check, so O3's loop unswitching can produce a
-    // check-free loop that the vectoriser can handle.
+    // General case, `uni`: every work-item waits at the region `next` (the common, convergent case).
+    // Region loops test it (loop-invariant) before the per-item resume check, so O3's loop unswitching
+    // can produce a check-free loop that the vectoriser can handle.
     AllocaInst *uni = B.CreateAlloca(I1Ty(), nullptr, "cbs.uni");
     B.CreateStore(ConstantInt::getTrue(C), uni);
     BasicBlock *sched = BasicBlock::Create(C, "cbs.sched", F);
     BasicBlock *done = BasicBlock::Create(C, "cbs.done", F);
     BasicBlock *scanStart = BasicBlock::Create(C, "cbs.scan", F);
-    BasicBlock *scanHead = BasicBlock::Create(C, "cbs.scan.head", F);
-    BasicBlock *scanBody = BasicBlock::Create(C, "cbs.scan.body", F);
-    BasicBlock *scanNext = BasicBlock::Create(C, "cbs.scan.next", F);
-    BasicBlock *scanFound = BasicBlock::Create(C, "cbs.scan.found", F);
     B.CreateBr(sched);
     B.SetInsertPoint(done);
     B.CreateRetVoid();
     B.SetInsertPoint(sched);
     Value *uniV = B.CreateLoad(I1Ty(), uni, "uni");
     SwitchInst *SW = B.CreateSwitch(B.CreateLoad(I32, next), done);
-    // After a region: min/max of all resume ids (EXIT is the largest unsigned value). All exited ->
-    // done; otherwise run the smallest pending region next; uniform iff every work-item waits there.
-    B.SetInsertPoint(scanStart);
-    B.CreateBr(scanHead);
-    B.SetInsertPoint(scanHead);
-    PHINode *si = B.CreatePHI(I32, 2, "scan.i");
-    PHINode *mn = B.CreatePHI(I32, 2, "scan.min");
-    PHINode *mx = B.CreatePHI(I32, 2, "scan.max");
-    si->addIncoming(ConstantInt::get(I32, 0), scanStart);
-    mn->addIncoming(ConstantInt::get(I32, RESUME_EXIT), scanStart);
-    mx->addIncoming(ConstantInt::get(I32, 0), scanStart);
-    B.CreateCondBr(B.CreateICmpULT(si, nwi), scanBody, scanFound);
-    B.SetInsertPoint(scanBody);
-    Value *sr = B.CreateLoad(I32, B.CreateGEP(I32, resume, B.CreateZExt(si, I64)));
-    Value *mn2 = B.CreateSelect(B.CreateICmpULT(sr, mn), sr, mn);
-    Value *mx2 = B.CreateSelect(B.CreateICmpUGT(sr, mx), sr, mx);
-    si->addIncoming(B.CreateAdd(si, ConstantInt::get(I32, 1), "", true, true), scanBody);
-    mn->addIncoming(mn2, scanBody);
-    mx->addIncoming(mx2, scanBody);
-    B.CreateBr(scanHead);
-    B.SetInsertPoint(scanFound);
-    B.CreateStore(mn, next);
-    B.CreateStore(B.CreateICmpEQ(mn, mx), uni);
-    B.CreateCondBr(B.CreateICmpEQ(mn, ConstantInt::get(I32, RESUME_EXIT)), done, scanNext);
-    B.SetInsertPoint(scanNext);
-    B.CreateBr(sched);
+    if (uniform) {
+      // after a region: straight to the next one
+      B.SetInsertPoint(scanStart);
+      B.CreateBr(sched);
+    } else {
+      // After a region: min/max of all resume ids (EXIT is the largest unsigned value). All exited ->
+      // done; otherwise run the smallest pending region next; uniform iff every work-item waits there.
+      BasicBlock *scanHead = BasicBlock::Create(C, "cbs.scan.head", F);
+      BasicBlock *scanBody = BasicBlock::Create(C, "cbs.scan.body", F);
+      BasicBlock *scanNext = BasicBlock::Create(C, "cbs.scan.next", F);
+      BasicBlock *scanFound = BasicBlock::Create(C, "cbs.scan.found", F);
+      B.SetInsertPoint(scanStart);
+      B.CreateBr(scanHead);
+      B.SetInsertPoint(scanHead);
+      PHINode *si = B.CreatePHI(I32, 2, "scan.i");
+      PHINode *mn = B.CreatePHI(I32, 2, "scan.min");
+      PHINode *mx = B.CreatePHI(I32, 2, "scan.max");
+      si->addIncoming(ConstantInt::get(I32, 0), scanStart);
+      mn->addIncoming(ConstantInt::get(I32, RESUME_EXIT), scanStart);
+      mx->addIncoming(ConstantInt::get(I32, 0), scanStart);
+      B.CreateCondBr(B.CreateICmpULT(si, nwi), scanBody, scanFound);
+      B.SetInsertPoint(scanBody);
+      Value *sr = B.CreateLoad(I32, B.CreateGEP(I32, resume, B.CreateZExt(si, I64)));
+      Value *mn2 = B.CreateSelect(B.CreateICmpULT(sr, mn), sr, mn);
+      Value *mx2 = B.CreateSelect(B.CreateICmpUGT(sr, mx), sr, mx);
+      si->addIncoming(B.CreateAdd(si, ConstantInt::get(I32, 1), "", true, true), scanBody);
+      mn->addIncoming(mn2, scanBody);
+      mx->addIncoming(mx2, scanBody);
+      B.CreateBr(scanHead);
+      B.SetInsertPoint(scanFound);
+      B.CreateStore(mn, next);
+      B.CreateStore(B.CreateICmpEQ(mn, mx), uni);
+      B.CreateCondBr(B.CreateICmpEQ(mn, ConstantInt::get(I32, RESUME_EXIT)), done, scanNext);
+      B.SetInsertPoint(scanNext);
+      B.CreateBr(sched);
+    }
+    // the id a work-item leaving through exit block `e` (a barrier block, or nullptr = exit) resumes at
+    auto exitId = [&](BasicBlock *e) { return e ? barrierId[e] : RESUME_EXIT; };
     for (size_t k = 0; k < regionEntry.size(); ++k) {
       std::string sfx = ".r" + std::to_string(k);
-      // z, y, x loops so that the local x id is the inner induction variable (affine: vectorisable)
-      BasicBlock *Hz = BasicBlock::Create(C, "cbs.hz" + sfx, F);
-      BasicBlock *Hy = BasicBlock::Create(C, "cbs.hy" + sfx, F);
-      BasicBlock *H = BasicBlock::Create(C, "cbs.hx" + sfx, F);
-      BasicBlock *P = BasicBlock::Create(C, "cbs.pre" + sfx, F);
-      BasicBlock *L = BasicBlock::Create(C, "cbs.latch" + sfx, F);
-      BasicBlock *Ly = BasicBlock::Create(C, "cbs.ly" + sfx, F);
-      BasicBlock *Lz = BasicBlock::Create(C, "cbs.lz" + sfx, F);
+      // blocks of the region
+      std::vector<BasicBlock *> set;
+      {
+        std::set<BasicBlock *> seen;
+        std::vector<BasicBlock *> work = {regionEntry[k]};
+        while (!work.empty()) {
+          BasicBlock *BB = work.back();
+          work.pop_back();
+          if (!seen.insert(BB).second)
+            continue;
+          set.push_back(BB);
+          if (barrierId.count(BB))
+            continue;
+          for (BasicBlock *Su : successors(BB))
+            work.push_back(Su);
+        }
+      }
+      const std::set<BasicBlock *> &regionReach = reach[regionEntry[k]];
+      bool once = uniform && groupInvariant(set, div, divTerm, uniSlots, BM, EM);
       Value *gsz = X(o, F, E_GSZ);
       BasicBlock *Pre = BasicBlock::Create(C, "cbs.preload" + sfx, F);
       SW->addCase(cast<ConstantInt>(ConstantInt::get(I32, k)), Pre);
@@ -1075,68 +1601,86 @@ struct Lowering {
       for (size_t j = 0; j < allocas.size(); ++j)
         if (uniPtr[j])
           preVal[j] = B.CreateLoad(allocas[j]->getAllocatedType(), uniPtr[j], "pre");
-      B.CreateBr(Hz);
-      B.SetInsertPoint(Hz);
-      PHINode *lz = B.CreatePHI(I32, 2, "lz" + sfx);
-      lz->addIncoming(ConstantInt::get(I32, 0), Pre);
-      B.CreateCondBr(B.CreateICmpULT(lz, gsz), Hy, scanStart);
-      B.SetInsertPoint(Hy);
-      PHINode *ly = B.CreatePHI(I32, 2, "ly" + sfx);
-      ly->addIncoming(ConstantInt::get(I32, 0), Hz);
-      Value *rowBase = B.CreateMul(B.CreateAdd(B.CreateMul(lz, gsy), ly), gsx);
-      B.CreateCondBr(B.CreateICmpULT(ly, gsy), H, Lz);
-      B.SetInsertPoint(H);
-      PHINode *lx = B.CreatePHI(I32, 2, "lx" + sfx);
-      lx->addIncoming(ConstantInt::get(I32, 0), Hy);
-      B.CreateCondBr(B.CreateICmpULT(lx, gsx), P, Ly);
-      B.SetInsertPoint(L);
-      lx->addIncoming(B.CreateAdd(lx, ConstantInt::get(I32, 1), "", true, true), L);
-      MDNode *AG = newAccessGroup();
-      markParallelLoop(B.CreateBr(H), AG, /*noInterleave=*/true); // keeps barrier kernels' code small
-      B.SetInsertPoint(Ly);
-      ly->addIncoming(B.CreateAdd(ly, ConstantInt::get(I32, 1), "", true, true), Ly);
-      B.CreateBr(Hy);
-      B.SetInsertPoint(Lz);
-      lz->addIncoming(B.CreateAdd(lz, ConstantInt::get(I32, 1), "", true, true), Lz);
-      B.CreateBr(Hz);
-      B.SetInsertPoint(P);
-      Value *wi = B.CreateAdd(rowBase, lx, "wi" + sfx, true, true);
-      Value *wi64 = B.CreateZExt(wi, I64);
-      Value *myResume = B.CreateGEP(I32, resume, wi64);
+      // a region with one exit records it up front: its loop may run no work-item at all (guards)
+      if (uniform && regionReach.size() == 1)
+        B.CreateStore(ConstantInt::get(I32, exitId(*regionReach.begin())), next);
       ValueToValueMapTy VM;
-      for (size_t j = 0; j < allocas.size(); ++j) {
-        if (uniPtr[j]) {
-          VM[allocas[j]] = uniPtr[j];
-          continue;
+      BasicBlock *L = nullptr, *P = nullptr, *Hz = nullptr, *Hy = nullptr;
+      PHINode *lx = nullptr, *ly = nullptr, *lz = nullptr;
+      ICmpInst *inX = nullptr, *inY = nullptr, *inZ = nullptr;
+      Value *myResume = nullptr;
+      MDNode *AG = nullptr;
+      if (once) {
+        // every instruction is group-invariant: run it once for the group (as work-item 0)
+        Value *z0 = ConstantInt::get(I32, 0);
+        for (size_t j = 0; j < allocas.size(); ++j)
+          VM[allocas[j]] = uniPtr[j] ? uniPtr[j] : B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, offs[j])));
+        VM[X(o, F, E_LX)] = z0;
+        VM[X(o, F, E_LY)] = z0;
+        VM[X(o, F, E_LZ)] = z0;
+        VM[X(o, F, E_LWI)] = z0;
+        VM[scratch] = xchg;
+      } else {
+        // z, y, x loops so that the local x id is the inner induction variable (affine: vectorisable)
+        Hz = BasicBlock::Create(C, "cbs.hz" + sfx, F);
+        Hy = BasicBlock::Create(C, "cbs.hy" + sfx, F);
+        BasicBlock *H = BasicBlock::Create(C, "cbs.hx" + sfx, F);
+        P = BasicBlock::Create(C, "cbs.pre" + sfx, F);
+        L = BasicBlock::Create(C, "cbs.latch" + sfx, F);
+        BasicBlock *Ly = BasicBlock::Create(C, "cbs.ly" + sfx, F);
+        BasicBlock *Lz = BasicBlock::Create(C, "cbs.lz" + sfx, F);
+        B.CreateBr(Hz);
+        B.SetInsertPoint(Hz);
+        lz = B.CreatePHI(I32, 2, "lz" + sfx);
+        lz->addIncoming(ConstantInt::get(I32, 0), Pre);
+        inZ = cast<ICmpInst>(B.CreateICmpULT(lz, gsz));
+        B.CreateCondBr(inZ, Hy, scanStart);
+        B.SetInsertPoint(Hy);
+        ly = B.CreatePHI(I32, 2, "ly" + sfx);
+        ly->addIncoming(ConstantInt::get(I32, 0), Hz);
+        Value *rowBase = B.CreateMul(B.CreateAdd(B.CreateMul(lz, gsy), ly), gsx);
+        inY = cast<ICmpInst>(B.CreateICmpULT(ly, gsy));
+        B.CreateCondBr(inY, H, Lz);
+        B.SetInsertPoint(H);
+        lx = B.CreatePHI(I32, 2, "lx" + sfx);
+        lx->addIncoming(ConstantInt::get(I32, 0), Hy);
+        inX = cast<ICmpInst>(B.CreateICmpULT(lx, gsx));
+        B.CreateCondBr(inX, P, Ly);
+        B.SetInsertPoint(L);
+        lx->addIncoming(B.CreateAdd(lx, ConstantInt::get(I32, 1), "", true, true), L);
+        AG = newAccessGroup();
+        markParallelLoop(B.CreateBr(H), AG, /*noInterleave=*/true); // keeps barrier kernels' code small
+        B.SetInsertPoint(Ly);
+        ly->addIncoming(B.CreateAdd(ly, ConstantInt::get(I32, 1), "", true, true), Ly);
+        B.CreateBr(Hy);
+        B.SetInsertPoint(Lz);
+        lz->addIncoming(B.CreateAdd(lz, ConstantInt::get(I32, 1), "", true, true), Lz);
+        B.CreateBr(Hz);
+        B.SetInsertPoint(P);
+        Value *wi = B.CreateAdd(rowBase, lx, "wi" + sfx, true, true);
+        Value *wi64 = B.CreateZExt(wi, I64);
+        if (!uniform)
+          myResume = B.CreateGEP(I32, resume, wi64);
+        for (size_t j = 0; j < allocas.size(); ++j) {
+          if (uniPtr[j]) {
+            VM[allocas[j]] = uniPtr[j];
+            continue;
+          }
+          Value *base = B.CreateMul(nwi64, ConstantInt::get(I64, offs[j]));
+          VM[allocas[j]] = B.CreateGEP(I8, scratch, B.CreateAdd(base, B.CreateMul(wi64, ConstantInt::get(I64, sizes[j]))));
         }
-        Value *base = B.CreateMul(nwi64, ConstantInt::get(I64, offs[j]));
-        VM[allocas[j]] = B.CreateGEP(I8, scratch, B.CreateAdd(base, B.CreateMul(wi64, ConstantInt::get(I64, sizes[j]))));
-      }
-      VM[X(o, F, E_LX)] = lx;
-      VM[X(o, F, E_LY)] = ly;
-      VM[X(o, F, E_LZ)] = lz;
-      VM[X(o, F, E_LWI)] = wi;
-      VM[scratch] = xchg;
-      BasicBlock *Chk = BasicBlock::Create(C, "cbs.check" + sfx, F);
-      // blocks of the region
-      std::vector<BasicBlock *> set;
-      std::set<BasicBlock *> seen;
-      std::vector<BasicBlock *> work = {regionEntry[k]};
-      while (!work.empty()) {
-        BasicBlock *BB = work.back();
-        work.pop_back();
-        if (!seen.insert(BB).second)
-          continue;
-        set.push_back(BB);
-        if (barrierId.count(BB))
-          continue;
-        for (BasicBlock *Su : successors(BB))
-          work.push_back(Su);
+        VM[X(o, F, E_LX)] = lx;
+        VM[X(o, F, E_LY)] = ly;
+        VM[X(o, F, E_LZ)] = lz;
+        VM[X(o, F, E_LWI)] = wi;
+        VM[scratch] = xchg;
       }
       SmallVector<BasicBlock *, 32> clones;
+      std::map<BasicBlock *, BasicBlock *> origOf;
       for (BasicBlock *BB : set) {
         BasicBlock *NB = CloneBasicBlock(BB, VM, sfx, F);
         VM[BB] = NB;
+        origOf[NB] = BB;
         clones.push_back(NB);
       }
       remapInstructionsInBlocks(clones, VM);
@@ -1160,11 +1704,11 @@ struct Lowering {
                     continue;
                   std::vector<BasicBlock *> wl(succ_begin(BB), succ_end(BB));
                   while (!wl.empty()) {
-                    BasicBlock *X = wl.back();
+                    BasicBlock *Xb = wl.back();
                     wl.pop_back();
-                    if (!inSet.count(X) || !reached[j].insert(X).second || barrierId.count(X))
+                    if (!inSet.count(Xb) || !reached[j].insert(Xb).second || barrierId.count(Xb))
                       continue;
-                    for (BasicBlock *Su : successors(X))
+                    for (BasicBlock *Su : successors(Xb))
                       wl.push_back(Su);
                   }
                 }
@@ -1190,39 +1734,67 @@ struct Lowering {
           }
         }
       }
-      for (BasicBlock *NB : clones)
-        for (Instruction &I : *NB)
-          addAccessGroup(I, AG);
+      if (AG)
+        for (BasicBlock *NB : clones)
+          for (Instruction &I : *NB)
+            addAccessGroup(I, AG);
       BasicBlock *RE = cast<BasicBlock>(VM[regionEntry[k]]);
-      // Convergent case (every work-item waits here): no per-item check. Only worth the duplicated
-      // loop at O3 with large groups; the check is cheap and if-converted by the vectoriser anyway.
-      if (kUniformFastPath)
-        B.CreateCondBr(uniV, RE, Chk);
-      else
-        B.CreateBr(Chk);
-      B.SetInsertPoint(Chk);
-      LoadInst *rl = B.CreateLoad(I32, myResume);
-      addAccessGroup(*rl, AG);
-      B.CreateCondBr(B.CreateICmpEQ(rl, ConstantInt::get(I32, k)), RE, L);
+      if (uniform && !once)
+        hoistSlotStores(RE, Pre, NE, std::set<Value *>(uniPtr.begin(), uniPtr.end()), clones);
+      if (uniform && !once && regionReach.size() == 1)
+        narrowToGuards(
+            RE,
+            [&](BasicBlock *Sc) {
+              auto it = origOf.find(Sc);
+              if (it == origOf.end())
+                return false;
+              BasicBlock *Ob = it->second;
+              return barrierId.count(Ob) || firstCallTo(Ob, EM) || isa<ReturnInst>(&*Sc->getFirstNonPHIIt());
+            },
+            {Pre, NE}, Pre, {lx, ly, lz}, {inX, inY, inZ}, {X(o, F, E_GSX), X(o, F, E_GSY), X(o, F, E_GSZ)},
+            {Hy, Hz, Pre});
+      if (once) {
+        B.CreateBr(RE);
+      } else if (uniform) {
+        B.CreateBr(RE);
+      } else {
+        // Convergent case (every work-item waits here): no per-item check. Only worth the duplicated
+        // loop at O3 with large groups; the check is cheap and if-converted by the vectoriser anyway.
+        BasicBlock *Chk = BasicBlock::Create(C, "cbs.check" + sfx, F);
+        if (kUniformFastPath)
+          B.CreateCondBr(uniV, RE, Chk);
+        else
+          B.CreateBr(Chk);
+        B.SetInsertPoint(Chk);
+        LoadInst *rl = B.CreateLoad(I32, myResume);
+        addAccessGroup(*rl, AG);
+        B.CreateCondBr(B.CreateICmpEQ(rl, ConstantInt::get(I32, k)), RE, L);
+      }
+      // where a work-item goes after leaving the region, and how it records its resume point
+      BasicBlock *after = once ? sched : L;
+      auto leave = [&](BasicBlock *NB, int id) {
+        IRBuilder<> B2(NB);
+        if (uniform) {
+          if (regionReach.size() != 1)
+            B2.CreateStore(ConstantInt::get(I32, id), next);
+        } else {
+          addAccessGroup(*B2.CreateStore(ConstantInt::get(I32, id), myResume), AG);
+        }
+        B2.CreateBr(after);
+      };
       for (size_t c = 0; c < set.size(); ++c) {
         BasicBlock *NB = clones[c];
         if (barrierId.count(set[c])) {
           NB->getTerminator()->eraseFromParent();
           NB->front().eraseFromParent();
-          IRBuilder<> B2(NB);
-          addAccessGroup(*B2.CreateStore(ConstantInt::get(I32, barrierId[set[c]]), myResume), AG);
-          B2.CreateBr(L);
+          leave(NB, barrierId[set[c]]);
         } else if (firstCallTo(NB, EM)) {
           while (!NB->empty())
             NB->back().eraseFromParent();
-          IRBuilder<> B2(NB);
-          addAccessGroup(*B2.CreateStore(ConstantInt::get(I32, RESUME_EXIT), myResume), AG);
-          B2.CreateBr(L);
+          leave(NB, RESUME_EXIT);
         } else if (isa<ReturnInst>(NB->getTerminator())) {
           NB->getTerminator()->eraseFromParent();
-          IRBuilder<> B2(NB);
-          addAccessGroup(*B2.CreateStore(ConstantInt::get(I32, RESUME_EXIT), myResume), AG);
-          B2.CreateBr(L);
+          leave(NB, RESUME_EXIT);
         }
       }
     }
@@ -1303,6 +1875,7 @@ struct Lowering {
     if (!lowerLocals(NF, ki.staticLocal))
       return false;
     ki.barriers = collective;
+    ki.specialisable = !usesMutableGlobals(NF);
     if (collective) {
       if (!buildCbs(NF, ki.scratchPerWi))
         return false;
@@ -1331,7 +1904,7 @@ struct Lowering {
     for (int d = 0; d < 3; ++d) {
       gid[d] = ld32(CTX_GID + 4 * d);
       ng[d] = ld32(CTX_NG + 4 * d);
-      gs[d] = ld32(CTX_GS + 4 * d);
+      gs[d] = specKernel.empty() ? static_cast<Value *>(ld32(CTX_GS + 4 * d)) : ConstantInt::get(I32, specGs[d]);
     }
     // amdgcn COV5 implicit args and HSA dispatch packet, per group.
     AllocaInst *impl = B.CreateAlloca(ArrayType::get(I8, 256), nullptr, "implicitargs");
@@ -1372,45 +1945,76 @@ struct Lowering {
       callBody(z0, z0, z0, z0);
       B.CreateRetVoid();
     } else {
-      // for z, y, x
-      BasicBlock *pre = E;
-      Value *zero = ConstantInt::get(I32, 0), *one = ConstantInt::get(I32, 1);
-      BasicBlock *hz = BasicBlock::Create(C, "z", WG), *hy = BasicBlock::Create(C, "y", WG),
-                 *hx = BasicBlock::Create(C, "x", WG), *ly = BasicBlock::Create(C, "y.latch", WG),
-                 *lz = BasicBlock::Create(C, "z.latch", WG), *ex = BasicBlock::Create(C, "exit", WG);
-      Value *nonEmpty = B.CreateAnd(B.CreateAnd(B.CreateICmpNE(gs[0], zero), B.CreateICmpNE(gs[1], zero)),
-                                    B.CreateICmpNE(gs[2], zero));
-      B.CreateCondBr(nonEmpty, hz, ex);
-      B.SetInsertPoint(hz);
-      PHINode *z = B.CreatePHI(I32, 2, "lz");
-      z->addIncoming(zero, pre);
-      B.CreateBr(hy);
-      B.SetInsertPoint(hy);
-      PHINode *y = B.CreatePHI(I32, 2, "ly");
-      y->addIncoming(zero, hz);
-      Value *rowBase = B.CreateMul(B.CreateAdd(B.CreateMul(z, gs[1]), y), gs[0]);
-      B.CreateBr(hx);
-      B.SetInsertPoint(hx);
-      PHINode *x = B.CreatePHI(I32, 2, "lx");
-      x->addIncoming(zero, hy);
-      MDNode *AG = newAccessGroup();
-      callBody(x, y, z, B.CreateAdd(rowBase, x));
-      for (Instruction &I : *hx)
-        if (isa<CallInst>(&I))
-          I.setMetadata(LLVMContext::MD_access_group, AG); // propagated to the inlined body
-      Value *x2 = B.CreateAdd(x, one, "", true, true);
-      x->addIncoming(x2, hx);
-      markParallelLoop(B.CreateCondBr(B.CreateICmpULT(x2, gs[0]), hx, ly), AG);
-      B.SetInsertPoint(ly);
-      Value *y2 = B.CreateAdd(y, one, "", true, true);
-      y->addIncoming(y2, ly);
-      B.CreateCondBr(B.CreateICmpULT(y2, gs[1]), hy, lz);
-      B.SetInsertPoint(lz);
-      Value *z2 = B.CreateAdd(z, one, "", true, true);
-      z->addIncoming(z2, lz);
-      B.CreateCondBr(B.CreateICmpULT(z2, gs[2]), hz, ex);
+      // for z, y, x (top-tested, like the region loops of buildCbs), around the inlined body
+      BasicBlock *ex = BasicBlock::Create(C, "exit", WG);
+      struct Nest {
+        BasicBlock *hz, *hy, *P, *L;
+        PHINode *x, *y, *z;
+        ICmpInst *inX, *inY, *inZ;
+        bool inlined;
+      };
+      auto buildNest = [&](BasicBlock *from) {
+        Value *zero = ConstantInt::get(I32, 0), *one = ConstantInt::get(I32, 1);
+        BasicBlock *hz = BasicBlock::Create(C, "z", WG, ex), *hy = BasicBlock::Create(C, "y", WG, ex),
+                   *hx = BasicBlock::Create(C, "x", WG, ex), *P = BasicBlock::Create(C, "wi", WG, ex),
+                   *L = BasicBlock::Create(C, "x.latch", WG, ex), *ly = BasicBlock::Create(C, "y.latch", WG, ex),
+                   *lz = BasicBlock::Create(C, "z.latch", WG, ex);
+        IRBuilder<> NB(hz);
+        PHINode *z = NB.CreatePHI(I32, 2, "lz");
+        z->addIncoming(zero, from);
+        auto *inZ = cast<ICmpInst>(NB.CreateICmpULT(z, gs[2]));
+        NB.CreateCondBr(inZ, hy, ex);
+        NB.SetInsertPoint(hy);
+        PHINode *y = NB.CreatePHI(I32, 2, "ly");
+        y->addIncoming(zero, hz);
+        Value *rowBase = NB.CreateMul(NB.CreateAdd(NB.CreateMul(z, gs[1]), y), gs[0]);
+        auto *inY = cast<ICmpInst>(NB.CreateICmpULT(y, gs[1]));
+        NB.CreateCondBr(inY, hx, lz);
+        NB.SetInsertPoint(hx);
+        PHINode *x = NB.CreatePHI(I32, 2, "lx");
+        x->addIncoming(zero, hy);
+        auto *inX = cast<ICmpInst>(NB.CreateICmpULT(x, gs[0]));
+        NB.CreateCondBr(inX, P, ly);
+        B.SetInsertPoint(P);
+        MDNode *AG = newAccessGroup();
+        callBody(x, y, z, B.CreateAdd(rowBase, x));
+        auto *CB = cast<CallInst>(&P->back());
+        CB->setMetadata(LLVMContext::MD_access_group, AG); // propagated to the inlined body
+        B.CreateBr(L);
+        NB.SetInsertPoint(L);
+        x->addIncoming(NB.CreateAdd(x, one, "", true, true), L);
+        markParallelLoop(NB.CreateBr(hx), AG);
+        NB.SetInsertPoint(ly);
+        y->addIncoming(NB.CreateAdd(y, one, "", true, true), ly);
+        NB.CreateBr(hy);
+        NB.SetInsertPoint(lz);
+        z->addIncoming(NB.CreateAdd(z, one, "", true, true), lz);
+        NB.CreateBr(hz);
+        // Inline the body now (O3 would) so that guards such as `if (i < n)` can narrow the x loop.
+        InlineFunctionInfo IFI;
+        bool inl = InlineFunction(*CB, IFI).isSuccess();
+        return Nest{hz, hy, P, L, x, y, z, inX, inY, inZ, inl};
+      };
+      BranchInst *toNest = B.CreateBr(ex); // retargeted below
       B.SetInsertPoint(ex);
       B.CreateRetVoid();
+      Nest A = buildNest(E);
+      toNest->setSuccessor(0, A.hz);
+      if (A.inlined) {
+        // Bounds checks: the in-range part of the x loop runs without the check (no masked loads and
+        // stores). Where `gid * n + tid` could wrap around, a second, unchanged nest runs instead.
+        Value *assumed = ConstantInt::getTrue(C);
+        BasicBlock *L = A.L;
+        narrowToGuards(
+            A.P, [&](BasicBlock *Sc) { return Sc == L; }, {E}, E, {A.x, A.y, A.z}, {A.inX, A.inY, A.inZ},
+            {gs[0], gs[1], gs[2]}, {A.hy, A.hz, E}, &assumed);
+        if (!isa<ConstantInt>(assumed)) {
+          Nest Bn = buildNest(E);
+          toNest->eraseFromParent();
+          IRBuilder<> EB(E);
+          EB.CreateCondBr(assumed, A.hz, Bn.hz);
+        }
+      }
     }
     return true;
   }
@@ -1456,6 +2060,23 @@ struct Lowering {
       // a module with only globals is still loadable
     }
     normaliseFunctions();
+    if (!specKernel.empty()) {
+      std::vector<Function *> only;
+      for (Function *K : kernels)
+        if (K->getName() == specKernel)
+          only.push_back(K);
+      if (only.empty())
+        return fail("internal: no kernel '" + specKernel + "' to specialise");
+      for (Function *K : kernels)
+        if (K != only[0]) {
+          K->setCallingConv(CallingConv::C);
+          K->setLinkage(GlobalValue::InternalLinkage);
+        }
+      kernels = only;
+      for (const char *gv : {"llvm.global_ctors", "llvm.global_dtors"})
+        if (GlobalVariable *G = M.getGlobalVariable(gv))
+          G->eraseFromParent();
+    }
     if (!lowerStructors("llvm.global_ctors", "__ol_rs_init", false) ||
         !lowerStructors("llvm.global_dtors", "__ol_rs_fini", true))
       return false;
@@ -1539,7 +2160,7 @@ struct Lowering {
       M.eraseNamedMetadata(ann);
     for (auto &ki : infos) {
       meta += "K " + ki.name + " " + ki.wgName + " " + std::to_string(ki.staticLocal) + " " +
-              std::to_string(ki.scratchPerWi) + " " + (ki.barriers ? "1" : "0") + " " + std::to_string(warp) +
+              std::to_string(ki.scratchPerWi) + " " + std::to_string((ki.barriers ? 1 : 0) | (ki.specialisable ? 2 : 0)) + " " + std::to_string(warp) +
               " " + std::to_string(ki.params.size());
       for (auto &p : ki.params)
         meta += " " + std::to_string(p.first) + ":" + std::to_string(p.second);
@@ -1566,12 +2187,23 @@ char *dupstr(const std::string &s) {
 
 } // namespace
 
+// Must match `LowerOptions` in src/jit/compile.rs.
+struct OlRsLowerOptions {
+  const char *spec_kernel; // NULL: the generic lowering of every kernel
+  uint32_t spec_group_size[3];
+};
+
 extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, int arch, const char *cpu, const char *features,
-                               char **meta_out, char **err_out) {
+                               const OlRsLowerOptions *opts, char **meta_out, char **err_out) {
   *meta_out = nullptr;
   *err_out = nullptr;
   Module *M = unwrap(MR);
   Lowering L(*M, arch, cpu ? cpu : "", features ? features : "");
+  if (opts && opts->spec_kernel) {
+    L.specKernel = opts->spec_kernel;
+    for (int d = 0; d < 3; ++d)
+      L.specGs[d] = opts->spec_group_size[d];
+  }
   bool ok = L.run();
   if (!ok) {
     *err_out = dupstr(L.err.empty() ? std::string("unknown lowering failure") : L.err);

@@ -39,21 +39,40 @@
 //! ```
 //!
 //! # Work-items, barriers and warps
-//! Kernels without barriers become a z/y/x loop over work-items around the inlined body; the x loop is
-//! marked `llvm.loop.parallel_accesses` (work-items are independent between barriers under GPU rules),
-//! so LLVM vectorises it. Kernels with `__gpu_sync_threads` (or warp operations) use continuation-based
-//! synchronisation (CBS, cpu-kernels.md §7) written as a C++ LLVM pass in `lower.cpp` (the C API has no
-//! CloneFunction/InlineFunction/DemoteRegToStack/dominators) — no fibers:
+//! Kernels without barriers become a top-tested z/y/x loop over work-items around the body, inlined by
+//! the lowering; the x loop is marked `llvm.loop.parallel_accesses` (work-items are independent between
+//! barriers under GPU rules), so LLVM vectorises it. A guard `if (gid * n + tid < len)` around the body
+//! narrows the x range to the ids that pass and disappears (no masked loads/stores); where `gid * n +
+//! tid` could wrap around 2^32 (checked once per group), an unchanged copy of the loop nest runs.
+//! Kernels with `__gpu_sync_threads` (or warp operations) are lowered in C++ (`lower.cpp`; the C API has
+//! no CloneFunction/InlineFunction/DemoteRegToStack/dominators), without fibers:
 //! * blocks are split at barriers; a *region* is what runs from the entry or a barrier to the next
 //!   barriers/exits. Each region's blocks are cloned into their own parallel z/y/x work-item loop;
 //! * only values live across a barrier (per-region dominance) and private variables are demoted to
-//!   per-work-item arrays in `ctx.scratch` (structure of arrays); values a uniformity analysis proves
-//!   work-item-invariant share one slot, preloaded per region, and side-effect-free invariant values of
-//!   the entry block are computed once per group;
-//! * a per-work-item resume id (also in scratch) records the barrier each work-item waits at (or that it
-//!   exited); after each region a vectorisable min/max scan picks the next region (the smallest pending
-//!   id; the fast path skips the per-item check when all wait at the same barrier). Divergent barriers
-//!   therefore cannot deadlock, and `__gpu_exit` ends only the calling work-item.
+//!   per-work-item arrays in `ctx.scratch` (structure of arrays); cheap pure functions of the ids,
+//!   arguments and group-invariant values (`&s[tid]`) are recomputed in each region instead; values a
+//!   uniformity analysis proves work-item-invariant share one slot, preloaded per region, and
+//!   side-effect-free invariant values of the entry block are computed once per group;
+//! * **uniform barriers** (the common case): when every branch whose direction may differ between
+//!   work-items leads to a single barrier or exit, all work-items reach the same barriers in the same
+//!   order. Then each uniform branch choosing between barriers gets an implicit barrier on each edge
+//!   (the choice is made once per group), a region records its exit in one group-level `next` and the
+//!   regions follow each other (barriers in loops become loops around region loops), regions without
+//!   any work-item-dependent instruction run once per group, and a region guarded by `tid <pred> b`,
+//!   `tid + c <pred> b` (conjunctions, signed or unsigned, any dimension; b, c group-invariant) loops
+//!   only over the ids that pass: a tree reduction's step `if (t < k)` costs k iterations, not 256;
+//! * otherwise (**general scheduler**), a per-work-item resume id (in scratch) records the barrier each
+//!   work-item waits at (or that it exited); after each region a vectorisable min/max scan picks the
+//!   next region (the smallest pending id; the fast path skips the per-item check when all wait at the
+//!   same barrier). Divergent barriers therefore cannot deadlock, and `__gpu_exit` ends only the
+//!   calling work-item.
+//!
+//! **Launch-time specialisation** ([`KernelEntry::specialise`], used by the CPU plugin at the first
+//! launch with each group shape, up to 4 per kernel; `OFFLOAD_RS_JIT_SPECIALISE=0` turns it off): the
+//! kernel alone is compiled again with the group size as constants (constant trip counts, no z/y loop
+//! nests, no remainders), keyed in the content cache by (bitcode, kernel, shape). The launch waits for
+//! it. Only kernels that use no mutable global variable are specialised, since the copy has globals of
+//! its own (and runs no constructors).
 //!
 //! The warp width is the one clang folded into the bitcode: 32 for nvptx64, 64 for amdgcn (32 with
 //! `+wavefrontsize32`); spirv64 leaves it to us (`llvm.spv.subgroup.size`) and we choose 32. Lanes are
@@ -176,6 +195,8 @@ pub(crate) struct KernelMeta {
     pub static_local_bytes: usize,
     pub scratch_bytes_per_wi: usize,
     pub has_barriers: bool,
+    /// uses no mutable global variable: a separately compiled and loaded copy behaves the same
+    pub specialisable: bool,
     pub warp_size: u32,
     pub params: Vec<ParamLayout>,
 }
@@ -194,6 +215,8 @@ pub struct KernelEntry {
     pub stack_bytes: Option<usize>,
     /// compiled with the memory checker (its hook is set)
     pub memcheck: bool,
+    /// the bitcode it came from, when it may be specialised ([`KernelEntry::specialise`])
+    source: Option<Arc<[u8]>>,
     #[allow(dead_code)]
     keepalive: Arc<Instance>,
 }
@@ -210,6 +233,34 @@ impl std::fmt::Debug for KernelEntry {
             .field("stack_bytes", &self.stack_bytes)
             .field("memcheck", &self.memcheck)
             .finish()
+    }
+}
+
+impl KernelEntry {
+    /// Whether [`KernelEntry::specialise`] can make a version for one group size.
+    pub fn specialisable(&self) -> bool {
+        self.source.is_some()
+    }
+
+    /// This kernel compiled for work-groups of exactly `group_size` (constant trip counts, no loop
+    /// remainders), through the content-keyed cache: the same bitcode, kernel and group size compile
+    /// once, whichever program asks. The copy has no constructors and shares no state with this one,
+    /// which is why only kernels without mutable globals are specialisable. Its [`WgFn`] must only be
+    /// called with `ctx.group_size == group_size`.
+    pub fn specialise(&self, group_size: [u32; 3]) -> Result<KernelEntry, JitError> {
+        let Some(src) = &self.source else {
+            return Err(JitError::NotFound(format!("kernel '{}' cannot be specialised", self.name)));
+        };
+        let spec = compile::Spec { kernel: self.name.clone(), group_size };
+        let co = cache::get_or_compile(src, Some(&spec))?;
+        let obj = elf::LoadedObject::load(&co.object)?;
+        let frames = stack::frame_sizes(&co.object);
+        let img = LoadedImage { inst: Arc::new(Instance::Jit(obj, co)), frames, source: None };
+        let mut k = img
+            .kernel(&self.name)
+            .ok_or_else(|| JitError::NotFound(format!("specialised kernel '{}' is missing", self.name)))?;
+        k.params = self.params.clone();
+        Ok(k)
     }
 }
 
@@ -233,6 +284,8 @@ pub struct LoadedImage {
     inst: Arc<Instance>,
     /// frame size of every function of a JIT'd object (`.stack_sizes`)
     frames: HashMap<String, u64>,
+    /// the bitcode, kept for launch-time specialisation
+    source: Option<Arc<[u8]>>,
 }
 
 impl std::fmt::Debug for LoadedImage {
@@ -267,6 +320,7 @@ impl LoadedImage {
                     scratch_bytes_per_wi: m.scratch_bytes_per_wi,
                     has_barriers: m.has_barriers,
                     warp_size: m.warp_size,
+                    source: if m.specialisable { self.source.clone() } else { None },
                     keepalive: self.inst.clone(),
                 })
             }
@@ -285,6 +339,7 @@ impl LoadedImage {
                     scratch_bytes_per_wi: 0,
                     has_barriers: false,
                     warp_size: 1,
+                    source: None,
                     keepalive: self.inst.clone(),
                 })
             }
@@ -395,17 +450,18 @@ pub fn is_valid_for_cpu(image: &[u8]) -> bool {
 pub fn load(image: &[u8]) -> Result<LoadedImage, JitError> {
     if let Some(bc) = bitcode_payload(image) {
         // No parse here: the cache key is the content; on a miss the (isolated) compile validates.
-        let co = cache::get_or_compile(bc)?;
+        let co = cache::get_or_compile(bc, None)?;
         let obj = elf::LoadedObject::load(&co.object)?;
         obj.run_init();
         let frames = stack::frame_sizes(&co.object);
-        return Ok(LoadedImage { inst: Arc::new(Instance::Jit(obj, co)), frames });
+        let source = co.kernels.iter().any(|k| k.specialisable).then(|| Arc::from(bc));
+        return Ok(LoadedImage { inst: Arc::new(Instance::Jit(obj, co)), frames, source });
     }
     match classify(image) {
         ImageKind::Bitcode { .. } => Err(JitError::InvalidBinary("internal: bitcode not recognised".into())),
         ImageKind::NativeElf => {
             let lib = native::NativeLib::open(image)?;
-            Ok(LoadedImage { inst: Arc::new(Instance::Native(lib)), frames: HashMap::new() })
+            Ok(LoadedImage { inst: Arc::new(Instance::Native(lib)), frames: HashMap::new(), source: None })
         }
         ImageKind::Unknown(what) => {
             Err(JitError::InvalidBinary(format!("expected LLVM bitcode or an x86-64 ELF shared object, found {what}")))

@@ -911,7 +911,7 @@ fn memcheck_compiles_every_target_and_frames_are_known() {
         for name in ["saxpy", "reduce", "dynshared"] {
             let Some(bc) = bitcode(name, t) else { return };
             for memcheck in [false, true] {
-                let (obj, meta) = compile::compile(&bc, 3, memcheck)
+                let (obj, meta) = compile::compile(&bc, 3, memcheck, None)
                     .unwrap_or_else(|e| panic!("{name} for {t:?}, memcheck {memcheck}: {e}"));
                 let kernels = compile::parse_meta(&meta).unwrap();
                 let frames = stack::frame_sizes(&obj);
@@ -926,5 +926,205 @@ fn memcheck_compiles_every_target_and_frames_are_known() {
                 assert_eq!(loaded.data_symbol("__ol_rs_memcheck_hook").is_some(), memcheck, "{name} {t:?}");
             }
         }
+    }
+}
+
+/// The lowering shapes of ffi-tests/kernels/shapes.c against results computed here.
+#[test]
+fn guarded_regions_and_uniform_barriers() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("shapes", t) else {
+            return;
+        };
+        let k = img.kernel("guards").expect("guards");
+        assert!(k.has_barriers);
+        for (n, kk) in [(128u32, 50u32), (128, 0), (128, 200), (100, 37), (256, 255)] {
+            let groups = 2u32;
+            let input: Vec<i32> = (0..groups * n).map(|i| (i * 7 % 23) as i32 - 5).collect();
+            let mut out = vec![0i32; (groups * n) as usize];
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&kk)]);
+            launch(&k, [groups, 1, 1], [n, 1, 1], &args, 0);
+            for g in 0..groups as usize {
+                let nn = n as usize;
+                let a = &input[g * nn..(g + 1) * nn];
+                let mut r = vec![vec![0i32; nn]; 5];
+                for tt in 0..nn {
+                    let tu = tt as u32;
+                    if tu >= kk {
+                        r[0][tt] = a[(tt + 1) % nn] * 2;
+                    }
+                    if tu + 5 < kk {
+                        r[1][tt] = a[(tt + 2) % nn] + 1;
+                    }
+                    if tu == kk / 2 {
+                        r[2][tt] = -a[(tt + 3) % nn];
+                    }
+                    if tu <= 3 && tu > 0 {
+                        r[3][tt] = a[(tt + 4) % nn] + 1000;
+                    }
+                    if tt as i32 - 10 > kk as i32 - 20 {
+                        r[4][tt] = a[(tt + 5) % nn] + 7;
+                    }
+                }
+                for tt in 0..nn {
+                    let e = (0..5).fold(0i32, |acc, j| acc.wrapping_mul(31).wrapping_add(r[j][(tt + j + 1) % nn]));
+                    assert_eq!(out[g * nn + tt], e, "{t:?} guards n={n} k={kk} group {g} item {tt}");
+                }
+            }
+        }
+
+        let k = img.kernel("uniform_loop").expect("uniform_loop");
+        for (n, reps) in [(64u32, 3u32), (64, 0), (96, 5)] {
+            let groups = 3u32;
+            let input: Vec<u32> = (0..groups * n).map(|i| i % 5).collect();
+            let mut out = vec![0u32; (groups * n) as usize];
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&reps)]);
+            launch(&k, [groups, 1, 1], [n, 1, 1], &args, 0);
+            for g in 0..groups as usize {
+                let mut s: Vec<u32> = input[g * n as usize..(g + 1) * n as usize].to_vec();
+                for r in 0..reps {
+                    s = (0..n as usize).map(|i| s[i].wrapping_add(s[(i + 1) % n as usize]).wrapping_add(r)).collect();
+                }
+                assert_eq!(&out[g * n as usize..(g + 1) * n as usize], &s[..], "{t:?} uniform_loop n={n} reps={reps}");
+            }
+        }
+
+        let k = img.kernel("uniform_paths").expect("uniform_paths");
+        for mode in [0u32, 1] {
+            let (groups, n) = (2u32, 64u32);
+            let input: Vec<u32> = (0..groups * n).map(|i| i * 3 + 1).collect();
+            let mut out = vec![0u32; (groups * n) as usize];
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&mode)]);
+            launch(&k, [groups, 1, 1], [n, 1, 1], &args, 0);
+            for g in 0..groups as usize {
+                let s = &input[g * n as usize..(g + 1) * n as usize];
+                for tt in 0..n as usize {
+                    let v = if mode == 0 { s[n as usize - 1 - tt] * 3 } else { s[(tt + 4) % n as usize] + 11 };
+                    let e = v + u32::from((tt as u32) < mode);
+                    assert_eq!(out[g * n as usize + tt], e, "{t:?} uniform_paths mode {mode} item {tt}");
+                }
+            }
+        }
+
+        let k = img.kernel("inner_uniform_loop").expect("inner_uniform_loop");
+        for (n, reps) in [(64u32, 5u32), (48, 0), (128, 9)] {
+            let groups = 2u32;
+            let input: Vec<u32> = (0..groups * n).map(|i| i % 11).collect();
+            let mut out = vec![0u32; (groups * n) as usize];
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&reps)]);
+            launch(&k, [groups, 1, 1], [n, 1, 1], &args, 0);
+            for g in 0..groups as usize {
+                let s = &input[g * n as usize..(g + 1) * n as usize];
+                for tt in 0..n as usize {
+                    let e: u32 = (0..reps as usize).map(|kk| s[(tt + kk) % n as usize] * (kk as u32 + 1)).sum::<u32>()
+                        + (0..100usize).map(|kk| s[(tt * 7 + kk) % n as usize] ^ kk as u32).sum::<u32>();
+                    assert_eq!(out[g * n as usize + tt], e, "{t:?} inner_uniform_loop n={n} reps={reps} item {tt}");
+                }
+            }
+        }
+
+        let k = img.kernel("divergent_count").expect("divergent_count");
+        let (groups, n) = (3u32, 40u32);
+        let mut out = vec![0u32; (groups * n) as usize];
+        let args = pack(&k.params, &[&ptr(&mut out)]);
+        launch(&k, [groups, 1, 1], [n, 1, 1], &args, 0);
+        for (i, v) in out.iter().enumerate() {
+            let mut acc = i as u32;
+            for r in 0..(i as u32 % n) & 3 {
+                acc = acc * 3 + r;
+            }
+            assert_eq!(*v, acc, "{t:?} divergent_count {i}");
+        }
+
+        for name in ["wrap_guard", "wrap_guard_bar"] {
+            let k = img.kernel(name).expect(name);
+            let (groups, n, stride, len) = (4u32, 32u32, 0xFFFF_FFF0u32, 100u32);
+            let mut hit = vec![0u32; (groups * n) as usize];
+            let args = pack(&k.params, &[&ptr(&mut hit), &b(&stride), &b(&len)]);
+            launch(&k, [groups, 1, 1], [n, 1, 1], &args, 0);
+            let f = |g: u32, tt: u32| {
+                let i = g.wrapping_mul(stride).wrapping_add(tt);
+                if i < len { i + 1 } else { 0 }
+            };
+            for g in 0..groups {
+                for tt in 0..n {
+                    let e = if name == "wrap_guard" { f(g, tt) } else { f(g, (tt + 1) % n) };
+                    assert_eq!(hit[(g * n + tt) as usize], e, "{t:?} {name} group {g} item {tt}");
+                }
+            }
+        }
+    }
+}
+
+/// Launch-time specialisation: the version for one group size computes what the generic one does, for
+/// 1-D and 2-D groups, with and without barriers; the same bitcode, kernel and shape compile once
+/// (whichever program asks); kernels with mutable globals are not specialisable.
+#[test]
+fn specialised_matches_generic() {
+    let _g = CACHE_TESTS.write().unwrap_or_else(|e| e.into_inner());
+    for t in TARGETS {
+        let Some(img) = load_ok("reduce", t) else {
+            return;
+        };
+        let k = img.kernel("reduce_sum").expect("kernel");
+        assert!(k.specialisable(), "{t:?}");
+        let n = 128 * 9 + 3;
+        let input: Vec<f32> = (0..n).map(|i| (i % 13) as f32).collect();
+        let groups = (n as u32).div_ceil(128);
+        let run = |k: &KernelEntry| {
+            let mut out = vec![0f32; groups as usize];
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&(n as u32))]);
+            launch(k, [groups, 1, 1], [128, 1, 1], &args, 0);
+            out
+        };
+        let before = cache_stats().1;
+        let s = k.specialise([128, 1, 1]).expect("specialise");
+        assert_eq!(cache_stats().1, before + 1, "{t:?}: one compile");
+        assert_eq!(run(&s), run(&k), "{t:?} reduce");
+        // another program from the same bytes: the specialised code comes from the cache
+        let img2 = load_ok("reduce", t).unwrap();
+        let s2 = img2.kernel("reduce_sum").unwrap().specialise([128, 1, 1]).expect("specialise");
+        assert_eq!(cache_stats().1, before + 1, "{t:?}: cache hit");
+        assert_eq!(run(&s2), run(&k), "{t:?} reduce, second program");
+
+        let img = load_ok("shapes", t).unwrap();
+        let k = img.kernel("guards").unwrap();
+        let (groups, n, kk) = (2u32, 96u32, 41u32);
+        let input: Vec<i32> = (0..groups * n).map(|i| (i * 5 % 17) as i32).collect();
+        let run = |k: &KernelEntry| {
+            let mut out = vec![0i32; (groups * n) as usize];
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&kk)]);
+            launch(k, [groups, 1, 1], [n, 1, 1], &args, 0);
+            out
+        };
+        assert_eq!(run(&k.specialise([n, 1, 1]).unwrap()), run(&k), "{t:?} guards");
+
+        let img = load_ok("barriers2", t).unwrap();
+        let k = img.kernel("transpose").unwrap();
+        let (w, h) = (40u32, 23u32);
+        let input: Vec<f32> = (0..w * h).map(|i| i as f32).collect();
+        let run = |k: &KernelEntry| {
+            let mut out = vec![-1f32; (w * h) as usize];
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&w), &b(&h)]);
+            launch(k, [w.div_ceil(16), h.div_ceil(16), 1], [16, 16, 1], &args, 0);
+            out
+        };
+        assert_eq!(run(&k.specialise([16, 16, 1]).unwrap()), run(&k), "{t:?} transpose");
+
+        let img = load_ok("saxpy", t).unwrap();
+        let k = img.kernel("saxpy").unwrap();
+        let n = 1000u32;
+        let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+        let run = |k: &KernelEntry| {
+            let mut y: Vec<f32> = (0..n).map(|i| 1.0 + i as f32).collect();
+            let args = pack(&k.params, &[&b(&3.0f32), &b(&(x.as_ptr() as usize)), &ptr(&mut y), &b(&n)]);
+            launch(k, [n.div_ceil(64), 1, 1], [64, 1, 1], &args, 0);
+            y
+        };
+        assert_eq!(run(&k.specialise([64, 1, 1]).unwrap()), run(&k), "{t:?} saxpy");
+
+        let img = load_ok("globals", t).unwrap();
+        assert!(!img.kernel("bump").unwrap().specialisable(), "{t:?}: bump writes device globals");
     }
 }

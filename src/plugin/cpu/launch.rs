@@ -26,9 +26,20 @@ use super::memcheck::{self, LaunchCheck};
 use super::pool::{MAX_ITEMS, Task, WorkerSlot, pool};
 use crate::jit::{KernelEntry, ParamLayout, WgCtx, WgFn};
 use crate::plugin::{Kernel, LaunchDims, PluginError, PluginResult};
+use parking_lot::Mutex;
 use std::any::Any;
 use std::cell::Cell;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+/// Most group shapes one kernel is specialised for; launches with further shapes use the generic code.
+const MAX_SPECIALISATIONS: usize = 4;
+
+/// `OFFLOAD_RS_JIT_SPECIALISE=0` turns launch-time specialisation off (read once).
+fn specialise_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("OFFLOAD_RS_JIT_SPECIALISE").is_none_or(|v| v != "0"))
+}
 
 /// A kernel of a CPU program.
 pub struct CpuKernel {
@@ -43,6 +54,8 @@ pub struct CpuKernel {
     memcheck: Option<(usize, usize)>,
     /// keeps the JIT'd code alive
     _entry: Option<KernelEntry>,
+    /// versions compiled for one group size at its first launch (None: that compile failed)
+    specialised: Mutex<HashMap<[u32; 3], Option<KernelEntry>>>,
 }
 
 impl CpuKernel {
@@ -57,7 +70,33 @@ impl CpuKernel {
             stack_bytes: entry.stack_bytes,
             memcheck: if entry.memcheck { Some(program.unwrap_or((0, 0))) } else { None },
             _entry: Some(entry),
+            specialised: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The version of this kernel for `group_size`: compiled at the first launch with that shape
+    /// (the launch waits for it, as PoCL's does), shared through the JIT's content-keyed cache.
+    /// None: use the generic code (not specialisable, turned off, too many shapes, compile failed).
+    fn specialised_for(&self, group_size: [u32; 3]) -> Option<KernelEntry> {
+        // Not under the memory checker: it knows the generic code's program mapping only.
+        let entry =
+            self._entry.as_ref().filter(|e| e.specialisable() && specialise_enabled() && self.memcheck.is_none())?;
+        {
+            let map = self.specialised.lock();
+            if let Some(v) = map.get(&group_size) {
+                return v.clone();
+            }
+            if map.len() >= MAX_SPECIALISATIONS {
+                return None;
+            }
+        }
+        // compiled without the lock: launches with other shapes go on meanwhile
+        let v = entry.specialise(group_size).ok();
+        let mut map = self.specialised.lock();
+        if map.len() < MAX_SPECIALISATIONS {
+            map.entry(group_size).or_insert_with(|| v.clone());
+        }
+        v
     }
 
     /// A kernel around a hand-written work-group function (tests, benchmarks).
@@ -75,6 +114,7 @@ impl CpuKernel {
             stack_bytes: None,
             memcheck: None,
             _entry: None,
+            specialised: Mutex::new(HashMap::new()),
         }
     }
 
@@ -206,6 +246,8 @@ pub fn validate_dims(name: &str, dims: &LaunchDims, static_local: usize) -> Plug
 pub struct PreparedLaunch {
     /// keeps the kernel (and its code) alive until the launch ran
     _kernel: Arc<dyn Kernel>,
+    /// keeps the specialised code alive, when `wg_fn` is from it
+    _specialised: Option<KernelEntry>,
     wg_fn: WgFn,
     args: ArgBuf,
     num_groups: [u32; 3],
@@ -240,12 +282,17 @@ pub fn prepare(kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> Plugin
     }
     let args = normalize_args(&k.name, &k.params, args)?;
     let wis: usize = dims.group_size.iter().map(|&g| g as usize).product();
-    let scratch = k
-        .scratch_bytes_per_wi
+    let spec = k.specialised_for(dims.group_size);
+    let (wg_fn, scratch_per_wi) = match &spec {
+        Some(e) => (e.wg_fn, e.scratch_bytes_per_wi),
+        None => (k.wg_fn, k.scratch_bytes_per_wi),
+    };
+    let scratch = scratch_per_wi
         .checked_mul(wis)
         .ok_or_else(|| PluginError::OutOfResources(format!("kernel '{}' needs too much private memory", k.name)))?;
     Ok(PreparedLaunch {
-        wg_fn: k.wg_fn,
+        _specialised: spec,
+        wg_fn,
         args,
         num_groups: dims.num_groups,
         group_size: dims.group_size,
@@ -329,9 +376,10 @@ impl Task for PreparedLaunch {
             // natural layout of the kernel's parameters (normalised by `prepare`), `local_mem`,
             // `dyn_local_mem` and `scratch` 64-byte aligned with the sizes the kernel declared, used
             // by this thread only, and `group_id` inside `num_groups`, which `validate_dims` checked
-            // against the ranges the kernel code assumes. The kernel is kept alive by `_kernel`. Code
-            // compiled with the memory checker calls `memcheck::check_access`, which reads `frame`
-            // (registered for this chunk, alive across the call).
+            // against the ranges the kernel code assumes; a specialised `wg_fn` was compiled for exactly
+            // `group_size`. The code is kept alive by `_kernel` (and `_specialised`). Code compiled with the
+            // memory checker calls `memcheck::check_access`, which reads `frame` (registered for this
+            // chunk, alive across the call).
             unsafe { (self.wg_fn)(&ctx) };
             let g = &mut ctx.group_id;
             g[0] += 1;

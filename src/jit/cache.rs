@@ -1,14 +1,12 @@
 //! Content-addressed cache of compiled objects.
 //!
-//! Key: blake3 of (image bytes, host triple/CPU/features, JIT options, crate version, JIT_ABI_VERSION).
+//! Key: blake3 of (image bytes, host triple/CPU/features, JIT options, build id, LLVM version).
 //! Value: a `Weak<CompiledObject>`; every `LoadedImage` holds the `Arc`, so the entry is evicted when the
 //! last program made from it is destroyed (`CompiledObject::drop`). Compilation never happens under the
 //! map lock: the first loader of a key installs an in-flight slot, later loaders wait on its condvar.
-//! Optional on-disk layer: `OFFLOAD_RS_JIT_CACHE_DIR=<dir>`, one file per key (hex), verified with a
-//! magic, the format version and a blake3 of the payload; bad files are ignored and rewritten.
+//! Below it, the on-disk cache (disk.rs), consulted on a miss before compiling.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -60,8 +58,8 @@ pub(crate) fn key_of(bc: &[u8], opt: u32) -> Key {
     let h = compile::host();
     let mut k = blake3::Hasher::new();
     k.update(b"offload-rs jit\0");
-    k.update(env!("CARGO_PKG_VERSION").as_bytes());
-    k.update(&super::JIT_ABI_VERSION.to_le_bytes());
+    k.update(super::BUILD_ID.as_bytes());
+    k.update(super::disk::llvm_version().as_bytes());
     k.update(&[opt as u8]);
     for s in [&h.triple, &h.cpu, &h.features] {
         k.update(&(s.len() as u64).to_le_bytes());
@@ -140,10 +138,12 @@ pub(crate) fn get_or_compile(bc: &[u8]) -> Result<Arc<CompiledObject>, JitError>
 }
 
 fn produce(bc: &[u8], opt: u32, key: Key) -> Result<Arc<CompiledObject>, JitError> {
-    let dir = disk_dir();
+    let dir = super::disk::Dir::open();
     if let Some(d) = &dir
-        && let Some((object, meta_text)) = disk_read(d, &key)
+        && let Some(payload) = d.read(&key)
+        && let Some((object, meta_text)) = compile::decode_object(&payload)
         && let Ok(kernels) = compile::parse_meta(&meta_text)
+        && super::elf::LoadedObject::load(&object).is_ok()
     {
         cache().hits.fetch_add(1, Ordering::Relaxed);
         return Ok(Arc::new(CompiledObject { object, kernels, key }));
@@ -152,69 +152,7 @@ fn produce(bc: &[u8], opt: u32, key: Key) -> Result<Arc<CompiledObject>, JitErro
     let kernels = compile::parse_meta(&meta_text)?;
     cache().compiles.fetch_add(1, Ordering::Relaxed);
     if let Some(d) = &dir {
-        disk_write(d, &key, &object, &meta_text);
+        d.write(&key, &compile::encode_object(&object, &meta_text));
     }
     Ok(Arc::new(CompiledObject { object, kernels, key }))
-}
-
-const DISK_MAGIC: &[u8; 8] = b"OLRSJIT\0";
-const DISK_VERSION: u32 = 1;
-
-/// Tests point the disk layer at a private directory without touching the process environment.
-#[cfg(test)]
-pub(crate) static DISK_DIR_OVERRIDE: Mutex<Option<PathBuf>> = Mutex::new(None);
-
-fn disk_dir() -> Option<PathBuf> {
-    #[cfg(test)]
-    if let Some(d) = DISK_DIR_OVERRIDE.lock().clone() {
-        return Some(d);
-    }
-    let d = std::env::var_os("OFFLOAD_RS_JIT_CACHE_DIR")?;
-    if d.is_empty() {
-        return None;
-    }
-    Some(PathBuf::from(d))
-}
-
-pub(crate) fn hex(key: &Key) -> String {
-    key.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// File: magic(8) version(4) blake3(payload)(32) payload; payload = objlen(8) obj metalen(8) meta.
-fn disk_read(dir: &std::path::Path, key: &Key) -> Option<(Vec<u8>, String)> {
-    let data = std::fs::read(dir.join(hex(key))).ok()?;
-    if data.len() < 44 || &data[..8] != DISK_MAGIC || data[8..12] != DISK_VERSION.to_le_bytes() {
-        return None;
-    }
-    let payload = &data[44..];
-    if blake3::hash(payload).as_bytes() != &data[12..44] {
-        return None;
-    }
-    let rd = |at: usize| -> Option<usize> {
-        let b: [u8; 8] = payload.get(at..at + 8)?.try_into().ok()?;
-        usize::try_from(u64::from_le_bytes(b)).ok()
-    };
-    let ol = rd(0)?;
-    let obj = payload.get(8..8usize.checked_add(ol)?)?.to_vec();
-    let ml = rd(8 + ol)?;
-    let meta = payload.get(16 + ol..(16 + ol).checked_add(ml)?)?;
-    Some((obj, String::from_utf8(meta.to_vec()).ok()?))
-}
-
-fn disk_write(dir: &std::path::Path, key: &Key, obj: &[u8], meta: &str) {
-    let mut payload = Vec::with_capacity(obj.len() + meta.len() + 16);
-    payload.extend_from_slice(&(obj.len() as u64).to_le_bytes());
-    payload.extend_from_slice(obj);
-    payload.extend_from_slice(&(meta.len() as u64).to_le_bytes());
-    payload.extend_from_slice(meta.as_bytes());
-    let mut data = Vec::with_capacity(payload.len() + 44);
-    data.extend_from_slice(DISK_MAGIC);
-    data.extend_from_slice(&DISK_VERSION.to_le_bytes());
-    data.extend_from_slice(blake3::hash(&payload).as_bytes());
-    data.extend_from_slice(&payload);
-    let _ = std::fs::create_dir_all(dir);
-    let tmp = dir.join(format!("{}.tmp.{}", hex(key), std::process::id()));
-    if std::fs::write(&tmp, &data).is_ok() && std::fs::rename(&tmp, dir.join(hex(key))).is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
 }

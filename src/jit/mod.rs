@@ -73,20 +73,23 @@
 //! address-keyed cache of LLVM PR #148847). `OFFLOAD_RS_JIT_CACHE_DIR=<dir>` enables a verified on-disk
 //! cache.
 
+mod bitcode;
 mod cache;
 mod compile;
+mod disk;
 mod elf;
-pub(crate) mod isolate;
+pub mod helper;
 mod native;
+mod nvptx;
 #[cfg(test)]
 mod tests;
 
 use std::sync::Arc;
 
 pub use cache::cache_stats;
-
-/// Bumped whenever the generated code's ABI (WgCtx, metadata, lowering) changes; part of the cache key.
-pub(crate) const JIT_ABI_VERSION: u32 = 1;
+pub(crate) use compile::opt_level;
+pub(crate) use helper::BUILD_ID;
+pub use nvptx::compile_ptx;
 
 /// What an image looks like.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,10 +220,7 @@ impl LoadedImage {
         match &*self.inst {
             Instance::Jit(obj, co) => {
                 let m = co.kernels.iter().find(|k| k.name == name)?;
-                let (addr, _) = obj.symbol(&m.symbol)?;
-                if addr == 0 {
-                    return None;
-                }
+                let addr = obj.code_symbol(&m.symbol)?;
                 // SAFETY: `addr` is the address of a function generated with the WgFn ABI
                 // (`void(ptr)`, C calling convention) inside the mapping kept alive by `keepalive`.
                 let wg_fn: WgFn = unsafe { std::mem::transmute::<usize, WgFn>(addr) };
@@ -308,10 +308,16 @@ fn bitcode_payload(image: &[u8]) -> Option<&[u8]> {
     None
 }
 
-/// Classifies an image by its header. Never panics.
+/// The target triple of a bitcode image (wrapped or raw), read without LLVM (see bitcode.rs).
+pub fn bitcode_triple(image: &[u8]) -> Result<String, String> {
+    bitcode::triple(bitcode_payload(image).ok_or("not LLVM bitcode")?)
+}
+
+/// Classifies an image by its header (and a bitcode image by its triple record). Never panics and never
+/// runs LLVM.
 pub fn classify(image: &[u8]) -> ImageKind {
     if let Some(bc) = bitcode_payload(image) {
-        return match compile::bitcode_triple(bc) {
+        return match bitcode::triple(bc) {
             Ok(t) => ImageKind::Bitcode { triple: t },
             Err(e) => ImageKind::Unknown(format!("malformed LLVM bitcode ({}): {e}", describe(image))),
         };

@@ -751,7 +751,7 @@ fn disk_cache_roundtrip_and_corruption() {
     let bc = wrap(&bc, bc.len() + 20 + 24);
     let dir = std::env::temp_dir().join(format!("offload-rs-jit-disk-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    *cache::DISK_DIR_OVERRIDE.lock() = Some(dir.clone());
+    *disk::DIR_OVERRIDE.lock() = Some(dir.clone());
     let run = || {
         let img = load(&bc).unwrap();
         let k = img.kernel("saxpy").unwrap();
@@ -782,7 +782,7 @@ fn disk_cache_roundtrip_and_corruption() {
     run();
     let (_, c4, _) = cache_stats();
     assert_eq!(c4, c3);
-    *cache::DISK_DIR_OVERRIDE.lock() = None;
+    *disk::DIR_OVERRIDE.lock() = None;
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -56,11 +56,15 @@ ctest() {
   [ "$rc" -eq 0 ]
 }
 
-C_TESTS=(test_foundation test_cpu_device test_dlopen test_programs test_kernels test_queues test_stress test_cuda)
+C_TESTS=(test_foundation test_cpu_device test_dlopen test_programs test_kernels test_queues test_stress test_cuda
+  test_jit_service)
 # Under valgrind: all but the two JIT-heavy tests (LLVM code generation under valgrind takes minutes per
 # program and would break CI's 30-minute budget); those two run under ASan+UBSan instead.
 VALGRIND_TESTS=(test_foundation test_cpu_device test_dlopen test_queues)
 export LD_LIBRARY_PATH="$ROOT/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The JIT's disk cache is on by default (~/.cache/offload-rs): CI keeps its own under build/, so a run
+# neither depends on nor fills the user's cache.
+export OFFLOAD_RS_JIT_CACHE_DIR="${OFFLOAD_RS_JIT_CACHE_DIR:-$ROOT/build/jit-cache}"
 
 run_c_tests() {
   local ok=0
@@ -144,7 +148,13 @@ install_check() { # install into a scratch prefix; build and run the demo agains
     $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs offload-rs) -Wl,-rpath,"$prefix/lib" || return 1
   LD_LIBRARY_PATH= "$prefix/demo" > "$LOG/install-demo.log" 2>&1 || { cat "$LOG/install-demo.log"; return 1; }
   LD_LIBRARY_PATH= ldd "$prefix/demo" | grep -q "$prefix/lib/libLLVMOffload.so.22.1" || { echo "demo did not load the installed library"; return 1; }
-  echo "installed to $prefix; demo built with pkg-config ran against it"
+  # The installed library finds its compile helper ($prefix/lib/offload-rs/offload-rs-jit) by itself.
+  LD_LIBRARY_PATH="$prefix/lib" OFFLOAD_RS_DEBUG=1 OFFLOAD_RS_JIT_CACHE_DIR=off HARNESS_FILTER=symbols \
+    build/ffi-tests/test_programs > "$LOG/install-jit.log" 2>&1 || { cat "$LOG/install-jit.log"; return 1; }
+  if grep -q "JIT helper unavailable" "$LOG/install-jit.log"; then
+    cat "$LOG/install-jit.log"; echo "the installed library did not find its compile helper"; return 1
+  fi
+  echo "installed to $prefix; demo built with pkg-config ran against it; a program compiled by the installed helper"
 }
 
 step "dependencies" bash scripts/install-deps.sh || true

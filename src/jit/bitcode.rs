@@ -264,7 +264,7 @@ pub(crate) fn triple(bc: &[u8]) -> Result<String, String> {
     if bc.len() < 8 || bc[..4] != super::BC_MAGIC {
         return Err("not LLVM bitcode".into());
     }
-    if bc.len() % 4 != 0 {
+    if !bc.len().is_multiple_of(4) {
         return Err("truncated bitcode (not a whole number of 32-bit words)".into());
     }
     let mut b = Bits { data: bc, pos: 32 };

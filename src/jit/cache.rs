@@ -1,10 +1,13 @@
-//! Content-addressed cache of compiled objects.
+//! Content-addressed caches with single flight, and the CPU JIT's cache of compiled objects.
 //!
-//! Key: blake3 of (image bytes, host triple/CPU/features, JIT options, build id, LLVM version).
-//! Value: a `Weak<CompiledObject>`; every `LoadedImage` holds the `Arc`, so the entry is evicted when the
-//! last program made from it is destroyed (`CompiledObject::drop`). Compilation never happens under the
-//! map lock: the first loader of a key installs an in-flight slot, later loaders wait on its condvar.
-//! Below it, the on-disk cache (disk.rs), consulted on a miss before compiling.
+//! [`ContentCache`] (shared by the CPU JIT and the CUDA plugin's PTX): key = a blake3 of everything that
+//! decides the result; value = a `Weak<V>`, so an entry is evicted when the last user drops its `Arc`
+//! (`V`'s `Drop` calls [`ContentCache::evict`]). One producer per key however many threads ask at once:
+//! the first installs an in-flight slot and produces outside the map lock, the others wait on its condvar
+//! and share its result (an error is shared too, then forgotten).
+//!
+//! The CPU JIT's key: blake3 of (image bytes, host triple/CPU/features, JIT options, build id, LLVM
+//! version). Below the memory cache, the on-disk cache (disk.rs), consulted on a miss before compiling.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,43 +18,128 @@ use parking_lot::{Condvar, Mutex};
 use super::JitError;
 use super::compile::{self, CompiledObject};
 
-type Key = [u8; 32];
-type Outcome = Option<Result<Arc<CompiledObject>, JitError>>;
+pub(crate) type Key = [u8; 32];
 
-struct InFlight {
-    done: Mutex<Outcome>,
+struct InFlight<V, E> {
+    done: Mutex<Option<Result<Arc<V>, E>>>,
     cv: Condvar,
 }
 
-enum Slot {
-    InFlight(Arc<InFlight>),
-    Ready(Weak<CompiledObject>),
+enum Slot<V, E> {
+    InFlight(Arc<InFlight<V, E>>),
+    Ready(Weak<V>),
+}
+
+/// A content-keyed cache of shared values with single flight (see the module docs).
+pub struct ContentCache<V, E> {
+    map: Mutex<HashMap<Key, Slot<V, E>>>,
+}
+
+impl<V, E: Clone> Default for ContentCache<V, E> {
+    fn default() -> Self {
+        ContentCache { map: Mutex::new(HashMap::new()) }
+    }
+}
+
+impl<V, E: Clone> ContentCache<V, E> {
+    /// The value for `key`: a live one, the one another thread is producing, or `produce()`'s (called
+    /// outside the lock, at most once at a time per key). The flag says whether `produce` ran here.
+    pub fn get_or_produce(&self, key: Key, produce: impl FnOnce() -> Result<Arc<V>, E>) -> Result<(Arc<V>, bool), E> {
+        let flight = {
+            let mut map = self.map.lock();
+            match map.get(&key) {
+                Some(Slot::Ready(w)) => match w.upgrade() {
+                    Some(a) => return Ok((a, false)),
+                    None => None,
+                },
+                Some(Slot::InFlight(f)) => Some(f.clone()),
+                None => None,
+            }
+            .map(Err)
+            .unwrap_or_else(|| {
+                let f = Arc::new(InFlight { done: Mutex::new(None), cv: Condvar::new() });
+                map.insert(key, Slot::InFlight(f.clone()));
+                Ok(f)
+            })
+        };
+        match flight {
+            Err(f) => {
+                // someone else produces: wait for its result
+                let mut g = f.done.lock();
+                loop {
+                    if let Some(r) = g.as_ref() {
+                        return r.clone().map(|a| (a, false));
+                    }
+                    f.cv.wait(&mut g);
+                }
+            }
+            Ok(f) => {
+                // A panic in `produce` must not leave waiters hanging: the slot is cleared on unwind.
+                struct Clear<'a, V, E: Clone>(&'a ContentCache<V, E>, Key, bool);
+                impl<V, E: Clone> Drop for Clear<'_, V, E> {
+                    fn drop(&mut self) {
+                        if self.2 {
+                            self.0.map.lock().remove(&self.1);
+                        }
+                    }
+                }
+                let mut guard = Clear(self, key, true);
+                let r = produce();
+                guard.2 = false;
+                {
+                    let mut map = self.map.lock();
+                    match &r {
+                        Ok(a) => {
+                            map.insert(key, Slot::Ready(Arc::downgrade(a)));
+                        }
+                        Err(_) => {
+                            map.remove(&key);
+                        }
+                    }
+                }
+                *f.done.lock() = Some(r.clone());
+                f.cv.notify_all();
+                r.map(|a| (a, true))
+            }
+        }
+    }
+
+    /// Forgets `key` if its value is gone (called from the value's `Drop`).
+    pub fn evict(&self, key: &Key) {
+        let mut map = self.map.lock();
+        if let Some(Slot::Ready(w)) = map.get(key)
+            && w.strong_count() == 0
+        {
+            map.remove(key);
+        }
+    }
+
+    /// Whether `key` has an entry (live, in flight, or not yet evicted).
+    pub fn contains(&self, key: &Key) -> bool {
+        self.map.lock().contains_key(key)
+    }
+
+    /// Entries with a live value.
+    pub fn live(&self) -> usize {
+        self.map.lock().values().filter(|s| matches!(s, Slot::Ready(w) if w.strong_count() > 0)).count()
+    }
 }
 
 struct Cache {
-    map: Mutex<HashMap<Key, Slot>>,
+    objects: ContentCache<CompiledObject, JitError>,
     compiles: AtomicU64,
     hits: AtomicU64,
 }
 
 fn cache() -> &'static Cache {
     static C: OnceLock<Cache> = OnceLock::new();
-    C.get_or_init(|| Cache { map: Mutex::new(HashMap::new()), compiles: AtomicU64::new(0), hits: AtomicU64::new(0) })
+    C.get_or_init(|| Cache { objects: ContentCache::default(), compiles: AtomicU64::new(0), hits: AtomicU64::new(0) })
 }
 
 /// (live entries, compiles, hits) — for tests and benchmarks.
 pub fn cache_stats() -> (usize, u64, u64) {
     let c = cache();
-    let live = c
-        .map
-        .lock()
-        .values()
-        .filter(|s| match s {
-            Slot::Ready(w) => w.strong_count() > 0,
-            Slot::InFlight(_) => false,
-        })
-        .count();
-    (live, c.compiles.load(Ordering::Relaxed), c.hits.load(Ordering::Relaxed))
+    (c.objects.live(), c.compiles.load(Ordering::Relaxed), c.hits.load(Ordering::Relaxed))
 }
 
 pub(crate) fn key_of(bc: &[u8], opt: u32) -> Key {
@@ -71,12 +159,7 @@ pub(crate) fn key_of(bc: &[u8], opt: u32) -> Key {
 }
 
 pub(crate) fn evict(key: &Key) {
-    let mut map = cache().map.lock();
-    if let Some(Slot::Ready(w)) = map.get(key)
-        && w.strong_count() == 0
-    {
-        map.remove(key);
-    }
+    cache().objects.evict(key);
 }
 
 /// Returns the compiled object for `bc`, compiling it at most once for concurrent callers.
@@ -84,57 +167,11 @@ pub(crate) fn get_or_compile(bc: &[u8]) -> Result<Arc<CompiledObject>, JitError>
     let opt = compile::opt_level();
     let key = key_of(bc, opt);
     let c = cache();
-    let flight = {
-        let mut map = c.map.lock();
-        match map.get(&key) {
-            Some(Slot::Ready(w)) => {
-                if let Some(a) = w.upgrade() {
-                    c.hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok(a);
-                }
-                None
-            }
-            Some(Slot::InFlight(f)) => Some(f.clone()),
-            None => None,
-        }
-        .map(Err)
-        .unwrap_or_else(|| {
-            let f = Arc::new(InFlight { done: Mutex::new(None), cv: Condvar::new() });
-            map.insert(key, Slot::InFlight(f.clone()));
-            Ok(f)
-        })
-    };
-    match flight {
-        Err(f) => {
-            // someone else compiles: wait
-            let mut g = f.done.lock();
-            while g.is_none() {
-                f.cv.wait(&mut g);
-            }
-            let r = g.as_ref().cloned().unwrap_or_else(|| Err(JitError::Compile("internal: empty slot".into())));
-            if r.is_ok() {
-                c.hits.fetch_add(1, Ordering::Relaxed);
-            }
-            r
-        }
-        Ok(f) => {
-            let r = produce(bc, opt, key);
-            {
-                let mut map = c.map.lock();
-                match &r {
-                    Ok(a) => {
-                        map.insert(key, Slot::Ready(Arc::downgrade(a)));
-                    }
-                    Err(_) => {
-                        map.remove(&key);
-                    }
-                }
-            }
-            *f.done.lock() = Some(r.clone());
-            f.cv.notify_all();
-            r
-        }
+    let (obj, produced) = c.objects.get_or_produce(key, || produce(bc, opt, key))?;
+    if !produced {
+        c.hits.fetch_add(1, Ordering::Relaxed);
     }
+    Ok(obj)
 }
 
 fn produce(bc: &[u8], opt: u32, key: Key) -> Result<Arc<CompiledObject>, JitError> {

@@ -68,10 +68,11 @@
 //! for the host CPU into an ELF relocatable object, which our own small loader (`elf.rs`) maps and
 //! relocates — one fresh copy (own globals) per [`load`]. Global constructors/destructors become
 //! `__ol_rs_init`/`__ol_rs_fini`, run at load and when the last user of the instance is gone.
-//! Compiled objects are cached by **content** (blake3 of the image, host CPU and features, options, crate
-//! and ABI versions) and evicted when the last [`LoadedImage`] made from them is dropped (unlike the
-//! address-keyed cache of LLVM PR #148847). `OFFLOAD_RS_JIT_CACHE_DIR=<dir>` enables a verified on-disk
-//! cache.
+//! Compiled objects are cached by **content** (blake3 of the image, host CPU and features, options, build
+//! id, LLVM version) and evicted when the last [`LoadedImage`] made from them is dropped (unlike the
+//! address-keyed cache of LLVM PR #148847). Below that, the disk cache (disk.rs, on by default). LLVM
+//! runs on image bytes only in the compile helper process (helper.rs); `olIsValidBinary` reads the
+//! bitcode's triple without LLVM (bitcode.rs).
 
 mod bitcode;
 mod cache;
@@ -86,7 +87,7 @@ mod tests;
 
 use std::sync::Arc;
 
-pub use cache::cache_stats;
+pub use cache::{ContentCache, cache_stats};
 pub(crate) use compile::opt_level;
 pub(crate) use helper::BUILD_ID;
 pub use nvptx::compile_ptx;

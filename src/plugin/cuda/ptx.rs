@@ -6,13 +6,14 @@
 //!   turns `llvm.global_ctors`/`llvm.global_dtors` into `__init_array_object_<fn>_<hash>_<prio>`
 //!   constants and the `nvptx$device$init`/`nvptx$device$fini` kernels that walk
 //!   `[__init_array_start, __init_array_end)`. The loader fills those bounds (see `device.rs`).
-//! * Cache: key = blake3(image bytes, sm, PTX ISA, crate version); value = `Arc<PtxImage>`. The map
-//!   holds only `Weak`s: an entry is evicted when the last program loaded from it is dropped. It is
-//!   never keyed by address (LLVM's old JIT cache was, and returned stale code for reused addresses).
+//! * Cache: the JIT's [`ContentCache`] (single flight): key = blake3(image bytes, sm, PTX ISA, build id,
+//!   opt level); value = `Arc<PtxImage>`, held as a `Weak`: an entry is evicted when the last program
+//!   loaded from it is dropped. It is never keyed by address (LLVM's old JIT cache was, and returned
+//!   stale code for reused addresses).
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::sync::{Arc, LazyLock};
 
+use crate::jit::ContentCache;
 use crate::plugin::{PluginError, PluginResult};
 
 use super::image;
@@ -35,20 +36,15 @@ impl PtxImage {
 
 impl Drop for PtxImage {
     fn drop(&mut self) {
-        let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-        // Remove our entry unless another thread already replaced it with a live one.
-        if cache.get(&self.key).is_some_and(|w| w.strong_count() == 0) {
-            cache.remove(&self.key);
-        }
+        CACHE.evict(&self.key);
     }
 }
 
-static CACHE: LazyLock<Mutex<HashMap<[u8; 32], Weak<PtxImage>>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+static CACHE: LazyLock<ContentCache<PtxImage, PluginError>> = LazyLock::new(ContentCache::default);
 
 /// Number of live cache entries (for tests and diagnostics).
 pub fn cache_len() -> usize {
-    let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    cache.values().filter(|w| w.strong_count() > 0).count()
+    CACHE.live()
 }
 
 fn cache_key(image: &[u8], cpu: &str, ptx_isa: u32) -> [u8; 32] {
@@ -70,31 +66,17 @@ fn cache_key(image: &[u8], cpu: &str, ptx_isa: u32) -> [u8; 32] {
 pub fn compile_cached(image: &[u8], major: u32, minor: u32, ptx_isa: u32) -> PluginResult<Arc<PtxImage>> {
     let cpu = image::llvm_cpu_for_sm(major, minor);
     let key = cache_key(image, &cpu, ptx_isa);
-    {
-        let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(hit) = cache.get(&key).and_then(Weak::upgrade) {
-            return Ok(hit);
-        }
-    }
-    // Compile without holding the lock; a concurrent compile of the same key is harmless.
-    let sm = major * 10 + minor;
-    let ptx = compile_to_ptx(image, &cpu, &image::ptx_feature(ptx_isa, sm))?;
-    let (ctors, dtors) = image::ptx_ctor_dtor_names(&ptx)?;
-    let mut bytes = ptx.into_bytes();
-    bytes.push(0);
-    let entry = Arc::new(PtxImage { key, ptx: bytes, ctors, dtors });
-    let existing = {
-        let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-        match cache.get(&key).and_then(Weak::upgrade) {
-            Some(e) => Some(e),
-            None => {
-                cache.insert(key, Arc::downgrade(&entry));
-                None
-            }
-        }
-    };
-    // (`entry` may be dropped here, outside the lock: its Drop takes the lock.)
-    Ok(existing.unwrap_or(entry))
+    // one compile per key, however many threads load the same image at once
+    CACHE
+        .get_or_produce(key, || {
+            let sm = major * 10 + minor;
+            let ptx = compile_to_ptx(image, &cpu, &image::ptx_feature(ptx_isa, sm))?;
+            let (ctors, dtors) = image::ptx_ctor_dtor_names(&ptx)?;
+            let mut bytes = ptx.into_bytes();
+            bytes.push(0);
+            Ok(Arc::new(PtxImage { key, ptx: bytes, ctors, dtors }))
+        })
+        .map(|(p, _)| p)
 }
 
 /// The triple of a bitcode module (read without LLVM, see `jit::bitcode_triple`), else None.
@@ -310,9 +292,9 @@ pub(crate) mod tests {
         assert!(!Arc::ptr_eq(&a, &c), "different arch -> different entry");
         assert!(c.text().contains(".target sm_86"));
         drop(a);
-        assert!(CACHE.lock().unwrap().get(&key).is_some(), "still referenced by b");
+        assert!(CACHE.contains(&key), "still referenced by b");
         drop(b);
-        assert!(CACHE.lock().unwrap().get(&key).is_none(), "evicted with the last program");
+        assert!(!CACHE.contains(&key), "evicted with the last program");
         // recompiling gives a fresh, equal entry
         let d = compile_cached(&bc, 8, 0, 77).unwrap();
         assert_eq!(d.key, key);

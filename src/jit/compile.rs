@@ -4,11 +4,7 @@
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::sync::OnceLock;
 
-use inkwell::OptimizationLevel;
 use inkwell::context::Context;
-use inkwell::memory_buffer::MemoryBuffer;
-use inkwell::module::Module;
-use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
 
 use super::{JitError, KernelMeta, ParamLayout};
@@ -74,24 +70,10 @@ pub(crate) fn opt_level() -> u32 {
         .unwrap_or(3)
 }
 
-fn parse<'c>(ctx: &'c Context, bc: &[u8]) -> Result<Module<'c>, String> {
-    let buf = MemoryBuffer::create_from_memory_range_copy(bc, "image");
-    Module::parse_bitcode_from_buffer(&buf, ctx).map_err(|e| e.to_string())
-}
-
 fn tm_for(opt: u32) -> Result<TargetMachine, JitError> {
     let h = host();
-    let triple = inkwell::targets::TargetTriple::create(&h.triple);
-    let target = Target::from_triple(&triple).map_err(|e| JitError::Compile(format!("host target: {e}")))?;
-    let level = match opt {
-        0 => OptimizationLevel::None,
-        1 => OptimizationLevel::Less,
-        2 => OptimizationLevel::Default,
-        _ => OptimizationLevel::Aggressive,
-    };
-    target
-        .create_target_machine(&triple, &h.cpu, &h.features, level, RelocMode::PIC, CodeModel::Small)
-        .ok_or_else(|| JitError::Compile(format!("cannot create a target machine for {}", h.triple)))
+    super::pipeline::target_machine(&h.triple, &h.cpu, &h.features, opt, RelocMode::PIC, CodeModel::Small)
+        .map_err(JitError::Compile)
 }
 
 /// Which bitcode architectures this JIT compiles.
@@ -148,7 +130,7 @@ pub(crate) fn compile_in_process(bc: &[u8], opt: u32) -> Result<(Vec<u8>, String
         }
     };
     let ctx = Context::create();
-    let m = parse(&ctx, bc)
+    let m = super::pipeline::parse(&ctx, bc)
         .map_err(|e| JitError::InvalidBinary(format!("expected valid LLVM bitcode, found malformed bitcode: {e}")))?;
     let triple = m.get_triple().as_str().to_string_lossy().into_owned();
     let arch = supported_arch(&triple).ok_or_else(|| unsupported(&triple))?;
@@ -191,16 +173,13 @@ pub(crate) fn compile_in_process(bc: &[u8], opt: u32) -> Result<(Vec<u8>, String
     m.verify()
         .map_err(|e| JitError::Compile(format!("lowered module does not verify: {}", truncate(&e.to_string()))))?;
     stamp("parsed, verified and lowered");
-    let passes = format!("default<O{opt}>");
-    m.run_passes(&passes, &tm, PassBuilderOptions::create())
-        .map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
+    super::pipeline::optimise(&m, &tm, opt).map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
     dump("opt");
     stamp("optimised");
-    let buf = tm
-        .write_to_memory_buffer(&m, FileType::Object)
+    let obj = super::pipeline::emit(&m, &tm, FileType::Object)
         .map_err(|e| JitError::Compile(format!("code generation failed: {e}")))?;
     stamp("object emitted");
-    Ok((buf.as_slice().to_vec(), meta))
+    Ok((obj, meta))
 }
 
 fn truncate(s: &str) -> String {

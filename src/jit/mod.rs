@@ -82,6 +82,7 @@ mod elf;
 pub mod helper;
 mod native;
 mod nvptx;
+mod pipeline;
 #[cfg(test)]
 mod tests;
 

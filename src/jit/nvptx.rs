@@ -3,18 +3,16 @@
 //!
 //! The bitcode is parsed in a fresh LLVM context, the functions' `target-cpu`/`target-features`
 //! attributes are dropped (the device decides: `sm_<major><minor>` and the PTX ISA the driver accepts),
-//! the module is optimised with `default<O{LIBOMPTARGET_JIT_OPT_LEVEL}>` and code-generated to PTX.
+//! the module is optimised with `default<O{LIBOMPTARGET_JIT_OPT_LEVEL}>` and code-generated to PTX, with
+//! the steps the CPU path uses (pipeline.rs).
 
 use std::sync::Once;
 
-use inkwell::OptimizationLevel;
 use inkwell::attributes::AttributeLoc;
 use inkwell::context::Context;
-use inkwell::memory_buffer::MemoryBuffer;
-use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetTriple};
 
-use super::JitError;
+use super::{JitError, pipeline};
 
 fn init_nvptx() {
     static INIT: Once = Once::new();
@@ -30,8 +28,7 @@ fn err(what: &str, msg: impl std::fmt::Display) -> JitError {
 pub(crate) fn ptx_in_process(bc: &[u8], cpu: &str, features: &str, opt: u32) -> Result<String, JitError> {
     init_nvptx();
     let ctx = Context::create();
-    let buf = MemoryBuffer::create_from_memory_range_copy(bc, "image");
-    let module = ctx.create_module_from_ir(buf).map_err(|e| err("cannot parse bitcode", e.to_string()))?;
+    let module = pipeline::parse(&ctx, bc).map_err(|e| err("cannot parse bitcode", e))?;
     let triple = module.get_triple().as_str().to_string_lossy().into_owned();
     if !triple.starts_with("nvptx64") {
         return Err(err("unsupported target", format!("module triple is '{triple}', expected nvptx64-nvidia-cuda")));
@@ -40,32 +37,15 @@ pub(crate) fn ptx_in_process(bc: &[u8], cpu: &str, features: &str, opt: u32) -> 
         f.remove_string_attribute(AttributeLoc::Function, "target-cpu");
         f.remove_string_attribute(AttributeLoc::Function, "target-features");
     }
-    let target = Target::from_name("nvptx64").ok_or_else(|| err("NVPTX target", "not available in this LLVM"))?;
-    let level = match opt {
-        0 => OptimizationLevel::None,
-        1 => OptimizationLevel::Less,
-        2 => OptimizationLevel::Default,
-        _ => OptimizationLevel::Aggressive,
-    };
-    let tm = target
-        .create_target_machine(
-            &TargetTriple::create("nvptx64-nvidia-cuda"),
-            cpu,
-            features,
-            level,
-            RelocMode::Default,
-            CodeModel::Default,
-        )
-        .ok_or_else(|| err("NVPTX target machine", format!("cannot create one for {cpu} {features}")))?;
-    module.set_triple(&TargetTriple::create("nvptx64-nvidia-cuda"));
+    const TRIPLE: &str = "nvptx64-nvidia-cuda";
+    let tm = pipeline::target_machine(TRIPLE, cpu, features, opt, RelocMode::Default, CodeModel::Default)
+        .map_err(|e| err("NVPTX target machine", e))?;
+    module.set_triple(&TargetTriple::create(TRIPLE));
     module.set_data_layout(&tm.get_target_data().get_data_layout());
     module.verify().map_err(|e| err("invalid module", e.to_string()))?;
-    module
-        .run_passes(&format!("default<O{}>", opt.min(3)), &tm, PassBuilderOptions::create())
-        .map_err(|e| err("optimisation", e.to_string()))?;
-    let out =
-        tm.write_to_memory_buffer(&module, FileType::Assembly).map_err(|e| err("NVPTX codegen", e.to_string()))?;
-    String::from_utf8(out.as_slice().to_vec()).map_err(|e| err("NVPTX codegen", e))
+    pipeline::optimise(&module, &tm, opt).map_err(|e| err("optimisation", e))?;
+    let out = pipeline::emit(&module, &tm, FileType::Assembly).map_err(|e| err("NVPTX codegen", e))?;
+    String::from_utf8(out).map_err(|e| err("NVPTX codegen", e))
 }
 
 /// PTX for NVPTX bitcode, compiled in the helper process (or here when there is none).

@@ -1050,3 +1050,22 @@ fn disk_cache_ignores_forged_entries() {
     *disk::DIR_OVERRIDE.lock() = None;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `olIsValidBinary`'s triple reader (no LLVM) agrees with LLVM's own parse on every target clang makes,
+/// raw and wrapped, and every truncation of a real image is refused.
+#[test]
+fn bitcode_triple_without_llvm_matches_llvm() {
+    for t in TARGETS {
+        let Some(bc) = bitcode("saxpy", t) else {
+            return;
+        };
+        let ctx = inkwell::context::Context::create();
+        let llvm = pipeline::parse(&ctx, &bc).unwrap().get_triple().as_str().to_string_lossy().into_owned();
+        assert_eq!(bitcode_triple(&bc).as_deref(), Ok(llvm.as_str()), "{t:?}");
+        assert_eq!(bitcode_triple(&wrap(&bc, bc.len() + 20 + 24)).as_deref(), Ok(llvm.as_str()), "{t:?} wrapped");
+        assert!(is_valid_for_cpu(&bc));
+        for n in (0..bc.len()).step_by(61) {
+            assert!(!is_valid_for_cpu(&bc[..n]), "{t:?} truncated to {n}");
+        }
+    }
+}

@@ -120,23 +120,14 @@ fn read_abbrev(b: &mut Bits) -> R<Abbrev> {
                 e => return Err(format!("unknown abbreviation encoding {e}")),
             }
         };
-        if let Op::Fixed(w) | Op::Vbr(w) = op
-            && w > 64
-        {
-            return Err(format!("field width {w} > 64"));
-        }
+        // as LLVM's reader: a zero-width field is the literal 0; wider than 32 bits is an error
+        let op = match op {
+            Op::Fixed(0) | Op::Vbr(0) => Op::Literal(0),
+            Op::Fixed(w) | Op::Vbr(w) if w > 32 => return Err(format!("field width {w} > 32")),
+            op => op,
+        };
         ops.push(op);
         i += 1;
-    }
-    // An array's element type is the next (last) operand; a blob or array ends the abbreviation.
-    for (i, op) in ops.iter().enumerate() {
-        match op {
-            Op::Array if i + 2 != ops.len() || matches!(ops[i + 1], Op::Array | Op::Blob) => {
-                return Err("malformed array abbreviation".into());
-            }
-            Op::Blob if i + 1 != ops.len() => return Err("malformed blob abbreviation".into()),
-            _ => {}
-        }
     }
     if ops.is_empty() {
         return Err("empty abbreviation".into());
@@ -180,6 +171,10 @@ fn read_record(b: &mut Bits, id: u64, abbrevs: &[Abbrev], keep: usize) -> R<(u64
     while i < a.len() {
         match a[i] {
             Op::Array => {
+                // the element type is the next and last operand (checked where it is used, as LLVM does)
+                if i + 2 != a.len() || matches!(a[i + 1], Op::Array | Op::Blob) {
+                    return Err("malformed array abbreviation".into());
+                }
                 let n = b.vbr(6)? as usize;
                 if n > b.left() {
                     return Err("array longer than the input".into());

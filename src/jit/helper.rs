@@ -12,7 +12,7 @@
 //! * **Starting** (at the first compile): `posix_spawn` (no `fork` of the client: no atfork handlers, no
 //!   page tables copied, cheap whatever the client's size), with every signal at its default disposition,
 //!   an empty signal mask, its own process group (a Ctrl-C for the client's terminal does not reach it),
-//!   `/dev/null` as stdin and no descriptor of the client but stderr. The spawned process spawns the
+//!   `/dev/null` as stdin and no descriptor of the client but stdout and stderr. The spawned process spawns the
 //!   real server and exits at once, so the server is not the client's child: a client's
 //!   `wait()`/`waitpid(-1)` never reaps it and never waits for it. The server says hello with the build
 //!   id; a helper from another build is not used.

@@ -147,7 +147,8 @@ install_check() { # install into a scratch prefix; build and run the demo agains
   cc -std=c11 -O1 -include stdbool.h ffi-tests/demo.c -o "$prefix/demo" \
     $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs offload-rs) -Wl,-rpath,"$prefix/lib" || return 1
   LD_LIBRARY_PATH= "$prefix/demo" > "$LOG/install-demo.log" 2>&1 || { cat "$LOG/install-demo.log"; return 1; }
-  LD_LIBRARY_PATH= ldd "$prefix/demo" | grep -q "$prefix/lib/libLLVMOffload.so.22.1" || { echo "demo did not load the installed library"; return 1; }
+  # (grep reads all of ldd's output: with pipefail, `grep -q` leaving early can fail the pipeline by SIGPIPE)
+  LD_LIBRARY_PATH= ldd "$prefix/demo" | grep "$prefix/lib/libLLVMOffload.so.22.1" > /dev/null || { echo "demo did not load the installed library"; return 1; }
   # The installed library finds its compile helper ($prefix/lib/offload-rs/offload-rs-jit) by itself.
   LD_LIBRARY_PATH="$prefix/lib" OFFLOAD_RS_DEBUG=1 OFFLOAD_RS_JIT_CACHE_DIR=off HARNESS_FILTER=symbols \
     build/ffi-tests/test_programs > "$LOG/install-jit.log" 2>&1 || { cat "$LOG/install-jit.log"; return 1; }

@@ -11,6 +11,7 @@
 //! Every read is bounds-checked and the work is bounded by the input's size: garbage is an error.
 
 const MODULE_BLOCK: u64 = 8;
+const IDENTIFICATION_BLOCK: u64 = 13;
 const BLOCKINFO_BLOCK: u64 = 0;
 const MODULE_CODE_TRIPLE: u64 = 2;
 const BLOCKINFO_CODE_SETBID: u64 = 1;
@@ -248,6 +249,21 @@ fn block_header(b: &mut Bits) -> R<(u64, u32, usize)> {
     Ok((id, width as u32, words * 32))
 }
 
+/// Reads a block's entries up to its END_BLOCK (after the header), skipping records and nested blocks.
+fn skip_contents(b: &mut Bits, width: u32, info: &[(u64, Abbrev)], id: u64) -> R<()> {
+    let mut abbrevs: Vec<Abbrev> = info.iter().filter(|(i, _)| *i == id).map(|(_, a)| a.clone()).collect();
+    loop {
+        match b.fixed(width)? {
+            0 => return b.align32(),
+            1 => skip_block(b)?,
+            2 => abbrevs.push(read_abbrev(b)?),
+            rid => {
+                read_record(b, rid, &abbrevs, 0)?;
+            }
+        }
+    }
+}
+
 fn skip_block(b: &mut Bits) -> R<()> {
     let (_, _, len) = block_header(b)?;
     b.skip_bits(len)
@@ -264,27 +280,36 @@ pub(crate) fn triple(bc: &[u8]) -> Result<String, String> {
     }
     let mut b = Bits { data: bc, pos: 32 };
     let mut info: Vec<(u64, Abbrev)> = Vec::new();
-    let mut found: Option<String> = None;
-    // Every top-level block must lie inside the data (a truncated image is not valid even when its
-    // triple survived the cut); the triple comes from the first module block.
-    while b.left() >= 32 {
+    // As LLVM's module list reader: top-level records are skipped, fewer than 8 bytes left end the
+    // stream (tools leave padding), the identification block is read by its contents, other blocks
+    // are skipped by their length, which must lie inside the data (a truncated image is not valid even
+    // when its triple survived the cut). The triple comes from the first module block; what follows it
+    // is not looked at (LLVM reads it when compiling).
+    let mut top: Vec<Abbrev> = Vec::new();
+    while b.pos / 8 + 8 < bc.len() {
         match b.fixed(2)? {
             1 => {
                 let (id, width, len) = block_header(&mut b)?;
                 let end = b.pos.checked_add(len).filter(|&e| e <= bc.len() * 8).ok_or("truncated bitcode")?;
                 if id == BLOCKINFO_BLOCK {
                     read_blockinfo(&mut b, width, &mut info)?;
-                } else if id == MODULE_BLOCK && found.is_none() {
+                } else if id == IDENTIFICATION_BLOCK {
+                    skip_contents(&mut b, width, &info, id)?;
+                } else if id == MODULE_BLOCK {
                     let mut inner = Bits { data: &bc[..end / 8], pos: b.pos };
-                    found = Some(module_triple(&mut inner, width, &mut info)?);
+                    return module_triple(&mut inner, width, &mut info);
+                } else {
+                    b.pos = end;
                 }
-                b.pos = end;
             }
             0 => return Err("END_BLOCK at the top level".into()),
-            _ => return Err("record at the top level".into()),
+            2 => top.push(read_abbrev(&mut b)?),
+            id => {
+                read_record(&mut b, id, &top, 0)?;
+            }
         }
     }
-    found.ok_or_else(|| "no module in the bitcode".into())
+    Err("no module in the bitcode".into())
 }
 
 fn module_triple(b: &mut Bits, width: u32, info: &mut Vec<(u64, Abbrev)>) -> R<String> {

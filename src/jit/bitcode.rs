@@ -249,13 +249,24 @@ fn block_header(b: &mut Bits) -> R<(u64, u32, usize)> {
     Ok((id, width as u32, words * 32))
 }
 
-/// Reads a block's entries up to its END_BLOCK (after the header), skipping records and nested blocks.
-fn skip_contents(b: &mut Bits, width: u32, info: &[(u64, Abbrev)], id: u64) -> R<()> {
+/// Reads a block's entries up to its END_BLOCK (after the header), nested blocks included: by their
+/// contents, as LLVM's reader parses them, not by their declared length.
+fn skip_contents(b: &mut Bits, width: u32, info: &mut Vec<(u64, Abbrev)>, id: u64, depth: u32) -> R<()> {
+    if depth > 32 {
+        return Err("blocks nested too deeply".into());
+    }
     let mut abbrevs: Vec<Abbrev> = info.iter().filter(|(i, _)| *i == id).map(|(_, a)| a.clone()).collect();
     loop {
         match b.fixed(width)? {
             0 => return b.align32(),
-            1 => skip_block(b)?,
+            1 => {
+                let (nid, w, _) = block_header(b)?;
+                if nid == BLOCKINFO_BLOCK {
+                    read_blockinfo(b, w, info)?;
+                } else {
+                    skip_contents(b, w, info, nid, depth + 1)?;
+                }
+            }
             2 => abbrevs.push(read_abbrev(b)?),
             rid => {
                 read_record(b, rid, &abbrevs, 0)?;
@@ -294,10 +305,10 @@ pub(crate) fn triple(bc: &[u8]) -> Result<String, String> {
                 if id == BLOCKINFO_BLOCK {
                     read_blockinfo(&mut b, width, &mut info)?;
                 } else if id == IDENTIFICATION_BLOCK {
-                    skip_contents(&mut b, width, &info, id)?;
+                    skip_contents(&mut b, width, &mut info, id, 0)?;
                 } else if id == MODULE_BLOCK {
-                    let mut inner = Bits { data: &bc[..end / 8], pos: b.pos };
-                    return module_triple(&mut inner, width, &mut info);
+                    // (its length is only checked: LLVM skips it by length, then parses it by contents)
+                    return module_triple(&mut b, width, &mut info);
                 } else {
                     b.pos = end;
                 }
@@ -319,11 +330,11 @@ fn module_triple(b: &mut Bits, width: u32, info: &mut Vec<(u64, Abbrev)>) -> R<S
             0 => return Ok(String::new()),
             1 => {
                 // (BLOCKINFO abbreviations apply to blocks entered later, not to this one)
-                let (id, w, len) = block_header(b)?;
+                let (id, w, _) = block_header(b)?;
                 if id == BLOCKINFO_BLOCK {
                     read_blockinfo(b, w, info)?;
                 } else {
-                    b.skip_bits(len)?;
+                    skip_contents(b, w, info, id, 1)?;
                 }
             }
             2 => abbrevs.push(read_abbrev(b)?),

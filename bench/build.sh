@@ -2,6 +2,7 @@
 # Build the benchmarks into build/bench (run `make lib` first). Then:
 #   build/bench/cpu_kernels          CPU device vs PoCL 3.1 vs memcpy (BENCHMARKS.md)
 #   build/bench/suite                the classic-kernel suite: CPU device vs PoCL 3.1 vs hand-written loops
+#   build/bench/jit_process          per-process program create, disk caches cold/warm vs PoCL; big client
 #   build/bench/cuda_launch          olLaunchKernel vs raw cuLaunchKernel (a GPU, or ffi-tests/fake_cuda)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,9 @@ cc -O2 -Wall -I"$inc" bench/suite.c "$out/suite_hand.o" -o "$out/suite" -Lbuild/
 echo "built $out/suite"
 cc -O2 -Wall -I"$inc" bench/program_cache.c -o "$out/program_cache" -Lbuild/lib -lLLVMOffload -Wl,-rpath,"$PWD/build/lib"
 echo "built $out/program_cache"
+cc -O2 -Wall -I"$inc" bench/jit_process.c -o "$out/jit_process" -Lbuild/lib -lLLVMOffload -lOpenCL -lpthread \
+  -Wl,-rpath,"$PWD/build/lib"
+echo "built $out/jit_process"
 # olLaunchKernel vs raw cuLaunchKernel (needs a CUDA driver, or the fake: see bench/cuda_launch.c)
 clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -O2 \
   -S ffi-tests/device/kernels.c -o "$out/kernels.ptx"

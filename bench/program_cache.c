@@ -22,6 +22,8 @@ int main(int argc, char **argv) {
   int cycles = argc > 2 ? atoi(argv[2]) : 1000;
   size_t n;
   void *img = read_file(path, &n);
+  // the in-memory cache alone: every "cold" figure is a compile (the disk cache is bench/jit_process.c's)
+  setenv("OFFLOAD_RS_JIT_CACHE_DIR", "off", 0);
   OL(olInit());
   ol_device_handle_t cpu = find_cpu_device();
   ol_program_handle_t pinned, p;

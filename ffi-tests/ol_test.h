@@ -59,4 +59,26 @@ static void *t_load(const char *name, const char *target, size_t *size) {
 }
 
 __attribute__((unused)) static const char *t_targets[] = {"nvptx64", "amdgcn"};
+
+// The value a seed_a / seed_b program holds (0xAAAA0001 / 0xBBBB0002), read through its global and checked
+// through its kernel: which image's code runs.
+__attribute__((unused)) static uint32_t t_seed_value(ol_program_handle_t p) {
+  ol_symbol_handle_t g = NULL, k = NULL;
+  void *addr = NULL;
+  uint32_t v = 0, out = 0;
+  OK(olGetSymbol(p, "which", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &g));
+  OK(olGetSymbolInfo(g, OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS, sizeof addr, &addr));
+  OK(olMemcpy(NULL, &v, t_host, addr, t_cpu, sizeof v));
+  // and through the kernel
+  OK(olGetSymbol(p, "get", OL_SYMBOL_KIND_KERNEL, &k));
+  uint32_t *dev = NULL;
+  OK(olMemAlloc(t_cpu, OL_ALLOC_TYPE_MANAGED, 4, (void **)&dev));
+  ol_kernel_launch_size_args_t la = {1, {1, 1, 1}, {1, 1, 1}, 0};
+  OK(olLaunchKernel(NULL, t_cpu, k, &dev, sizeof dev, &la));
+  out = *dev;
+  OK(olMemFree(dev));
+  CHECK(out == v + (v == 0xAAAA0001 ? 1 : 2));
+  return v;
+}
+
 #endif

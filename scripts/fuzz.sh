@@ -32,6 +32,9 @@ done
 flags=(-O --debug-assertions --sanitizer address)
 echo "== build"
 cargo fuzz build "${flags[@]}"
+# The library compiles in its helper process (src/jit/helper.rs); the fuzz binaries are not beside one.
+cargo build --release --bin offload-rs-jit
+export OFFLOAD_RS_JIT_HELPER="$PWD/target/release/offload-rs-jit"
 
 fail=0
 for t in program api_sequence; do

@@ -57,11 +57,14 @@ ctest() {
 }
 
 C_TESTS=(test_foundation test_cpu_device test_misuse test_dlopen test_programs test_kernels test_kmem test_queues
-  test_stress test_cuda test_suite)
+  test_stress test_cuda test_suite test_jit_service)
 # Under valgrind: all but the JIT-heavy tests (LLVM code generation under valgrind takes minutes per
 # program and would break CI's 30-minute budget); those run under ASan+UBSan instead.
 VALGRIND_TESTS=(test_foundation test_cpu_device test_misuse test_dlopen test_queues)
 export LD_LIBRARY_PATH="$ROOT/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The JIT's disk cache is on by default (~/.cache/offload-rs): CI keeps its own under build/, so a run
+# neither depends on nor fills the user's cache.
+export OFFLOAD_RS_JIT_CACHE_DIR="${OFFLOAD_RS_JIT_CACHE_DIR:-$ROOT/build/jit-cache}"
 
 run_c_tests() {
   local ok=0
@@ -146,8 +149,15 @@ install_check() { # install into a scratch prefix; build and run the demo agains
   cc -std=c11 -O1 -include stdbool.h ffi-tests/demo.c -o "$prefix/demo" \
     $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs offload-rs) -Wl,-rpath,"$prefix/lib" || return 1
   LD_LIBRARY_PATH= "$prefix/demo" > "$LOG/install-demo.log" 2>&1 || { cat "$LOG/install-demo.log"; return 1; }
-  LD_LIBRARY_PATH= ldd "$prefix/demo" | grep -q "$prefix/lib/libLLVMOffload.so.22.1" || { echo "demo did not load the installed library"; return 1; }
-  echo "installed to $prefix; demo built with pkg-config ran against it"
+  # (grep reads all of ldd's output: with pipefail, `grep -q` leaving early can fail the pipeline by SIGPIPE)
+  LD_LIBRARY_PATH= ldd "$prefix/demo" | grep "$prefix/lib/libLLVMOffload.so.22.1" > /dev/null || { echo "demo did not load the installed library"; return 1; }
+  # The installed library finds its compile helper ($prefix/lib/offload-rs/offload-rs-jit) by itself.
+  LD_LIBRARY_PATH="$prefix/lib" OFFLOAD_RS_DEBUG=1 OFFLOAD_RS_JIT_CACHE_DIR=off HARNESS_FILTER=symbols \
+    build/ffi-tests/test_programs > "$LOG/install-jit.log" 2>&1 || { cat "$LOG/install-jit.log"; return 1; }
+  if grep -q "JIT helper unavailable" "$LOG/install-jit.log"; then
+    cat "$LOG/install-jit.log"; echo "the installed library did not find its compile helper"; return 1
+  fi
+  echo "installed to $prefix; demo built with pkg-config ran against it; a program compiled by the installed helper"
 }
 
 step "dependencies" bash scripts/install-deps.sh || true

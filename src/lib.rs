@@ -30,7 +30,14 @@
 //! * `OFFLOAD_TRACE` (presence): trace every call to stderr in LLVM 22's format.
 //! * `OFFLOAD_DISABLE_VALIDATION` (presence): skip the validation prologue (bad inputs still get errors).
 //! * `LIBOMPTARGET_JIT_OPT_LEVEL`: JIT optimisation level (default 3).
-//! * `OFFLOAD_RS_JIT_CACHE_DIR`: enable the on-disk JIT cache in that directory (off by default).
+//! * `OFFLOAD_RS_JIT_CACHE_DIR`: the on-disk JIT cache's directory (default `$XDG_CACHE_HOME/offload-rs`,
+//!   else `~/.cache/offload-rs`); `off` disables it. `OFFLOAD_RS_JIT_CACHE_SIZE`: its bound (256M).
+//! * `OFFLOAD_RS_JIT_HELPER`: the compile helper executable (default `offload-rs/offload-rs-jit` beside the
+//!   library); `OFFLOAD_RS_JIT_IN_PROCESS=1`: compile in the calling process instead.
+//! * `OFFLOAD_RS_DEBUG` (presence): one stderr line for each thing worked around (no driver, no helper,
+//!   a cache directory or entry not used) and why.
+//! * `OFFLOAD_RS_JIT_TIME` (presence): per-stage compile times on stderr;
+//!   `OFFLOAD_RS_JIT_DUMP_LOWERED=<dir>`: the lowered and optimised IR of each compile, written there.
 //! * `OFFLOAD_RS_MEMCHECK=1` (read at the first `olInit`): compile kernels with the kernel memory checker
 //!   (`plugin::cpu::memcheck`); an invalid access stops its launch and is returned at the next sync.
 //!

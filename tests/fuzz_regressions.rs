@@ -4,8 +4,10 @@
 //! `fuzz/artifacts/<target>/`).
 //!
 //! One test function: the targets initialise and shut the library down, which must not interleave.
-//! Inputs named `llvm-child-*` crash LLVM itself; the library survives them only because LLVM runs in a
-//! forked child, so they are skipped when `OFFLOAD_RS_JIT_IN_PROCESS` turns that off.
+//! Inputs named `llvm-child-*` crash LLVM itself; the library survives them only because LLVM runs in the
+//! compile helper process (`offload-rs-jit`, this crate's binary, named by `OFFLOAD_RS_JIT_HELPER`), so
+//! they are skipped when `OFFLOAD_RS_JIT_IN_PROCESS` turns that off. The disk cache is off here (the
+//! user's `~/.cache` is neither read nor written).
 
 #[path = "../fuzz/src/harness.rs"]
 mod harness;
@@ -35,6 +37,13 @@ fn replay(target: &str, run: fn(&[u8])) -> usize {
 
 #[test]
 fn fuzz_regressions_replay_without_crashing() {
+    // SAFETY: set before the library runs (and before any thread of this test binary reads the environment).
+    unsafe {
+        std::env::set_var("OFFLOAD_RS_JIT_HELPER", env!("CARGO_BIN_EXE_offload-rs-jit"));
+        if std::env::var_os("OFFLOAD_RS_JIT_CACHE_DIR").is_none() {
+            std::env::set_var("OFFLOAD_RS_JIT_CACHE_DIR", "off");
+        }
+    }
     let n = replay("program", harness::program) + replay("api_sequence", harness::api_sequence);
     assert!(n > 0, "no inputs in fuzz/regressions/");
 }

@@ -7,7 +7,7 @@ use offload_rs::api::init::ol_init;
 
 fuzz_target!(
     init: {
-        offload_rs_fuzz::contain_child_crashes();
+        offload_rs_fuzz::init_env();
         // One reference for the whole run, so each input's olInit/olShutDown pair stays cheap.
         // SAFETY: olInit takes no arguments.
         let r = unsafe { ol_init() };

@@ -1,15 +1,15 @@
-//! Content-addressed cache of compiled objects.
+//! Content-addressed caches with single flight, and the CPU JIT's cache of compiled objects.
 //!
-//! Key: blake3 of (image bytes, host triple/CPU/features, JIT options (optimisation level, memcheck),
-//! crate version, JIT_ABI_VERSION).
-//! Value: a `Weak<CompiledObject>`; every `LoadedImage` holds the `Arc`, so the entry is evicted when the
-//! last program made from it is destroyed (`CompiledObject::drop`). Compilation never happens under the
-//! map lock: the first loader of a key installs an in-flight slot, later loaders wait on its condvar.
-//! Optional on-disk layer: `OFFLOAD_RS_JIT_CACHE_DIR=<dir>`, one file per key (hex), verified with a
-//! magic, the format version and a blake3 of the payload; bad files are ignored and rewritten.
+//! [`ContentCache`] (shared by the CPU JIT and the CUDA plugin's PTX): key = a blake3 of everything that
+//! decides the result; value = a `Weak<V>`, so an entry is evicted when the last user drops its `Arc`
+//! (`V`'s `Drop` calls [`ContentCache::evict`]). One producer per key however many threads ask at once:
+//! the first installs an in-flight slot and produces outside the map lock, the others wait on its condvar
+//! and share its result (an error is shared too, then forgotten).
+//!
+//! The CPU JIT's key: blake3 of (image bytes, host triple/CPU/features, JIT options, build id, LLVM
+//! version). Below the memory cache, the on-disk cache (disk.rs), consulted on a miss before compiling.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -18,51 +18,136 @@ use parking_lot::{Condvar, Mutex};
 use super::JitError;
 use super::compile::{self, CompiledObject};
 
-type Key = [u8; 32];
-type Outcome = Option<Result<Arc<CompiledObject>, JitError>>;
+pub(crate) type Key = [u8; 32];
 
-struct InFlight {
-    done: Mutex<Outcome>,
+struct InFlight<V, E> {
+    done: Mutex<Option<Result<Arc<V>, E>>>,
     cv: Condvar,
 }
 
-enum Slot {
-    InFlight(Arc<InFlight>),
-    Ready(Weak<CompiledObject>),
+enum Slot<V, E> {
+    InFlight(Arc<InFlight<V, E>>),
+    Ready(Weak<V>),
+}
+
+/// A content-keyed cache of shared values with single flight (see the module docs).
+pub struct ContentCache<V, E> {
+    map: Mutex<HashMap<Key, Slot<V, E>>>,
+}
+
+impl<V, E: Clone> Default for ContentCache<V, E> {
+    fn default() -> Self {
+        ContentCache { map: Mutex::new(HashMap::new()) }
+    }
+}
+
+impl<V, E: Clone> ContentCache<V, E> {
+    /// The value for `key`: a live one, the one another thread is producing, or `produce()`'s (called
+    /// outside the lock, at most once at a time per key). The flag says whether `produce` ran here.
+    pub fn get_or_produce(&self, key: Key, produce: impl FnOnce() -> Result<Arc<V>, E>) -> Result<(Arc<V>, bool), E> {
+        let flight = {
+            let mut map = self.map.lock();
+            match map.get(&key) {
+                Some(Slot::Ready(w)) => match w.upgrade() {
+                    Some(a) => return Ok((a, false)),
+                    None => None,
+                },
+                Some(Slot::InFlight(f)) => Some(f.clone()),
+                None => None,
+            }
+            .map(Err)
+            .unwrap_or_else(|| {
+                let f = Arc::new(InFlight { done: Mutex::new(None), cv: Condvar::new() });
+                map.insert(key, Slot::InFlight(f.clone()));
+                Ok(f)
+            })
+        };
+        match flight {
+            Err(f) => {
+                // someone else produces: wait for its result
+                let mut g = f.done.lock();
+                loop {
+                    if let Some(r) = g.as_ref() {
+                        return r.clone().map(|a| (a, false));
+                    }
+                    f.cv.wait(&mut g);
+                }
+            }
+            Ok(f) => {
+                // A panic in `produce` must not leave waiters hanging: the slot is cleared on unwind.
+                struct Clear<'a, V, E: Clone>(&'a ContentCache<V, E>, Key, bool);
+                impl<V, E: Clone> Drop for Clear<'_, V, E> {
+                    fn drop(&mut self) {
+                        if self.2 {
+                            self.0.map.lock().remove(&self.1);
+                        }
+                    }
+                }
+                let mut guard = Clear(self, key, true);
+                let r = produce();
+                guard.2 = false;
+                {
+                    let mut map = self.map.lock();
+                    match &r {
+                        Ok(a) => {
+                            map.insert(key, Slot::Ready(Arc::downgrade(a)));
+                        }
+                        Err(_) => {
+                            map.remove(&key);
+                        }
+                    }
+                }
+                *f.done.lock() = Some(r.clone());
+                f.cv.notify_all();
+                r.map(|a| (a, true))
+            }
+        }
+    }
+
+    /// Forgets `key` if its value is gone (called from the value's `Drop`).
+    pub fn evict(&self, key: &Key) {
+        let mut map = self.map.lock();
+        if let Some(Slot::Ready(w)) = map.get(key)
+            && w.strong_count() == 0
+        {
+            map.remove(key);
+        }
+    }
+
+    /// Whether `key` has an entry (live, in flight, or not yet evicted).
+    pub fn contains(&self, key: &Key) -> bool {
+        self.map.lock().contains_key(key)
+    }
+
+    /// Entries with a live value.
+    pub fn live(&self) -> usize {
+        self.map.lock().values().filter(|s| matches!(s, Slot::Ready(w) if w.strong_count() > 0)).count()
+    }
 }
 
 struct Cache {
-    map: Mutex<HashMap<Key, Slot>>,
+    objects: ContentCache<CompiledObject, JitError>,
     compiles: AtomicU64,
     hits: AtomicU64,
 }
 
 fn cache() -> &'static Cache {
     static C: OnceLock<Cache> = OnceLock::new();
-    C.get_or_init(|| Cache { map: Mutex::new(HashMap::new()), compiles: AtomicU64::new(0), hits: AtomicU64::new(0) })
+    C.get_or_init(|| Cache { objects: ContentCache::default(), compiles: AtomicU64::new(0), hits: AtomicU64::new(0) })
 }
 
 /// (live entries, compiles, hits) — for tests and benchmarks.
 pub fn cache_stats() -> (usize, u64, u64) {
     let c = cache();
-    let live = c
-        .map
-        .lock()
-        .values()
-        .filter(|s| match s {
-            Slot::Ready(w) => w.strong_count() > 0,
-            Slot::InFlight(_) => false,
-        })
-        .count();
-    (live, c.compiles.load(Ordering::Relaxed), c.hits.load(Ordering::Relaxed))
+    (c.objects.live(), c.compiles.load(Ordering::Relaxed), c.hits.load(Ordering::Relaxed))
 }
 
 pub(crate) fn key_of(bc: &[u8], opt: u32, memcheck: bool, spec: Option<&compile::Spec>) -> Key {
     let h = compile::host();
     let mut k = blake3::Hasher::new();
     k.update(b"offload-rs jit\0");
-    k.update(env!("CARGO_PKG_VERSION").as_bytes());
-    k.update(&super::JIT_ABI_VERSION.to_le_bytes());
+    k.update(super::BUILD_ID.as_bytes());
+    k.update(super::disk::llvm_version().as_bytes());
     k.update(&[opt as u8, memcheck as u8]);
     for s in [&h.triple, &h.cpu, &h.features] {
         k.update(&(s.len() as u64).to_le_bytes());
@@ -82,12 +167,7 @@ pub(crate) fn key_of(bc: &[u8], opt: u32, memcheck: bool, spec: Option<&compile:
 }
 
 pub(crate) fn evict(key: &Key) {
-    let mut map = cache().map.lock();
-    if let Some(Slot::Ready(w)) = map.get(key)
-        && w.strong_count() == 0
-    {
-        map.remove(key);
-    }
+    cache().objects.evict(key);
 }
 
 /// Returns the compiled object for `bc` (specialised per `spec`), compiling it at most once for
@@ -97,57 +177,11 @@ pub(crate) fn get_or_compile(bc: &[u8], spec: Option<&compile::Spec>) -> Result<
     let memcheck = super::memcheck();
     let key = key_of(bc, opt, memcheck, spec);
     let c = cache();
-    let flight = {
-        let mut map = c.map.lock();
-        match map.get(&key) {
-            Some(Slot::Ready(w)) => {
-                if let Some(a) = w.upgrade() {
-                    c.hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok(a);
-                }
-                None
-            }
-            Some(Slot::InFlight(f)) => Some(f.clone()),
-            None => None,
-        }
-        .map(Err)
-        .unwrap_or_else(|| {
-            let f = Arc::new(InFlight { done: Mutex::new(None), cv: Condvar::new() });
-            map.insert(key, Slot::InFlight(f.clone()));
-            Ok(f)
-        })
-    };
-    match flight {
-        Err(f) => {
-            // someone else compiles: wait
-            let mut g = f.done.lock();
-            while g.is_none() {
-                f.cv.wait(&mut g);
-            }
-            let r = g.as_ref().cloned().unwrap_or_else(|| Err(JitError::Compile("internal: empty slot".into())));
-            if r.is_ok() {
-                c.hits.fetch_add(1, Ordering::Relaxed);
-            }
-            r
-        }
-        Ok(f) => {
-            let r = produce(bc, opt, memcheck, key, spec);
-            {
-                let mut map = c.map.lock();
-                match &r {
-                    Ok(a) => {
-                        map.insert(key, Slot::Ready(Arc::downgrade(a)));
-                    }
-                    Err(_) => {
-                        map.remove(&key);
-                    }
-                }
-            }
-            *f.done.lock() = Some(r.clone());
-            f.cv.notify_all();
-            r
-        }
+    let (obj, produced) = c.objects.get_or_produce(key, || produce(bc, opt, memcheck, key, spec))?;
+    if !produced {
+        c.hits.fetch_add(1, Ordering::Relaxed);
     }
+    Ok(obj)
 }
 
 fn produce(
@@ -157,10 +191,12 @@ fn produce(
     key: Key,
     spec: Option<&compile::Spec>,
 ) -> Result<Arc<CompiledObject>, JitError> {
-    let dir = disk_dir();
+    let dir = super::disk::Dir::open();
     if let Some(d) = &dir
-        && let Some((object, meta_text)) = disk_read(d, &key)
+        && let Some(payload) = d.read(&key)
+        && let Some((object, meta_text)) = compile::decode_object(&payload)
         && let Ok(kernels) = compile::parse_meta(&meta_text)
+        && super::elf::LoadedObject::load(&object).is_ok()
     {
         cache().hits.fetch_add(1, Ordering::Relaxed);
         return Ok(Arc::new(CompiledObject { object, kernels, key }));
@@ -169,69 +205,7 @@ fn produce(
     let kernels = compile::parse_meta(&meta_text)?;
     cache().compiles.fetch_add(1, Ordering::Relaxed);
     if let Some(d) = &dir {
-        disk_write(d, &key, &object, &meta_text);
+        d.write(&key, &compile::encode_object(&object, &meta_text));
     }
     Ok(Arc::new(CompiledObject { object, kernels, key }))
-}
-
-const DISK_MAGIC: &[u8; 8] = b"OLRSJIT\0";
-const DISK_VERSION: u32 = 1;
-
-/// Tests point the disk layer at a private directory without touching the process environment.
-#[cfg(test)]
-pub(crate) static DISK_DIR_OVERRIDE: Mutex<Option<PathBuf>> = Mutex::new(None);
-
-fn disk_dir() -> Option<PathBuf> {
-    #[cfg(test)]
-    if let Some(d) = DISK_DIR_OVERRIDE.lock().clone() {
-        return Some(d);
-    }
-    let d = std::env::var_os("OFFLOAD_RS_JIT_CACHE_DIR")?;
-    if d.is_empty() {
-        return None;
-    }
-    Some(PathBuf::from(d))
-}
-
-pub(crate) fn hex(key: &Key) -> String {
-    key.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// File: magic(8) version(4) blake3(payload)(32) payload; payload = objlen(8) obj metalen(8) meta.
-fn disk_read(dir: &std::path::Path, key: &Key) -> Option<(Vec<u8>, String)> {
-    let data = std::fs::read(dir.join(hex(key))).ok()?;
-    if data.len() < 44 || &data[..8] != DISK_MAGIC || data[8..12] != DISK_VERSION.to_le_bytes() {
-        return None;
-    }
-    let payload = &data[44..];
-    if blake3::hash(payload).as_bytes() != &data[12..44] {
-        return None;
-    }
-    let rd = |at: usize| -> Option<usize> {
-        let b: [u8; 8] = payload.get(at..at + 8)?.try_into().ok()?;
-        usize::try_from(u64::from_le_bytes(b)).ok()
-    };
-    let ol = rd(0)?;
-    let obj = payload.get(8..8usize.checked_add(ol)?)?.to_vec();
-    let ml = rd(8 + ol)?;
-    let meta = payload.get(16 + ol..(16 + ol).checked_add(ml)?)?;
-    Some((obj, String::from_utf8(meta.to_vec()).ok()?))
-}
-
-fn disk_write(dir: &std::path::Path, key: &Key, obj: &[u8], meta: &str) {
-    let mut payload = Vec::with_capacity(obj.len() + meta.len() + 16);
-    payload.extend_from_slice(&(obj.len() as u64).to_le_bytes());
-    payload.extend_from_slice(obj);
-    payload.extend_from_slice(&(meta.len() as u64).to_le_bytes());
-    payload.extend_from_slice(meta.as_bytes());
-    let mut data = Vec::with_capacity(payload.len() + 44);
-    data.extend_from_slice(DISK_MAGIC);
-    data.extend_from_slice(&DISK_VERSION.to_le_bytes());
-    data.extend_from_slice(blake3::hash(&payload).as_bytes());
-    data.extend_from_slice(&payload);
-    let _ = std::fs::create_dir_all(dir);
-    let tmp = dir.join(format!("{}.tmp.{}", hex(key), std::process::id()));
-    if std::fs::write(&tmp, &data).is_ok() && std::fs::rename(&tmp, dir.join(hex(key))).is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
 }

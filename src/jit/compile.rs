@@ -4,11 +4,7 @@
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::sync::OnceLock;
 
-use inkwell::OptimizationLevel;
 use inkwell::context::Context;
-use inkwell::memory_buffer::MemoryBuffer;
-use inkwell::module::Module;
-use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
 
 use super::{JitError, KernelMeta, ParamLayout};
@@ -93,40 +89,10 @@ pub(crate) fn opt_level() -> u32 {
         .unwrap_or(3)
 }
 
-fn parse<'c>(ctx: &'c Context, bc: &[u8]) -> Result<Module<'c>, String> {
-    let buf = MemoryBuffer::create_from_memory_range_copy(bc, "image");
-    Module::parse_bitcode_from_buffer(&buf, ctx).map_err(|e| e.to_string())
-}
-
-/// Target triple of a bitcode image (full parse, in a child process: garbage and truncation are errors).
-pub(crate) fn bitcode_triple(bc: &[u8]) -> Result<String, String> {
-    let probe = || {
-        let ctx = Context::create();
-        parse(&ctx, bc).map(|m| m.get_triple().as_str().to_string_lossy().into_owned())
-    };
-    if !super::isolate::enabled() {
-        return probe();
-    }
-    let out = super::isolate::run_isolated(
-        || encode(probe().map(String::into_bytes).map_err(JitError::InvalidBinary)),
-        std::time::Duration::from_secs(120),
-    )?;
-    decode(&out).map(|b| String::from_utf8_lossy(b).into_owned()).map_err(|e| e.to_string())
-}
-
 fn tm_for(opt: u32) -> Result<TargetMachine, JitError> {
     let h = host();
-    let triple = inkwell::targets::TargetTriple::create(&h.triple);
-    let target = Target::from_triple(&triple).map_err(|e| JitError::Compile(format!("host target: {e}")))?;
-    let level = match opt {
-        0 => OptimizationLevel::None,
-        1 => OptimizationLevel::Less,
-        2 => OptimizationLevel::Default,
-        _ => OptimizationLevel::Aggressive,
-    };
-    let tm = target
-        .create_target_machine(&triple, &h.cpu, &h.features, level, RelocMode::PIC, CodeModel::Small)
-        .ok_or_else(|| JitError::Compile(format!("cannot create a target machine for {}", h.triple)))?;
+    let tm = super::pipeline::target_machine(&h.triple, &h.cpu, &h.features, opt, RelocMode::PIC, CodeModel::Small)
+        .map_err(JitError::Compile)?;
     // SAFETY: `tm` is a live target machine; the shim only sets one of its options.
     unsafe { ol_rs_jit_emit_stack_sizes(tm.as_mut_ptr() as *mut c_void) };
     Ok(tm)
@@ -149,65 +115,38 @@ fn unsupported(triple: &str) -> JitError {
     ))
 }
 
-/// Compiles bitcode to an x86-64 ELF relocatable object: (object, metadata text). Runs LLVM in a child
-/// process (see isolate.rs) unless OFFLOAD_RS_JIT_IN_PROCESS is set. `memcheck`: instrument every memory
+/// Compiles bitcode to an x86-64 ELF relocatable object: (object, metadata text), in the compile
+/// helper process (see helper.rs), or here when there is none. `memcheck`: instrument every memory
 /// access of the kernels (see `plugin::cpu::memcheck`); `spec`: a launch-time specialisation.
 pub(crate) fn compile(bc: &[u8], opt: u32, memcheck: bool, spec: Option<&Spec>) -> Result<(Vec<u8>, String), JitError> {
-    host();
-    if !super::isolate::enabled() {
-        return compile_in_process(bc, opt, memcheck, spec);
-    }
-    let out = super::isolate::run_isolated(
-        || {
-            encode(compile_in_process(bc, opt, memcheck, spec).map(|(o, m)| {
-                let mut v = Vec::with_capacity(o.len() + m.len() + 8);
-                v.extend_from_slice(&(o.len() as u64).to_le_bytes());
-                v.extend_from_slice(&o);
-                v.extend_from_slice(m.as_bytes());
-                v
-            }))
-        },
-        std::time::Duration::from_secs(600),
-    )
-    .map_err(JitError::Compile)?;
-    let payload = decode(&out)?;
-    let bad = || JitError::Compile("internal: malformed result from the JIT child".into());
-    let ol: [u8; 8] = payload.get(..8).ok_or_else(bad)?.try_into().map_err(|_| bad())?;
-    let ol = usize::try_from(u64::from_le_bytes(ol)).map_err(|_| bad())?;
-    let obj = payload.get(8..8usize.checked_add(ol).ok_or_else(bad)?).ok_or_else(bad)?.to_vec();
-    let meta = String::from_utf8(payload[8 + ol..].to_vec()).map_err(|_| bad())?;
-    Ok((obj, meta))
+    let payload = super::helper::run(super::helper::Request::Cpu {
+        bc,
+        opt,
+        memcheck,
+        kernel: spec.map_or("", |s| s.kernel.as_str()),
+        group: spec.map_or([0; 3], |s| s.group_size),
+    })?;
+    decode_object(&payload).ok_or_else(|| JitError::Compile("internal: malformed result from the JIT helper".into()))
 }
 
-fn encode(r: Result<Vec<u8>, JitError>) -> Vec<u8> {
-    let (tag, body) = match r {
-        Ok(v) => (0u8, v),
-        Err(JitError::InvalidBinary(m)) => (1, m.into_bytes()),
-        Err(JitError::Compile(m)) => (2, m.into_bytes()),
-        Err(JitError::Link(m)) => (3, m.into_bytes()),
-        Err(JitError::Io(m)) => (4, m.into_bytes()),
-        Err(JitError::NotFound(m)) => (5, m.into_bytes()),
-    };
-    let mut v = Vec::with_capacity(body.len() + 1);
-    v.push(tag);
-    v.extend_from_slice(&body);
+/// A compile's result as bytes (the helper's answer and the disk cache's payload):
+/// `object length: u64 | object | metadata text`.
+pub(crate) fn encode_object(obj: &[u8], meta: &str) -> Vec<u8> {
+    let mut v = Vec::with_capacity(obj.len() + meta.len() + 8);
+    v.extend_from_slice(&(obj.len() as u64).to_le_bytes());
+    v.extend_from_slice(obj);
+    v.extend_from_slice(meta.as_bytes());
     v
 }
 
-fn decode(v: &[u8]) -> Result<&[u8], JitError> {
-    let msg = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    match v.split_first() {
-        Some((0, rest)) => Ok(rest),
-        Some((1, rest)) => Err(JitError::InvalidBinary(msg(rest))),
-        Some((3, rest)) => Err(JitError::Link(msg(rest))),
-        Some((4, rest)) => Err(JitError::Io(msg(rest))),
-        Some((5, rest)) => Err(JitError::NotFound(msg(rest))),
-        Some((_, rest)) => Err(JitError::Compile(msg(rest))),
-        None => Err(JitError::Compile("internal: empty result from the JIT child".into())),
-    }
+pub(crate) fn decode_object(v: &[u8]) -> Option<(Vec<u8>, String)> {
+    let ol = usize::try_from(u64::from_le_bytes(v.get(..8)?.try_into().ok()?)).ok()?;
+    let obj = v.get(8..8usize.checked_add(ol)?)?.to_vec();
+    let meta = String::from_utf8(v[8 + ol..].to_vec()).ok()?;
+    Some((obj, meta))
 }
 
-fn compile_in_process(
+pub(crate) fn compile_in_process(
     bc: &[u8],
     opt: u32,
     memcheck: bool,
@@ -218,14 +157,14 @@ fn compile_in_process(
     let t0 = std::time::Instant::now();
     let stamp = |what: &str| {
         if timing {
-            // raw write(2): this may run in a forked child, where std's stderr lock is not safe to take
+            // one write(2) per line: the helper and the client may share stderr
             let line = format!("offload-rs jit: {what} at {:.2} ms\n", t0.elapsed().as_secs_f64() * 1e3);
             // SAFETY: writing a live buffer to fd 2.
             let _ = unsafe { libc::write(2, line.as_ptr() as *const libc::c_void, line.len()) };
         }
     };
     let ctx = Context::create();
-    let m = parse(&ctx, bc)
+    let m = super::pipeline::parse(&ctx, bc)
         .map_err(|e| JitError::InvalidBinary(format!("expected valid LLVM bitcode, found malformed bitcode: {e}")))?;
     let triple = m.get_triple().as_str().to_string_lossy().into_owned();
     let arch = supported_arch(&triple).ok_or_else(|| unsupported(&triple))?;
@@ -294,24 +233,24 @@ fn compile_in_process(
     if rc != 0 {
         return Err(JitError::Compile(err));
     }
-    if std::env::var_os("OFFLOAD_RS_JIT_DUMP_LOWERED").is_some() {
-        let _ = m.print_to_file(format!("/tmp/offload_rs_lowered{dump_sfx}.ll"));
-    }
+    let dump = |stage: &str| {
+        // OFFLOAD_RS_JIT_DUMP_LOWERED=<dir>: <dir>/<image hash>.<stage>.ll
+        if let Some(d) = std::env::var_os("OFFLOAD_RS_JIT_DUMP_LOWERED").filter(|d| !d.is_empty()) {
+            let name = format!("{}{dump_sfx}.{stage}.ll", &blake3::hash(bc).to_hex()[..16]);
+            let _ = m.print_to_file(std::path::Path::new(&d).join(name));
+        }
+    };
+    dump("lowered");
     m.verify()
         .map_err(|e| JitError::Compile(format!("lowered module does not verify: {}", truncate(&e.to_string()))))?;
     stamp("parsed, verified and lowered");
-    let passes = format!("default<O{opt}>");
-    m.run_passes(&passes, &tm, PassBuilderOptions::create())
-        .map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
-    if std::env::var_os("OFFLOAD_RS_JIT_DUMP_LOWERED").is_some() {
-        let _ = m.print_to_file(format!("/tmp/offload_rs_opt{dump_sfx}.ll"));
-    }
+    super::pipeline::optimise(&m, &tm, opt).map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
+    dump("opt");
     stamp("optimised");
-    let buf = tm
-        .write_to_memory_buffer(&m, FileType::Object)
+    let obj = super::pipeline::emit(&m, &tm, FileType::Object)
         .map_err(|e| JitError::Compile(format!("code generation failed: {e}")))?;
     stamp("object emitted");
-    Ok((buf.as_slice().to_vec(), meta))
+    Ok((obj, meta))
 }
 
 fn truncate(s: &str) -> String {

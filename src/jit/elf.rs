@@ -5,6 +5,10 @@
 //! text+stubs made RX and rodata+GOT R. Undefined symbols are resolved with `dlsym(RTLD_DEFAULT)` (then
 //! libm) and reached through a GOT entry and a `jmp *GOT(%rip)` stub, so PC32/PLT32 calls to far library
 //! functions work.
+//!
+//! The input is untrusted (it may come from the disk cache): every section range, symbol value and
+//! relocation offset is checked against the mapping, alignments and sizes are bounded, arithmetic never
+//! overflows, and an unknown relocation type is an error.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -19,6 +23,8 @@ use object::{
 use super::JitError;
 
 const PAGE: usize = 4096;
+/// Largest mapping one object may ask for.
+const MAX_MAP: usize = 1 << 30;
 
 fn align_up(v: usize, a: usize) -> usize {
     let a = a.max(1);
@@ -30,6 +36,8 @@ pub(crate) struct LoadedObject {
     base: *mut u8,
     len: usize,
     symbols: HashMap<String, (usize, usize, bool /*data*/)>,
+    /// length of the executable part at the start of the mapping (text and stubs)
+    exec_len: usize,
     /// set once the constructors ran: only then do destructors run on drop
     initialized: std::sync::atomic::AtomicBool,
 }
@@ -97,8 +105,15 @@ impl LoadedObject {
                 Class::Ro
             };
             let ci = class as usize;
+            if s.align() > PAGE as u64 || !s.align().max(1).is_power_of_two() {
+                return Err(link(format!("section '{name}' has alignment {}", s.align())));
+            }
+            let size = usize::try_from(s.size()).ok().filter(|&n| n <= MAX_MAP);
             let off = align_up(class_size[ci], s.align() as usize);
-            class_size[ci] = off + s.size() as usize;
+            class_size[ci] = size
+                .and_then(|n| off.checked_add(n))
+                .filter(|&e| e <= MAX_MAP)
+                .ok_or_else(|| link(format!("section '{name}' is too large ({} bytes)", s.size())))?;
             placed.insert(s.index(), (class, off));
             secs.push(s);
         }
@@ -120,6 +135,9 @@ impl LoadedObject {
                     got_idx.entry(si).or_insert(n);
                 }
             }
+        }
+        if got_idx.len() > MAX_MAP / 16 {
+            return Err(link("too many relocation targets".into()));
         }
         let stubs_off = align_up(class_size[0], 16);
         let exec_len = stubs_off + stub_idx.len() * 8;
@@ -147,6 +165,7 @@ impl LoadedObject {
             base: base as *mut u8,
             len: total,
             symbols: HashMap::new(),
+            exec_len,
             initialized: Default::default(),
         };
         let class_base = [exec_start, ro_start, rw_start];
@@ -169,13 +188,28 @@ impl LoadedObject {
         }
         // 4. symbols
         let mut sym_addr: HashMap<SymbolIndex, usize> = HashMap::new();
+        let sec_size: HashMap<SectionIndex, u64> = secs.iter().map(|s| (s.index(), s.size())).collect();
         for sym in file.symbols() {
             let addr = match sym.section() {
                 SymbolSection::Section(si) => match sec_addr(si) {
-                    Some(a) => a + sym.address() as usize,
+                    Some(a) => {
+                        let size = sec_size.get(&si).copied().unwrap_or(0);
+                        if sym.address().checked_add(sym.size()).is_none_or(|e| e > size) {
+                            return Err(link(format!(
+                                "symbol '{}' lies outside its section",
+                                sym.name().unwrap_or("?")
+                            )));
+                        }
+                        a + sym.address() as usize
+                    }
                     None => continue,
                 },
-                SymbolSection::Absolute => sym.address() as usize,
+                SymbolSection::Absolute if sym.kind() == SymbolKind::File => continue,
+                SymbolSection::Absolute => {
+                    // a value, not an address in the mapping: usable by relocations, never as a symbol
+                    sym_addr.insert(sym.index(), sym.address() as usize);
+                    continue;
+                }
                 SymbolSection::Common => {
                     return Err(link(format!("common symbol '{}' is not supported", sym.name().unwrap_or("?"))));
                 }
@@ -233,10 +267,21 @@ impl LoadedObject {
                 continue;
             };
             for (off, r) in s.relocations() {
-                let p = sbase + off as usize;
                 let RelocationFlags::Elf { r_type } = r.flags() else {
                     return Err(link("non-ELF relocation".into()));
                 };
+                let width = match r_type {
+                    1 | 24 => 8,
+                    2 | 4 | 9 | 41 | 42 | 10 | 11 => 4,
+                    other => return Err(link(format!("unsupported x86-64 relocation type {other}"))),
+                };
+                if s.kind() == SectionKind::UninitializedData || off.checked_add(width).is_none_or(|e| e > s.size()) {
+                    return Err(link(format!(
+                        "relocation at offset {off:#x} lies outside section '{}'",
+                        s.name().unwrap_or("?")
+                    )));
+                }
+                let p = sbase + off as usize;
                 let a = r.addend();
                 let (s_addr, undef, si) = match r.target() {
                     RelocationTarget::Symbol(si) => {
@@ -277,24 +322,22 @@ impl LoadedObject {
                     1 => {
                         // R_X86_64_64
                         // SAFETY: p..p+8 inside the mapping.
-                        unsafe { (p as *mut u64).write_unaligned((s_addr + a) as u64) };
+                        unsafe { (p as *mut u64).write_unaligned(s_addr.wrapping_add(a) as u64) };
                     }
-                    2 | 4 => write32(call_target(s_addr) + a - pi, true)?, // PC32, PLT32
+                    2 | 4 => write32(call_target(s_addr).wrapping_add(a).wrapping_sub(pi), true)?, // PC32, PLT32
                     9 | 41 | 42 => {
                         // GOTPCREL, GOTPCRELX, REX_GOTPCRELX
                         let gi = si.and_then(|si| got_idx.get(&si)).ok_or_else(|| link("GOT entry missing".into()))?;
-                        write32((got_base + gi * 8) as i64 + a - pi, true)?;
+                        write32(((got_base + gi * 8) as i64).wrapping_add(a).wrapping_sub(pi), true)?;
                     }
-                    10 => write32(s_addr + a, false)?, // 32
-                    11 => write32(s_addr + a, true)?,  // 32S
+                    10 => write32(s_addr.wrapping_add(a), false)?, // 32
+                    11 => write32(s_addr.wrapping_add(a), true)?,  // 32S
                     24 => {
                         // PC64
                         // SAFETY: inside the mapping.
-                        unsafe { (p as *mut u64).write_unaligned((s_addr + a - pi) as u64) };
+                        unsafe { (p as *mut u64).write_unaligned(s_addr.wrapping_add(a).wrapping_sub(pi) as u64) };
                     }
-                    other => {
-                        return Err(link(format!("unsupported x86-64 relocation type {other}")));
-                    }
+                    other => return Err(link(format!("unsupported x86-64 relocation type {other}"))),
                 }
             }
         }
@@ -327,6 +370,13 @@ impl LoadedObject {
         self.symbols.get(name).map(|&(a, s, _)| (a, s))
     }
 
+    /// A defined function: its address, which lies in the executable part of the mapping.
+    pub(crate) fn code_symbol(&self, name: &str) -> Option<usize> {
+        let &(a, _, data) = self.symbols.get(name)?;
+        let start = self.base as usize;
+        (!data && (start..start + self.exec_len).contains(&a)).then_some(a)
+    }
+
     /// A defined data object: (address, size).
     pub(crate) fn data_symbol(&self, name: &str) -> Option<(usize, usize)> {
         self.symbols.get(name).filter(|e| e.2).map(|&(a, s, _)| (a, s))
@@ -339,9 +389,7 @@ impl LoadedObject {
     }
 
     fn call(&self, name: &str) {
-        if let Some((a, _)) = self.symbol(name)
-            && a != 0
-        {
+        if let Some(a) = self.code_symbol(name) {
             // SAFETY: `__ol_rs_init`/`__ol_rs_fini` are generated by lower.cpp as `void(void)` C functions
             // in this mapping, which is alive for the duration of the call.
             let f: unsafe extern "C" fn() = unsafe { std::mem::transmute::<usize, unsafe extern "C" fn()>(a) };

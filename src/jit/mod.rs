@@ -87,16 +87,21 @@
 //! for the host CPU into an ELF relocatable object, which our own small loader (`elf.rs`) maps and
 //! relocates — one fresh copy (own globals) per [`load`]. Global constructors/destructors become
 //! `__ol_rs_init`/`__ol_rs_fini`, run at load and when the last user of the instance is gone.
-//! Compiled objects are cached by **content** (blake3 of the image, host CPU and features, options, crate
-//! and ABI versions) and evicted when the last [`LoadedImage`] made from them is dropped (unlike the
-//! address-keyed cache of LLVM PR #148847). `OFFLOAD_RS_JIT_CACHE_DIR=<dir>` enables a verified on-disk
-//! cache.
+//! Compiled objects are cached by **content** (blake3 of the image, host CPU and features, options, build
+//! id, LLVM version) and evicted when the last [`LoadedImage`] made from them is dropped (unlike the
+//! address-keyed cache of LLVM PR #148847). Below that, the disk cache (disk.rs, on by default). LLVM
+//! runs on image bytes only in the compile helper process (helper.rs); `olIsValidBinary` reads the
+//! bitcode's triple without LLVM (bitcode.rs).
 
+mod bitcode;
 mod cache;
 mod compile;
+mod disk;
 mod elf;
-pub(crate) mod isolate;
+pub mod helper;
 mod native;
+mod nvptx;
+mod pipeline;
 mod stack;
 #[cfg(test)]
 mod tests;
@@ -105,10 +110,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-pub use cache::cache_stats;
-
-/// Bumped whenever the generated code's ABI (WgCtx, metadata, lowering) changes; part of the cache key.
-pub(crate) const JIT_ABI_VERSION: u32 = 1;
+pub use cache::{ContentCache, cache_stats};
+pub(crate) use compile::opt_level;
+pub(crate) use helper::BUILD_ID;
+pub use nvptx::compile_ptx;
 
 static MEMCHECK: AtomicBool = AtomicBool::new(false);
 
@@ -300,10 +305,7 @@ impl LoadedImage {
         match &*self.inst {
             Instance::Jit(obj, co) => {
                 let m = co.kernels.iter().find(|k| k.name == name)?;
-                let (addr, _) = obj.symbol(&m.symbol)?;
-                if addr == 0 {
-                    return None;
-                }
+                let addr = obj.code_symbol(&m.symbol)?;
                 // SAFETY: `addr` is the address of a function generated with the WgFn ABI
                 // (`void(ptr)`, C calling convention) inside the mapping kept alive by `keepalive`.
                 let wg_fn: WgFn = unsafe { std::mem::transmute::<usize, WgFn>(addr) };
@@ -417,10 +419,16 @@ fn bitcode_payload(image: &[u8]) -> Option<&[u8]> {
     None
 }
 
-/// Classifies an image by its header. Never panics.
+/// The target triple of a bitcode image (wrapped or raw), read without LLVM (see bitcode.rs).
+pub fn bitcode_triple(image: &[u8]) -> Result<String, String> {
+    bitcode::triple(bitcode_payload(image).ok_or("not LLVM bitcode")?)
+}
+
+/// Classifies an image by its header (and a bitcode image by its triple record). Never panics and never
+/// runs LLVM.
 pub fn classify(image: &[u8]) -> ImageKind {
     if let Some(bc) = bitcode_payload(image) {
-        return match compile::bitcode_triple(bc) {
+        return match bitcode::triple(bc) {
             Ok(t) => ImageKind::Bitcode { triple: t },
             Err(e) => ImageKind::Unknown(format!("malformed LLVM bitcode ({}): {e}", describe(image))),
         };

@@ -44,7 +44,10 @@ fn bitcode(name: &str, t: Tgt) -> Option<Vec<u8>> {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ffi-tests/kernels").join(format!("{name}.c"));
     let dir = std::env::temp_dir().join(format!("offload-rs-jit-tests-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("{name}.{t:?}.bc"));
+    // unique per call: tests asking for the same bitcode at once must not share the output file
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = dir.join(format!("{name}.{t:?}.{seq}.bc"));
     let mut cmd = Command::new(cl);
     match t {
         Tgt::Nv => cmd.args(["--target=nvptx64-nvidia-cuda", "-march=sm_90", "--cuda-feature=+ptx80"]),
@@ -751,7 +754,7 @@ fn disk_cache_roundtrip_and_corruption() {
     let bc = wrap(&bc, bc.len() + 20 + 24);
     let dir = std::env::temp_dir().join(format!("offload-rs-jit-disk-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    *cache::DISK_DIR_OVERRIDE.lock() = Some(dir.clone());
+    *disk::DIR_OVERRIDE.lock() = Some(dir.clone());
     let run = || {
         let img = load(&bc).unwrap();
         let k = img.kernel("saxpy").unwrap();
@@ -782,7 +785,7 @@ fn disk_cache_roundtrip_and_corruption() {
     run();
     let (_, c4, _) = cache_stats();
     assert_eq!(c4, c3);
-    *cache::DISK_DIR_OVERRIDE.lock() = None;
+    *disk::DIR_OVERRIDE.lock() = None;
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -1126,5 +1129,170 @@ fn specialised_matches_generic() {
 
         let img = load_ok("globals", t).unwrap();
         assert!(!img.kernel("bump").unwrap().specialisable(), "{t:?}: bump writes device globals");
+    }
+}
+
+/// A compiled object and its metadata, straight from the compiler (no cache).
+fn compiled(name: &str) -> Option<(Vec<u8>, String)> {
+    let bc = bitcode(name, Tgt::Nv)?;
+    Some(compile::compile(&bc, 2, false, None).unwrap())
+}
+
+/// A tiny deterministic generator for the mutation corpora below.
+struct XorShift(u64);
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Disk cache entries corrupted every way a file can be (every truncation of the header, every byte
+/// flipped in the header, sampled flips and truncations of the payload, another key's entry) are refused
+/// by `decode_entry`; a whole one is accepted.
+#[test]
+fn corrupted_disk_entries_are_refused() {
+    let Some((obj, meta)) = compiled("saxpy") else {
+        return;
+    };
+    let payload = compile::encode_object(&obj, &meta);
+    let key = [7u8; 32];
+    let entry = disk::encode_entry(&key, &payload);
+    assert_eq!(disk::decode_entry(&entry, &key), Ok(&payload[..]));
+    assert_eq!(disk::decode_entry(&entry, &[8u8; 32]), Err("stored for another key"));
+    let header = entry.len() - payload.len();
+    let mut cases = 0;
+    for n in (0..entry.len()).filter(|&n| n <= header + 8 || n % 97 == 0) {
+        assert!(disk::decode_entry(&entry[..n], &key).is_err(), "truncated to {n}");
+        cases += 1;
+    }
+    let mut longer = entry.clone();
+    longer.push(0);
+    assert!(disk::decode_entry(&longer, &key).is_err());
+    for i in (0..entry.len()).filter(|&i| i < header || i % 13 == 0) {
+        let mut e = entry.clone();
+        e[i] ^= 1 << (i % 8);
+        assert!(disk::decode_entry(&e, &key).is_err(), "byte {i} flipped");
+        cases += 1;
+    }
+    assert!(cases > 400);
+}
+
+/// The ELF loader treats its input as untrusted: a relocation past its section, an unknown relocation
+/// type and a symbol outside its section are errors that say so; thousands of random byte mutations of
+/// a real object load or fail, never crash (nothing is run).
+#[test]
+fn elf_loader_checks_untrusted_objects() {
+    use object::read::elf::{ElfFile64, FileHeader, SectionHeader};
+    let Some((obj, _)) = compiled("saxpy") else {
+        return;
+    };
+    assert!(elf::LoadedObject::load(&obj).is_ok());
+    let file = ElfFile64::<object::Endianness>::parse(&obj[..]).unwrap();
+    let e = file.endian();
+    let sections = file.elf_header().sections(e, &obj[..]).unwrap();
+    let rela = sections
+        .iter()
+        .find(|s| s.sh_type(e) == object::elf::SHT_RELA && s.sh_size(e) >= 24)
+        .map(|s| s.sh_offset(e) as usize)
+        .expect("a relocation section");
+    let symtab = sections.iter().find(|s| s.sh_type(e) == object::elf::SHT_SYMTAB).unwrap();
+    let load_err = |o: &[u8]| match elf::LoadedObject::load(o) {
+        Ok(_) => String::new(),
+        Err(e) => e.to_string(),
+    };
+    let mut bad = obj.clone();
+    bad[rela..rela + 8].copy_from_slice(&0x7fff_fff0u64.to_le_bytes());
+    assert!(load_err(&bad).contains("lies outside section"), "{}", load_err(&bad));
+    let mut bad = obj.clone();
+    bad[rela + 8..rela + 12].copy_from_slice(&99u32.to_le_bytes());
+    assert!(load_err(&bad).contains("unsupported x86-64 relocation type 99"), "{}", load_err(&bad));
+    // the first defined symbol with a section index: its value far past the section
+    let (off, n) = (symtab.sh_offset(e) as usize, (symtab.sh_size(e) / 24) as usize);
+    let sym = (1..n)
+        .map(|i| off + i * 24)
+        .find(|&s| {
+            let shndx = u16::from_le_bytes([obj[s + 6], obj[s + 7]]);
+            (1..0xff00).contains(&shndx) && obj[s + 4] & 0xf == object::elf::STT_FUNC
+        })
+        .expect("a defined function");
+    let mut bad = obj.clone();
+    bad[sym + 8..sym + 16].copy_from_slice(&0x10_0000u64.to_le_bytes());
+    assert!(load_err(&bad).contains("outside its section"), "{}", load_err(&bad));
+    let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+    let mut refused = 0;
+    for _ in 0..3000 {
+        let mut m = obj.clone();
+        for _ in 0..1 + rng.next() % 4 {
+            let i = (rng.next() % m.len() as u64) as usize;
+            m[i] ^= 1 << (rng.next() % 8);
+        }
+        if elf::LoadedObject::load(&m).is_err() {
+            refused += 1;
+        }
+    }
+    assert!(refused > 0);
+}
+
+/// Through the whole path: a disk entry whose payload was corrupted (checksum recomputed, as bit rot
+/// cannot do but a bug could) or that belongs to another key is ignored and the right program runs.
+#[test]
+fn disk_cache_ignores_forged_entries() {
+    let _g = CACHE_TESTS.write().unwrap_or_else(|e| e.into_inner());
+    let (Some(bc), Some(other)) = (bitcode("saxpy", Tgt::Nv), bitcode("saxpy", Tgt::Amd)) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("offload-rs-jit-forged-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    *disk::DIR_OVERRIDE.lock() = Some(dir.clone());
+    let check = || {
+        let img = load(&bc).unwrap();
+        let k = img.kernel("saxpy").unwrap();
+        let x = [1.0f32; 4];
+        let mut y = [2.0f32; 4];
+        let args = pack(&k.params, &[&b(&3.0f32), &b(&(x.as_ptr() as usize)), &ptr(&mut y), &b(&4u32)]);
+        launch(&k, [1, 1, 1], [4, 1, 1], &args, 0);
+        assert_eq!(y, [5.0; 4]);
+    };
+    check();
+    drop(load(&other).unwrap());
+    let key = cache::key_of(&bc, compile::opt_level(), false, None);
+    let name: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    let okey = cache::key_of(&other, compile::opt_level(), false, None);
+    let oname: String = okey.iter().map(|b| format!("{b:02x}")).collect();
+    // another key's entry under our name
+    std::fs::copy(dir.join(&oname), dir.join(&name)).unwrap();
+    let (_, c0, _) = cache_stats();
+    check();
+    let (_, c1, _) = cache_stats();
+    assert_eq!(c1, c0 + 1, "the other key's entry must not be used");
+    // our entry with a payload that is not an object, checksum recomputed
+    std::fs::write(dir.join(&name), disk::encode_entry(&key, b"\x10\0\0\0\0\0\0\0not an object at all")).unwrap();
+    check();
+    let (_, c2, _) = cache_stats();
+    assert_eq!(c2, c1 + 1, "a payload the loader refuses must be recompiled");
+    *disk::DIR_OVERRIDE.lock() = None;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `olIsValidBinary`'s triple reader (no LLVM) agrees with LLVM's own parse on every target clang makes,
+/// raw and wrapped, and truncations of a real image are refused.
+#[test]
+fn bitcode_triple_without_llvm_matches_llvm() {
+    for t in TARGETS {
+        let Some(bc) = bitcode("saxpy", t) else {
+            return;
+        };
+        let ctx = inkwell::context::Context::create();
+        let llvm = pipeline::parse(&ctx, &bc).unwrap().get_triple().as_str().to_string_lossy().into_owned();
+        assert_eq!(bitcode_triple(&bc).as_deref(), Ok(llvm.as_str()), "{t:?}");
+        assert_eq!(bitcode_triple(&wrap(&bc, bc.len() + 20 + 24)).as_deref(), Ok(llvm.as_str()), "{t:?} wrapped");
+        assert!(is_valid_for_cpu(&bc));
+        // (cut inside the module block; a cut that leaves only a partial symbol table is, as for LLVM, fine)
+        for n in (0..bc.len() / 2).step_by(61).chain([bc.len() - 1]) {
+            assert!(!is_valid_for_cpu(&bc[..n]), "{t:?} truncated to {n}");
+        }
     }
 }

@@ -1,28 +1,19 @@
-//! NVPTX LLVM bitcode -> PTX, in process, with inkwell's NVPTX backend, behind a
+//! NVPTX LLVM bitcode -> PTX (compiled by `jit::nvptx` in the JIT's compile helper), behind a
 //! content-addressed cache.
 //!
-//! * The bitcode is parsed in a fresh LLVM context, the functions' `target-cpu`/`target-features`
-//!   attributes are dropped (the device decides: `sm_<major><minor>` and the PTX ISA the driver
-//!   accepts), the module is optimised with `default<O3>` and code-generated to PTX.
 //! * Global constructors/destructors: LLVM 22's NVPTX codegen pipeline always runs the
 //!   `nvptx-lower-ctor-dtor` pass (the old `-nvptx-lower-global-ctor-dtor` switch is gone), which
 //!   turns `llvm.global_ctors`/`llvm.global_dtors` into `__init_array_object_<fn>_<hash>_<prio>`
 //!   constants and the `nvptx$device$init`/`nvptx$device$fini` kernels that walk
 //!   `[__init_array_start, __init_array_end)`. The loader fills those bounds (see `device.rs`).
-//! * Cache: key = blake3(image bytes, sm, PTX ISA, crate version); value = `Arc<PtxImage>`. The map
-//!   holds only `Weak`s: an entry is evicted when the last program loaded from it is dropped. It is
-//!   never keyed by address (LLVM's old JIT cache was, and returned stale code for reused addresses).
+//! * Cache: the JIT's [`ContentCache`] (single flight): key = blake3(image bytes, sm, PTX ISA, build id,
+//!   opt level); value = `Arc<PtxImage>`, held as a `Weak`: an entry is evicted when the last program
+//!   loaded from it is dropped. It is never keyed by address (LLVM's old JIT cache was, and returned
+//!   stale code for reused addresses).
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, Once, Weak};
+use std::sync::{Arc, LazyLock};
 
-use inkwell::OptimizationLevel;
-use inkwell::attributes::AttributeLoc;
-use inkwell::context::Context;
-use inkwell::memory_buffer::MemoryBuffer;
-use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetTriple};
-
+use crate::jit::ContentCache;
 use crate::plugin::{PluginError, PluginResult};
 
 use super::image;
@@ -45,26 +36,22 @@ impl PtxImage {
 
 impl Drop for PtxImage {
     fn drop(&mut self) {
-        let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-        // Remove our entry unless another thread already replaced it with a live one.
-        if cache.get(&self.key).is_some_and(|w| w.strong_count() == 0) {
-            cache.remove(&self.key);
-        }
+        CACHE.evict(&self.key);
     }
 }
 
-static CACHE: LazyLock<Mutex<HashMap<[u8; 32], Weak<PtxImage>>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+static CACHE: LazyLock<ContentCache<PtxImage, PluginError>> = LazyLock::new(ContentCache::default);
 
 /// Number of live cache entries (for tests and diagnostics).
 pub fn cache_len() -> usize {
-    let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    cache.values().filter(|w| w.strong_count() > 0).count()
+    CACHE.live()
 }
 
 fn cache_key(image: &[u8], cpu: &str, ptx_isa: u32) -> [u8; 32] {
     let mut h = blake3::Hasher::new();
     h.update(b"offload-rs nvptx bitcode->ptx\0");
-    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update(crate::jit::BUILD_ID.as_bytes());
+    h.update(&[crate::jit::opt_level() as u8]);
     h.update(b"\0");
     h.update(cpu.as_bytes());
     h.update(b"\0");
@@ -79,126 +66,29 @@ fn cache_key(image: &[u8], cpu: &str, ptx_isa: u32) -> [u8; 32] {
 pub fn compile_cached(image: &[u8], major: u32, minor: u32, ptx_isa: u32) -> PluginResult<Arc<PtxImage>> {
     let cpu = image::llvm_cpu_for_sm(major, minor);
     let key = cache_key(image, &cpu, ptx_isa);
-    {
-        let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(hit) = cache.get(&key).and_then(Weak::upgrade) {
-            return Ok(hit);
-        }
-    }
-    // Compile without holding the lock; a concurrent compile of the same key is harmless.
-    let sm = major * 10 + minor;
-    let ptx = compile_to_ptx(image, &cpu, &image::ptx_feature(ptx_isa, sm))?;
-    let (ctors, dtors) = image::ptx_ctor_dtor_names(&ptx)?;
-    let mut bytes = ptx.into_bytes();
-    bytes.push(0);
-    let entry = Arc::new(PtxImage { key, ptx: bytes, ctors, dtors });
-    let existing = {
-        let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-        match cache.get(&key).and_then(Weak::upgrade) {
-            Some(e) => Some(e),
-            None => {
-                cache.insert(key, Arc::downgrade(&entry));
-                None
-            }
-        }
-    };
-    // (`entry` may be dropped here, outside the lock: its Drop takes the lock.)
-    Ok(existing.unwrap_or(entry))
+    // one compile per key, however many threads load the same image at once
+    CACHE
+        .get_or_produce(key, || {
+            let sm = major * 10 + minor;
+            let ptx = compile_to_ptx(image, &cpu, &image::ptx_feature(ptx_isa, sm))?;
+            let (ctors, dtors) = image::ptx_ctor_dtor_names(&ptx)?;
+            let mut bytes = ptx.into_bytes();
+            bytes.push(0);
+            Ok(Arc::new(PtxImage { key, ptx: bytes, ctors, dtors }))
+        })
+        .map(|(p, _)| p)
 }
 
-fn init_nvptx() {
-    static INIT: Once = Once::new();
-    INIT.call_once(|| Target::initialize_nvptx(&InitializationConfig::default()));
-}
-
-fn compile_error(what: &str, msg: impl std::fmt::Display) -> PluginError {
-    PluginError::Compile(format!("failure to jit IR image: {what}: {msg}"))
-}
-
-/// Run LLVM on image bytes in the JIT's crash-isolating child process (see `jit::isolate`): a corrupt
-/// image that crashes LLVM's bitcode reader becomes an error, and the parent process never runs LLVM
-/// (so no parent thread can hold an LLVM lock when another thread forks a CPU JIT child).
-fn isolated(f: impl FnOnce() -> Result<String, String>) -> Result<String, String> {
-    if !crate::jit::isolate::enabled() {
-        return f();
-    }
-    let out = crate::jit::isolate::run_isolated(
-        || {
-            let (tag, text) = match f() {
-                Ok(t) => (0u8, t),
-                Err(e) => (1u8, e),
-            };
-            let mut v = vec![tag];
-            v.extend_from_slice(text.as_bytes());
-            v
-        },
-        std::time::Duration::from_secs(120),
-    )?;
-    let text = String::from_utf8_lossy(out.get(1..).unwrap_or_default()).into_owned();
-    match out.first() {
-        Some(0) => Ok(text),
-        Some(_) => Err(text),
-        None => Err("the LLVM worker returned nothing".into()),
-    }
-}
-
-/// The triple of a bitcode module if it parses, else None.
+/// The triple of a bitcode module (read without LLVM, see `jit::bitcode_triple`), else None.
 pub fn bitcode_triple(image: &[u8]) -> Option<String> {
-    isolated(|| bitcode_triple_in_process(image).ok_or_else(String::new)).ok()
+    crate::jit::bitcode_triple(image).ok()
 }
 
-fn bitcode_triple_in_process(image: &[u8]) -> Option<String> {
-    let ctx = Context::create();
-    let buf = MemoryBuffer::create_from_memory_range_copy(image, "image");
-    let module = ctx.create_module_from_ir(buf).ok()?;
-    Some(module.get_triple().as_str().to_string_lossy().into_owned())
-}
-
-/// NVPTX bitcode -> PTX text for `cpu` (`sm_90`) with `features` (`+ptx84`), optimised at O3.
+/// NVPTX bitcode -> PTX text for `cpu` (`sm_90`) with `features` (`+ptx84`), optimised at
+/// `LIBOMPTARGET_JIT_OPT_LEVEL` (default 3) by the JIT's compile helper.
 pub fn compile_to_ptx(image: &[u8], cpu: &str, features: &str) -> PluginResult<String> {
-    isolated(|| compile_to_ptx_in_process(image, cpu, features).map_err(|e| e.to_string())).map_err(|e| {
-        if e.starts_with("failure to jit IR image") { PluginError::Compile(e) } else { compile_error("LLVM worker", e) }
-    })
-}
-
-fn compile_to_ptx_in_process(image: &[u8], cpu: &str, features: &str) -> PluginResult<String> {
-    init_nvptx();
-    let ctx = Context::create();
-    let buf = MemoryBuffer::create_from_memory_range_copy(image, "image");
-    let module = ctx.create_module_from_ir(buf).map_err(|e| compile_error("cannot parse bitcode", e.to_string()))?;
-    let triple = module.get_triple().as_str().to_string_lossy().into_owned();
-    if !triple.starts_with("nvptx64") {
-        return Err(compile_error(
-            "unsupported target",
-            format!("module triple is '{triple}', expected nvptx64-nvidia-cuda"),
-        ));
-    }
-    for f in module.get_functions() {
-        f.remove_string_attribute(AttributeLoc::Function, "target-cpu");
-        f.remove_string_attribute(AttributeLoc::Function, "target-features");
-    }
-    let target =
-        Target::from_name("nvptx64").ok_or_else(|| compile_error("NVPTX target", "not available in this LLVM"))?;
-    let tm = target
-        .create_target_machine(
-            &TargetTriple::create("nvptx64-nvidia-cuda"),
-            cpu,
-            features,
-            OptimizationLevel::Aggressive,
-            RelocMode::Default,
-            CodeModel::Default,
-        )
-        .ok_or_else(|| compile_error("NVPTX target machine", format!("cannot create one for {cpu} {features}")))?;
-    module.set_triple(&TargetTriple::create("nvptx64-nvidia-cuda"));
-    module.set_data_layout(&tm.get_target_data().get_data_layout());
-    module.verify().map_err(|e| compile_error("invalid module", e.to_string()))?;
-    module
-        .run_passes("default<O3>", &tm, PassBuilderOptions::create())
-        .map_err(|e| compile_error("optimisation", e.to_string()))?;
-    let out = tm
-        .write_to_memory_buffer(&module, FileType::Assembly)
-        .map_err(|e| compile_error("NVPTX codegen", e.to_string()))?;
-    String::from_utf8(out.as_slice().to_vec()).map_err(|e| compile_error("NVPTX codegen", e))
+    crate::jit::compile_ptx(image, cpu, features)
+        .map_err(|e| PluginError::Compile(format!("failure to jit IR image: {e}")))
 }
 
 #[cfg(test)]
@@ -402,9 +292,9 @@ pub(crate) mod tests {
         assert!(!Arc::ptr_eq(&a, &c), "different arch -> different entry");
         assert!(c.text().contains(".target sm_86"));
         drop(a);
-        assert!(CACHE.lock().unwrap().get(&key).is_some(), "still referenced by b");
+        assert!(CACHE.contains(&key), "still referenced by b");
         drop(b);
-        assert!(CACHE.lock().unwrap().get(&key).is_none(), "evicted with the last program");
+        assert!(!CACHE.contains(&key), "evicted with the last program");
         // recompiling gives a fresh, equal entry
         let d = compile_cached(&bc, 8, 0, 77).unwrap();
         assert_eq!(d.key, key);

@@ -31,7 +31,6 @@
 pub mod api;
 pub mod error;
 pub mod ffi;
-pub mod handle;
 pub mod info;
 pub mod jit;
 pub mod plugin;

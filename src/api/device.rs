@@ -5,8 +5,8 @@ use std::ffi::c_void;
 use crate::api::{entry, h, validate};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::handle;
 use crate::info::{self, InfoValue};
+use crate::runtime::handle;
 use crate::runtime::{Device, DeviceKind};
 use crate::trace;
 

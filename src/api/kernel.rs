@@ -5,8 +5,8 @@ use std::ffi::c_void;
 use crate::api::{bytes, entry, h, validate, write_out};
 use crate::error::OlError;
 use crate::ffi::*;
-use crate::handle;
 use crate::plugin::LaunchDims;
+use crate::runtime::handle;
 use crate::runtime::objects;
 use crate::trace;
 

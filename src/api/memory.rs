@@ -6,8 +6,8 @@ use std::ffi::c_void;
 use crate::api::{bytes, entry, h, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::handle;
 use crate::info::{self, InfoValue};
+use crate::runtime::handle;
 use crate::runtime::{Context, memory};
 use crate::trace;
 

@@ -5,9 +5,9 @@ use std::ffi::c_void;
 use crate::api::{entry, h, validate};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::handle;
 use crate::info::{self, InfoValue};
 use crate::runtime::Platform;
+use crate::runtime::handle;
 use crate::trace;
 
 fn backend_name(b: u32) -> &'static str {

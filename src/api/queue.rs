@@ -6,8 +6,8 @@ use std::ffi::c_void;
 use crate::api::{entry, h, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::handle;
 use crate::info::{self, InfoValue};
+use crate::runtime::handle;
 use crate::runtime::{Queue, objects};
 use crate::trace;
 

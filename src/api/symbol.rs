@@ -5,8 +5,8 @@ use std::ffi::{CStr, c_char, c_void};
 use crate::api::{entry, h, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::handle;
 use crate::info::{self, InfoValue};
+use crate::runtime::handle;
 use crate::runtime::{Symbol, SymbolKind, objects};
 use crate::trace;
 

@@ -1,6 +1,7 @@
 //! Safe runtime objects and the process-global context. Nothing here sees a raw C pointer: addresses
 //! are `usize`, buffers are slices, handles are [`Handle`] values.
 
+pub mod handle;
 pub mod memory;
 pub mod objects;
 
@@ -12,8 +13,8 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::handle::{self, Handle, Object};
 use crate::plugin;
+use handle::{Handle, Object};
 
 pub use objects::{Device, DeviceKind, Event, Platform, Program, Queue, Symbol, SymbolKind};
 

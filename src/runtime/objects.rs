@@ -6,8 +6,8 @@ use parking_lot::Mutex;
 
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::handle::{self, Handle, Object};
 use crate::plugin::{self, GlobalInfo, LaunchDims};
+use super::handle::{self, Handle, Object};
 
 use super::{Context, SymbolCache};
 

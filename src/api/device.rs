@@ -181,8 +181,8 @@ pub unsafe extern "C" fn ol_get_device_info(
                     (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
                 ],
             )?;
-            let d = handle::device(h(Device))?;
-            let v = device_info(&d, PropName)?;
+            let d = handle::device(ctx, h(Device))?;
+            let v = device_info(d, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
             unsafe { info::write(&v, PropSize, PropValue) }?;
             if ctx.trace {
@@ -224,8 +224,8 @@ pub unsafe extern "C" fn ol_get_device_info_size(
                     (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
                 ],
             )?;
-            let d = handle::device(h(Device))?;
-            let v = device_info(&d, PropName)?;
+            let d = handle::device(ctx, h(Device))?;
+            let v = device_info(d, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).
             unsafe { info::write_size(&v, PropSizeRet) }?;
             Ok(())

@@ -28,11 +28,11 @@ pub unsafe extern "C" fn ol_create_event(Queue: ol_queue_handle_t, Event: *mut o
                     (Event.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Event"),
                 ],
             )?;
-            let q = handle::queue(h(Queue))?;
+            let q = handle::queue(ctx, h(Queue))?;
             if Event.is_null() {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Event is NULL"));
             }
-            let e = objects::create_event(&q)?;
+            let e = objects::create_event(q)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(Event, e as usize as ol_event_handle_t, "Event") }?;
             Ok(())
@@ -59,8 +59,7 @@ pub unsafe extern "C" fn ol_destroy_event(Event: ol_event_handle_t) -> ol_result
         "olDestroyEvent",
         |ctx| {
             validate(ctx, &[(Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event")])?;
-            let e = handle::event(h(Event))?;
-            handle::remove(e.handle);
+            handle::take_event(ctx, h(Event))?;
             Ok(())
         },
         || format!(".Event = {}", trace::ptr(Event)),
@@ -79,8 +78,8 @@ pub unsafe extern "C" fn ol_sync_event(Event: ol_event_handle_t) -> ol_result_t 
         "olSyncEvent",
         |ctx| {
             validate(ctx, &[(Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event")])?;
-            let e = handle::event(h(Event))?;
-            objects::sync_event(&e)
+            let e = handle::event(ctx, h(Event))?;
+            objects::sync_event(e)
         },
         || format!(".Event = {}", trace::ptr(Event)),
     )
@@ -128,8 +127,8 @@ pub unsafe extern "C" fn ol_get_event_info(
                     (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
                 ],
             )?;
-            let e = handle::event(h(Event))?;
-            let v = event_info(&e, PropName)?;
+            let e = handle::event(ctx, h(Event))?;
+            let v = event_info(e, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
             unsafe { info::write(&v, PropSize, PropValue) }?;
             let _ = shown.set(v);
@@ -169,8 +168,8 @@ pub unsafe extern "C" fn ol_get_event_info_size(
                     (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
                 ],
             )?;
-            let e = handle::event(h(Event))?;
-            let v = event_info(&e, PropName)?;
+            let e = handle::event(ctx, h(Event))?;
+            let v = event_info(e, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).
             unsafe { info::write_size(&v, PropSizeRet) }?;
             Ok(())

@@ -55,14 +55,14 @@ pub unsafe extern "C" fn ol_mem_alloc(
                     (AllocationOut.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == AllocationOut"),
                 ],
             )?;
-            let d = handle::device(h(Device))?;
+            let d = handle::device(ctx, h(Device))?;
             if AllocationOut.is_null() {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "AllocationOut is NULL"));
             }
             if Size == 0 {
                 return Err(OlError::new(OL_ERRC_OUT_OF_RESOURCES, "failed to allocate from device allocator"));
             }
-            let p = ctx.allocs.alloc(&d, Type.0, Size)?;
+            let p = ctx.allocs.alloc(d, Type.0, Size)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(AllocationOut, p as *mut c_void, "AllocationOut") }?;
             Ok(())
@@ -221,13 +221,13 @@ pub unsafe extern "C" fn ol_memcpy(
                     (SrcPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == SrcPtr"),
                 ],
             )?;
-            let q = if Queue.is_null() { None } else { Some(handle::queue(h(Queue))?) };
-            let dst_dev = handle::device(h(DstDevice))?;
-            let src_dev = handle::device(h(SrcDevice))?;
+            let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, h(Queue))?) };
+            let dst_dev = handle::device(ctx, h(DstDevice))?;
+            let src_dev = handle::device(ctx, h(SrcDevice))?;
             if (DstPtr.is_null() || SrcPtr.is_null()) && Size > 0 {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "olMemcpy: NULL pointer"));
             }
-            memory::memcpy(q.as_ref(), DstPtr as usize, &dst_dev, SrcPtr as usize, &src_dev, Size)
+            memory::memcpy(q, DstPtr as usize, dst_dev, SrcPtr as usize, src_dev, Size)
         },
         || {
             format!(
@@ -276,10 +276,10 @@ pub unsafe extern "C" fn ol_mem_fill(
             if !FillSize.is_multiple_of(PatternSize) || Ptr.is_null() || PatternPtr.is_null() {
                 return Err(OlError::invalid_argument("olMemFill: invalid pattern or pointer"));
             }
-            let q = if Queue.is_null() { None } else { Some(handle::queue(h(Queue))?) };
+            let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, h(Queue))?) };
             // SAFETY: PatternPtr is valid for PatternSize bytes (caller contract); copied before return.
             let pattern = unsafe { bytes(PatternPtr, PatternSize) };
-            memory::fill(ctx, q.as_ref(), Ptr as usize, pattern, FillSize)
+            memory::fill(ctx, q, Ptr as usize, pattern, FillSize)
         },
         || {
             format!(
@@ -320,7 +320,7 @@ pub unsafe extern "C" fn ol_mem_register(
                     (PinnedPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PinnedPtr"),
                 ],
             )?;
-            let d = handle::device(h(Device))?;
+            let d = handle::device(ctx, h(Device))?;
             if Ptr.is_null() || PinnedPtr.is_null() || Size == 0 {
                 return Err(OlError::invalid_argument("olMemRegister: NULL pointer or zero size"));
             }
@@ -360,7 +360,7 @@ pub unsafe extern "C" fn ol_mem_unregister(Device: ol_device_handle_t, Ptr: *mut
                     (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
                 ],
             )?;
-            let d = handle::device(h(Device))?;
+            let d = handle::device(ctx, h(Device))?;
             if Ptr.is_null() {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Ptr is NULL"));
             }

@@ -19,25 +19,26 @@ pub mod queue;
 pub mod symbol;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
 
 use crate::error::{self, OlError, OlResult};
 use crate::ffi::*;
-use crate::runtime::{self, Context};
+use crate::runtime::{self, Context, pin};
 use crate::trace;
 
 /// Run one entry point. `params` renders the parameter list for the tracer (after the call, so that
 /// out-parameters show their values); it is only called when tracing is on.
 pub(crate) fn entry(
     name: &'static str,
-    body: impl FnOnce(&Arc<Context>) -> OlResult<()>,
+    body: impl FnOnce(&Context) -> OlResult<()>,
     params: impl FnOnce() -> String,
 ) -> ol_result_t {
-    let Some(ctx) = runtime::context() else { return error::uninitialized() };
+    // The pin keeps the context and every handle looked up during the call alive until the call returns.
+    let pin = pin::pin();
+    let Some(ctx) = runtime::context(&pin) else { return error::uninitialized() };
     if ctx.trace {
         trace::begin(name);
     }
-    let result = guarded(name, || body(&ctx));
+    let result = guarded(name, || body(ctx));
     if ctx.trace {
         trace::end(&params(), &result);
     }

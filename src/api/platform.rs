@@ -69,8 +69,8 @@ pub unsafe extern "C" fn ol_get_platform_info(
                     (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
                 ],
             )?;
-            let p = handle::platform(h(Platform))?;
-            let v = platform_info(&p, PropName)?;
+            let p = handle::platform(ctx, h(Platform))?;
+            let v = platform_info(p, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
             unsafe { info::write(&v, PropSize, PropValue) }?;
             if ctx.trace {
@@ -112,8 +112,8 @@ pub unsafe extern "C" fn ol_get_platform_info_size(
                     (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
                 ],
             )?;
-            let p = handle::platform(h(Platform))?;
-            let v = platform_info(&p, PropName)?;
+            let p = handle::platform(ctx, h(Platform))?;
+            let v = platform_info(p, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).
             unsafe { info::write_size(&v, PropSizeRet) }?;
             Ok(())

@@ -30,11 +30,11 @@ pub unsafe extern "C" fn ol_create_queue(Device: ol_device_handle_t, Queue: *mut
                     (Queue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Queue"),
                 ],
             )?;
-            let d = handle::device(h(Device))?;
+            let d = handle::device(ctx, h(Device))?;
             if Queue.is_null() {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Queue is NULL"));
             }
-            let q = objects::create_queue(&d)?;
+            let q = objects::create_queue(d)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(Queue, q as usize as ol_queue_handle_t, "Queue") }?;
             Ok(())
@@ -62,8 +62,8 @@ pub unsafe extern "C" fn ol_destroy_queue(Queue: ol_queue_handle_t) -> ol_result
         "olDestroyQueue",
         |ctx| {
             validate(ctx, &[(Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue")])?;
-            let q = handle::queue(h(Queue))?;
-            objects::destroy_queue(ctx, &q)
+            let q = handle::take_queue(ctx, h(Queue))?;
+            objects::destroy_queue(ctx, q)
         },
         || format!(".Queue = {}", trace::ptr(Queue)),
     )
@@ -81,7 +81,7 @@ pub unsafe extern "C" fn ol_sync_queue(Queue: ol_queue_handle_t) -> ol_result_t 
         "olSyncQueue",
         |ctx| {
             validate(ctx, &[(Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue")])?;
-            let q = handle::queue(h(Queue))?;
+            let q = handle::queue(ctx, h(Queue))?;
             Ok(q.inner.sync()?)
         },
         || format!(".Queue = {}", trace::ptr(Queue)),
@@ -112,7 +112,7 @@ pub unsafe extern "C" fn ol_wait_events(
                     (Events.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Events"),
                 ],
             )?;
-            let q = handle::queue(h(Queue))?;
+            let q = handle::queue(ctx, h(Queue))?;
             if NumEvents == 0 {
                 return Ok(());
             }
@@ -122,7 +122,7 @@ pub unsafe extern "C" fn ol_wait_events(
             // SAFETY: Events is valid for NumEvents handles (caller contract).
             let evs: Vec<u64> =
                 unsafe { std::slice::from_raw_parts(Events, NumEvents) }.iter().map(|&e| h(e)).collect();
-            objects::wait_events(&q, &evs)
+            objects::wait_events(ctx, q, &evs)
         },
         || {
             // SAFETY: only the first element is shown, as LLVM's tracer does; Events is valid if non-NULL.
@@ -174,8 +174,8 @@ pub unsafe extern "C" fn ol_get_queue_info(
                     (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
                 ],
             )?;
-            let q = handle::queue(h(Queue))?;
-            let v = queue_info(&q, PropName)?;
+            let q = handle::queue(ctx, h(Queue))?;
+            let v = queue_info(q, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
             unsafe { info::write(&v, PropSize, PropValue) }?;
             let _ = shown.set(v);
@@ -215,8 +215,8 @@ pub unsafe extern "C" fn ol_get_queue_info_size(
                     (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
                 ],
             )?;
-            let q = handle::queue(h(Queue))?;
-            let v = queue_info(&q, PropName)?;
+            let q = handle::queue(ctx, h(Queue))?;
+            let v = queue_info(q, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).
             unsafe { info::write_size(&v, PropSizeRet) }?;
             Ok(())
@@ -262,13 +262,13 @@ pub unsafe extern "C" fn ol_launch_host_function(
                     (Callback.is_none(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Callback"),
                 ],
             )?;
-            let q = handle::queue(h(Queue))?;
+            let q = handle::queue(ctx, h(Queue))?;
             let Some(cb) = Callback else {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Callback is NULL"));
             };
             let ud = SendPtr(UserData);
             objects::launch_host_function(
-                &q,
+                q,
                 Box::new(move || {
                     let ud = ud;
                     // SAFETY: the caller guarantees the callback may be called with its user data from

@@ -54,7 +54,7 @@ pub unsafe extern "C" fn ol_get_symbol(
                     (Symbol.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Symbol"),
                 ],
             )?;
-            let p = handle::program(h(Program))?;
+            let p = handle::program(ctx, h(Program))?;
             if Name.is_null() || Symbol.is_null() {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Name or Symbol is NULL"));
             }
@@ -67,7 +67,7 @@ pub unsafe extern "C" fn ol_get_symbol(
             };
             // SAFETY: Name is a valid C string (caller contract); copied before return.
             let name = unsafe { CStr::from_ptr(Name) }.to_string_lossy().into_owned();
-            let s = objects::get_symbol(&p, &name, kind)?;
+            let s = objects::get_symbol(p, &name, kind)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(Symbol, s as usize as ol_symbol_handle_t, "Symbol") }?;
             Ok(())
@@ -134,8 +134,8 @@ pub unsafe extern "C" fn ol_get_symbol_info(
                     (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
                 ],
             )?;
-            let s = handle::symbol(h(Symbol))?;
-            let v = symbol_info(&s, PropName)?;
+            let s = handle::symbol(ctx, h(Symbol))?;
+            let v = symbol_info(s, PropName)?;
             // SAFETY: PropValue is valid for PropSize bytes (caller contract).
             unsafe { info::write(&v, PropSize, PropValue) }?;
             let _ = shown.set(v);
@@ -175,8 +175,8 @@ pub unsafe extern "C" fn ol_get_symbol_info_size(
                     (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
                 ],
             )?;
-            let s = handle::symbol(h(Symbol))?;
-            let v = symbol_info(&s, PropName)?;
+            let s = handle::symbol(ctx, h(Symbol))?;
+            let v = symbol_info(s, PropName)?;
             // SAFETY: PropSizeRet is NULL or writable (caller contract).
             unsafe { info::write_size(&v, PropSizeRet) }?;
             Ok(())

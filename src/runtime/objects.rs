@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::handle::{self, Handle, Object};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
 use crate::plugin::{self, GlobalInfo, LaunchDims};
-use super::handle::{self, Handle, Object};
 
 use super::{Context, SymbolCache};
 
@@ -102,10 +102,11 @@ pub fn create_queue(dev: &Arc<Device>) -> OlResult<Handle> {
     Ok(handle::insert_with(|h| Object::Queue(Arc::new(Queue { handle: h, id, device: dev, inner }))))
 }
 
-/// Never blocks: pending work still completes (kept on the context's outstanding list until shutdown).
+/// After its handle was removed. Never blocks: pending work still completes (kept on the context's
+/// outstanding list until shutdown).
 pub fn destroy_queue(ctx: &Context, q: &Arc<Queue>) -> OlResult<()> {
-    let busy = !q.inner.is_empty()?;
-    handle::remove(q.handle);
+    // The handle is gone already: a queue whose state cannot be read counts as busy, never as an error.
+    let busy = !matches!(q.inner.is_empty(), Ok(true));
     let mut out = ctx.outstanding.lock();
     out.retain(|o| !matches!(o.is_empty(), Ok(true)));
     if busy {
@@ -135,12 +136,12 @@ pub fn sync_event(ev: &Event) -> OlResult<()> {
 }
 
 /// `olWaitEvents` after validation: `events` are raw handles, NULL entries are errors.
-pub fn wait_events(q: &Arc<Queue>, events: &[Handle]) -> OlResult<()> {
+pub fn wait_events(ctx: &Context, q: &Arc<Queue>, events: &[Handle]) -> OlResult<()> {
     for &h in events {
         if h == 0 {
             return Err(OlError::new(OL_ERRC_INVALID_NULL_HANDLE, "olWaitEvents asked to wait on a NULL event"));
         }
-        let ev = handle::event(h)?;
+        let ev = handle::event(ctx, h)?;
         if ev.queue_id == q.id {
             continue;
         }
@@ -168,14 +169,13 @@ pub fn is_valid_binary(dev: &Device, image: &[u8]) -> bool {
     }
 }
 
+/// After its handle was removed: its symbols go too, then it unloads.
 pub fn destroy_program(p: &Arc<Program>) -> OlResult<()> {
-    p.inner.unload()?;
     let syms: Vec<Handle> = p.symbols.lock().drain().map(|(_, h)| h).collect();
     for h in syms {
         handle::remove(h);
     }
-    handle::remove(p.handle);
-    Ok(())
+    Ok(p.inner.unload()?)
 }
 
 pub fn get_symbol(p: &Arc<Program>, name: &str, kind: SymbolKind) -> OlResult<Handle> {

@@ -6,14 +6,15 @@
 //!   never NULL and says what failed.
 //! * Every call except `olInit` returns `OL_ERRC_UNINITIALIZED` before `olInit` / after the last
 //!   `olShutDown`. Validation runs in the header's `@returns` order with LLVM's texts.
-//! * Handles are generation-checked slotmap keys, never pointers: a destroyed, stale (earlier `olInit`),
+//! * Handles are generation-checked table keys, never pointers: a destroyed, stale (earlier `olInit`),
 //!   wrong-kind or garbage handle gets the kind's error code (`INVALID_PLATFORM/DEVICE/QUEUE/EVENT`,
 //!   `INVALID_ARGUMENT` for programs and symbols). LLVM 22 crashes or misbehaves there.
 //! * Calls that LLVM 22 crashes on (the virtual host device allocating, queueing or loading programs,
 //!   `olMemFill` with `PatternSize == 0` or a NULL queue) return errors or work.
 //! * No panic crosses the C boundary: it becomes `OL_ERRC_UNKNOWN` with the panic text.
-//! * Thread safety: every entry point may be called from any thread at once; the handle table lock is
-//!   never held across plugin, JIT or user code.
+//! * Thread safety: every entry point may be called from any thread at once. Reading the context and
+//!   looking handles up take no lock; of several concurrent destroys of one handle exactly one succeeds;
+//!   the last `olShutDown` waits for the calls in flight on other threads (later ones get UNINITIALIZED).
 //!
 //! # Devices
 //! CUDA GPUs (when `libcuda.so.1` loads), then the CPU compute device (platform backend

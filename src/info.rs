@@ -25,6 +25,7 @@ pub enum InfoValue<'a> {
 
 impl InfoValue<'_> {
     /// The exact byte size the value needs (strings include their NUL).
+    #[inline]
     pub fn size(&self) -> usize {
         match self {
             InfoValue::Str(s) => s.len() + 1,
@@ -68,6 +69,7 @@ impl InfoValue<'_> {
 ///
 /// # Safety
 /// `prop_value` must be NULL or valid for `prop_size` writable bytes.
+#[inline(always)]
 pub unsafe fn write(value: &InfoValue, prop_size: usize, prop_value: *mut c_void) -> OlResult<()> {
     if prop_value.is_null() {
         return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "value and size outputs are nullptr"));
@@ -97,6 +99,7 @@ pub unsafe fn write(value: &InfoValue, prop_size: usize, prop_value: *mut c_void
 ///
 /// # Safety
 /// `size_ret` must be NULL or valid for writing a `size_t`.
+#[inline]
 pub unsafe fn write_size(value: &InfoValue, size_ret: *mut usize) -> OlResult<()> {
     if size_ret.is_null() {
         return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "value and size outputs are nullptr"));

@@ -58,6 +58,7 @@ fn device_type_name(t: u32) -> &'static str {
 }
 
 /// The value of a device property: LLVM 22's values for the virtual host device, the plugin's for others.
+#[inline(always)]
 pub(crate) fn device_info(dev: &Device, name: ol_device_info_t) -> OlResult<InfoValue<'_>> {
     use InfoValue::*;
     if name.0 >= OL_DEVICE_INFO_LAST.0 {

@@ -27,6 +27,7 @@ use crate::trace;
 
 /// Run one entry point. `params` renders the parameter list for the tracer (after the call, so that
 /// out-parameters show their values); it is only called when tracing is on.
+#[inline(always)]
 pub(crate) fn entry(
     name: &'static str,
     body: impl FnOnce(&Context) -> OlResult<()>,

@@ -80,6 +80,7 @@ struct Alloc {
 }
 static ALLOC: Mutex<Alloc> = Mutex::new(Alloc { free: Vec::new(), next: 0 });
 
+#[inline]
 fn locate(index: u32) -> (usize, usize) {
     let i = index as usize + FIRST;
     let s = (usize::BITS - 1 - i.leading_zeros()) as usize - FIRST.trailing_zeros() as usize;
@@ -87,6 +88,7 @@ fn locate(index: u32) -> (usize, usize) {
 }
 
 /// The slot of an index whose segment exists.
+#[inline]
 fn slot(index: u32) -> Option<&'static Slot> {
     let (s, off) = locate(index);
     let seg = SEGS.get(s)?.load(Acquire);
@@ -132,6 +134,7 @@ pub fn insert_with(make: impl FnOnce(Handle) -> Object) -> Handle {
 }
 
 /// The slot of a live handle.
+#[inline]
 fn live(h: Handle) -> Option<&'static Slot> {
     let s = slot((h ^ SALT) as u32)?;
     // Sequentially consistent: ordered after the caller's pin announcement (see `pin`).
@@ -140,6 +143,7 @@ fn live(h: Handle) -> Option<&'static Slot> {
 
 /// The object of a live handle, borrowed for as long as the context reference (which only a pinned call
 /// holds: [`super::context`]).
+#[inline]
 fn get(_ctx: &Context, h: Handle) -> Option<&Object> {
     // SAFETY: the handle was live after the call's pin was announced, so the object is initialised and will
     // not be dropped before the pin is released (`remove` defers the drop past every such pin).
@@ -195,6 +199,7 @@ fn describe(h: Handle, found: Option<&Object>, want: &str) -> String {
 macro_rules! typed_lookup {
     ($fn_name:ident, $variant:ident, $ty:ty, $code:expr, $what:literal) => {
         /// Look a handle up for the rest of the call (clone the `Arc` to keep the object longer).
+        #[inline(always)]
         pub fn $fn_name(ctx: &Context, h: Handle) -> OlResult<&Arc<$ty>> {
             if h == 0 {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_HANDLE, concat!("the ", $what, " handle is NULL")));

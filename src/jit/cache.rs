@@ -14,10 +14,24 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::JitError;
-use super::compile::{self, CompiledObject};
+use super::compile;
+use super::{JitError, KernelMeta};
 
 type Key = [u8; 32];
+
+/// A compiled image: object bytes plus kernel metadata, the value of a cache entry. Shared by all loads
+/// of the same content; dropping the last `Arc` evicts the entry.
+pub(crate) struct CompiledObject {
+    pub object: Vec<u8>,
+    pub kernels: Vec<KernelMeta>,
+    pub key: Key,
+}
+
+impl Drop for CompiledObject {
+    fn drop(&mut self) {
+        evict(&self.key);
+    }
+}
 type Outcome = Option<Result<Arc<CompiledObject>, JitError>>;
 
 struct InFlight {

@@ -33,20 +33,6 @@ unsafe extern "C" {
     fn ol_rs_jit_free(p: *mut c_char);
 }
 
-/// A compiled image: object bytes plus kernel metadata. Shared (through the cache) by all loads of the
-/// same content; dropping the last `Arc` evicts the cache entry.
-pub(crate) struct CompiledObject {
-    pub object: Vec<u8>,
-    pub kernels: Vec<KernelMeta>,
-    pub key: [u8; 32],
-}
-
-impl Drop for CompiledObject {
-    fn drop(&mut self) {
-        super::cache::evict(&self.key);
-    }
-}
-
 pub(crate) struct HostInfo {
     pub triple: String,
     pub cpu: String,

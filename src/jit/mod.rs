@@ -187,7 +187,7 @@ impl std::fmt::Debug for KernelEntry {
 
 /// One loaded instance: JIT'ed code mapped by our loader, or a dlopen'ed native shared object.
 pub(crate) enum Instance {
-    Jit(elf::LoadedObject, Arc<compile::CompiledObject>),
+    Jit(elf::LoadedObject, Arc<cache::CompiledObject>),
     Native(native::NativeLib),
 }
 

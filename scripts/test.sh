@@ -188,6 +188,7 @@ fmt_check() { # the file list, not pages of diff (run `cargo fmt` to fix)
 step "cargo fmt --check" fmt_check
 step "cargo clippy --all-targets -- -D warnings" cargo clippy --all-targets -- -D warnings
 step "gen-codeloc --check" python3 scripts/gen-codeloc.py --check
+step "no import cycles between files of src/" python3 scripts/check-imports.py
 # No GPU needed: NVIDIA's cuda.h and ptxas (PyPI wheels) check the CUDA plugin's driver table, and cargo
 # test's generated_ptx_passes_nvidia_ptxas assembles every PTX our NVPTX path makes.
 if [ "$QUICK" -eq 1 ]; then

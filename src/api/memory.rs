@@ -324,7 +324,7 @@ pub unsafe extern "C" fn ol_mem_register(
             if Ptr.is_null() || PinnedPtr.is_null() || Size == 0 {
                 return Err(OlError::invalid_argument("olMemRegister: NULL pointer or zero size"));
             }
-            let pinned = d.plugin("olMemRegister")?.register_host(Ptr as usize, Size)?;
+            let pinned = d.plugin()?.register_host(Ptr as usize, Size)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(PinnedPtr, pinned as *mut c_void, "PinnedPtr") }?;
             Ok(())
@@ -364,7 +364,7 @@ pub unsafe extern "C" fn ol_mem_unregister(Device: ol_device_handle_t, Ptr: *mut
             if Ptr.is_null() {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Ptr is NULL"));
             }
-            Ok(d.plugin("olMemUnregister")?.unregister_host(Ptr as usize)?)
+            Ok(d.plugin()?.unregister_host(Ptr as usize)?)
         },
         || format!(".Device = {}, .Ptr = {}", trace::ptr(Device), trace::ptr(Ptr)),
     )

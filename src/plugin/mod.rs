@@ -141,6 +141,9 @@ pub trait Device: Send + Sync {
     fn optimal_group_size(&self, kernel: &dyn Kernel, dyn_shared_mem: usize) -> PluginResult<usize>;
     /// Blocking launch (`olLaunchKernel` with a NULL queue).
     fn launch_sync(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()>;
+    /// The last `olShutDown`, after every live queue was synced: wait for work the plugin still runs for
+    /// queues whose handles are gone (e.g. host functions of destroyed queues). Errors are the queues'.
+    fn drain(&self) {}
 
     fn as_any(&self) -> &dyn Any;
 }

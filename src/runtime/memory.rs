@@ -46,7 +46,7 @@ impl AllocTable {
     }
 
     pub fn alloc(&self, dev: &Arc<Device>, raw_type: u32, size: usize) -> OlResult<usize> {
-        let pdev = dev.plugin("olMemAlloc")?;
+        let pdev = dev.plugin()?;
         let kind = kind_of(raw_type);
         let mut rejected = Vec::new();
         let mut result = Err(OlError::new(OL_ERRC_BACKEND_FAILURE, "failed to allocate non-overlapping memory"));
@@ -79,7 +79,7 @@ impl AllocTable {
             .lock()
             .remove(&addr)
             .ok_or_else(|| OlError::invalid_argument("address is not a known allocation"))?;
-        rec.device.plugin("olMemFree")?.free(rec.base, rec.kind)?;
+        rec.device.plugin()?.free(rec.base, rec.kind)?;
         Ok(())
     }
 
@@ -101,7 +101,7 @@ impl AllocTable {
     pub fn release_all(&self) {
         let all = std::mem::take(&mut *self.map.lock());
         for (_, a) in all {
-            if let Ok(p) = a.device.plugin("olShutDown") {
+            if let Ok(p) = a.device.plugin() {
                 let _ = p.free(a.base, a.kind);
             }
         }
@@ -144,7 +144,7 @@ pub fn memcpy(
     }
     match queue {
         Some(q) => {
-            let exec = q.device.plugin("olMemcpy")?;
+            let exec = q.device.plugin()?;
             // A queue of a host-addressable device (CPU) cannot reach a GPU's memory.
             for side in [dst_dev, src_dev] {
                 if let super::DeviceKind::Plugin(p) = &side.kind
@@ -189,7 +189,7 @@ pub fn fill(ctx: &Context, queue: Option<&Arc<Queue>>, ptr: usize, pattern: &[u8
         Some(q) => {
             // A queue of a host-addressable device (CPU) would write through a GPU address (GPU host
             // and managed memory are host-addressable).
-            if let Ok(exec) = q.device.plugin("olMemFill")
+            if let Ok(exec) = q.device.plugin()
                 && exec.host_addressable()
                 && let Some(a) = ctx.allocs.find(ptr)
                 && a.kind == AllocKind::Device
@@ -210,7 +210,7 @@ pub fn fill(ctx: &Context, queue: Option<&Arc<Queue>>, ptr: usize, pattern: &[u8
                      pass a queue for other memory",
                 )
             })?;
-            let pdev = a.device.plugin("olMemFill")?;
+            let pdev = a.device.plugin()?;
             let q = pdev.create_queue()?;
             q.fill(ptr, pattern, size)?;
             Ok(q.sync()?)

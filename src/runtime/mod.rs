@@ -145,8 +145,12 @@ pub fn shutdown() -> OlResult<()> {
             first_err.get_or_insert(OlError::from(e));
         }
     }
-    // Queues the CPU plugin still runs (e.g. host functions of destroyed queues) finish before teardown.
-    plugin::cpu::drain_all();
+    // Work the plugins still run for queues whose handles are gone finishes before teardown.
+    for d in &ctx.devices {
+        if let DeviceKind::Plugin(p) = &d.kind {
+            p.drain();
+        }
+    }
     // Programs unload (device global destructors run) when their last reference goes.
     for o in &objs {
         if let Object::Program(p) = o

@@ -31,14 +31,14 @@ pub struct Device {
 }
 
 impl Device {
-    /// The plugin device, or UNSUPPORTED naming `what` for the virtual host device (where LLVM 22 crashes).
-    pub fn plugin(&self, what: &str) -> OlResult<&Arc<dyn plugin::Device>> {
+    /// The plugin device, or UNSUPPORTED for the virtual host device (where LLVM 22 crashes).
+    pub fn plugin(&self) -> OlResult<&Arc<dyn plugin::Device>> {
         match &self.kind {
             DeviceKind::Plugin(p) => Ok(p),
-            DeviceKind::Host => Err(OlError::unsupported(format!(
-                "{what} is not supported on the virtual host device: it only answers info queries and \
-                 acts as the host side of olMemcpy; use a CPU or GPU device"
-            ))),
+            DeviceKind::Host => Err(OlError::unsupported(
+                "not supported on the virtual host device: it only answers info queries and acts as the host \
+                 side of olMemcpy (allocations, queues, programs and kernels need a CPU or GPU device)",
+            )),
         }
     }
     pub fn is_host(&self) -> bool {
@@ -96,7 +96,7 @@ pub struct Symbol {
 // ---- queues -------------------------------------------------------------------------------------
 
 pub fn create_queue(dev: &Arc<Device>) -> OlResult<Handle> {
-    let inner = dev.plugin("olCreateQueue")?.create_queue()?;
+    let inner = dev.plugin()?.create_queue()?;
     let id = super::next_queue_id();
     let dev = dev.clone();
     Ok(handle::insert_with(|h| Object::Queue(Arc::new(Queue { handle: h, id, device: dev, inner }))))
@@ -155,7 +155,7 @@ pub fn wait_events(ctx: &Context, q: &Arc<Queue>, events: &[Handle]) -> OlResult
 // ---- programs and symbols -------------------------------------------------------------------------
 
 pub fn create_program(dev: &Arc<Device>, image: &[u8]) -> OlResult<Handle> {
-    let inner = dev.plugin("olCreateProgram")?.load_program(image)?;
+    let inner = dev.plugin()?.load_program(image)?;
     let dev = dev.clone();
     Ok(handle::insert_with(|h| {
         Object::Program(Arc::new(Program { handle: h, device: dev, inner, symbols: Mutex::new(Default::default()) }))
@@ -219,7 +219,7 @@ pub fn launch_kernel(
     let Some(kernel) = &sym.kernel else {
         return Err(OlError::new(OL_ERRC_SYMBOL_KIND, "provided symbol is not a kernel"));
     };
-    let pdev = dev.plugin("olLaunchKernel")?;
+    let pdev = dev.plugin()?;
     match queue {
         Some(q) => q.inner.launch(kernel.clone(), args, dims)?,
         None => pdev.launch_sync(kernel.clone(), args, dims)?,
@@ -231,7 +231,7 @@ pub fn optimal_group_size(dev: &Device, sym: &Symbol, shared: usize) -> OlResult
     let Some(kernel) = &sym.kernel else {
         return Err(OlError::new(OL_ERRC_SYMBOL_KIND, "provided symbol is not a kernel"));
     };
-    Ok(dev.plugin("olCalculateOptimalOccupancy")?.optimal_group_size(kernel.as_ref(), shared)?)
+    Ok(dev.plugin()?.optimal_group_size(kernel.as_ref(), shared)?)
 }
 
 /// Host callbacks: run in queue order; they may outlive the queue handle.

@@ -5,7 +5,8 @@ use std::ffi::c_void;
 use crate::api::{entry, h, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::info::{self, InfoValue};
+use crate::info::{self, InfoQuery, InfoValue};
+use crate::runtime::Context;
 use crate::runtime::handle;
 use crate::runtime::{Event, objects};
 use crate::trace;
@@ -101,6 +102,24 @@ fn event_info_name(n: ol_event_info_t) -> &'static str {
     }
 }
 
+/// `olGetEventInfo` / `olGetEventInfoSize`.
+pub(crate) enum EventQuery {}
+
+impl InfoQuery for EventQuery {
+    type Name = ol_event_info_t;
+    const FUNCTION: &'static str = "olGetEventInfo";
+    const SIZE_FUNCTION: &'static str = "olGetEventInfoSize";
+    const ARG: &'static str = "Event";
+    const NULL_CHECK: &'static str = "NULL == Event";
+    fn name(name: ol_event_info_t) -> &'static str {
+        event_info_name(name)
+    }
+    #[inline(always)]
+    fn value(ctx: &Context, obj: u64, name: ol_event_info_t) -> OlResult<InfoValue<'_>> {
+        event_info(handle::event(ctx, obj)?, name)
+    }
+}
+
 /// Query an event property (QUEUE, IS_COMPLETE: a non-blocking poll).
 ///
 /// Errors, in order: `INVALID_SIZE` (PropSize == 0), `INVALID_NULL_HANDLE`, `INVALID_NULL_POINTER`
@@ -115,34 +134,8 @@ pub unsafe extern "C" fn ol_get_event_info(
     PropSize: usize,
     PropValue: *mut c_void,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
-    entry(
-        "olGetEventInfo",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
-                    (Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event"),
-                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
-                ],
-            )?;
-            let e = handle::event(ctx, h(Event))?;
-            let v = event_info(e, PropName)?;
-            // SAFETY: PropValue is valid for PropSize bytes (caller contract).
-            unsafe { info::write(&v, PropSize, PropValue) }?;
-            let _ = shown.set(v);
-            Ok(())
-        },
-        || {
-            format!(
-                ".Event = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
-                trace::ptr(Event),
-                event_info_name(PropName),
-                trace::out(PropValue, shown.get().map(|v| v.trace()))
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query::<EventQuery>(Event as usize as u64, PropName, PropSize, PropValue) }
 }
 
 /// Query the byte size of an event property.
@@ -158,30 +151,6 @@ pub unsafe extern "C" fn ol_get_event_info_size(
     PropName: ol_event_info_t,
     PropSizeRet: *mut usize,
 ) -> ol_result_t {
-    entry(
-        "olGetEventInfoSize",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event"),
-                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
-                ],
-            )?;
-            let e = handle::event(ctx, h(Event))?;
-            let v = event_info(e, PropName)?;
-            // SAFETY: PropSizeRet is NULL or writable (caller contract).
-            unsafe { info::write_size(&v, PropSizeRet) }?;
-            Ok(())
-        },
-        || {
-            format!(
-                ".Event = {}, .PropName = {}, .PropSizeRet = {}",
-                trace::ptr(Event),
-                event_info_name(PropName),
-                // SAFETY: the out-parameter is NULL or valid (caller contract).
-                unsafe { trace::out_usize(PropSizeRet) }
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query_size::<EventQuery>(Event as usize as u64, PropName, PropSizeRet) }
 }

@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use crate::api::{bytes, entry, h, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::info::{self, InfoValue};
+use crate::info::{self, InfoQuery, InfoValue};
 use crate::runtime::handle;
 use crate::runtime::{Context, memory};
 use crate::trace;
@@ -109,6 +109,25 @@ fn mem_info(ctx: &Context, ptr: usize, name: ol_mem_info_t) -> OlResult<InfoValu
     })
 }
 
+/// `olGetMemInfo` / `olGetMemInfoSize`.
+pub(crate) enum MemQuery {}
+
+impl InfoQuery for MemQuery {
+    type Name = ol_mem_info_t;
+    const FUNCTION: &'static str = "olGetMemInfo";
+    const SIZE_FUNCTION: &'static str = "olGetMemInfoSize";
+    const ARG: &'static str = "Ptr";
+    const NULL_CHECK: &'static str = "NULL == Ptr";
+    const NULL_CODE: ol_errc_t = OL_ERRC_INVALID_NULL_POINTER;
+    fn name(name: ol_mem_info_t) -> &'static str {
+        mem_info_name(name)
+    }
+    #[inline(always)]
+    fn value(ctx: &Context, obj: u64, name: ol_mem_info_t) -> OlResult<InfoValue<'_>> {
+        mem_info(ctx, obj as usize, name)
+    }
+}
+
 /// Query an allocation by any pointer inside it.
 ///
 /// Errors, in order: `INVALID_SIZE` (PropSize == 0), `INVALID_NULL_POINTER` (Ptr, PropValue),
@@ -123,33 +142,8 @@ pub unsafe extern "C" fn ol_get_mem_info(
     PropSize: usize,
     PropValue: *mut c_void,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
-    entry(
-        "olGetMemInfo",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
-                    (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
-                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
-                ],
-            )?;
-            let v = mem_info(ctx, Ptr as usize, PropName)?;
-            // SAFETY: PropValue is valid for PropSize bytes (caller contract).
-            unsafe { info::write(&v, PropSize, PropValue) }?;
-            let _ = shown.set(v);
-            Ok(())
-        },
-        || {
-            format!(
-                ".Ptr = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
-                trace::ptr(Ptr),
-                mem_info_name(PropName),
-                trace::out(PropValue, shown.get().map(|v| v.trace()))
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query::<MemQuery>(Ptr as usize as u64, PropName, PropSize, PropValue) }
 }
 
 /// Query the byte size of an allocation property.
@@ -164,31 +158,8 @@ pub unsafe extern "C" fn ol_get_mem_info_size(
     PropName: ol_mem_info_t,
     PropSizeRet: *mut usize,
 ) -> ol_result_t {
-    entry(
-        "olGetMemInfoSize",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
-                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
-                ],
-            )?;
-            let v = mem_info(ctx, Ptr as usize, PropName)?;
-            // SAFETY: PropSizeRet is NULL or writable (caller contract).
-            unsafe { info::write_size(&v, PropSizeRet) }?;
-            Ok(())
-        },
-        || {
-            format!(
-                ".Ptr = {}, .PropName = {}, .PropSizeRet = {}",
-                trace::ptr(Ptr),
-                mem_info_name(PropName),
-                // SAFETY: the out-parameter is NULL or valid (caller contract).
-                unsafe { trace::out_usize(PropSizeRet) }
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query_size::<MemQuery>(Ptr as usize as u64, PropName, PropSizeRet) }
 }
 
 /// Copy `Size` bytes. The devices say where each side lives (the virtual host device for host memory);

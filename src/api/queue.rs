@@ -6,7 +6,8 @@ use std::ffi::c_void;
 use crate::api::{entry, h, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::info::{self, InfoValue};
+use crate::info::{self, InfoQuery, InfoValue};
+use crate::runtime::Context;
 use crate::runtime::handle;
 use crate::runtime::{Queue, objects};
 use crate::trace;
@@ -148,6 +149,24 @@ fn queue_info_name(n: ol_queue_info_t) -> &'static str {
     }
 }
 
+/// `olGetQueueInfo` / `olGetQueueInfoSize`.
+pub(crate) enum QueueQuery {}
+
+impl InfoQuery for QueueQuery {
+    type Name = ol_queue_info_t;
+    const FUNCTION: &'static str = "olGetQueueInfo";
+    const SIZE_FUNCTION: &'static str = "olGetQueueInfoSize";
+    const ARG: &'static str = "Queue";
+    const NULL_CHECK: &'static str = "NULL == Queue";
+    fn name(name: ol_queue_info_t) -> &'static str {
+        queue_info_name(name)
+    }
+    #[inline(always)]
+    fn value(ctx: &Context, obj: u64, name: ol_queue_info_t) -> OlResult<InfoValue<'_>> {
+        queue_info(handle::queue(ctx, obj)?, name)
+    }
+}
+
 /// Query a queue property (DEVICE, EMPTY: a non-blocking poll).
 ///
 /// Errors, in order: `INVALID_SIZE` (PropSize == 0), `INVALID_NULL_HANDLE`, `INVALID_NULL_POINTER`
@@ -162,34 +181,8 @@ pub unsafe extern "C" fn ol_get_queue_info(
     PropSize: usize,
     PropValue: *mut c_void,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
-    entry(
-        "olGetQueueInfo",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
-                    (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
-                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
-                ],
-            )?;
-            let q = handle::queue(ctx, h(Queue))?;
-            let v = queue_info(q, PropName)?;
-            // SAFETY: PropValue is valid for PropSize bytes (caller contract).
-            unsafe { info::write(&v, PropSize, PropValue) }?;
-            let _ = shown.set(v);
-            Ok(())
-        },
-        || {
-            format!(
-                ".Queue = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
-                trace::ptr(Queue),
-                queue_info_name(PropName),
-                trace::out(PropValue, shown.get().map(|v| v.trace()))
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query::<QueueQuery>(Queue as usize as u64, PropName, PropSize, PropValue) }
 }
 
 /// Query the byte size of a queue property.
@@ -205,32 +198,8 @@ pub unsafe extern "C" fn ol_get_queue_info_size(
     PropName: ol_queue_info_t,
     PropSizeRet: *mut usize,
 ) -> ol_result_t {
-    entry(
-        "olGetQueueInfoSize",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
-                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
-                ],
-            )?;
-            let q = handle::queue(ctx, h(Queue))?;
-            let v = queue_info(q, PropName)?;
-            // SAFETY: PropSizeRet is NULL or writable (caller contract).
-            unsafe { info::write_size(&v, PropSizeRet) }?;
-            Ok(())
-        },
-        || {
-            format!(
-                ".Queue = {}, .PropName = {}, .PropSizeRet = {}",
-                trace::ptr(Queue),
-                queue_info_name(PropName),
-                // SAFETY: the out-parameter is NULL or valid (caller contract).
-                unsafe { trace::out_usize(PropSizeRet) }
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query_size::<QueueQuery>(Queue as usize as u64, PropName, PropSizeRet) }
 }
 
 /// User data handed to a host callback on another thread.

@@ -22,7 +22,8 @@
 //!
 //! # Environment
 //! * `OFFLOAD_TRACE` (presence): trace every call to stderr in LLVM 22's format.
-//! * `OFFLOAD_DISABLE_VALIDATION` (presence): skip the validation prologue (bad inputs still get errors).
+//! * `OFFLOAD_DISABLE_VALIDATION` (presence): skip the validation prologue's size checks; its NULL checks
+//!   still run, so NULL arguments get the same errors in both modes.
 //! * `LIBOMPTARGET_JIT_OPT_LEVEL`: JIT optimisation level (default 3).
 //! * `OFFLOAD_RS_JIT_CACHE_DIR`: enable the on-disk JIT cache in that directory (off by default).
 //!

@@ -30,9 +30,6 @@ pub unsafe extern "C" fn ol_create_event(Queue: ol_queue_handle_t, Event: *mut o
                 ],
             )?;
             let q = handle::queue(ctx, h(Queue))?;
-            if Event.is_null() {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Event is NULL"));
-            }
             let e = objects::create_event(q)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(Event, e as usize as ol_event_handle_t, "Event") }?;

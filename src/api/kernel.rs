@@ -3,7 +3,6 @@
 use std::ffi::c_void;
 
 use crate::api::{bytes, entry, h, validate, write_out};
-use crate::error::OlError;
 use crate::ffi::*;
 use crate::plugin::LaunchDims;
 use crate::runtime::handle;
@@ -51,9 +50,6 @@ pub unsafe extern "C" fn ol_launch_kernel(
             let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, h(Queue))?) };
             let d = handle::device(ctx, h(Device))?;
             let k = handle::symbol(ctx, h(Kernel))?;
-            if LaunchSizeArgs.is_null() || (ArgumentsSize > 0 && ArgumentsData.is_null()) {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "LaunchSizeArgs or ArgumentsData is NULL"));
-            }
             // SAFETY: non-NULL and valid per the caller contract.
             let la = unsafe { LaunchSizeArgs.read_unaligned() };
             let dims = LaunchDims {

@@ -56,9 +56,6 @@ pub unsafe extern "C" fn ol_mem_alloc(
                 ],
             )?;
             let d = handle::device(ctx, h(Device))?;
-            if AllocationOut.is_null() {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "AllocationOut is NULL"));
-            }
             if Size == 0 {
                 return Err(OlError::new(OL_ERRC_OUT_OF_RESOURCES, "failed to allocate from device allocator"));
             }
@@ -195,9 +192,6 @@ pub unsafe extern "C" fn ol_memcpy(
             let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, h(Queue))?) };
             let dst_dev = handle::device(ctx, h(DstDevice))?;
             let src_dev = handle::device(ctx, h(SrcDevice))?;
-            if (DstPtr.is_null() || SrcPtr.is_null()) && Size > 0 {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "olMemcpy: NULL pointer"));
-            }
             memory::memcpy(q, DstPtr as usize, dst_dev, SrcPtr as usize, src_dev, Size)
         },
         || {
@@ -244,8 +238,9 @@ pub unsafe extern "C" fn ol_mem_fill(
                     (PatternPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PatternPtr"),
                 ],
             )?;
-            if !FillSize.is_multiple_of(PatternSize) || Ptr.is_null() || PatternPtr.is_null() {
-                return Err(OlError::invalid_argument("olMemFill: invalid pattern or pointer"));
+            // Kept with validation off too: the plugins' fills rely on it.
+            if !FillSize.is_multiple_of(PatternSize) {
+                return Err(OlError::validation(OL_ERRC_INVALID_SIZE, "FillSize % PatternSize != 0"));
             }
             let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, h(Queue))?) };
             // SAFETY: PatternPtr is valid for PatternSize bytes (caller contract); copied before return.
@@ -292,8 +287,9 @@ pub unsafe extern "C" fn ol_mem_register(
                 ],
             )?;
             let d = handle::device(ctx, h(Device))?;
-            if Ptr.is_null() || PinnedPtr.is_null() || Size == 0 {
-                return Err(OlError::invalid_argument("olMemRegister: NULL pointer or zero size"));
+            // Kept with validation off too: a zero-length range cannot be registered.
+            if Size == 0 {
+                return Err(OlError::validation(OL_ERRC_INVALID_SIZE, "Size == 0"));
             }
             let pinned = d.plugin()?.register_host(Ptr as usize, Size)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
@@ -332,9 +328,6 @@ pub unsafe extern "C" fn ol_mem_unregister(Device: ol_device_handle_t, Ptr: *mut
                 ],
             )?;
             let d = handle::device(ctx, h(Device))?;
-            if Ptr.is_null() {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Ptr is NULL"));
-            }
             Ok(d.plugin()?.unregister_host(Ptr as usize)?)
         },
         || format!(".Device = {}, .Ptr = {}", trace::ptr(Device), trace::ptr(Ptr)),

@@ -3,7 +3,6 @@
 use std::ffi::c_void;
 
 use crate::api::{bytes, entry, h, validate, write_out};
-use crate::error::OlError;
 use crate::ffi::*;
 use crate::runtime::handle;
 use crate::runtime::objects;
@@ -38,9 +37,6 @@ pub unsafe extern "C" fn ol_create_program(
                 ],
             )?;
             let d = handle::device(ctx, h(Device))?;
-            if ProgData.is_null() || Program.is_null() {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "ProgData or Program is NULL"));
-            }
             // SAFETY: ProgData is valid for ProgDataSize bytes (caller contract); used only during the call.
             let image = unsafe { bytes(ProgData, ProgDataSize) };
             let p = objects::create_program(d, image)?;
@@ -89,9 +85,6 @@ pub unsafe extern "C" fn ol_is_valid_binary(
                 ],
             )?;
             let d = handle::device(ctx, h(Device))?;
-            if ProgData.is_null() {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "ProgData is NULL"));
-            }
             // SAFETY: ProgData is valid for ProgDataSize bytes (caller contract).
             let image = unsafe { bytes(ProgData, ProgDataSize) };
             let ok = objects::is_valid_binary(d, image);

@@ -32,9 +32,6 @@ pub unsafe extern "C" fn ol_create_queue(Device: ol_device_handle_t, Queue: *mut
                 ],
             )?;
             let d = handle::device(ctx, h(Device))?;
-            if Queue.is_null() {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Queue is NULL"));
-            }
             let q = objects::create_queue(d)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(Queue, q as usize as ol_queue_handle_t, "Queue") }?;
@@ -116,9 +113,6 @@ pub unsafe extern "C" fn ol_wait_events(
             let q = handle::queue(ctx, h(Queue))?;
             if NumEvents == 0 {
                 return Ok(());
-            }
-            if Events.is_null() {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Events is NULL"));
             }
             // SAFETY: Events is valid for NumEvents handles (caller contract).
             let evs: Vec<u64> =

@@ -56,9 +56,6 @@ pub unsafe extern "C" fn ol_get_symbol(
                 ],
             )?;
             let p = handle::program(ctx, h(Program))?;
-            if Name.is_null() || Symbol.is_null() {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Name or Symbol is NULL"));
-            }
             let kind = match Kind {
                 OL_SYMBOL_KIND_KERNEL => SymbolKind::Kernel,
                 OL_SYMBOL_KIND_GLOBAL_VARIABLE => SymbolKind::Global,

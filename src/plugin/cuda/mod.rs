@@ -29,8 +29,12 @@
 
 pub mod device;
 pub mod driver;
+pub mod event;
 pub mod image;
+pub mod kernel;
+pub mod program;
 pub mod ptx;
+pub mod queue;
 
 use std::sync::{Arc, OnceLock};
 

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::device::{CudaDevice, CudaKernel};
+use super::device::CudaDevice;
 use super::driver::*;
+use super::kernel::CudaKernel;
 use super::ptx::tests::kernel_bitcode;
 use super::*;
 use crate::plugin::{AllocKind, Event, LaunchDims, PluginError, PluginResult, Program};
@@ -1197,7 +1198,7 @@ fn gpu_project_device_code_and_seed_scenario() {
 /// driver of ffi-tests/fake_cuda: the driver's CUDA_ERROR_INVALID_VALUE became OL_ERRC_UNKNOWN).
 #[test]
 fn launch_dims_checked_against_device_limits() {
-    use super::device::check_dims;
+    use super::kernel::check_dims;
     let dev = CudaDevice::open(fake::driver(), 0, 12080).expect("open fake device");
     let info = dev.info();
     let grid = [i32::MAX as u32, 65535, 65535];

@@ -4,8 +4,10 @@
 use std::any::Any;
 use std::ffi::{CString, c_int, c_void};
 use std::panic::catch_unwind;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 
 use crate::plugin::{
     AllocKind, Device, DeviceInfo, GlobalInfo, Kernel, LaunchDims, PluginError, PluginResult, Program, Queue,
@@ -21,9 +23,6 @@ use crate::plugin::registry::HostRanges;
 use super::kernel::CudaKernel;
 use super::program::CudaProgram;
 use super::queue::CudaQueue;
-pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Per-device state shared by every object of the device.
 pub struct DeviceInner {
@@ -67,7 +66,7 @@ impl DeviceInner {
 
     pub(super) fn pooled_stream(&self) -> PluginResult<PooledStream<'_>> {
         self.bind()?;
-        if let Some(s) = lock(&self.pool).pop() {
+        if let Some(s) = self.pool.lock().pop() {
             return Ok(PooledStream { dev: self, s: s as CUstream });
         }
         let mut s: CUstream = std::ptr::null_mut();
@@ -162,7 +161,7 @@ impl Drop for DeviceInner {
     /// The last object of the device is gone (after `olShutDown`): destroy the pooled streams and release
     /// the primary context retained by `open`, so that an init/shutdown cycle leaks nothing in the driver.
     fn drop(&mut self) {
-        let pool = std::mem::take(&mut *lock(&self.pool));
+        let pool = std::mem::take(&mut *self.pool.lock());
         if self.bind().is_ok() {
             for s in pool {
                 // SAFETY: a stream of this context, idle (its PooledStream was dropped), never used again.
@@ -184,7 +183,7 @@ pub(super) struct PooledStream<'a> {
 
 impl Drop for PooledStream<'_> {
     fn drop(&mut self) {
-        lock(&self.dev.pool).push(self.s as usize);
+        self.dev.pool.lock().push(self.s as usize);
     }
 }
 
@@ -361,7 +360,7 @@ impl Device for CudaDevice {
     /// without being contained in it is INVALID_ARGUMENT.
     fn register_host(&self, ptr: usize, size: usize) -> PluginResult<usize> {
         let d = &*self.inner;
-        let mut reg = lock(&d.registered);
+        let mut reg = d.registered.lock();
         if reg.add_use(ptr, size)? {
             return Ok(ptr);
         }
@@ -379,7 +378,7 @@ impl Device for CudaDevice {
     /// `ptr` may be anywhere in a registered range.
     fn unregister_host(&self, ptr: usize) -> PluginResult<()> {
         let d = &*self.inner;
-        let last = lock(&d.registered).release(ptr)?;
+        let last = d.registered.lock().release(ptr)?;
         // The last use of a range we page-locked ourselves: unlock it.
         if let Some((base, true)) = last {
             d.bind()?;
@@ -407,10 +406,10 @@ impl Device for CudaDevice {
     }
 
     fn is_valid_binary(&self, image: &[u8]) -> bool {
-        let (major, minor) = (self.inner.major, self.inner.minor);
+        let (major, minor, isa) = (self.inner.major, self.inner.minor, self.inner.ptx_isa);
         catch_unwind(|| match image::classify(image) {
             ImageKind::Cubin => image::cubin_sm(image).is_some_and(|sm| image::sm_compatible(sm, major, minor)),
-            ImageKind::Ptx => image::ptx_compatible(image, major, minor, self.inner.ptx_isa),
+            ImageKind::Ptx => image::ptx_compatible(image, major, minor, isa),
             ImageKind::Bitcode => ptx::bitcode_triple(image).is_some_and(|t| t.starts_with("nvptx64")),
             ImageKind::Fatbin | ImageKind::Unknown(_) => false,
         })
@@ -495,7 +494,7 @@ impl Device for CudaDevice {
         // Device global constructors, synchronously (LLVM 22). On failure the module is unloaded.
         if let Err(e) = prog.run_init_fini(module, &ctors, true) {
             // Don't run destructors of a program whose constructors failed.
-            let m = lock(&prog.module).take();
+            let m = prog.module.lock().take();
             if let Some(m) = m {
                 // SAFETY: module loaded above, no longer used.
                 let _ = unsafe { (d.drv.cuModuleUnload)(m as CUmodule) };

@@ -1,8 +1,10 @@
 //! CUDA programs: loaded modules (CUBIN, PTX, NVPTX bitcode through ptx), their globals and constructors.
 
 use std::ffi::c_int;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 
 use crate::plugin::{GlobalInfo, Kernel, LaunchDims, PluginError, PluginResult, Program};
 
@@ -10,7 +12,7 @@ use super::driver::*;
 use super::kernel::param_layout;
 use super::ptx::PtxImage;
 
-use super::device::{DeviceInner, lock};
+use super::device::DeviceInner;
 use super::kernel::CudaKernel;
 
 /// What a failed `cuModuleLoadDataEx` means to the caller: an image the driver cannot use is
@@ -43,7 +45,8 @@ pub struct CudaProgram {
 
 impl CudaProgram {
     fn module(&self) -> PluginResult<CUmodule> {
-        lock(&self.module)
+        self.module
+            .lock()
             .map(|m| m as CUmodule)
             .ok_or_else(|| PluginError::InvalidArgument("program was unloaded".into()))
     }
@@ -132,7 +135,7 @@ impl Program for CudaProgram {
     }
 
     fn unload(&self) -> PluginResult<()> {
-        let mut guard = lock(&self.module);
+        let mut guard = self.module.lock();
         let Some(m) = *guard else { return Ok(()) };
         let d = &*self.dev;
         d.bind()?;

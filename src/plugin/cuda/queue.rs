@@ -2,14 +2,16 @@
 
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use crate::plugin::{Event, Kernel, LaunchDims, PluginError, PluginResult, Queue};
 
 use super::driver::*;
 use super::image;
 
-use super::device::{DeviceInner, lock};
+use super::device::DeviceInner;
 use super::event::CudaEvent;
 use super::kernel::CudaKernel;
 
@@ -68,7 +70,7 @@ unsafe extern "C" fn host_trampoline(p: *mut c_void) {
         }
     };
     if let Some(e) = err {
-        let mut slot = lock(&error);
+        let mut slot = error.lock();
         if slot.is_none() {
             *slot = Some(e);
         }
@@ -200,7 +202,7 @@ impl Queue for CudaQueue {
     fn sync(&self) -> PluginResult<()> {
         self.dev.bind()?;
         self.dev.sync_stream(self.s())?;
-        match lock(&self.error).take() {
+        match self.error.lock().take() {
             Some(e) => Err(e),
             None => Ok(()),
         }

@@ -192,7 +192,8 @@ pub unsafe extern "C" fn ol_memcpy(
             let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, h(Queue))?) };
             let dst_dev = handle::device(ctx, h(DstDevice))?;
             let src_dev = handle::device(ctx, h(SrcDevice))?;
-            memory::memcpy(q, DstPtr as usize, dst_dev, SrcPtr as usize, src_dev, Size)
+            // SAFETY: both ranges are valid for Size bytes until the copy completes (caller contract).
+            unsafe { memory::memcpy(q, DstPtr as usize, dst_dev, SrcPtr as usize, src_dev, Size) }
         },
         || {
             format!(
@@ -245,7 +246,8 @@ pub unsafe extern "C" fn ol_mem_fill(
             let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, h(Queue))?) };
             // SAFETY: PatternPtr is valid for PatternSize bytes (caller contract); copied before return.
             let pattern = unsafe { bytes(PatternPtr, PatternSize) };
-            memory::fill(ctx, q, Ptr as usize, pattern, FillSize)
+            // SAFETY: Ptr is valid for FillSize bytes until the fill completes (caller contract).
+            unsafe { memory::fill(ctx, q, Ptr as usize, pattern, FillSize) }
         },
         || {
             format!(

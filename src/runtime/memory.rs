@@ -117,7 +117,11 @@ fn on_device(side: &Device, exec: &Arc<dyn plugin::Device>) -> bool {
 }
 
 /// `olMemcpy` after validation.
-pub fn memcpy(
+///
+/// # Safety
+/// `src` must be valid for reading and `dst` for writing `size` bytes on their devices, until the copy
+/// has run (it may be queued).
+pub unsafe fn memcpy(
     queue: Option<&Arc<Queue>>,
     dst: usize,
     dst_dev: &Arc<Device>,
@@ -158,7 +162,8 @@ pub fn memcpy(
                     ));
                 }
             }
-            q.inner.memcpy(dst, on_device(dst_dev, exec), src, on_device(src_dev, exec), size)?;
+            // SAFETY: both ranges are valid until the copy has run (this function's contract).
+            unsafe { q.inner.memcpy(dst, on_device(dst_dev, exec), src, on_device(src_dev, exec), size) }?;
         }
         None => {
             // Prefer the device that is not host-addressable (a GPU) to perform the copy.
@@ -173,7 +178,8 @@ pub fn memcpy(
                 .or(cands.first())
                 .cloned()
                 .ok_or_else(|| OlError::invalid_argument("olMemcpy needs a device"))?;
-            exec.memcpy_sync(dst, on_device(dst_dev, &exec), src, on_device(src_dev, &exec), size)?;
+            // SAFETY: both ranges are valid for the call (this function's contract).
+            unsafe { exec.memcpy_sync(dst, on_device(dst_dev, &exec), src, on_device(src_dev, &exec), size) }?;
         }
     }
     Ok(())
@@ -181,7 +187,10 @@ pub fn memcpy(
 
 /// `olMemFill` after validation. A NULL queue (documented optional) fills synchronously on the device
 /// that owns `ptr` (LLVM 22 crashes there).
-pub fn fill(ctx: &Context, queue: Option<&Arc<Queue>>, ptr: usize, pattern: &[u8], size: usize) -> OlResult<()> {
+///
+/// # Safety
+/// `ptr` must be valid for writing `size` bytes until the fill has run (it may be queued).
+pub unsafe fn fill(ctx: &Context, queue: Option<&Arc<Queue>>, ptr: usize, pattern: &[u8], size: usize) -> OlResult<()> {
     if size == 0 {
         return Ok(());
     }
@@ -201,7 +210,8 @@ pub fn fill(ctx: &Context, queue: Option<&Arc<Queue>>, ptr: usize, pattern: &[u8
                      enqueue the fill on a queue of the device that owns it",
                 ));
             }
-            Ok(q.inner.fill(ptr, pattern, size)?)
+            // SAFETY: the range is valid until the fill has run (this function's contract).
+            Ok(unsafe { q.inner.fill(ptr, pattern, size) }?)
         }
         None => {
             let a = ctx.allocs.find(ptr).ok_or_else(|| {
@@ -212,7 +222,8 @@ pub fn fill(ctx: &Context, queue: Option<&Arc<Queue>>, ptr: usize, pattern: &[u8
             })?;
             let pdev = a.device.plugin()?;
             let q = pdev.create_queue()?;
-            q.fill(ptr, pattern, size)?;
+            // SAFETY: the range is valid until the fill has run, which is before this returns.
+            unsafe { q.fill(ptr, pattern, size) }?;
             Ok(q.sync()?)
         }
     }

@@ -100,7 +100,7 @@ impl Device for CpuDevice {
         self.memory.unregister_host(ptr)
     }
 
-    fn memcpy_sync(
+    unsafe fn memcpy_sync(
         &self,
         dst: usize,
         _dst_on_device: bool,

@@ -388,7 +388,7 @@ impl Device for CudaDevice {
         Ok(())
     }
 
-    fn memcpy_sync(
+    unsafe fn memcpy_sync(
         &self,
         dst: usize,
         _dst_on_device: bool,

@@ -78,7 +78,7 @@ unsafe extern "C" fn host_trampoline(p: *mut c_void) {
 }
 
 impl Queue for CudaQueue {
-    fn memcpy(
+    unsafe fn memcpy(
         &self,
         dst: usize,
         _dst_on_device: bool,
@@ -93,7 +93,7 @@ impl Queue for CudaQueue {
     /// 1/2/4-byte patterns: `cuMemsetD8/16/32Async`. Larger patterns: one strided 2-D memset per
     /// pattern element (pitch = pattern size, width 1, height = repetitions) with the largest
     /// element size of 4/2/1 that divides the pattern size and the address (as LLVM 22 does).
-    fn fill(&self, ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()> {
+    unsafe fn fill(&self, ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()> {
         let plen = pattern.len();
         if size == 0 || plen == 0 {
             return Ok(());

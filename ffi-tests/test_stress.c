@@ -9,6 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef FFI_TESTS_PROGRAM // the smallest program (ffi-tests/programs/tiny.c); the Makefile passes its path
+#define FFI_TESTS_PROGRAM "build/ffi-tests/tiny.nvptx64.bc"
+#endif
+
 #define NEED_CPU()                                                                                  \
   if (!t_cpu)                                                                                       \
   SKIP("no CPU device")

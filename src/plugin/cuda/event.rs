@@ -7,7 +7,7 @@ use crate::plugin::{Event, PluginResult};
 
 use super::driver::*;
 
-use super::device::DeviceInner;
+use super::context::DeviceInner;
 
 pub struct CudaEvent {
     pub(super) dev: Arc<DeviceInner>,

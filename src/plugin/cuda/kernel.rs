@@ -10,7 +10,7 @@ use crate::plugin::{DeviceInfo, Kernel, LaunchDims, PluginError, PluginResult};
 use super::driver::*;
 use super::image::{self, ParamLayout};
 
-use super::device::DeviceInner;
+use super::context::DeviceInner;
 
 /// A grid within the device's limits (block dims, threads per block, grid dims; none zero), else
 /// INVALID_ARGUMENT saying which limit, as the CPU device does (the driver would only say

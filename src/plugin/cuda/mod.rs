@@ -27,6 +27,7 @@
 //!   INVALID_ARGUMENT `mismatch in kernel arguments`. Without it the buffer is passed as given.
 //!   See [`image::prepare_args`].
 
+pub mod context;
 pub mod device;
 pub mod driver;
 pub mod event;

@@ -12,7 +12,7 @@ use super::driver::*;
 use super::kernel::param_layout;
 use super::ptx::PtxImage;
 
-use super::device::DeviceInner;
+use super::context::DeviceInner;
 use super::kernel::CudaKernel;
 
 /// What a failed `cuModuleLoadDataEx` means to the caller: an image the driver cannot use is

@@ -11,7 +11,7 @@ use crate::plugin::{Event, Kernel, LaunchDims, PluginError, PluginResult, Queue}
 use super::driver::*;
 use super::image;
 
-use super::device::DeviceInner;
+use super::context::DeviceInner;
 use super::event::CudaEvent;
 use super::kernel::CudaKernel;
 

@@ -1,11 +1,17 @@
 // Stress (issue: hardening): 20 threads for OFFLOAD_RS_STRESS_SECONDS (default 10; the full minute with
 // `OFFLOAD_RS_STRESS_SECONDS=60 build/ffi-tests/test_stress`) creating and destroying programs from a few
 // images while others launch kernels, copy and fill memory, and chain events across queues. Every result
-// is checked; a watchdog fails the run instead of letting a deadlock hang CI.
+// is checked; a watchdog fails the run instead of letting a deadlock hang CI. Then two races (issue 12
+// findings 6 and 8): several threads destroying one handle at once (exactly one wins, for every kind), and
+// the last olShutDown while other threads are in calls (each call completes or gets UNINITIALIZED).
 #include "ol_test.h"
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef FFI_TESTS_PROGRAM // the smallest program (ffi-tests/programs/tiny.c); the Makefile passes its path
+#define FFI_TESTS_PROGRAM "build/ffi-tests/tiny.nvptx64.bc"
+#endif
 
 #define NEED_CPU()                                                                                  \
   if (!t_cpu)                                                                                       \
@@ -207,9 +213,171 @@ static void twenty_threads_mixed(void) {
   free(img[1]);
 }
 
+// ---- several threads destroy one handle at once: exactly one succeeds ------------------------------------
+
+enum { RACERS = 4 };
+static struct {
+  pthread_barrier_t go, done;
+  int kind; // 0 queue, 1 event, 2 program, -1 stop
+  void *handle;
+  int wins, losses, other;
+} race;
+
+static void *destroyer(void *arg) {
+  (void)arg;
+  for (;;) {
+    pthread_barrier_wait(&race.go);
+    if (race.kind < 0)
+      return NULL;
+    ol_result_t r;
+    unsigned lost;
+    if (race.kind == 0) {
+      r = olDestroyQueue((ol_queue_handle_t)race.handle);
+      lost = OL_ERRC_INVALID_QUEUE;
+    } else if (race.kind == 1) {
+      r = olDestroyEvent((ol_event_handle_t)race.handle);
+      lost = OL_ERRC_INVALID_EVENT;
+    } else {
+      r = olDestroyProgram((ol_program_handle_t)race.handle);
+      lost = OL_ERRC_INVALID_ARGUMENT;
+    }
+    __atomic_fetch_add(!r ? &race.wins : r->Code == lost ? &race.losses : &race.other, 1, __ATOMIC_RELAXED);
+    pthread_barrier_wait(&race.done);
+  }
+}
+
+static void concurrent_destroys_exactly_one_wins(void) {
+  NEED_CPU();
+  const int rounds = getenv("OFFLOAD_RS_TESTS_SMALL") ? 100 : 1000;
+  FILE *f = fopen(FFI_TESTS_PROGRAM, "rb"); // the smallest program there is: this is about handles
+  CHECK(f != NULL);
+  if (!f)
+    return;
+  static char image[1 << 16];
+  size_t n = fread(image, 1, sizeof image, f);
+  fclose(f);
+  ol_program_handle_t keep = NULL; // keeps the compiled code cached: every create below is a cache hit
+  OK(olCreateProgram(t_cpu, image, n, &keep));
+  ol_queue_handle_t q = NULL;
+  OK(olCreateQueue(t_cpu, &q));
+  pthread_barrier_init(&race.go, NULL, RACERS + 1);
+  pthread_barrier_init(&race.done, NULL, RACERS + 1);
+  pthread_t t[RACERS];
+  for (int i = 0; i < RACERS; i++)
+    pthread_create(&t[i], NULL, destroyer, NULL);
+  static const char *const kinds[] = {"queues", "events", "programs"};
+  for (int kind = 0; kind < 3; kind++) {
+    race.wins = race.losses = race.other = 0;
+    for (int i = 0; i < rounds; i++) {
+      void *h = NULL;
+      if (kind == 0)
+        OK(olCreateQueue(t_cpu, (ol_queue_handle_t *)&h));
+      else if (kind == 1)
+        OK(olCreateEvent(q, (ol_event_handle_t *)&h));
+      else
+        OK(olCreateProgram(t_cpu, image, n, (ol_program_handle_t *)&h));
+      race.kind = kind;
+      race.handle = h;
+      pthread_barrier_wait(&race.go);
+      pthread_barrier_wait(&race.done);
+    }
+    printf("  %s: %d rounds of %d concurrent destroys: %d succeeded, %d got the destroyed-handle code, %d other\n",
+           kinds[kind], rounds, RACERS, race.wins, race.losses, race.other);
+    CHECK(race.wins == rounds);
+    CHECK(race.losses == rounds * (RACERS - 1));
+    CHECK(race.other == 0);
+  }
+  race.kind = -1;
+  pthread_barrier_wait(&race.go);
+  for (int i = 0; i < RACERS; i++)
+    pthread_join(t[i], NULL);
+  pthread_barrier_destroy(&race.go);
+  pthread_barrier_destroy(&race.done);
+  OK(olDestroyQueue(q));
+  OK(olDestroyProgram(keep));
+}
+
+// ---- the last olShutDown while other threads are in calls ----------------------------------------------
+
+static struct {
+  ol_device_handle_t cpu, host;
+  ol_platform_handle_t platform;
+  int running, unexpected, completed;
+} busy;
+
+static int expected(ol_result_t r) {
+  if (!r || r->Code == OL_ERRC_UNINITIALIZED) {
+    if (!r)
+      __atomic_fetch_add(&busy.completed, 1, __ATOMIC_RELAXED);
+    return 1;
+  }
+  fprintf(stderr, "  unexpected result racing olShutDown: code %u: %s\n", r->Code, r->Details);
+  __atomic_fetch_add(&busy.unexpected, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+// Calls every kind of entry point until the library says UNINITIALIZED.
+static void *caller(void *arg) {
+  uintptr_t id = (uintptr_t)arg;
+  __atomic_fetch_add(&busy.running, 1, __ATOMIC_RELEASE);
+  for (;;) {
+    char name[64];
+    ol_result_t r = olGetDeviceInfo(busy.host, OL_DEVICE_INFO_NAME, sizeof name, name);
+    expected(r);
+    if (r)
+      break;
+    uint32_t backend;
+    expected(olGetPlatformInfo(busy.platform, OL_PLATFORM_INFO_BACKEND, sizeof backend, &backend));
+    void *p = NULL;
+    if (expected(olMemAlloc(busy.cpu, OL_ALLOC_TYPE_HOST, 64 + id, &p)) && p)
+      expected(olMemFree(p));
+    ol_queue_handle_t q = NULL;
+    if (expected(olCreateQueue(busy.cpu, &q)) && q) {
+      ol_event_handle_t e = NULL;
+      if (expected(olCreateEvent(q, &e)) && e) {
+        expected(olSyncEvent(e));
+        expected(olDestroyEvent(e));
+      }
+      expected(olSyncQueue(q));
+      expected(olDestroyQueue(q));
+    }
+  }
+  return NULL;
+}
+
+static void shutdown_waits_for_calls_in_flight(void) {
+  NEED_CPU();
+  enum { CALLERS = 8 };
+  const int rounds = getenv("OFFLOAD_RS_TESTS_SMALL") ? 3 : 20;
+  OK(olShutDown()); // the reference t_init took: each round's olShutDown below is the last one
+  for (int round = 0; round < rounds; round++) {
+    t_init();
+    busy.cpu = t_cpu;
+    busy.host = t_host;
+    OK(olGetDeviceInfo(t_cpu, OL_DEVICE_INFO_PLATFORM, sizeof busy.platform, &busy.platform));
+    busy.running = 0;
+    pthread_t t[CALLERS];
+    for (int i = 0; i < CALLERS; i++)
+      pthread_create(&t[i], NULL, caller, (void *)(uintptr_t)i);
+    while (__atomic_load_n(&busy.running, __ATOMIC_ACQUIRE) < CALLERS)
+      usleep(1000);
+    usleep(20 * 1000);
+    OK(olShutDown());
+    for (int i = 0; i < CALLERS; i++)
+      pthread_join(t[i], NULL);
+  }
+  printf("  %d rounds: %d calls completed around the last olShutDown, %d unexpected results\n", rounds,
+         busy.completed, busy.unexpected);
+  CHECK(busy.unexpected == 0);
+  CHECK(busy.completed > 0);
+  t_init(); // main's olShutDown
+}
+
 int main(void) {
   t_init();
   RUN(twenty_threads_mixed);
+  RUN(concurrent_destroys_exactly_one_wins);
+  RUN(shutdown_waits_for_calls_in_flight);
   OK(olShutDown());
   return t_finish();
 }

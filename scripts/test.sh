@@ -3,7 +3,17 @@
 # packages (scripts/install-deps.sh). Every section runs even if an earlier one failed (except what
 # depends on the library being built); the last line is the C tests' total, `N passed, N failed, N skipped`,
 # summed over every C test run (plain, valgrind, ASan+UBSan); the exit status is non-zero if anything failed.
+#
+#   bash scripts/test.sh           everything CI runs
+#   bash scripts/test.sh --quick   the everyday subset (a few minutes): fmt, clippy, cargo test, make lib and
+#                                  the C tests plain (no CUDA tools, valgrind, ASan, LLVM reference, fuzzing)
 set -uo pipefail
+QUICK=0
+case "${1:-}" in
+  --quick) QUICK=1 ;;
+  "") ;;
+  *) echo "usage: bash scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -160,7 +170,23 @@ install_check() { # install into a scratch prefix; build and run the demo agains
   echo "installed to $prefix; demo built with pkg-config ran against it; a program compiled by the installed helper"
 }
 
-step "dependencies" bash scripts/install-deps.sh || true
+summary() { # the failed sections, then the C tests' total as the last line; the exit status
+  section "summary"
+  if [ ${#FAILED[@]} -gt 0 ]; then
+    printf 'FAILED sections:\n'; printf '  %s\n' "${FAILED[@]}"
+  else
+    echo "all sections passed"
+  fi
+  echo "C test logs: $LOG/"
+  echo "$PASSED passed, $FAILED_TESTS failed, $SKIPPED skipped"
+  [ ${#FAILED[@]} -eq 0 ] && [ "$FAILED_TESTS" -eq 0 ]
+}
+
+# Nothing below means anything without the dependencies: stop here, loudly, if they cannot be installed.
+if ! step "dependencies" bash scripts/install-deps.sh; then
+  echo "the dependencies could not be installed (see above): stopping"
+  exit 1
+fi
 fmt_check() { # the file list, not pages of diff (run `cargo fmt` to fix)
   cargo fmt --check -- --color=never > "$LOG/cargo-fmt.log" 2>&1 && return 0
   grep '^Diff in' "$LOG/cargo-fmt.log" | sed 's/:[0-9]*:$//' | sort | uniq -c
@@ -171,8 +197,17 @@ fmt_check() { # the file list, not pages of diff (run `cargo fmt` to fix)
 step "cargo fmt --check" fmt_check
 step "cargo clippy --all-targets -- -D warnings" cargo clippy --all-targets -- -D warnings
 step "gen-codeloc --check" python3 scripts/gen-codeloc.py --check
+step "no import cycles between files of src/" python3 scripts/check-imports.py
 # No GPU needed: NVIDIA's cuda.h and ptxas (PyPI wheels) check the CUDA plugin's driver table, and cargo
 # test's generated_ptx_passes_nvidia_ptxas assembles every PTX our NVPTX path makes.
+if [ "$QUICK" -eq 1 ]; then
+  step "cargo test (incl. tests/header.rs)" cargo test
+  if step "make lib" make lib && step "build C tests" make -C ffi-tests tests; then
+    step "C tests" run_c_tests
+  fi
+  summary
+  exit
+fi
 if step "CUDA tools from PyPI (cuda.h, ptxas 12.9 and 13.5)" bash scripts/cuda-tools.sh; then
   step "CUDA driver table vs cuda.h" python3 scripts/cuda-abi-check.py
 fi
@@ -199,12 +234,4 @@ if step "make lib" make lib; then
   fi
 fi
 
-section "summary"
-if [ ${#FAILED[@]} -gt 0 ]; then
-  printf 'FAILED sections:\n'; printf '  %s\n' "${FAILED[@]}"
-else
-  echo "all sections passed"
-fi
-echo "C test logs: $LOG/"
-echo "$PASSED passed, $FAILED_TESTS failed, $SKIPPED skipped"
-[ ${#FAILED[@]} -eq 0 ] && [ "$FAILED_TESTS" -eq 0 ]
+summary

@@ -26,7 +26,12 @@ impl OlError {
     }
     /// `validation failure: <expr>`, LLVM 22's text for a failed prologue check.
     pub fn validation(code: ol_errc_t, expr: &str) -> Self {
-        OlError::new(code, format!("validation failure: {expr}"))
+        // Not format!: this is the error path LLVM's callers probe with PropSize == 0, kept cheap.
+        const PREFIX: &str = "validation failure: ";
+        let mut details = String::with_capacity(PREFIX.len() + expr.len());
+        details.push_str(PREFIX);
+        details.push_str(expr);
+        OlError { code, details }
     }
     pub fn invalid_size(details: impl Into<String>) -> Self {
         OlError::new(OL_ERRC_INVALID_SIZE, details)
@@ -107,22 +112,65 @@ unsafe impl Send for Interned {}
 // SAFETY: as above; shared read-only access from any thread is fine.
 unsafe impl Sync for Interned {}
 
-static INTERNED: LazyLock<Mutex<HashMap<(u32, String), Interned>>> = LazyLock::new(Default::default);
+/// rustc's FxHash: the keys are our own error texts, so a fast non-keyed hash is right (SipHash was half
+/// the cost of an error return).
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        for &b in chunks.remainder() {
+            self.add(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl FxHasher {
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
+
+/// details -> (code, record) for every code seen with that text (looked up by `&str`: no allocation).
+type Records = FxMap<String, Vec<(u32, Interned)>>;
+static INTERNED: LazyLock<Mutex<Records>> = LazyLock::new(Default::default);
 
 /// The immortal record for `(code, details)`; the same pair always gives the same pointer.
 pub fn intern(err: &OlError) -> ol_result_t {
     // An interior NUL would truncate the C string: replace it so Details stays a faithful, valid string.
-    let details = err.details.replace('\0', "\\0");
+    let escaped;
+    let details = if err.details.contains('\0') {
+        escaped = err.details.replace('\0', "\\0");
+        &escaped
+    } else {
+        &err.details
+    };
     let code = if err.code == OL_ERRC_SUCCESS { OL_ERRC_UNKNOWN } else { err.code };
     let mut map = INTERNED.lock().unwrap_or_else(|p| p.into_inner());
-    let key = (code.0, details);
-    if let Some(rec) = map.get(&key) {
-        return rec.0 as *const ol_error_struct_t;
+    if let Some(rec) = map.get(details.as_str()).and_then(|v| v.iter().find(|(c, _)| *c == code.0)) {
+        return rec.1.0 as *const ol_error_struct_t;
     }
-    let cstr = CString::new(key.1.clone()).unwrap_or_default();
+    let cstr = CString::new(details.as_str()).unwrap_or_default();
     let rec: &'static ol_error_struct_t =
         Box::leak(Box::new(ol_error_struct_t { Code: code, Details: cstr.into_raw() }));
-    map.insert(key, Interned(rec));
+    map.entry(details.clone()).or_default().push((code.0, Interned(rec)));
     rec as *const ol_error_struct_t
 }
 

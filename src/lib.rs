@@ -6,14 +6,15 @@
 //!   never NULL and says what failed.
 //! * Every call except `olInit` returns `OL_ERRC_UNINITIALIZED` before `olInit` / after the last
 //!   `olShutDown`. Validation runs in the header's `@returns` order with LLVM's texts.
-//! * Handles are generation-checked slotmap keys, never pointers: a destroyed, stale (earlier `olInit`),
+//! * Handles are generation-checked table keys, never pointers: a destroyed, stale (earlier `olInit`),
 //!   wrong-kind or garbage handle gets the kind's error code (`INVALID_PLATFORM/DEVICE/QUEUE/EVENT`,
 //!   `INVALID_ARGUMENT` for programs and symbols). LLVM 22 crashes or misbehaves there.
 //! * Calls that LLVM 22 crashes on (the virtual host device allocating, queueing or loading programs,
 //!   `olMemFill` with `PatternSize == 0` or a NULL queue) return errors or work.
 //! * No panic crosses the C boundary: it becomes `OL_ERRC_UNKNOWN` with the panic text.
-//! * Thread safety: every entry point may be called from any thread at once; the handle table lock is
-//!   never held across plugin, JIT or user code.
+//! * Thread safety: every entry point may be called from any thread at once. Reading the context and
+//!   looking handles up take no lock; of several concurrent destroys of one handle exactly one succeeds;
+//!   the last `olShutDown` waits for the calls in flight on other threads (later ones get UNINITIALIZED).
 //! * Memory (`runtime::memory`): `olMemFree` never blocks, and the freed block is not reused before the
 //!   work queued before the free has finished; `olMemUnregister` waits for that work. A copy or fill
 //!   that starts inside a known allocation or registered range and runs past its end is `INVALID_SIZE`.
@@ -28,7 +29,8 @@
 //!
 //! # Environment
 //! * `OFFLOAD_TRACE` (presence): trace every call to stderr in LLVM 22's format.
-//! * `OFFLOAD_DISABLE_VALIDATION` (presence): skip the validation prologue (bad inputs still get errors).
+//! * `OFFLOAD_DISABLE_VALIDATION` (presence): skip the validation prologue's size checks; its NULL checks
+//!   still run, so NULL arguments get the same errors in both modes.
 //! * `LIBOMPTARGET_JIT_OPT_LEVEL`: JIT optimisation level (default 3).
 //! * `OFFLOAD_RS_JIT_CACHE_DIR`: the on-disk JIT cache's directory (default `$XDG_CACHE_HOME/offload-rs`,
 //!   else `~/.cache/offload-rs`); `off` disables it. `OFFLOAD_RS_JIT_CACHE_SIZE`: its bound (256M).
@@ -47,7 +49,6 @@
 pub mod api;
 pub mod error;
 pub mod ffi;
-pub mod handle;
 pub mod info;
 pub mod jit;
 pub mod plugin;

@@ -36,7 +36,7 @@ typedef struct ol_device_impl_t ol_device_impl_t;
 // Opaque target of `ol_event_handle_t`.
 typedef struct ol_event_impl_t ol_event_impl_t;
 
-// Opaque target of `ol_platform_handle_t`. Never dereferenced: a handle is a slotmap key.
+// Opaque target of `ol_platform_handle_t`. Never dereferenced: a handle is a key of the handle table.
 typedef struct ol_platform_impl_t ol_platform_impl_t;
 
 // Opaque target of `ol_program_handle_t`.

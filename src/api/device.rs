@@ -2,11 +2,12 @@
 
 use std::ffi::c_void;
 
-use crate::api::{entry, h, validate};
+use crate::api::{entry, validate};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::handle;
-use crate::info::{self, InfoValue};
+use crate::info::{self, InfoQuery, InfoValue};
+use crate::runtime::Context;
+use crate::runtime::handle;
 use crate::runtime::{Device, DeviceKind};
 use crate::trace;
 
@@ -58,6 +59,7 @@ fn device_type_name(t: u32) -> &'static str {
 }
 
 /// The value of a device property: LLVM 22's values for the virtual host device, the plugin's for others.
+#[inline(always)]
 pub(crate) fn device_info(dev: &Device, name: ol_device_info_t) -> OlResult<InfoValue<'_>> {
     use InfoValue::*;
     if name.0 >= OL_DEVICE_INFO_LAST.0 {
@@ -154,6 +156,24 @@ pub unsafe extern "C" fn ol_iterate_devices(Callback: ol_device_iterate_cb_t, Us
     )
 }
 
+/// `olGetDeviceInfo` / `olGetDeviceInfoSize`.
+pub(crate) enum DeviceQuery {}
+
+impl InfoQuery for DeviceQuery {
+    type Name = ol_device_info_t;
+    const FUNCTION: &'static str = "olGetDeviceInfo";
+    const SIZE_FUNCTION: &'static str = "olGetDeviceInfoSize";
+    const ARG: &'static str = "Device";
+    const NULL_CHECK: &'static str = "NULL == Device";
+    fn name(name: ol_device_info_t) -> &'static str {
+        device_info_name(name)
+    }
+    #[inline(always)]
+    fn value(ctx: &Context, obj: u64, name: ol_device_info_t) -> OlResult<InfoValue<'_>> {
+        device_info(handle::device(ctx, obj)?, name)
+    }
+}
+
 /// Query a device property.
 ///
 /// Errors, in order: `INVALID_SIZE` (PropSize == 0), `INVALID_NULL_HANDLE` (Device),
@@ -169,36 +189,8 @@ pub unsafe extern "C" fn ol_get_device_info(
     PropSize: usize,
     PropValue: *mut c_void,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
-    entry(
-        "olGetDeviceInfo",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
-                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
-                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
-                ],
-            )?;
-            let d = handle::device(h(Device))?;
-            let v = device_info(&d, PropName)?;
-            // SAFETY: PropValue is valid for PropSize bytes (caller contract).
-            unsafe { info::write(&v, PropSize, PropValue) }?;
-            if ctx.trace {
-                let _ = shown.set(v.trace());
-            }
-            Ok(())
-        },
-        || {
-            format!(
-                ".Device = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
-                trace::ptr(Device),
-                device_info_name(PropName),
-                trace::out(PropValue, shown.get().cloned())
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query::<DeviceQuery>(Device as usize as u64, PropName, PropSize, PropValue) }
 }
 
 /// Query the byte size of a device property.
@@ -214,30 +206,6 @@ pub unsafe extern "C" fn ol_get_device_info_size(
     PropName: ol_device_info_t,
     PropSizeRet: *mut usize,
 ) -> ol_result_t {
-    entry(
-        "olGetDeviceInfoSize",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
-                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
-                ],
-            )?;
-            let d = handle::device(h(Device))?;
-            let v = device_info(&d, PropName)?;
-            // SAFETY: PropSizeRet is NULL or writable (caller contract).
-            unsafe { info::write_size(&v, PropSizeRet) }?;
-            Ok(())
-        },
-        || {
-            format!(
-                ".Device = {}, .PropName = {}, .PropSizeRet = {}",
-                trace::ptr(Device),
-                device_info_name(PropName),
-                // SAFETY: the out-parameter is NULL or valid (caller contract).
-                unsafe { trace::out_usize(PropSizeRet) }
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query_size::<DeviceQuery>(Device as usize as u64, PropName, PropSizeRet) }
 }

@@ -5,8 +5,9 @@ use std::ffi::c_void;
 use crate::api::{entry, h, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::handle;
-use crate::info::{self, InfoValue};
+use crate::info::{self, InfoQuery, InfoValue};
+use crate::runtime::Context;
+use crate::runtime::handle;
 use crate::runtime::{Event, objects};
 use crate::trace;
 
@@ -28,11 +29,8 @@ pub unsafe extern "C" fn ol_create_event(Queue: ol_queue_handle_t, Event: *mut o
                     (Event.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Event"),
                 ],
             )?;
-            let q = handle::queue(h(Queue))?;
-            if Event.is_null() {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Event is NULL"));
-            }
-            let e = objects::create_event(&q)?;
+            let q = handle::queue(ctx, h(Queue))?;
+            let e = objects::create_event(q)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(Event, e as usize as ol_event_handle_t, "Event") }?;
             Ok(())
@@ -59,8 +57,7 @@ pub unsafe extern "C" fn ol_destroy_event(Event: ol_event_handle_t) -> ol_result
         "olDestroyEvent",
         |ctx| {
             validate(ctx, &[(Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event")])?;
-            let e = handle::event(h(Event))?;
-            handle::remove(e.handle);
+            handle::take_event(ctx, h(Event))?;
             Ok(())
         },
         || format!(".Event = {}", trace::ptr(Event)),
@@ -80,8 +77,8 @@ pub unsafe extern "C" fn ol_sync_event(Event: ol_event_handle_t) -> ol_result_t 
         "olSyncEvent",
         |ctx| {
             validate(ctx, &[(Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event")])?;
-            let e = handle::event(h(Event))?;
-            objects::sync_event(&e)
+            let e = handle::event(ctx, h(Event))?;
+            objects::sync_event(e)
         },
         || format!(".Event = {}", trace::ptr(Event)),
     )
@@ -103,6 +100,24 @@ fn event_info_name(n: ol_event_info_t) -> &'static str {
     }
 }
 
+/// `olGetEventInfo` / `olGetEventInfoSize`.
+pub(crate) enum EventQuery {}
+
+impl InfoQuery for EventQuery {
+    type Name = ol_event_info_t;
+    const FUNCTION: &'static str = "olGetEventInfo";
+    const SIZE_FUNCTION: &'static str = "olGetEventInfoSize";
+    const ARG: &'static str = "Event";
+    const NULL_CHECK: &'static str = "NULL == Event";
+    fn name(name: ol_event_info_t) -> &'static str {
+        event_info_name(name)
+    }
+    #[inline(always)]
+    fn value(ctx: &Context, obj: u64, name: ol_event_info_t) -> OlResult<InfoValue<'_>> {
+        event_info(handle::event(ctx, obj)?, name)
+    }
+}
+
 /// Query an event property (QUEUE, IS_COMPLETE: a non-blocking poll).
 ///
 /// Errors, in order: `INVALID_SIZE` (PropSize == 0), `INVALID_NULL_HANDLE`, `INVALID_NULL_POINTER`
@@ -117,34 +132,8 @@ pub unsafe extern "C" fn ol_get_event_info(
     PropSize: usize,
     PropValue: *mut c_void,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
-    entry(
-        "olGetEventInfo",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
-                    (Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event"),
-                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
-                ],
-            )?;
-            let e = handle::event(h(Event))?;
-            let v = event_info(&e, PropName)?;
-            // SAFETY: PropValue is valid for PropSize bytes (caller contract).
-            unsafe { info::write(&v, PropSize, PropValue) }?;
-            let _ = shown.set(v);
-            Ok(())
-        },
-        || {
-            format!(
-                ".Event = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
-                trace::ptr(Event),
-                event_info_name(PropName),
-                trace::out(PropValue, shown.get().map(|v| v.trace()))
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query::<EventQuery>(Event as usize as u64, PropName, PropSize, PropValue) }
 }
 
 /// Query the byte size of an event property.
@@ -160,30 +149,6 @@ pub unsafe extern "C" fn ol_get_event_info_size(
     PropName: ol_event_info_t,
     PropSizeRet: *mut usize,
 ) -> ol_result_t {
-    entry(
-        "olGetEventInfoSize",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event"),
-                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
-                ],
-            )?;
-            let e = handle::event(h(Event))?;
-            let v = event_info(&e, PropName)?;
-            // SAFETY: PropSizeRet is NULL or writable (caller contract).
-            unsafe { info::write_size(&v, PropSizeRet) }?;
-            Ok(())
-        },
-        || {
-            format!(
-                ".Event = {}, .PropName = {}, .PropSizeRet = {}",
-                trace::ptr(Event),
-                event_info_name(PropName),
-                // SAFETY: the out-parameter is NULL or valid (caller contract).
-                unsafe { trace::out_usize(PropSizeRet) }
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query_size::<EventQuery>(Event as usize as u64, PropName, PropSizeRet) }
 }

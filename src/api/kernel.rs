@@ -3,10 +3,9 @@
 use std::ffi::c_void;
 
 use crate::api::{bytes, entry, h, validate, write_out};
-use crate::error::OlError;
 use crate::ffi::*;
-use crate::handle;
 use crate::plugin::LaunchDims;
+use crate::runtime::handle;
 use crate::runtime::objects;
 use crate::trace;
 
@@ -48,12 +47,9 @@ pub unsafe extern "C" fn ol_launch_kernel(
                     (LaunchSizeArgs.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == LaunchSizeArgs"),
                 ],
             )?;
-            let q = if Queue.is_null() { None } else { Some(handle::queue(h(Queue))?) };
-            let d = handle::device(h(Device))?;
-            let k = handle::symbol(h(Kernel))?;
-            if LaunchSizeArgs.is_null() || (ArgumentsSize > 0 && ArgumentsData.is_null()) {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "LaunchSizeArgs or ArgumentsData is NULL"));
-            }
+            let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, h(Queue))?) };
+            let d = handle::device(ctx, h(Device))?;
+            let k = handle::symbol(ctx, h(Kernel))?;
             // SAFETY: non-NULL and valid per the caller contract.
             let la = unsafe { LaunchSizeArgs.read_unaligned() };
             let dims = LaunchDims {
@@ -63,7 +59,7 @@ pub unsafe extern "C" fn ol_launch_kernel(
             };
             // SAFETY: ArgumentsData is valid for ArgumentsSize bytes; plugins copy it before returning.
             let args = unsafe { bytes(ArgumentsData, ArgumentsSize) };
-            objects::launch_kernel(q.as_ref(), &d, &k, args, dims)
+            objects::launch_kernel(q, d, k, args, dims)
         },
         || {
             let la = if LaunchSizeArgs.is_null() {
@@ -120,9 +116,9 @@ pub unsafe extern "C" fn ol_calculate_optimal_occupancy(
                     (GroupSize.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == GroupSize"),
                 ],
             )?;
-            let d = handle::device(h(Device))?;
-            let k = handle::symbol(h(Kernel))?;
-            let n = objects::optimal_group_size(&d, &k, SharedMemory)?;
+            let d = handle::device(ctx, h(Device))?;
+            let k = handle::symbol(ctx, h(Kernel))?;
+            let n = objects::optimal_group_size(d, k, SharedMemory)?;
             // SAFETY: GroupSize is NULL (rejected) or writable per the caller contract.
             unsafe { write_out(GroupSize, n, "GroupSize") }?;
             Ok(())

@@ -6,8 +6,8 @@ use std::ffi::c_void;
 use crate::api::{bytes, entry, h, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::handle;
-use crate::info::{self, InfoValue};
+use crate::info::{self, InfoQuery, InfoValue};
+use crate::runtime::handle;
 use crate::runtime::{Context, memory};
 use crate::trace;
 
@@ -56,14 +56,11 @@ pub unsafe extern "C" fn ol_mem_alloc(
                     (AllocationOut.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == AllocationOut"),
                 ],
             )?;
-            let d = handle::device(h(Device))?;
-            if AllocationOut.is_null() {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "AllocationOut is NULL"));
-            }
+            let d = handle::device(ctx, h(Device))?;
             if Size == 0 {
                 return Err(OlError::new(OL_ERRC_OUT_OF_RESOURCES, "failed to allocate from device allocator"));
             }
-            let p = ctx.allocs.alloc(&d, Type.0, Size)?;
+            let p = ctx.allocs.alloc(d, Type.0, Size)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(AllocationOut, p as *mut c_void, "AllocationOut") }?;
             Ok(())
@@ -111,6 +108,25 @@ fn mem_info(ctx: &Context, ptr: usize, name: ol_mem_info_t) -> OlResult<InfoValu
     })
 }
 
+/// `olGetMemInfo` / `olGetMemInfoSize`.
+pub(crate) enum MemQuery {}
+
+impl InfoQuery for MemQuery {
+    type Name = ol_mem_info_t;
+    const FUNCTION: &'static str = "olGetMemInfo";
+    const SIZE_FUNCTION: &'static str = "olGetMemInfoSize";
+    const ARG: &'static str = "Ptr";
+    const NULL_CHECK: &'static str = "NULL == Ptr";
+    const NULL_CODE: ol_errc_t = OL_ERRC_INVALID_NULL_POINTER;
+    fn name(name: ol_mem_info_t) -> &'static str {
+        mem_info_name(name)
+    }
+    #[inline(always)]
+    fn value(ctx: &Context, obj: u64, name: ol_mem_info_t) -> OlResult<InfoValue<'_>> {
+        mem_info(ctx, obj as usize, name)
+    }
+}
+
 /// Query an allocation by any pointer inside it.
 ///
 /// Errors, in order: `INVALID_SIZE` (PropSize == 0), `INVALID_NULL_POINTER` (Ptr, PropValue),
@@ -125,33 +141,8 @@ pub unsafe extern "C" fn ol_get_mem_info(
     PropSize: usize,
     PropValue: *mut c_void,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
-    entry(
-        "olGetMemInfo",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
-                    (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
-                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
-                ],
-            )?;
-            let v = mem_info(ctx, Ptr as usize, PropName)?;
-            // SAFETY: PropValue is valid for PropSize bytes (caller contract).
-            unsafe { info::write(&v, PropSize, PropValue) }?;
-            let _ = shown.set(v);
-            Ok(())
-        },
-        || {
-            format!(
-                ".Ptr = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
-                trace::ptr(Ptr),
-                mem_info_name(PropName),
-                trace::out(PropValue, shown.get().map(|v| v.trace()))
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query::<MemQuery>(Ptr as usize as u64, PropName, PropSize, PropValue) }
 }
 
 /// Query the byte size of an allocation property.
@@ -166,31 +157,8 @@ pub unsafe extern "C" fn ol_get_mem_info_size(
     PropName: ol_mem_info_t,
     PropSizeRet: *mut usize,
 ) -> ol_result_t {
-    entry(
-        "olGetMemInfoSize",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
-                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
-                ],
-            )?;
-            let v = mem_info(ctx, Ptr as usize, PropName)?;
-            // SAFETY: PropSizeRet is NULL or writable (caller contract).
-            unsafe { info::write_size(&v, PropSizeRet) }?;
-            Ok(())
-        },
-        || {
-            format!(
-                ".Ptr = {}, .PropName = {}, .PropSizeRet = {}",
-                trace::ptr(Ptr),
-                mem_info_name(PropName),
-                // SAFETY: the out-parameter is NULL or valid (caller contract).
-                unsafe { trace::out_usize(PropSizeRet) }
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query_size::<MemQuery>(Ptr as usize as u64, PropName, PropSizeRet) }
 }
 
 /// Copy `Size` bytes. The devices say where each side lives (the virtual host device for host memory);
@@ -223,13 +191,11 @@ pub unsafe extern "C" fn ol_memcpy(
                     (SrcPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == SrcPtr"),
                 ],
             )?;
-            let q = if Queue.is_null() { None } else { Some(handle::queue(h(Queue))?) };
-            let dst_dev = handle::device(h(DstDevice))?;
-            let src_dev = handle::device(h(SrcDevice))?;
-            if (DstPtr.is_null() || SrcPtr.is_null()) && Size > 0 {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "olMemcpy: NULL pointer"));
-            }
-            memory::memcpy(ctx, q.as_ref(), DstPtr as usize, &dst_dev, SrcPtr as usize, &src_dev, Size)
+            let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, h(Queue))?) };
+            let dst_dev = handle::device(ctx, h(DstDevice))?;
+            let src_dev = handle::device(ctx, h(SrcDevice))?;
+            // SAFETY: both ranges are valid for Size bytes until the copy completes (caller contract).
+            unsafe { memory::memcpy(ctx, q, DstPtr as usize, dst_dev, SrcPtr as usize, src_dev, Size) }
         },
         || {
             format!(
@@ -276,13 +242,15 @@ pub unsafe extern "C" fn ol_mem_fill(
                     (PatternPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PatternPtr"),
                 ],
             )?;
-            if !FillSize.is_multiple_of(PatternSize) || Ptr.is_null() || PatternPtr.is_null() {
-                return Err(OlError::invalid_argument("olMemFill: invalid pattern or pointer"));
+            // Kept with validation off too: the plugins' fills rely on it.
+            if !FillSize.is_multiple_of(PatternSize) {
+                return Err(OlError::validation(OL_ERRC_INVALID_SIZE, "FillSize % PatternSize != 0"));
             }
-            let q = if Queue.is_null() { None } else { Some(handle::queue(h(Queue))?) };
+            let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, h(Queue))?) };
             // SAFETY: PatternPtr is valid for PatternSize bytes (caller contract); copied before return.
             let pattern = unsafe { bytes(PatternPtr, PatternSize) };
-            memory::fill(ctx, q.as_ref(), Ptr as usize, pattern, FillSize)
+            // SAFETY: Ptr is valid for FillSize bytes until the fill completes (caller contract).
+            unsafe { memory::fill(ctx, q, Ptr as usize, pattern, FillSize) }
         },
         || {
             format!(
@@ -323,11 +291,12 @@ pub unsafe extern "C" fn ol_mem_register(
                     (PinnedPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PinnedPtr"),
                 ],
             )?;
-            let d = handle::device(h(Device))?;
-            if Ptr.is_null() || PinnedPtr.is_null() || Size == 0 {
-                return Err(OlError::invalid_argument("olMemRegister: NULL pointer or zero size"));
+            let d = handle::device(ctx, h(Device))?;
+            // Kept with validation off too: a zero-length range cannot be registered.
+            if Size == 0 {
+                return Err(OlError::validation(OL_ERRC_INVALID_SIZE, "Size == 0"));
             }
-            let pinned = memory::register(&d, Ptr as usize, Size)?;
+            let pinned = memory::register(d, Ptr as usize, Size)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(PinnedPtr, pinned as *mut c_void, "PinnedPtr") }?;
             Ok(())
@@ -364,11 +333,8 @@ pub unsafe extern "C" fn ol_mem_unregister(Device: ol_device_handle_t, Ptr: *mut
                     (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
                 ],
             )?;
-            let d = handle::device(h(Device))?;
-            if Ptr.is_null() {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Ptr is NULL"));
-            }
-            memory::unregister(&d, Ptr as usize)
+            let d = handle::device(ctx, h(Device))?;
+            memory::unregister(d, Ptr as usize)
         },
         || format!(".Device = {}, .Ptr = {}", trace::ptr(Device), trace::ptr(Ptr)),
     )

@@ -2,8 +2,9 @@
 //! call to [`entry`], which gates on `olInit`, traces, validates in the header's `@returns` order, catches
 //! panics and turns the `Result` into `NULL` or an interned error pointer.
 //!
-//! Validation can be switched off with `OFFLOAD_DISABLE_VALIDATION` (as in LLVM 22); NULL handles and
-//! NULL out-pointers are still caught afterwards by the handle lookups and writers, so nothing crashes.
+//! Validation can be switched off with `OFFLOAD_DISABLE_VALIDATION` (as in LLVM 22); its NULL checks
+//! still run (see [`validate`]), so a NULL argument gets the same code and text in both modes and nothing
+//! crashes; the handle lookups and writers refuse NULL too.
 
 #![allow(non_snake_case, reason = "parameter names are OffloadAPI.h's; cbindgen copies them into the header")]
 
@@ -19,25 +20,27 @@ pub mod queue;
 pub mod symbol;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
 
 use crate::error::{self, OlError, OlResult};
 use crate::ffi::*;
-use crate::runtime::{self, Context};
+use crate::runtime::{self, Context, pin};
 use crate::trace;
 
 /// Run one entry point. `params` renders the parameter list for the tracer (after the call, so that
 /// out-parameters show their values); it is only called when tracing is on.
+#[inline(always)]
 pub(crate) fn entry(
     name: &'static str,
-    body: impl FnOnce(&Arc<Context>) -> OlResult<()>,
+    body: impl FnOnce(&Context) -> OlResult<()>,
     params: impl FnOnce() -> String,
 ) -> ol_result_t {
-    let Some(ctx) = runtime::context() else { return error::uninitialized() };
+    // The pin keeps the context and every handle looked up during the call alive until the call returns.
+    let pin = pin::pin();
+    let Some(ctx) = runtime::context(&pin) else { return error::uninitialized() };
     if ctx.trace {
         trace::begin(name);
     }
-    let result = guarded(name, || body(&ctx));
+    let result = guarded(name, || body(ctx));
     if ctx.trace {
         trace::end(&params(), &result);
     }
@@ -66,14 +69,16 @@ pub(crate) fn to_c(r: OlResult<()>) -> ol_result_t {
     }
 }
 
-/// The generated validation prologue: checks in order, first failure wins. Skipped entirely when
-/// `OFFLOAD_DISABLE_VALIDATION` was set at the first `olInit`.
-pub(crate) fn validate(ctx: &Context, checks: &[(bool, ol_errc_t, &str)]) -> OlResult<()> {
-    if !ctx.validate {
-        return Ok(());
-    }
+/// The generated validation prologue: checks in order, first failure wins, with LLVM's texts.
+///
+/// When `OFFLOAD_DISABLE_VALIDATION` was set at the first `olInit`, only the NULL checks (every
+/// expression naming `NULL`) still run, in the same order: a NULL gets the same code and text in both
+/// modes, where LLVM 22 would crash, and no entry point needs a second NULL check of its own. The other
+/// checks (`PropSize == 0`, `Size == 0`, ...) are what the variable skips, as in LLVM 22.
+#[inline(always)]
+pub(crate) fn validate(ctx: &Context, checks: &[(bool, ol_errc_t, &'static str)]) -> OlResult<()> {
     for &(failed, code, expr) in checks {
-        if failed {
+        if failed && (ctx.validate || expr.contains("NULL")) {
             return Err(OlError::validation(code, expr));
         }
     }

@@ -2,13 +2,12 @@
 
 use std::ffi::c_void;
 
-use crate::api::{entry, h, validate};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::handle;
-use crate::info::{self, InfoValue};
+use crate::info::{self, InfoQuery, InfoValue};
+use crate::runtime::Context;
 use crate::runtime::Platform;
-use crate::trace;
+use crate::runtime::handle;
 
 fn backend_name(b: u32) -> &'static str {
     match ol_platform_backend_t(b) {
@@ -42,6 +41,24 @@ pub(crate) fn platform_info_name(name: ol_platform_info_t) -> &'static str {
     }
 }
 
+/// `olGetPlatformInfo` / `olGetPlatformInfoSize`.
+pub(crate) enum PlatformQuery {}
+
+impl InfoQuery for PlatformQuery {
+    type Name = ol_platform_info_t;
+    const FUNCTION: &'static str = "olGetPlatformInfo";
+    const SIZE_FUNCTION: &'static str = "olGetPlatformInfoSize";
+    const ARG: &'static str = "Platform";
+    const NULL_CHECK: &'static str = "NULL == Platform";
+    fn name(name: ol_platform_info_t) -> &'static str {
+        platform_info_name(name)
+    }
+    #[inline(always)]
+    fn value(ctx: &Context, obj: u64, name: ol_platform_info_t) -> OlResult<InfoValue<'_>> {
+        platform_info(handle::platform(ctx, obj)?, name)
+    }
+}
+
 /// Query a platform property.
 ///
 /// Errors, in order: `INVALID_SIZE` (PropSize == 0), `INVALID_NULL_HANDLE` (Platform),
@@ -57,36 +74,8 @@ pub unsafe extern "C" fn ol_get_platform_info(
     PropSize: usize,
     PropValue: *mut c_void,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
-    entry(
-        "olGetPlatformInfo",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
-                    (Platform.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Platform"),
-                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
-                ],
-            )?;
-            let p = handle::platform(h(Platform))?;
-            let v = platform_info(&p, PropName)?;
-            // SAFETY: PropValue is valid for PropSize bytes (caller contract).
-            unsafe { info::write(&v, PropSize, PropValue) }?;
-            if ctx.trace {
-                let _ = shown.set(v.trace());
-            }
-            Ok(())
-        },
-        || {
-            format!(
-                ".Platform = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
-                trace::ptr(Platform),
-                platform_info_name(PropName),
-                trace::out(PropValue, shown.get().cloned())
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query::<PlatformQuery>(Platform as usize as u64, PropName, PropSize, PropValue) }
 }
 
 /// Query the byte size of a platform property.
@@ -102,30 +91,6 @@ pub unsafe extern "C" fn ol_get_platform_info_size(
     PropName: ol_platform_info_t,
     PropSizeRet: *mut usize,
 ) -> ol_result_t {
-    entry(
-        "olGetPlatformInfoSize",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (Platform.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Platform"),
-                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
-                ],
-            )?;
-            let p = handle::platform(h(Platform))?;
-            let v = platform_info(&p, PropName)?;
-            // SAFETY: PropSizeRet is NULL or writable (caller contract).
-            unsafe { info::write_size(&v, PropSizeRet) }?;
-            Ok(())
-        },
-        || {
-            format!(
-                ".Platform = {}, .PropName = {}, .PropSizeRet = {}",
-                trace::ptr(Platform),
-                platform_info_name(PropName),
-                // SAFETY: the out-parameter is NULL or valid (caller contract).
-                unsafe { trace::out_usize(PropSizeRet) }
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query_size::<PlatformQuery>(Platform as usize as u64, PropName, PropSizeRet) }
 }

@@ -3,9 +3,8 @@
 use std::ffi::c_void;
 
 use crate::api::{bytes, entry, h, validate, write_out};
-use crate::error::OlError;
 use crate::ffi::*;
-use crate::handle;
+use crate::runtime::handle;
 use crate::runtime::objects;
 use crate::trace;
 
@@ -37,13 +36,10 @@ pub unsafe extern "C" fn ol_create_program(
                     (Program.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Program"),
                 ],
             )?;
-            let d = handle::device(h(Device))?;
-            if ProgData.is_null() || Program.is_null() {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "ProgData or Program is NULL"));
-            }
+            let d = handle::device(ctx, h(Device))?;
             // SAFETY: ProgData is valid for ProgDataSize bytes (caller contract); used only during the call.
             let image = unsafe { bytes(ProgData, ProgDataSize) };
-            let p = objects::create_program(&d, image)?;
+            let p = objects::create_program(d, image)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             if let Err(e) = unsafe { write_out(Program, p as usize as ol_program_handle_t, "Program") } {
                 handle::remove(p);
@@ -88,13 +84,10 @@ pub unsafe extern "C" fn ol_is_valid_binary(
                     (Valid.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Valid"),
                 ],
             )?;
-            let d = handle::device(h(Device))?;
-            if ProgData.is_null() {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "ProgData is NULL"));
-            }
+            let d = handle::device(ctx, h(Device))?;
             // SAFETY: ProgData is valid for ProgDataSize bytes (caller contract).
             let image = unsafe { bytes(ProgData, ProgDataSize) };
-            let ok = objects::is_valid_binary(&d, image);
+            let ok = objects::is_valid_binary(d, image);
             // SAFETY: Valid is NULL (rejected) or writable per the caller contract.
             unsafe { write_out(Valid, ok, "Valid") }?;
             Ok(())
@@ -124,8 +117,8 @@ pub unsafe extern "C" fn ol_destroy_program(Program: ol_program_handle_t) -> ol_
         "olDestroyProgram",
         |ctx| {
             validate(ctx, &[(Program.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Program")])?;
-            let p = handle::program(h(Program))?;
-            objects::destroy_program(&p)
+            let p = handle::take_program(ctx, h(Program))?;
+            objects::destroy_program(p)
         },
         || format!(".Program = {}", trace::ptr(Program)),
     )

@@ -6,8 +6,9 @@ use std::ffi::c_void;
 use crate::api::{entry, h, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::handle;
-use crate::info::{self, InfoValue};
+use crate::info::{self, InfoQuery, InfoValue};
+use crate::runtime::Context;
+use crate::runtime::handle;
 use crate::runtime::{Queue, objects};
 use crate::trace;
 
@@ -30,11 +31,8 @@ pub unsafe extern "C" fn ol_create_queue(Device: ol_device_handle_t, Queue: *mut
                     (Queue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Queue"),
                 ],
             )?;
-            let d = handle::device(h(Device))?;
-            if Queue.is_null() {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Queue is NULL"));
-            }
-            let q = objects::create_queue(&d)?;
+            let d = handle::device(ctx, h(Device))?;
+            let q = objects::create_queue(d)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(Queue, q as usize as ol_queue_handle_t, "Queue") }?;
             Ok(())
@@ -62,8 +60,8 @@ pub unsafe extern "C" fn ol_destroy_queue(Queue: ol_queue_handle_t) -> ol_result
         "olDestroyQueue",
         |ctx| {
             validate(ctx, &[(Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue")])?;
-            let q = handle::queue(h(Queue))?;
-            objects::destroy_queue(ctx, &q)
+            let q = handle::take_queue(ctx, h(Queue))?;
+            objects::destroy_queue(ctx, q)
         },
         || format!(".Queue = {}", trace::ptr(Queue)),
     )
@@ -82,8 +80,8 @@ pub unsafe extern "C" fn ol_sync_queue(Queue: ol_queue_handle_t) -> ol_result_t 
         "olSyncQueue",
         |ctx| {
             validate(ctx, &[(Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue")])?;
-            let q = handle::queue(h(Queue))?;
-            objects::sync_queue(&q)
+            let q = handle::queue(ctx, h(Queue))?;
+            objects::sync_queue(q)
         },
         || format!(".Queue = {}", trace::ptr(Queue)),
     )
@@ -114,17 +112,14 @@ pub unsafe extern "C" fn ol_wait_events(
                     (Events.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Events"),
                 ],
             )?;
-            let q = handle::queue(h(Queue))?;
+            let q = handle::queue(ctx, h(Queue))?;
             if NumEvents == 0 {
                 return Ok(());
-            }
-            if Events.is_null() {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Events is NULL"));
             }
             // SAFETY: Events is valid for NumEvents handles (caller contract).
             let evs: Vec<u64> =
                 unsafe { std::slice::from_raw_parts(Events, NumEvents) }.iter().map(|&e| h(e)).collect();
-            objects::wait_events(&q, &evs)
+            objects::wait_events(ctx, q, &evs)
         },
         || {
             // SAFETY: only the first element is shown, as LLVM's tracer does; Events is valid if non-NULL.
@@ -150,6 +145,24 @@ fn queue_info_name(n: ol_queue_info_t) -> &'static str {
     }
 }
 
+/// `olGetQueueInfo` / `olGetQueueInfoSize`.
+pub(crate) enum QueueQuery {}
+
+impl InfoQuery for QueueQuery {
+    type Name = ol_queue_info_t;
+    const FUNCTION: &'static str = "olGetQueueInfo";
+    const SIZE_FUNCTION: &'static str = "olGetQueueInfoSize";
+    const ARG: &'static str = "Queue";
+    const NULL_CHECK: &'static str = "NULL == Queue";
+    fn name(name: ol_queue_info_t) -> &'static str {
+        queue_info_name(name)
+    }
+    #[inline(always)]
+    fn value(ctx: &Context, obj: u64, name: ol_queue_info_t) -> OlResult<InfoValue<'_>> {
+        queue_info(handle::queue(ctx, obj)?, name)
+    }
+}
+
 /// Query a queue property (DEVICE, EMPTY: a non-blocking poll).
 ///
 /// Errors, in order: `INVALID_SIZE` (PropSize == 0), `INVALID_NULL_HANDLE`, `INVALID_NULL_POINTER`
@@ -164,34 +177,8 @@ pub unsafe extern "C" fn ol_get_queue_info(
     PropSize: usize,
     PropValue: *mut c_void,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
-    entry(
-        "olGetQueueInfo",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
-                    (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
-                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
-                ],
-            )?;
-            let q = handle::queue(h(Queue))?;
-            let v = queue_info(&q, PropName)?;
-            // SAFETY: PropValue is valid for PropSize bytes (caller contract).
-            unsafe { info::write(&v, PropSize, PropValue) }?;
-            let _ = shown.set(v);
-            Ok(())
-        },
-        || {
-            format!(
-                ".Queue = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
-                trace::ptr(Queue),
-                queue_info_name(PropName),
-                trace::out(PropValue, shown.get().map(|v| v.trace()))
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query::<QueueQuery>(Queue as usize as u64, PropName, PropSize, PropValue) }
 }
 
 /// Query the byte size of a queue property.
@@ -207,32 +194,8 @@ pub unsafe extern "C" fn ol_get_queue_info_size(
     PropName: ol_queue_info_t,
     PropSizeRet: *mut usize,
 ) -> ol_result_t {
-    entry(
-        "olGetQueueInfoSize",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue"),
-                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
-                ],
-            )?;
-            let q = handle::queue(h(Queue))?;
-            let v = queue_info(&q, PropName)?;
-            // SAFETY: PropSizeRet is NULL or writable (caller contract).
-            unsafe { info::write_size(&v, PropSizeRet) }?;
-            Ok(())
-        },
-        || {
-            format!(
-                ".Queue = {}, .PropName = {}, .PropSizeRet = {}",
-                trace::ptr(Queue),
-                queue_info_name(PropName),
-                // SAFETY: the out-parameter is NULL or valid (caller contract).
-                unsafe { trace::out_usize(PropSizeRet) }
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query_size::<QueueQuery>(Queue as usize as u64, PropName, PropSizeRet) }
 }
 
 /// User data handed to a host callback on another thread.
@@ -264,13 +227,13 @@ pub unsafe extern "C" fn ol_launch_host_function(
                     (Callback.is_none(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Callback"),
                 ],
             )?;
-            let q = handle::queue(h(Queue))?;
+            let q = handle::queue(ctx, h(Queue))?;
             let Some(cb) = Callback else {
                 return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Callback is NULL"));
             };
             let ud = SendPtr(UserData);
             objects::launch_host_function(
-                &q,
+                q,
                 Box::new(move || {
                     let ud = ud;
                     // SAFETY: the caller guarantees the callback may be called with its user data from

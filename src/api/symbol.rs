@@ -5,8 +5,9 @@ use std::ffi::{CStr, c_char, c_void};
 use crate::api::{entry, h, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::handle;
-use crate::info::{self, InfoValue};
+use crate::info::{self, InfoQuery, InfoValue};
+use crate::runtime::Context;
+use crate::runtime::handle;
 use crate::runtime::{Symbol, SymbolKind, objects};
 use crate::trace;
 
@@ -54,10 +55,7 @@ pub unsafe extern "C" fn ol_get_symbol(
                     (Symbol.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Symbol"),
                 ],
             )?;
-            let p = handle::program(h(Program))?;
-            if Name.is_null() || Symbol.is_null() {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Name or Symbol is NULL"));
-            }
+            let p = handle::program(ctx, h(Program))?;
             let kind = match Kind {
                 OL_SYMBOL_KIND_KERNEL => SymbolKind::Kernel,
                 OL_SYMBOL_KIND_GLOBAL_VARIABLE => SymbolKind::Global,
@@ -67,7 +65,7 @@ pub unsafe extern "C" fn ol_get_symbol(
             };
             // SAFETY: Name is a valid C string (caller contract); copied before return.
             let name = unsafe { CStr::from_ptr(Name) }.to_string_lossy().into_owned();
-            let s = objects::get_symbol(&p, &name, kind)?;
+            let s = objects::get_symbol(p, &name, kind)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(Symbol, s as usize as ol_symbol_handle_t, "Symbol") }?;
             Ok(())
@@ -107,6 +105,24 @@ fn symbol_info(s: &Symbol, name: ol_symbol_info_t) -> OlResult<InfoValue<'static
     })
 }
 
+/// `olGetSymbolInfo` / `olGetSymbolInfoSize`.
+pub(crate) enum SymbolQuery {}
+
+impl InfoQuery for SymbolQuery {
+    type Name = ol_symbol_info_t;
+    const FUNCTION: &'static str = "olGetSymbolInfo";
+    const SIZE_FUNCTION: &'static str = "olGetSymbolInfoSize";
+    const ARG: &'static str = "Symbol";
+    const NULL_CHECK: &'static str = "NULL == Symbol";
+    fn name(name: ol_symbol_info_t) -> &'static str {
+        info_name(name)
+    }
+    #[inline(always)]
+    fn value(ctx: &Context, obj: u64, name: ol_symbol_info_t) -> OlResult<InfoValue<'_>> {
+        symbol_info(handle::symbol(ctx, obj)?, name)
+    }
+}
+
 /// Query a symbol property (KIND; GLOBAL_VARIABLE_ADDRESS/SIZE for globals only).
 ///
 /// Errors, in order: `INVALID_SIZE` (PropSize == 0), `INVALID_NULL_HANDLE`, `INVALID_NULL_POINTER`
@@ -122,34 +138,8 @@ pub unsafe extern "C" fn ol_get_symbol_info(
     PropSize: usize,
     PropValue: *mut c_void,
 ) -> ol_result_t {
-    let shown = std::cell::OnceCell::new();
-    entry(
-        "olGetSymbolInfo",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (PropSize == 0, OL_ERRC_INVALID_SIZE, "PropSize == 0"),
-                    (Symbol.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Symbol"),
-                    (PropValue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropValue"),
-                ],
-            )?;
-            let s = handle::symbol(h(Symbol))?;
-            let v = symbol_info(&s, PropName)?;
-            // SAFETY: PropValue is valid for PropSize bytes (caller contract).
-            unsafe { info::write(&v, PropSize, PropValue) }?;
-            let _ = shown.set(v);
-            Ok(())
-        },
-        || {
-            format!(
-                ".Symbol = {}, .PropName = {}, .PropSize = {PropSize}, .PropValue = {}",
-                trace::ptr(Symbol),
-                info_name(PropName),
-                trace::out(PropValue, shown.get().map(|v| v.trace()))
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query::<SymbolQuery>(Symbol as usize as u64, PropName, PropSize, PropValue) }
 }
 
 /// Query the byte size of a symbol property.
@@ -165,30 +155,6 @@ pub unsafe extern "C" fn ol_get_symbol_info_size(
     PropName: ol_symbol_info_t,
     PropSizeRet: *mut usize,
 ) -> ol_result_t {
-    entry(
-        "olGetSymbolInfoSize",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (Symbol.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Symbol"),
-                    (PropSizeRet.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PropSizeRet"),
-                ],
-            )?;
-            let s = handle::symbol(h(Symbol))?;
-            let v = symbol_info(&s, PropName)?;
-            // SAFETY: PropSizeRet is NULL or writable (caller contract).
-            unsafe { info::write_size(&v, PropSizeRet) }?;
-            Ok(())
-        },
-        || {
-            format!(
-                ".Symbol = {}, .PropName = {}, .PropSizeRet = {}",
-                trace::ptr(Symbol),
-                info_name(PropName),
-                // SAFETY: the out-parameter is NULL or valid (caller contract).
-                unsafe { trace::out_usize(PropSizeRet) }
-            )
-        },
-    )
+    // SAFETY: forwarded unchanged; the caller upholds this function's contract.
+    unsafe { info::query_size::<SymbolQuery>(Symbol as usize as u64, PropName, PropSizeRet) }
 }

@@ -8,7 +8,7 @@
 
 use std::ffi::{c_char, c_void};
 
-/// Opaque target of `ol_platform_handle_t`. Never dereferenced: a handle is a slotmap key.
+/// Opaque target of `ol_platform_handle_t`. Never dereferenced: a handle is a key of the handle table.
 pub struct ol_platform_impl_t {
     _opaque: [u8; 0],
 }

@@ -15,10 +15,24 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::JitError;
-use super::compile::{self, CompiledObject};
+use super::compile;
+use super::{JitError, KernelMeta};
 
 pub(crate) type Key = [u8; 32];
+
+/// A compiled image: object bytes plus kernel metadata, the value of a cache entry. Shared by all loads
+/// of the same content; dropping the last `Arc` evicts the entry.
+pub(crate) struct CompiledObject {
+    pub object: Vec<u8>,
+    pub kernels: Vec<KernelMeta>,
+    pub key: Key,
+}
+
+impl Drop for CompiledObject {
+    fn drop(&mut self) {
+        evict(&self.key);
+    }
+}
 
 struct InFlight<V, E> {
     done: Mutex<Option<Result<Arc<V>, E>>>,
@@ -201,7 +215,7 @@ fn produce(
         cache().hits.fetch_add(1, Ordering::Relaxed);
         return Ok(Arc::new(CompiledObject { object, kernels, key }));
     }
-    let (object, meta_text) = compile::compile(bc, opt, memcheck, spec)?;
+    let (object, meta_text) = super::helper::compile_cpu(bc, opt, memcheck, spec)?;
     let kernels = compile::parse_meta(&meta_text)?;
     cache().compiles.fetch_add(1, Ordering::Relaxed);
     if let Some(d) = &dir {

@@ -48,20 +48,6 @@ pub(crate) struct Spec {
     pub group_size: [u32; 3],
 }
 
-/// A compiled image: object bytes plus kernel metadata. Shared (through the cache) by all loads of the
-/// same content; dropping the last `Arc` evicts the cache entry.
-pub(crate) struct CompiledObject {
-    pub object: Vec<u8>,
-    pub kernels: Vec<KernelMeta>,
-    pub key: [u8; 32],
-}
-
-impl Drop for CompiledObject {
-    fn drop(&mut self) {
-        super::cache::evict(&self.key);
-    }
-}
-
 pub(crate) struct HostInfo {
     pub triple: String,
     pub cpu: String,
@@ -113,20 +99,6 @@ fn unsupported(triple: &str) -> JitError {
     JitError::InvalidBinary(format!(
         "expected LLVM bitcode for nvptx64, amdgcn, spirv64 or x86_64, found bitcode for target '{triple}'"
     ))
-}
-
-/// Compiles bitcode to an x86-64 ELF relocatable object: (object, metadata text), in the compile
-/// helper process (see helper.rs), or here when there is none. `memcheck`: instrument every memory
-/// access of the kernels (see `plugin::cpu::memcheck`); `spec`: a launch-time specialisation.
-pub(crate) fn compile(bc: &[u8], opt: u32, memcheck: bool, spec: Option<&Spec>) -> Result<(Vec<u8>, String), JitError> {
-    let payload = super::helper::run(super::helper::Request::Cpu {
-        bc,
-        opt,
-        memcheck,
-        kernel: spec.map_or("", |s| s.kernel.as_str()),
-        group: spec.map_or([0; 3], |s| s.group_size),
-    })?;
-    decode_object(&payload).ok_or_else(|| JitError::Compile("internal: malformed result from the JIT helper".into()))
 }
 
 /// A compile's result as bytes (the helper's answer and the disk cache's payload):

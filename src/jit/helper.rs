@@ -130,6 +130,33 @@ impl<'a> Request<'a> {
     }
 }
 
+/// Compiles bitcode to an x86-64 ELF relocatable object: (object, metadata text), in the compile
+/// helper process, or here when there is none. `memcheck`: instrument every memory access of the
+/// kernels (see `plugin::cpu::memcheck`); `spec`: a launch-time specialisation.
+pub(crate) fn compile_cpu(
+    bc: &[u8],
+    opt: u32,
+    memcheck: bool,
+    spec: Option<&super::compile::Spec>,
+) -> Result<(Vec<u8>, String), JitError> {
+    let payload = run(Request::Cpu {
+        bc,
+        opt,
+        memcheck,
+        kernel: spec.map_or("", |s| s.kernel.as_str()),
+        group: spec.map_or([0; 3], |s| s.group_size),
+    })?;
+    super::compile::decode_object(&payload)
+        .ok_or_else(|| JitError::Compile("internal: malformed result from the JIT helper".into()))
+}
+
+/// PTX for NVPTX bitcode, compiled in the helper process (or here when there is none).
+pub fn compile_ptx(bc: &[u8], cpu: &str, features: &str) -> Result<String, JitError> {
+    let opt = super::compile::opt_level();
+    let v = run(Request::Ptx { bc, cpu, features, opt })?;
+    String::from_utf8(v).map_err(|_| JitError::Compile("internal: PTX from the JIT helper is not text".into()))
+}
+
 /// `tag: u8 | payload`; tag 0 is success, the others name the `JitError` variant.
 pub(crate) fn encode_result(r: Result<Vec<u8>, JitError>) -> Vec<u8> {
     let (tag, body) = match r {

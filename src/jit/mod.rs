@@ -113,7 +113,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub use cache::{ContentCache, cache_stats};
 pub(crate) use compile::opt_level;
 pub(crate) use helper::BUILD_ID;
-pub use nvptx::compile_ptx;
+pub use helper::compile_ptx;
 
 static MEMCHECK: AtomicBool = AtomicBool::new(false);
 
@@ -271,7 +271,7 @@ impl KernelEntry {
 
 /// One loaded instance: JIT'ed code mapped by our loader, or a dlopen'ed native shared object.
 pub(crate) enum Instance {
-    Jit(elf::LoadedObject, Arc<compile::CompiledObject>),
+    Jit(elf::LoadedObject, Arc<cache::CompiledObject>),
     Native(native::NativeLib),
 }
 

@@ -47,10 +47,3 @@ pub(crate) fn ptx_in_process(bc: &[u8], cpu: &str, features: &str, opt: u32) -> 
     let out = pipeline::emit(&module, &tm, FileType::Assembly).map_err(|e| err("NVPTX codegen", e))?;
     String::from_utf8(out).map_err(|e| err("NVPTX codegen", e))
 }
-
-/// PTX for NVPTX bitcode, compiled in the helper process (or here when there is none).
-pub fn compile_ptx(bc: &[u8], cpu: &str, features: &str) -> Result<String, JitError> {
-    let opt = super::compile::opt_level();
-    let v = super::helper::run(super::helper::Request::Ptx { bc, cpu, features, opt })?;
-    String::from_utf8(v).map_err(|_| JitError::Compile("internal: PTX from the JIT helper is not text".into()))
-}

@@ -914,7 +914,7 @@ fn memcheck_compiles_every_target_and_frames_are_known() {
         for name in ["saxpy", "reduce", "dynshared"] {
             let Some(bc) = bitcode(name, t) else { return };
             for memcheck in [false, true] {
-                let (obj, meta) = compile::compile(&bc, 3, memcheck, None)
+                let (obj, meta) = helper::compile_cpu(&bc, 3, memcheck, None)
                     .unwrap_or_else(|e| panic!("{name} for {t:?}, memcheck {memcheck}: {e}"));
                 let kernels = compile::parse_meta(&meta).unwrap();
                 let frames = stack::frame_sizes(&obj);
@@ -1135,7 +1135,7 @@ fn specialised_matches_generic() {
 /// A compiled object and its metadata, straight from the compiler (no cache).
 fn compiled(name: &str) -> Option<(Vec<u8>, String)> {
     let bc = bitcode(name, Tgt::Nv)?;
-    Some(compile::compile(&bc, 2, false, None).unwrap())
+    Some(helper::compile_cpu(&bc, 2, false, None).unwrap())
 }
 
 /// A tiny deterministic generator for the mutation corpora below.

@@ -125,7 +125,11 @@ pub trait Device: Send + Sync {
 
     /// Synchronous copy. `dst_on_device`/`src_on_device` say which side is this device's memory
     /// (false: host memory, including another host-addressable device's memory).
-    fn memcpy_sync(
+    ///
+    /// # Safety
+    /// `src` must be valid for reading and `dst` for writing `size` bytes (on their sides) for the
+    /// duration of the call.
+    unsafe fn memcpy_sync(
         &self,
         dst: usize,
         dst_on_device: bool,
@@ -143,6 +147,9 @@ pub trait Device: Send + Sync {
     fn optimal_group_size(&self, kernel: &dyn Kernel, dyn_shared_mem: usize) -> PluginResult<usize>;
     /// Blocking launch (`olLaunchKernel` with a NULL queue).
     fn launch_sync(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()>;
+    /// The last `olShutDown`, after every live queue was synced: wait for work the plugin still runs for
+    /// queues whose handles are gone (e.g. host functions of destroyed queues). Errors are the queues'.
+    fn drain(&self) {}
 
     fn as_any(&self) -> &dyn Any;
 }
@@ -164,10 +171,22 @@ pub trait Kernel: Send + Sync {
 /// Errors raised by queued work are kept and returned by the next `sync` (or the event's `sync`).
 pub trait Queue: Send + Sync {
     /// Enqueue a copy; `*_on_device` as in [`Device::memcpy_sync`].
-    fn memcpy(&self, dst: usize, dst_on_device: bool, src: usize, src_on_device: bool, size: usize)
-    -> PluginResult<()>;
+    ///
+    /// # Safety
+    /// `src` must stay valid for reading and `dst` for writing `size` bytes until the copy has run.
+    unsafe fn memcpy(
+        &self,
+        dst: usize,
+        dst_on_device: bool,
+        src: usize,
+        src_on_device: bool,
+        size: usize,
+    ) -> PluginResult<()>;
     /// Enqueue a fill of `size` bytes at `ptr` with `pattern` repeated (`size % pattern.len() == 0`).
-    fn fill(&self, ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()>;
+    ///
+    /// # Safety
+    /// `ptr` must stay valid for writing `size` bytes until the fill has run.
+    unsafe fn fill(&self, ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()>;
     fn launch(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()>;
     /// Enqueue a host callback; it runs in queue order and may outlive the queue's handle.
     fn host_fn(&self, f: Box<dyn FnOnce() + Send>) -> PluginResult<()>;

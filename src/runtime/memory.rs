@@ -129,7 +129,7 @@ impl AllocTable {
     }
 
     pub fn alloc(&self, dev: &Arc<Device>, raw_type: u32, size: usize) -> OlResult<usize> {
-        let pdev = dev.plugin("olMemAlloc")?;
+        let pdev = dev.plugin()?;
         let kind = kind_of(raw_type);
         let limit = pdev.global_mem_size();
         if (kind == AllocKind::Device || pdev.host_addressable()) && size as u64 > limit {
@@ -183,7 +183,7 @@ impl AllocTable {
             .ok_or_else(|| OlError::invalid_argument("address is not a known allocation"))?;
         let fences = queue_fences();
         if fences.is_empty() {
-            rec.device.plugin("olMemFree")?.free(rec.base, rec.kind)?;
+            rec.device.plugin()?.free(rec.base, rec.kind)?;
         } else {
             let mut d = self.deferred.lock();
             d.push(Deferred { alloc: rec, fences });
@@ -239,7 +239,7 @@ impl AllocTable {
             ready
         };
         for a in ready {
-            if let Ok(p) = a.device.plugin("olMemFree") {
+            if let Ok(p) = a.device.plugin() {
                 let _ = p.free(a.base, a.kind);
             }
         }
@@ -308,7 +308,7 @@ impl AllocTable {
         self.deferred_bytes.store(0, Ordering::Relaxed);
         let all = std::mem::take(&mut *self.map.lock());
         for a in all.into_values().chain(deferred.into_iter().map(|d| d.alloc)) {
-            if let Ok(p) = a.device.plugin("olShutDown") {
+            if let Ok(p) = a.device.plugin() {
                 let _ = p.free(a.base, a.kind);
             }
         }
@@ -343,7 +343,7 @@ static REGISTERED: AtomicUsize = AtomicUsize::new(0);
 
 /// `olMemRegister` after validation; returns the device-accessible pointer.
 pub fn register(dev: &Device, ptr: usize, size: usize) -> OlResult<usize> {
-    let pinned = dev.plugin("olMemRegister")?.register_host(ptr, size)?;
+    let pinned = dev.plugin()?.register_host(ptr, size)?;
     REGISTERED.fetch_add(1, Ordering::Relaxed);
     Ok(pinned)
 }
@@ -351,7 +351,7 @@ pub fn register(dev: &Device, ptr: usize, size: usize) -> OlResult<usize> {
 /// `olMemUnregister` after validation: waits for the work enqueued on every queue so far (see the
 /// module docs), then drops one use of the registered range containing `ptr`.
 pub fn unregister(dev: &Device, ptr: usize) -> OlResult<()> {
-    let pdev = dev.plugin("olMemUnregister")?;
+    let pdev = dev.plugin()?;
     if pdev.registered_range(ptr).is_none() {
         return Err(OlError::invalid_argument("cannot find locked buffer"));
     }
@@ -368,7 +368,11 @@ pub fn unregister(dev: &Device, ptr: usize) -> OlResult<()> {
 }
 
 /// `olMemcpy` after validation.
-pub fn memcpy(
+///
+/// # Safety
+/// `src` must be valid for reading and `dst` for writing `size` bytes on their devices, until the copy
+/// has run (it may be queued).
+pub unsafe fn memcpy(
     ctx: &Context,
     queue: Option<&Arc<Queue>>,
     dst: usize,
@@ -399,7 +403,7 @@ pub fn memcpy(
     }
     match queue {
         Some(q) => {
-            let exec = q.device.plugin("olMemcpy")?;
+            let exec = q.device.plugin()?;
             // A queue of a host-addressable device (CPU) cannot reach a GPU's memory.
             for side in [dst_dev, src_dev] {
                 if let super::DeviceKind::Plugin(p) = &side.kind
@@ -413,7 +417,8 @@ pub fn memcpy(
                     ));
                 }
             }
-            q.inner.memcpy(dst, on_device(dst_dev, exec), src, on_device(src_dev, exec), size)?;
+            // SAFETY: both ranges are valid until the copy has run (this function's contract).
+            unsafe { q.inner.memcpy(dst, on_device(dst_dev, exec), src, on_device(src_dev, exec), size) }?;
         }
         None => {
             // Prefer the device that is not host-addressable (a GPU) to perform the copy.
@@ -428,7 +433,8 @@ pub fn memcpy(
                 .or(cands.first())
                 .cloned()
                 .ok_or_else(|| OlError::invalid_argument("olMemcpy needs a device"))?;
-            exec.memcpy_sync(dst, on_device(dst_dev, &exec), src, on_device(src_dev, &exec), size)?;
+            // SAFETY: both ranges are valid for the call (this function's contract).
+            unsafe { exec.memcpy_sync(dst, on_device(dst_dev, &exec), src, on_device(src_dev, &exec), size) }?;
         }
     }
     Ok(())
@@ -436,7 +442,10 @@ pub fn memcpy(
 
 /// `olMemFill` after validation. A NULL queue (documented optional) fills synchronously on the device
 /// that owns `ptr` (LLVM 22 crashes there).
-pub fn fill(ctx: &Context, queue: Option<&Arc<Queue>>, ptr: usize, pattern: &[u8], size: usize) -> OlResult<()> {
+///
+/// # Safety
+/// `ptr` must be valid for writing `size` bytes until the fill has run (it may be queued).
+pub unsafe fn fill(ctx: &Context, queue: Option<&Arc<Queue>>, ptr: usize, pattern: &[u8], size: usize) -> OlResult<()> {
     if size == 0 {
         return Ok(());
     }
@@ -445,7 +454,7 @@ pub fn fill(ctx: &Context, queue: Option<&Arc<Queue>>, ptr: usize, pattern: &[u8
         Some(q) => {
             // A queue of a host-addressable device (CPU) would write through a GPU address (GPU host
             // and managed memory are host-addressable).
-            if let Ok(exec) = q.device.plugin("olMemFill")
+            if let Ok(exec) = q.device.plugin()
                 && exec.host_addressable()
                 && let Some(a) = ctx.allocs.find(ptr)
                 && a.kind == AllocKind::Device
@@ -457,7 +466,8 @@ pub fn fill(ctx: &Context, queue: Option<&Arc<Queue>>, ptr: usize, pattern: &[u8
                      enqueue the fill on a queue of the device that owns it",
                 ));
             }
-            Ok(q.inner.fill(ptr, pattern, size)?)
+            // SAFETY: the range is valid until the fill has run (this function's contract).
+            Ok(unsafe { q.inner.fill(ptr, pattern, size) }?)
         }
         None => {
             let a = ctx.allocs.find(ptr).ok_or_else(|| {
@@ -466,9 +476,10 @@ pub fn fill(ctx: &Context, queue: Option<&Arc<Queue>>, ptr: usize, pattern: &[u8
                      pass a queue for other memory",
                 )
             })?;
-            let pdev = a.device.plugin("olMemFill")?;
+            let pdev = a.device.plugin()?;
             let q = pdev.create_queue()?;
-            q.fill(ptr, pattern, size)?;
+            // SAFETY: the range is valid until the fill has run, which is before this returns.
+            unsafe { q.fill(ptr, pattern, size) }?;
             Ok(q.sync()?)
         }
     }
@@ -510,7 +521,7 @@ mod tests {
         fn registered_range(&self, _: usize) -> Option<(usize, usize)> {
             None
         }
-        fn memcpy_sync(&self, _: usize, _: bool, _: usize, _: bool, _: usize) -> PluginResult<()> {
+        unsafe fn memcpy_sync(&self, _: usize, _: bool, _: usize, _: bool, _: usize) -> PluginResult<()> {
             unimplemented!()
         }
         fn is_valid_binary(&self, _: &[u8]) -> bool {

@@ -1,20 +1,22 @@
 //! Safe runtime objects and the process-global context. Nothing here sees a raw C pointer: addresses
 //! are `usize`, buffers are slices, handles are [`Handle`] values.
 
+pub mod handle;
 pub mod hostfn;
 pub mod memory;
 pub mod objects;
+pub mod pin;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::handle::{self, Handle, Object};
 use crate::plugin;
+use handle::{Handle, Object};
 
 pub use objects::{Device, DeviceKind, Event, Platform, Program, Queue, Symbol, SymbolKind};
 
@@ -35,13 +37,17 @@ struct InitState {
 }
 
 static INIT: Mutex<InitState> = Mutex::new(InitState { refcount: 0 });
-static CTX: RwLock<Option<Arc<Context>>> = RwLock::new(None);
+/// The live context (a leaked `Box`), or NULL. Read without a lock by pinned calls; the last
+/// `olShutDown` clears it, waits for the calls in flight, then frees it.
+static CTX: AtomicPtr<Context> = AtomicPtr::new(std::ptr::null_mut());
 /// Process-unique queue ids, never reset (as in LLVM 22).
 static QUEUE_IDS: AtomicU64 = AtomicU64::new(1);
 
-/// The live context, or None before `olInit` / after the last `olShutDown`.
-pub fn context() -> Option<Arc<Context>> {
-    CTX.read().clone()
+/// The live context, or None before `olInit` / after the last `olShutDown`; valid while `_pin` lives.
+pub fn context(_pin: &pin::Guard) -> Option<&Context> {
+    // SAFETY: a non-NULL pointer is a live context; the last olShutDown frees it only after clearing the
+    // pointer and waiting for every pinned call, and this load is ordered after the pin's announcement.
+    unsafe { CTX.load(Ordering::SeqCst).as_ref() }
 }
 
 /// `olInit`: reference counted; the first call builds platforms and devices and reads the environment.
@@ -84,7 +90,7 @@ pub fn init() -> OlResult<()> {
     add_platform("Host", "Unknown platform vendor", OL_PLATFORM_BACKEND_HOST, vec![DeviceKind::Host]);
     let host_device = devices.last().map(|d| d.handle).unwrap_or(0);
 
-    let ctx = Arc::new(Context {
+    let ctx = Box::new(Context {
         trace,
         validate,
         devices,
@@ -92,12 +98,13 @@ pub fn init() -> OlResult<()> {
         allocs: memory::AllocTable::default(),
         outstanding: Mutex::new(Vec::new()),
     });
-    *CTX.write() = Some(ctx);
+    CTX.store(Box::into_raw(ctx), Ordering::SeqCst);
     st.refcount = 1;
     Ok(())
 }
 
-/// `olShutDown`: at the last reference, drain every queue, unload every program, invalidate every handle.
+/// `olShutDown`: at the last reference, wait for the calls in flight on other threads (calls starting
+/// from now on get UNINITIALIZED), drain every queue, unload every program, invalidate every handle.
 pub fn shutdown() -> OlResult<()> {
     // From a host function the last reference would drain (wait for) that host function's own queue.
     hostfn::refuse_in_host_fn("olShutDown")?;
@@ -108,11 +115,24 @@ pub fn shutdown() -> OlResult<()> {
             "liboffload has not been initialized - please call olInit before using this API",
         ));
     }
+    if st.refcount == 1 && pin::in_call() {
+        return Err(OlError::unsupported(
+            "the last olShutDown was called from inside another liboffload call on the same thread (a callback \
+             of olIterateDevices or a host function run by olSyncQueue): that call still uses the library; \
+             shut down after it returns",
+        ));
+    }
     st.refcount -= 1;
     if st.refcount > 0 {
         return Ok(());
     }
-    let Some(ctx) = CTX.write().take() else { return Ok(()) };
+    let ctx = CTX.swap(std::ptr::null_mut(), Ordering::SeqCst);
+    if ctx.is_null() {
+        return Ok(());
+    }
+    pin::wait_for_calls_in_flight();
+    // SAFETY: made by Box::into_raw in init; no longer published and no call that read it is in flight.
+    let ctx = unsafe { Box::from_raw(ctx) };
     let mut first_err = None;
     // Finish pending work first: queues still alive, then those destroyed while busy.
     let objs = handle::clear();
@@ -129,8 +149,12 @@ pub fn shutdown() -> OlResult<()> {
             first_err.get_or_insert(OlError::from(e));
         }
     }
-    // Queues the CPU plugin still runs (e.g. host functions of destroyed queues) finish before teardown.
-    plugin::cpu::drain_all();
+    // Work the plugins still run for queues whose handles are gone finishes before teardown.
+    for d in &ctx.devices {
+        if let DeviceKind::Plugin(p) = &d.kind {
+            p.drain();
+        }
+    }
     // Programs unload (device global destructors run) when their last reference goes.
     for o in &objs {
         if let Object::Program(p) = o

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::handle::{self, Handle, Object};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::handle::{self, Handle, Object};
 use crate::plugin::{self, GlobalInfo, LaunchDims};
 
 use super::{Context, SymbolCache, hostfn};
@@ -31,14 +31,14 @@ pub struct Device {
 }
 
 impl Device {
-    /// The plugin device, or UNSUPPORTED naming `what` for the virtual host device (where LLVM 22 crashes).
-    pub fn plugin(&self, what: &str) -> OlResult<&Arc<dyn plugin::Device>> {
+    /// The plugin device, or UNSUPPORTED for the virtual host device (where LLVM 22 crashes).
+    pub fn plugin(&self) -> OlResult<&Arc<dyn plugin::Device>> {
         match &self.kind {
             DeviceKind::Plugin(p) => Ok(p),
-            DeviceKind::Host => Err(OlError::unsupported(format!(
-                "{what} is not supported on the virtual host device: it only answers info queries and \
-                 acts as the host side of olMemcpy; use a CPU or GPU device"
-            ))),
+            DeviceKind::Host => Err(OlError::unsupported(
+                "not supported on the virtual host device: it only answers info queries and acts as the host \
+                 side of olMemcpy (allocations, queues, programs and kernels need a CPU or GPU device)",
+            )),
         }
     }
     pub fn is_host(&self) -> bool {
@@ -96,17 +96,18 @@ pub struct Symbol {
 // ---- queues -------------------------------------------------------------------------------------
 
 pub fn create_queue(dev: &Arc<Device>) -> OlResult<Handle> {
-    let inner = dev.plugin("olCreateQueue")?.create_queue()?;
+    let inner = dev.plugin()?.create_queue()?;
     super::memory::watch_queue(&inner);
     let id = super::next_queue_id();
     let dev = dev.clone();
     Ok(handle::insert_with(|h| Object::Queue(Arc::new(Queue { handle: h, id, device: dev, inner }))))
 }
 
-/// Never blocks: pending work still completes (kept on the context's outstanding list until shutdown).
+/// After its handle was removed. Never blocks: pending work still completes (kept on the context's
+/// outstanding list until shutdown).
 pub fn destroy_queue(ctx: &Context, q: &Arc<Queue>) -> OlResult<()> {
-    let busy = !q.inner.is_empty()?;
-    handle::remove(q.handle);
+    // The handle is gone already: a queue whose state cannot be read counts as busy, never as an error.
+    let busy = !matches!(q.inner.is_empty(), Ok(true));
     let mut out = ctx.outstanding.lock();
     out.retain(|o| !matches!(o.is_empty(), Ok(true)));
     if busy {
@@ -147,12 +148,12 @@ pub fn sync_event(ev: &Event) -> OlResult<()> {
 }
 
 /// `olWaitEvents` after validation: `events` are raw handles, NULL entries are errors.
-pub fn wait_events(q: &Arc<Queue>, events: &[Handle]) -> OlResult<()> {
+pub fn wait_events(ctx: &Context, q: &Arc<Queue>, events: &[Handle]) -> OlResult<()> {
     for &h in events {
         if h == 0 {
             return Err(OlError::new(OL_ERRC_INVALID_NULL_HANDLE, "olWaitEvents asked to wait on a NULL event"));
         }
-        let ev = handle::event(h)?;
+        let ev = handle::event(ctx, h)?;
         if ev.queue_id == q.id {
             continue;
         }
@@ -167,7 +168,7 @@ pub fn wait_events(q: &Arc<Queue>, events: &[Handle]) -> OlResult<()> {
 // ---- programs and symbols -------------------------------------------------------------------------
 
 pub fn create_program(dev: &Arc<Device>, image: &[u8]) -> OlResult<Handle> {
-    let inner = dev.plugin("olCreateProgram")?.load_program(image)?;
+    let inner = dev.plugin()?.load_program(image)?;
     let dev = dev.clone();
     Ok(handle::insert_with(|h| {
         Object::Program(Arc::new(Program { handle: h, device: dev, inner, symbols: Mutex::new(Default::default()) }))
@@ -181,14 +182,13 @@ pub fn is_valid_binary(dev: &Device, image: &[u8]) -> bool {
     }
 }
 
+/// After its handle was removed: its symbols go too, then it unloads.
 pub fn destroy_program(p: &Arc<Program>) -> OlResult<()> {
-    p.inner.unload()?;
     let syms: Vec<Handle> = p.symbols.lock().drain().map(|(_, h)| h).collect();
     for h in syms {
         handle::remove(h);
     }
-    handle::remove(p.handle);
-    Ok(())
+    Ok(p.inner.unload()?)
 }
 
 pub fn get_symbol(p: &Arc<Program>, name: &str, kind: SymbolKind) -> OlResult<Handle> {
@@ -232,7 +232,7 @@ pub fn launch_kernel(
     let Some(kernel) = &sym.kernel else {
         return Err(OlError::new(OL_ERRC_SYMBOL_KIND, "provided symbol is not a kernel"));
     };
-    let pdev = dev.plugin("olLaunchKernel")?;
+    let pdev = dev.plugin()?;
     match queue {
         Some(q) => q.inner.launch(kernel.clone(), args, dims)?,
         None => pdev.launch_sync(kernel.clone(), args, dims)?,
@@ -244,7 +244,7 @@ pub fn optimal_group_size(dev: &Device, sym: &Symbol, shared: usize) -> OlResult
     let Some(kernel) = &sym.kernel else {
         return Err(OlError::new(OL_ERRC_SYMBOL_KIND, "provided symbol is not a kernel"));
     };
-    Ok(dev.plugin("olCalculateOptimalOccupancy")?.optimal_group_size(kernel.as_ref(), shared)?)
+    Ok(dev.plugin()?.optimal_group_size(kernel.as_ref(), shared)?)
 }
 
 /// Host callbacks: run in queue order; they may outlive the queue handle.

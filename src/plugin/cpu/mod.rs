@@ -12,13 +12,13 @@
 //! Everything here is host memory, so the device is `host_addressable`: the runtime may hand its
 //! pointers to other devices as host pointers.
 //!
-//! For the runtime: [`devices`] gives the one device (always the same `Arc`); call [`drain_all`] in
-//! `olShutDown` to wait for the work of every queue, including queues whose handle was destroyed
-//! while busy. Threads: the pool's workers start on the first launch (or large copy) and live as
+//! For the runtime: [`devices`] gives the one device (always the same `Arc`); its `Device::drain`
+//! ([`drain_all`]) is what `olShutDown` calls to wait for the work of every queue, including queues whose
+//! handle was destroyed while busy. Threads: the pool's workers start on the first launch (or large copy) and live as
 //! long as the process (parked when idle); each queue has a thread while it has work (it
 //! exits after a second without work, or when the handle is gone and the work is done).
 //!
-//! Tests: `cargo test --lib plugin::cpu` (`jit_tests.rs` runs real kernels once the JIT is in);
+//! Tests: `cargo test --lib plugin::cpu` (`jit_tests.rs` runs real kernels through the JIT);
 //! timings: `cargo test --release --lib -- --ignored --nocapture bench_cpu` (see `bench.rs`) and
 //! `... jit_saxpy_bench`.
 
@@ -108,7 +108,7 @@ impl Device for CpuDevice {
         self.memory.registered_range(ptr)
     }
 
-    fn memcpy_sync(
+    unsafe fn memcpy_sync(
         &self,
         dst: usize,
         _dst_on_device: bool,
@@ -162,6 +162,10 @@ impl Device for CpuDevice {
 
     fn launch_sync(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()> {
         launch::prepare(kernel, args, dims)?.execute()
+    }
+
+    fn drain(&self) {
+        drain_all();
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -366,7 +366,7 @@ impl Drop for CpuQueue {
 }
 
 impl Queue for CpuQueue {
-    fn memcpy(
+    unsafe fn memcpy(
         &self,
         dst: usize,
         _dst_on_device: bool,
@@ -380,7 +380,7 @@ impl Queue for CpuQueue {
         self.push(Op::Copy { dst, src, size })
     }
 
-    fn fill(&self, ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()> {
+    unsafe fn fill(&self, ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()> {
         if pattern.is_empty() || !size.is_multiple_of(pattern.len()) {
             return Err(PluginError::InvalidSize(format!(
                 "fill size {size} is not a multiple of the pattern size {}",

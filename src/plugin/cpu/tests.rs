@@ -410,10 +410,13 @@ fn device_memory() {
         assert_eq!(a % 64, 0);
         assert_eq!(b % 4096, 0);
         let src: Vec<u8> = (0..100).collect();
-        dev.memcpy_sync(a, true, src.as_ptr() as usize, false, 100).unwrap();
-        dev.memcpy_sync(b + 5, true, a, true, 100).unwrap();
+        // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+        unsafe { dev.memcpy_sync(a, true, src.as_ptr() as usize, false, 100) }.unwrap();
+        // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+        unsafe { dev.memcpy_sync(b + 5, true, a, true, 100) }.unwrap();
         let mut back = vec![0u8; 100];
-        dev.memcpy_sync(back.as_mut_ptr() as usize, false, b + 5, true, 100).unwrap();
+        // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+        unsafe { dev.memcpy_sync(back.as_mut_ptr() as usize, false, b + 5, true, 100) }.unwrap();
         assert_eq!(back, src);
         dev.free(a, kind).unwrap();
         dev.free(b, kind).unwrap();
@@ -442,7 +445,8 @@ fn launches_and_copies_do_not_wait_behind_a_kernel() {
     let n = memory::PARALLEL_MIN + 4096;
     let src = vec![3u8; n];
     let mut dst = vec![0u8; n];
-    dev.memcpy_sync(dst.as_mut_ptr() as usize, false, src.as_ptr() as usize, false, n).unwrap();
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    unsafe { dev.memcpy_sync(dst.as_mut_ptr() as usize, false, src.as_ptr() as usize, false, n) }.unwrap();
     assert!(dst.iter().all(|&b| b == 3));
     // SAFETY: dst has n bytes.
     unsafe { memory::fill(dst.as_mut_ptr() as usize, &[7], n).unwrap() };
@@ -498,12 +502,15 @@ fn queue_work_mixed_in_order() {
     let mut buf = vec![0u32; n as usize];
     let mut out = vec![0u32; n as usize];
     let bp = buf.as_mut_ptr();
-    q.fill(bp as usize, &7u32.to_ne_bytes(), 4 * n as usize).unwrap();
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    unsafe { q.fill(bp as usize, &7u32.to_ne_bytes(), 4 * n as usize) }.unwrap();
     for _ in 0..5 {
         q.launch(add1_kernel(), &add1_args(bp, n), dims([n.div_ceil(64), 1, 1], [64, 1, 1])).unwrap();
     }
-    q.memcpy(out.as_mut_ptr() as usize, false, bp as usize, true, 4 * n as usize).unwrap();
-    assert!(q.fill(bp as usize, &[1, 2, 3], 10).is_err());
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    unsafe { q.memcpy(out.as_mut_ptr() as usize, false, bp as usize, true, 4 * n as usize) }.unwrap();
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    assert!(unsafe { q.fill(bp as usize, &[1, 2, 3], 10) }.is_err());
     q.sync().unwrap();
     assert!(out.iter().all(|&v| v == 12));
     assert!(buf.iter().all(|&v| v == 12));

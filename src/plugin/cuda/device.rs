@@ -1,187 +1,27 @@
-//! Layer 3: safe objects over the driver table: device, program, kernel, queue (stream), event.
+//! Layer 3: safe objects over the driver table. This file: the device (context, memory, stream pool);
+//! beside it the program, kernel, queue (stream) and event.
 
 use std::any::Any;
-use std::ffi::{CString, c_int, c_void};
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::ffi::{c_int, c_void};
+use std::panic::catch_unwind;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
-use crate::plugin::{
-    AllocKind, Device, DeviceInfo, Event, GlobalInfo, Kernel, LaunchDims, PluginError, PluginResult, Program, Queue,
-};
+use parking_lot::Mutex;
+
+use crate::plugin::{AllocKind, Device, DeviceInfo, Kernel, LaunchDims, PluginError, PluginResult, Program, Queue};
 
 use super::debug;
 use super::driver::*;
-use super::image::{self, ImageKind, ParamLayout};
+use super::image::{self, ImageKind};
+use super::program::image_load_error;
 use super::ptx::{self, PtxImage};
 use crate::plugin::registry::HostRanges;
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Per-device state shared by every object of the device.
-pub struct DeviceInner {
-    pub(crate) drv: &'static Driver,
-    /// The device ordinal (for releasing the primary context).
-    dev: CUdevice,
-    pub(crate) ctx: CUcontext,
-    /// CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X/Y/Z.
-    max_grid: [u32; 3],
-    pub(crate) major: u32,
-    pub(crate) minor: u32,
-    ptx_isa: u32,
-    info: DeviceInfo,
-    /// Streams for the synchronous operations (memcpy_sync, launch_sync, ctors), reused.
-    pool: Mutex<Vec<usize>>,
-    /// Registered host ranges; the data says whether we page-locked the range ourselves.
-    registered: Mutex<HostRanges<bool>>,
-}
-
-// SAFETY: `ctx` is a CUDA primary context handle, usable from any thread (made current per call);
-// everything else is Sync.
-unsafe impl Send for DeviceInner {}
-// SAFETY: as above.
-unsafe impl Sync for DeviceInner {}
-
-impl DeviceInner {
-    /// Make the device's primary context current on this thread. Checked with `cuCtxGetCurrent`
-    /// (a thread-local read in the driver) rather than cached on our side, so that other CUDA users
-    /// in the process switching contexts cannot misroute our calls.
-    #[inline]
-    pub(crate) fn bind(&self) -> PluginResult<()> {
-        let mut cur: CUcontext = std::ptr::null_mut();
-        // SAFETY: out-pointer valid.
-        let r = unsafe { (self.drv.cuCtxGetCurrent)(&mut cur) };
-        if r == CUDA_SUCCESS && cur == self.ctx {
-            return Ok(());
-        }
-        // SAFETY: ctx is a retained primary context.
-        self.drv.check(unsafe { (self.drv.cuCtxSetCurrent)(self.ctx) }, "cuCtxSetCurrent")
-    }
-
-    fn pooled_stream(&self) -> PluginResult<PooledStream<'_>> {
-        self.bind()?;
-        if let Some(s) = lock(&self.pool).pop() {
-            return Ok(PooledStream { dev: self, s: s as CUstream });
-        }
-        let mut s: CUstream = std::ptr::null_mut();
-        // SAFETY: out-pointer valid; context current.
-        self.drv.check(unsafe { (self.drv.cuStreamCreate)(&mut s, CU_STREAM_NON_BLOCKING) }, "cuStreamCreate")?;
-        Ok(PooledStream { dev: self, s })
-    }
-
-    fn sync_stream(&self, s: CUstream) -> PluginResult<()> {
-        // SAFETY: s is a live stream of this context.
-        self.drv.check(unsafe { (self.drv.cuStreamSynchronize)(s) }, "cuStreamSynchronize")
-    }
-
-    fn memcpy_async(&self, dst: usize, src: usize, size: usize, s: CUstream) -> PluginResult<()> {
-        if size == 0 {
-            return Ok(());
-        }
-        // SAFETY: with unified addressing the driver resolves both pointers (device, pinned or
-        // pageable host memory); the caller guarantees `size` valid bytes at both.
-        let r = unsafe { (self.drv.cuMemcpyAsync)(dst as CUdeviceptr, src as CUdeviceptr, size, s) };
-        self.drv.check(r, "cuMemcpyAsync")
-    }
-
-    fn function(&self, module: CUmodule, name: &str) -> PluginResult<CUfunction> {
-        let what = || format!("cuModuleGetFunction('{name}')");
-        let c =
-            CString::new(name).map_err(|_| PluginError::NotFound(format!("error in {}: name contains NUL", what())))?;
-        let mut f: CUfunction = std::ptr::null_mut();
-        // SAFETY: module is loaded; c is NUL-terminated.
-        let r = unsafe { (self.drv.cuModuleGetFunction)(&mut f, module, c.as_ptr()) };
-        self.drv.check(r, &what())?;
-        Ok(f)
-    }
-
-    fn global(&self, module: CUmodule, name: &str) -> PluginResult<GlobalInfo> {
-        let what = || format!("cuModuleGetGlobal for '{name}'");
-        let c =
-            CString::new(name).map_err(|_| PluginError::NotFound(format!("error in {}: name contains NUL", what())))?;
-        let mut addr: CUdeviceptr = 0;
-        let mut size = 0usize;
-        // SAFETY: module is loaded; out-pointers valid.
-        let r = unsafe { (self.drv.cuModuleGetGlobal)(&mut addr, &mut size, module, c.as_ptr()) };
-        self.drv.check(r, &what())?;
-        Ok(GlobalInfo { addr: addr as usize, size })
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn launch_raw(
-        &self,
-        func: CUfunction,
-        name: &str,
-        args: &[u8],
-        dims: &LaunchDims,
-        stream: CUstream,
-    ) -> PluginResult<()> {
-        let shmem = u32::try_from(dims.dyn_shared_mem).map_err(|_| {
-            PluginError::InvalidArgument(format!("dynamic shared memory size {} too large", dims.dyn_shared_mem))
-        })?;
-        // The driver copies the argument block at launch; keep it 8-byte aligned.
-        let mut stack = [0u64; 64];
-        let mut heap = Vec::new();
-        let buf: &mut [u64] = if args.len() <= 512 {
-            &mut stack[..args.len().div_ceil(8)]
-        } else {
-            heap.resize(args.len().div_ceil(8), 0u64);
-            &mut heap
-        };
-        // SAFETY: buf has at least args.len() bytes; u64 has no invalid bit patterns.
-        unsafe { std::ptr::copy_nonoverlapping(args.as_ptr(), buf.as_mut_ptr().cast::<u8>(), args.len()) };
-        let mut size = args.len();
-        let mut extra = [
-            CU_LAUNCH_PARAM_BUFFER_POINTER,
-            buf.as_mut_ptr().cast::<c_void>(),
-            CU_LAUNCH_PARAM_BUFFER_SIZE,
-            (&mut size as *mut usize).cast::<c_void>(),
-            CU_LAUNCH_PARAM_END,
-        ];
-        let extra_ptr = if args.is_empty() { std::ptr::null_mut() } else { extra.as_mut_ptr() };
-        let [gx, gy, gz] = dims.num_groups;
-        let [bx, by, bz] = dims.group_size;
-        // SAFETY: func belongs to a loaded module of this context; `extra` and the buffers it
-        // points to outlive the call (the driver copies the arguments before returning).
-        let r = unsafe {
-            (self.drv.cuLaunchKernel)(func, gx, gy, gz, bx, by, bz, shmem, stream, std::ptr::null_mut(), extra_ptr)
-        };
-        // (the message is formatted only on failure: this is the launch hot path)
-        if r == CUDA_SUCCESS { Ok(()) } else { Err(self.drv.error(r, &format!("cuLaunchKernel for '{name}'"))) }
-    }
-}
-
-impl Drop for DeviceInner {
-    /// The last object of the device is gone (after `olShutDown`): destroy the pooled streams and release
-    /// the primary context retained by `open`, so that an init/shutdown cycle leaks nothing in the driver.
-    fn drop(&mut self) {
-        let pool = std::mem::take(&mut *lock(&self.pool));
-        if self.bind().is_ok() {
-            for s in pool {
-                // SAFETY: a stream of this context, idle (its PooledStream was dropped), never used again.
-                let _ = unsafe { (self.drv.cuStreamDestroy)(s as CUstream) };
-            }
-        }
-        if let Some(release) = self.drv.cuDevicePrimaryCtxRelease {
-            // SAFETY: balances the cuDevicePrimaryCtxRetain of `open`.
-            let _ = unsafe { release(self.dev) };
-        }
-    }
-}
-
-/// A stream borrowed from the device's pool; returned on drop.
-struct PooledStream<'a> {
-    dev: &'a DeviceInner,
-    s: CUstream,
-}
-
-impl Drop for PooledStream<'_> {
-    fn drop(&mut self) {
-        lock(&self.dev.pool).push(self.s as usize);
-    }
-}
+use super::context::DeviceInner;
+use super::kernel::CudaKernel;
+use super::program::CudaProgram;
+use super::queue::CudaQueue;
 
 /// One CUDA device (its primary context).
 pub struct CudaDevice {
@@ -356,7 +196,7 @@ impl Device for CudaDevice {
     /// without being contained in it is INVALID_ARGUMENT.
     fn register_host(&self, ptr: usize, size: usize) -> PluginResult<usize> {
         let d = &*self.inner;
-        let mut reg = lock(&d.registered);
+        let mut reg = d.registered.lock();
         if reg.add_use(ptr, size)? {
             return Ok(ptr);
         }
@@ -374,7 +214,7 @@ impl Device for CudaDevice {
     /// `ptr` may be anywhere in a registered range.
     fn unregister_host(&self, ptr: usize) -> PluginResult<()> {
         let d = &*self.inner;
-        let last = lock(&d.registered).release(ptr)?;
+        let last = d.registered.lock().release(ptr)?;
         // The last use of a range we page-locked ourselves: unlock it.
         if let Some((base, true)) = last {
             d.bind()?;
@@ -385,10 +225,10 @@ impl Device for CudaDevice {
     }
 
     fn registered_range(&self, ptr: usize) -> Option<(usize, usize)> {
-        lock(&self.inner.registered).find(ptr)
+        self.inner.registered.lock().find(ptr)
     }
 
-    fn memcpy_sync(
+    unsafe fn memcpy_sync(
         &self,
         dst: usize,
         _dst_on_device: bool,
@@ -406,10 +246,10 @@ impl Device for CudaDevice {
     }
 
     fn is_valid_binary(&self, image: &[u8]) -> bool {
-        let (major, minor) = (self.inner.major, self.inner.minor);
+        let (major, minor, isa) = (self.inner.major, self.inner.minor, self.inner.ptx_isa);
         catch_unwind(|| match image::classify(image) {
             ImageKind::Cubin => image::cubin_sm(image).is_some_and(|sm| image::sm_compatible(sm, major, minor)),
-            ImageKind::Ptx => image::ptx_compatible(image, major, minor, self.inner.ptx_isa),
+            ImageKind::Ptx => image::ptx_compatible(image, major, minor, isa),
             ImageKind::Bitcode => ptx::bitcode_triple(image).is_some_and(|t| t.starts_with("nvptx64")),
             ImageKind::Fatbin | ImageKind::Unknown(_) => false,
         })
@@ -494,7 +334,7 @@ impl Device for CudaDevice {
         // Device global constructors, synchronously (LLVM 22). On failure the module is unloaded.
         if let Err(e) = prog.run_init_fini(module, &ctors, true) {
             // Don't run destructors of a program whose constructors failed.
-            let m = lock(&prog.module).take();
+            let m = prog.module.lock().take();
             if let Some(m) = m {
                 // SAFETY: module loaded above, no longer used.
                 let _ = unsafe { (d.drv.cuModuleUnload)(m as CUmodule) };
@@ -536,512 +376,5 @@ impl Device for CudaDevice {
 
     fn as_any(&self) -> &dyn Any {
         self
-    }
-}
-
-/// What a failed `cuModuleLoadDataEx` means to the caller: an image the driver cannot use is
-/// INVALID_BINARY, a PTX the driver's JIT rejects is COMPILE_FAILURE (LLVM 22 says UNKNOWN for both);
-/// anything else keeps the general mapping.
-fn image_load_error(code: CUresult, msg: String) -> PluginError {
-    match code {
-        CUDA_ERROR_INVALID_IMAGE | CUDA_ERROR_NO_BINARY_FOR_GPU | CUDA_ERROR_UNSUPPORTED_PTX_VERSION => {
-            PluginError::InvalidBinary(msg)
-        }
-        CUDA_ERROR_INVALID_PTX | CUDA_ERROR_JIT_COMPILER_NOT_FOUND | CUDA_ERROR_JIT_COMPILATION_DISABLED => {
-            PluginError::Compile(msg)
-        }
-        _ => map_error(code, msg),
-    }
-}
-
-/// A loaded CUDA module.
-pub struct CudaProgram {
-    dev: Arc<DeviceInner>,
-    /// `None` once unloaded.
-    module: Mutex<Option<usize>>,
-    dtors: Vec<String>,
-    /// Set by the first launch of any of its kernels: unloading must then wait for the context's work
-    /// (a queued launch of an unloaded module is an illegal address on the GPU).
-    launched: Arc<AtomicBool>,
-    /// The cache entry this module was loaded from (keeps it alive; dropping evicts it).
-    _ptx: Option<Arc<PtxImage>>,
-}
-
-impl CudaProgram {
-    fn module(&self) -> PluginResult<CUmodule> {
-        lock(&self.module)
-            .map(|m| m as CUmodule)
-            .ok_or_else(|| PluginError::InvalidArgument("program was unloaded".into()))
-    }
-
-    /// Run `nvptx$device$init` (or `fini`) the way LLVM's CUDA plugin does: read the function
-    /// pointers stored in the `__init_array_object_*` constants (sorted by priority), write them to
-    /// a device buffer, point `__init_array_start/end` at it and launch the kernel 1x1.
-    fn run_init_fini(&self, module: CUmodule, names: &[String], init: bool) -> PluginResult<()> {
-        let d = &*self.dev;
-        let kname = if init { "nvptx$device$init" } else { "nvptx$device$fini" };
-        if names.is_empty() {
-            return Ok(());
-        }
-        let func = match d.function(module, kname) {
-            Ok(f) => f,
-            Err(PluginError::NotFound(_)) => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        let s = d.pooled_stream()?;
-        let mut ptrs = vec![0u64; names.len()];
-        for (i, n) in names.iter().enumerate() {
-            let g = d.global(module, n)?;
-            if g.size != 8 {
-                return Err(PluginError::Driver(format!(
-                    "constructor table entry '{n}' has size {} (expected 8)",
-                    g.size
-                )));
-            }
-            d.memcpy_async(&mut ptrs[i] as *mut u64 as usize, g.addr, 8, s.s)?;
-        }
-        d.sync_stream(s.s)?;
-        let bytes = ptrs.len() * 8;
-        let mut buf: CUdeviceptr = 0;
-        // SAFETY: out-pointer valid; context current (pooled_stream bound it).
-        d.drv.check(unsafe { (d.drv.cuMemAlloc)(&mut buf, bytes) }, "cuMemAlloc")?;
-        let result = (|| {
-            d.memcpy_async(buf as usize, ptrs.as_ptr() as usize, bytes, s.s)?;
-            let (start, end) = if init {
-                ("__init_array_start", "__init_array_end")
-            } else {
-                ("__fini_array_start", "__fini_array_end")
-            };
-            let bounds = [buf, buf + bytes as u64];
-            for (sym, val) in [(start, &bounds[0]), (end, &bounds[1])] {
-                let g = d.global(module, sym)?;
-                d.memcpy_async(g.addr, val as *const u64 as usize, 8, s.s)?;
-            }
-            let dims = LaunchDims { num_groups: [1, 1, 1], group_size: [1, 1, 1], dyn_shared_mem: 0 };
-            d.launch_raw(func, kname, &[], &dims, s.s)?;
-            d.sync_stream(s.s)
-        })();
-        let _ = d.sync_stream(s.s);
-        // SAFETY: buf allocated above; the stream was synchronized (or failed).
-        let freed = d.drv.check(unsafe { (d.drv.cuMemFree)(buf) }, "cuMemFree");
-        result.and(freed)
-    }
-}
-
-impl Program for CudaProgram {
-    fn kernel(&self, name: &str) -> PluginResult<Arc<dyn Kernel>> {
-        let module = self.module()?;
-        let d = &*self.dev;
-        d.bind()?;
-        let func = d.function(module, name)?;
-        let layout = param_layout(d.drv, func);
-        let mut static_shared: c_int = 0;
-        // SAFETY: out-pointer valid; func from cuModuleGetFunction. A failure leaves 0 (unknown).
-        let r = unsafe { (d.drv.cuFuncGetAttribute)(&mut static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, func) };
-        if r != CUDA_SUCCESS {
-            static_shared = 0;
-        }
-        Ok(Arc::new(CudaKernel {
-            name: name.to_string(),
-            func: func as usize,
-            layout,
-            static_shared: static_shared.max(0) as usize,
-            dyn_shared_raised: AtomicUsize::new(0),
-            launched: self.launched.clone(),
-        }))
-    }
-
-    fn global(&self, name: &str) -> PluginResult<GlobalInfo> {
-        let module = self.module()?;
-        self.dev.bind()?;
-        self.dev.global(module, name)
-    }
-
-    fn unload(&self) -> PluginResult<()> {
-        let mut guard = lock(&self.module);
-        let Some(m) = *guard else { return Ok(()) };
-        let d = &*self.dev;
-        d.bind()?;
-        // Launches of its kernels may still be queued on any stream (olDestroyProgram does not wait
-        // for queues): wait for the context's work first, as cuMemFree does. A sticky error of an
-        // earlier fault is left to cuModuleUnload to report.
-        if self.launched.load(Ordering::Acquire) {
-            // SAFETY: context current; no arguments.
-            let r = unsafe { (d.drv.cuCtxSynchronize)() };
-            if r != CUDA_SUCCESS {
-                super::debug(&format!("unload: {}", d.drv.error(r, "cuCtxSynchronize")));
-            }
-        }
-        self.run_init_fini(m as CUmodule, &self.dtors, false)?;
-        // SAFETY: module loaded by us; no kernel of it runs any more (context synchronized above,
-        // dtor kernel synchronized).
-        d.drv.check(unsafe { (d.drv.cuModuleUnload)(m as CUmodule) }, "cuModuleUnload")?;
-        *guard = None;
-        Ok(())
-    }
-}
-
-impl Drop for CudaProgram {
-    fn drop(&mut self) {
-        if let Err(e) = self.unload() {
-            super::debug(&format!("unloading a program on drop: {e}"));
-        }
-    }
-}
-
-/// A grid within the device's limits (block dims, threads per block, grid dims; none zero), else
-/// INVALID_ARGUMENT saying which limit, as the CPU device does (the driver would only say
-/// CUDA_ERROR_INVALID_VALUE).
-pub(crate) fn check_dims(name: &str, info: &DeviceInfo, max_grid: [u32; 3], dims: &LaunchDims) -> PluginResult<()> {
-    let bad = |s: String| Err(PluginError::InvalidArgument(format!("invalid launch of kernel '{name}': {s}")));
-    for (d, axis) in ["x", "y", "z"].iter().enumerate() {
-        let (gs, max) = (dims.group_size[d], info.max_work_group_size_per_dim[d]);
-        if gs == 0 || gs > max {
-            return bad(format!("group size {gs} in dimension {axis} is outside 1..={max}"));
-        }
-        let (ng, max) = (dims.num_groups[d], max_grid[d]);
-        if ng == 0 || ng > max {
-            return bad(format!("{ng} work-groups in dimension {axis}; the device allows 1..={max}"));
-        }
-    }
-    let wis: u64 = dims.group_size.iter().map(|&g| g as u64).product();
-    if wis > info.max_work_group_size as u64 {
-        let [x, y, z] = dims.group_size;
-        return bad(format!(
-            "group size {x}x{y}x{z} = {wis} work-items exceeds the device's limit of {}",
-            info.max_work_group_size
-        ));
-    }
-    Ok(())
-}
-
-/// `(offset, size)` of every parameter via `cuFuncGetParamInfo`; None when the driver lacks it.
-fn param_layout(drv: &Driver, func: CUfunction) -> Option<ParamLayout> {
-    let f = drv.cuFuncGetParamInfo?;
-    let mut params = Vec::new();
-    for i in 0..4096usize {
-        let (mut off, mut size) = (0usize, 0usize);
-        // SAFETY: out-pointers valid; func from cuModuleGetFunction.
-        let r = unsafe { f(func, i, &mut off, &mut size) };
-        if r == CUDA_ERROR_INVALID_VALUE {
-            break; // past the last parameter
-        }
-        if r != CUDA_SUCCESS {
-            return None;
-        }
-        params.push((off, size));
-    }
-    Some(ParamLayout { params })
-}
-
-pub struct CudaKernel {
-    name: String,
-    func: usize,
-    layout: Option<ParamLayout>,
-    /// CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES (0 when the driver did not say).
-    static_shared: usize,
-    /// The dynamic shared memory limit we raised the function to (0: never).
-    dyn_shared_raised: AtomicUsize,
-    /// The program's "a kernel was launched" flag.
-    launched: Arc<AtomicBool>,
-}
-
-impl CudaKernel {
-    pub(crate) fn func(&self) -> CUfunction {
-        self.func as CUfunction
-    }
-
-    /// Real parameter block (`None`: unknown, the driver predates `cuFuncGetParamInfo`).
-    pub fn param_layout(&self) -> Option<&ParamLayout> {
-        self.layout.as_ref()
-    }
-
-    fn launch_on(&self, d: &DeviceInner, args: &[u8], dims: &LaunchDims, stream: CUstream) -> PluginResult<()> {
-        check_dims(&self.name, &d.info, d.max_grid, dims)?;
-        let args = image::prepare_args(args, self.layout.as_ref())?;
-        let shm = dims.dyn_shared_mem;
-        // Static plus dynamic shared memory over the default per-block limit (48 KiB) needs the
-        // function's dynamic limit raised (up to the opt-in maximum, which the driver checks).
-        let default_limit = d.info.work_group_local_mem_size as usize;
-        if shm > 0
-            && self.static_shared.saturating_add(shm) > default_limit
-            && self.dyn_shared_raised.load(Ordering::Relaxed) < shm
-        {
-            // SAFETY: valid function handle.
-            let r = unsafe {
-                (d.drv.cuFuncSetAttribute)(self.func(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shm as c_int)
-            };
-            d.drv.check(r, "cuFuncSetAttribute")?;
-            self.dyn_shared_raised.fetch_max(shm, Ordering::Relaxed);
-        }
-        if !self.launched.load(Ordering::Relaxed) {
-            self.launched.store(true, Ordering::Release);
-        }
-        d.launch_raw(self.func(), &self.name, &args, dims, stream)
-    }
-}
-
-impl Kernel for CudaKernel {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-/// A queue: one non-blocking CUDA stream.
-pub struct CudaQueue {
-    dev: Arc<DeviceInner>,
-    stream: usize,
-    /// First error raised by queued host work (a panicking host function, a failed foreign wait).
-    error: Arc<Mutex<Option<PluginError>>>,
-}
-
-impl CudaQueue {
-    fn s(&self) -> CUstream {
-        self.stream as CUstream
-    }
-
-    fn enqueue_host(&self, f: Box<dyn FnOnce() -> PluginResult<()> + Send>) -> PluginResult<()> {
-        self.dev.bind()?;
-        let call = Box::new(HostCall { f, error: self.error.clone() });
-        let p = Box::into_raw(call);
-        // SAFETY: trampoline takes ownership of `p` exactly once when it runs.
-        let r = unsafe { (self.dev.drv.cuLaunchHostFunc)(self.s(), host_trampoline, p.cast()) };
-        if r != CUDA_SUCCESS {
-            // SAFETY: the driver did not take the callback; reclaim it.
-            drop(unsafe { Box::from_raw(p) });
-            return Err(self.dev.drv.error(r, "cuLaunchHostFunc"));
-        }
-        Ok(())
-    }
-}
-
-// SAFETY: the stream handle is usable from any thread; CUDA streams are thread-safe.
-unsafe impl Send for CudaQueue {}
-// SAFETY: as above.
-unsafe impl Sync for CudaQueue {}
-
-struct HostCall {
-    f: Box<dyn FnOnce() -> PluginResult<()> + Send>,
-    error: Arc<Mutex<Option<PluginError>>>,
-}
-
-unsafe extern "C" fn host_trampoline(p: *mut c_void) {
-    // SAFETY: p is the Box<HostCall> leaked by enqueue_host; the driver calls us once.
-    let call = unsafe { Box::from_raw(p.cast::<HostCall>()) };
-    let HostCall { f, error } = *call;
-    let err = match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(e),
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Some(PluginError::Backend(format!("host function panicked: {msg}")))
-        }
-    };
-    if let Some(e) = err {
-        let mut slot = lock(&error);
-        if slot.is_none() {
-            *slot = Some(e);
-        }
-    }
-}
-
-impl Queue for CudaQueue {
-    fn memcpy(
-        &self,
-        dst: usize,
-        _dst_on_device: bool,
-        src: usize,
-        _src_on_device: bool,
-        size: usize,
-    ) -> PluginResult<()> {
-        self.dev.bind()?;
-        self.dev.memcpy_async(dst, src, size, self.s())
-    }
-
-    /// 1/2/4-byte patterns: `cuMemsetD8/16/32Async`. Larger patterns: one strided 2-D memset per
-    /// pattern element (pitch = pattern size, width 1, height = repetitions) with the largest
-    /// element size of 4/2/1 that divides the pattern size and the address (as LLVM 22 does).
-    fn fill(&self, ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()> {
-        let plen = pattern.len();
-        if size == 0 || plen == 0 {
-            return Ok(());
-        }
-        if !size.is_multiple_of(plen) {
-            return Err(PluginError::InvalidSize("fill size is not a multiple of the pattern size".into()));
-        }
-        let d = &*self.dev;
-        d.bind()?;
-        let p = ptr as CUdeviceptr;
-        let s = self.s();
-        let elem = image::fill_element_size(plen, ptr);
-        // The caller guarantees `size` writable bytes at `ptr` (all memsets below).
-        match (plen, elem) {
-            (1, _) => {
-                // SAFETY: see above.
-                let r = unsafe { (d.drv.cuMemsetD8Async)(p, pattern[0], size, s) };
-                return d.drv.check(r, "cuMemsetD8Async");
-            }
-            (2, 2) => {
-                let v = u16::from_le_bytes([pattern[0], pattern[1]]);
-                // SAFETY: see above; ptr is 2-byte aligned (elem == 2).
-                let r = unsafe { (d.drv.cuMemsetD16Async)(p, v, size / 2, s) };
-                return d.drv.check(r, "cuMemsetD16Async");
-            }
-            (4, 4) => {
-                let v = u32::from_le_bytes([pattern[0], pattern[1], pattern[2], pattern[3]]);
-                // SAFETY: see above; ptr is 4-byte aligned (elem == 4).
-                let r = unsafe { (d.drv.cuMemsetD32Async)(p, v, size / 4, s) };
-                return d.drv.check(r, "cuMemsetD32Async");
-            }
-            _ => {}
-        }
-        let height = size / plen;
-        for j in 0..plen / elem {
-            let at = p + (j * elem) as u64;
-            let b = &pattern[j * elem..(j + 1) * elem];
-            // Rows of `plen` bytes, `height` of them, inside [ptr, ptr+size); `at` aligned to elem.
-            let r = match elem {
-                4 => {
-                    let v = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                    // SAFETY: see above.
-                    unsafe { (d.drv.cuMemsetD2D32Async)(at, plen, v, 1, height, s) }
-                }
-                2 => {
-                    let v = u16::from_le_bytes([b[0], b[1]]);
-                    // SAFETY: see above.
-                    unsafe { (d.drv.cuMemsetD2D16Async)(at, plen, v, 1, height, s) }
-                }
-                // SAFETY: see above.
-                _ => unsafe { (d.drv.cuMemsetD2D8Async)(at, plen, b[0], 1, height, s) },
-            };
-            d.drv.check(r, "cuMemsetD2DAsync")?;
-        }
-        Ok(())
-    }
-
-    fn launch(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()> {
-        let k = kernel
-            .as_any()
-            .downcast_ref::<CudaKernel>()
-            .ok_or_else(|| PluginError::InvalidArgument("kernel does not belong to a CUDA device".into()))?;
-        self.dev.bind()?;
-        k.launch_on(&self.dev, args, &dims, self.s())
-    }
-
-    fn host_fn(&self, f: Box<dyn FnOnce() + Send>) -> PluginResult<()> {
-        self.enqueue_host(Box::new(move || {
-            f();
-            Ok(())
-        }))
-    }
-
-    fn record_event(&self) -> PluginResult<Option<Arc<dyn Event>>> {
-        let d = &*self.dev;
-        d.bind()?;
-        // SAFETY: live stream.
-        match unsafe { (d.drv.cuStreamQuery)(self.s()) } {
-            CUDA_SUCCESS => return Ok(None),
-            CUDA_ERROR_NOT_READY => {}
-            r => return Err(d.drv.error(r, "cuStreamQuery")),
-        }
-        let mut ev: CUevent = std::ptr::null_mut();
-        // SAFETY: out-pointer valid.
-        d.drv.check(unsafe { (d.drv.cuEventCreate)(&mut ev, CU_EVENT_DISABLE_TIMING) }, "cuEventCreate")?;
-        let event = CudaEvent { dev: self.dev.clone(), event: ev as usize };
-        // SAFETY: live event and stream.
-        d.drv.check(unsafe { (d.drv.cuEventRecord)(ev, self.s()) }, "cuEventRecord")?;
-        Ok(Some(Arc::new(event)))
-    }
-
-    fn wait_event(&self, event: Arc<dyn Event>) -> PluginResult<()> {
-        if let Some(ce) = event.as_any().downcast_ref::<CudaEvent>() {
-            self.dev.bind()?;
-            // SAFETY: live event (kept alive by `event` for the call; the driver records the dependency).
-            let r = unsafe { (self.dev.drv.cuStreamWaitEvent)(self.s(), ce.event as CUevent, 0) };
-            return self.dev.drv.check(r, "cuStreamWaitEvent");
-        }
-        // A foreign event (another plugin's): block the stream with a host function until it completes.
-        if matches!(event.is_complete(), Ok(true)) {
-            return Ok(());
-        }
-        self.enqueue_host(Box::new(move || event.sync()))
-    }
-
-    fn sync(&self) -> PluginResult<()> {
-        self.dev.bind()?;
-        self.dev.sync_stream(self.s())?;
-        match lock(&self.error).take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-
-    fn is_empty(&self) -> PluginResult<bool> {
-        self.dev.bind()?;
-        // SAFETY: live stream.
-        match unsafe { (self.dev.drv.cuStreamQuery)(self.s()) } {
-            CUDA_SUCCESS => Ok(true),
-            CUDA_ERROR_NOT_READY => Ok(false),
-            r => Err(self.dev.drv.error(r, "cuStreamQuery")),
-        }
-    }
-}
-
-impl Drop for CudaQueue {
-    fn drop(&mut self) {
-        // cuStreamDestroy does not wait: pending work completes, then the stream is released.
-        if self.dev.bind().is_ok() {
-            // SAFETY: live stream, never used again.
-            let _ = unsafe { (self.dev.drv.cuStreamDestroy)(self.s()) };
-        }
-    }
-}
-
-pub struct CudaEvent {
-    dev: Arc<DeviceInner>,
-    event: usize,
-}
-
-// SAFETY: CUDA events are usable from any thread.
-unsafe impl Send for CudaEvent {}
-// SAFETY: as above.
-unsafe impl Sync for CudaEvent {}
-
-impl Event for CudaEvent {
-    fn is_complete(&self) -> PluginResult<bool> {
-        self.dev.bind()?;
-        // SAFETY: live event.
-        match unsafe { (self.dev.drv.cuEventQuery)(self.event as CUevent) } {
-            CUDA_SUCCESS => Ok(true),
-            CUDA_ERROR_NOT_READY => Ok(false),
-            r => Err(self.dev.drv.error(r, "cuEventQuery")),
-        }
-    }
-
-    fn sync(&self) -> PluginResult<()> {
-        self.dev.bind()?;
-        // SAFETY: live event.
-        let r = unsafe { (self.dev.drv.cuEventSynchronize)(self.event as CUevent) };
-        self.dev.drv.check(r, "cuEventSynchronize")
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-impl Drop for CudaEvent {
-    fn drop(&mut self) {
-        if self.dev.bind().is_ok() {
-            // SAFETY: live event, never used again.
-            let _ = unsafe { (self.dev.drv.cuEventDestroy)(self.event as CUevent) };
-        }
     }
 }

@@ -27,10 +27,15 @@
 //!   INVALID_ARGUMENT `mismatch in kernel arguments`. Without it the buffer is passed as given.
 //!   See [`image::prepare_args`].
 
+pub mod context;
 pub mod device;
 pub mod driver;
+pub mod event;
 pub mod image;
+pub mod kernel;
+pub mod program;
 pub mod ptx;
+pub mod queue;
 
 use std::sync::{Arc, OnceLock};
 

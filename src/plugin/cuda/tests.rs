@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::device::{CudaDevice, CudaKernel};
+use super::device::CudaDevice;
 use super::driver::*;
+use super::kernel::CudaKernel;
 use super::ptx::tests::kernel_bitcode;
 use super::*;
 use crate::plugin::{AllocKind, Event, LaunchDims, PluginError, PluginResult, Program};
@@ -55,13 +56,15 @@ impl Buf {
     fn upload<T: Copy>(&self, v: &[T]) {
         let n = std::mem::size_of_val(v);
         assert!(n <= self.size);
-        self.dev.memcpy_sync(self.ptr, true, v.as_ptr() as usize, false, n).expect("memcpy H2D");
+        // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+        unsafe { self.dev.memcpy_sync(self.ptr, true, v.as_ptr() as usize, false, n) }.expect("memcpy H2D");
     }
     fn download<T: Copy + Default>(&self, n: usize) -> Vec<T> {
         let mut v = vec![T::default(); n];
         let bytes = n * std::mem::size_of::<T>();
         assert!(bytes <= self.size);
-        self.dev.memcpy_sync(v.as_mut_ptr() as usize, false, self.ptr, true, bytes).expect("memcpy D2H");
+        // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+        unsafe { self.dev.memcpy_sync(v.as_mut_ptr() as usize, false, self.ptr, true, bytes) }.expect("memcpy D2H");
         v
     }
 }
@@ -220,7 +223,8 @@ fn gpu_grid_2d() {
     let (w, h) = (1000u32, 300u32);
     let b = Buf::new(&dev, (4 * w * h) as usize, AllocKind::Device);
     let q = dev.create_queue().unwrap();
-    q.fill(b.ptr, &[0xff], (4 * w * h) as usize).unwrap();
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    unsafe { q.fill(b.ptr, &[0xff], (4 * w * h) as usize) }.unwrap();
     let args = Args::default().arg(b.ptr).arg(w).arg(h).finish();
     let dims = LaunchDims { num_groups: [w.div_ceil(16), h.div_ceil(8), 1], group_size: [16, 8, 1], dyn_shared_mem: 0 };
     q.launch(k, &args, dims).unwrap();
@@ -242,10 +246,12 @@ fn gpu_globals() {
     let s = prog.global("global_scalar").unwrap();
     assert_eq!(s.size, 4);
     let mut seven = 0u32;
-    dev.memcpy_sync(&mut seven as *mut u32 as usize, false, s.addr, true, 4).unwrap();
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    unsafe { dev.memcpy_sync(&mut seven as *mut u32 as usize, false, s.addr, true, 4) }.unwrap();
     assert_eq!(seven, 7);
     let vals: Vec<u32> = (0..64).map(|i| i * 10).collect();
-    dev.memcpy_sync(g.addr, true, vals.as_ptr() as usize, false, 256).unwrap();
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    unsafe { dev.memcpy_sync(g.addr, true, vals.as_ptr() as usize, false, 256) }.unwrap();
     let out = Buf::new(&dev, 256, AllocKind::Device);
     let args = Args::default().arg(out.ptr).finish();
     dev.launch_sync(prog.kernel("read_global").unwrap(), &args, dims1(1, 64)).unwrap();
@@ -253,7 +259,8 @@ fn gpu_globals() {
     assert_eq!(got, (0..64).map(|i| i * 20 + 7).collect::<Vec<u32>>());
     dev.launch_sync(prog.kernel("write_global").unwrap(), &[], dims1(1, 64)).unwrap();
     let mut back = vec![0u32; 64];
-    dev.memcpy_sync(back.as_mut_ptr() as usize, false, g.addr, true, 256).unwrap();
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    unsafe { dev.memcpy_sync(back.as_mut_ptr() as usize, false, g.addr, true, 256) }.unwrap();
     assert_eq!(back, (0..64).map(|i| i * 3).collect::<Vec<u32>>());
     // lookups that fail
     match prog.kernel("no_such_kernel") {
@@ -283,7 +290,8 @@ fn gpu_global_ctors() {
     assert_eq!(out.download::<i32>(1), vec![100], "constructors 200, 201, 202 in priority order");
     let g = prog.global("dtor_ran").unwrap();
     let mut ran = -1i32;
-    dev.memcpy_sync(&mut ran as *mut i32 as usize, false, g.addr, true, 4).unwrap();
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    unsafe { dev.memcpy_sync(&mut ran as *mut i32 as usize, false, g.addr, true, 4) }.unwrap();
     assert_eq!(ran, 0, "destructor not yet run");
     prog.unload().expect("unload runs destructors");
     prog.unload().expect("second unload is a no-op");
@@ -358,8 +366,10 @@ fn gpu_memory_kinds_and_fills() {
             let reps = 1000;
             let size = pattern.len() * reps;
             let b = Buf::new(&dev, size + 64, kind);
-            q.fill(b.ptr, &[0u8], size + 64).unwrap();
-            q.fill(b.ptr, &pattern, size).unwrap();
+            // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+            unsafe { q.fill(b.ptr, &[0u8], size + 64) }.unwrap();
+            // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+            unsafe { q.fill(b.ptr, &pattern, size) }.unwrap();
             q.sync().unwrap();
             let got: Vec<u8> = b.download(size + 64);
             for (i, &v) in got[..size].iter().enumerate() {
@@ -381,15 +391,19 @@ fn gpu_memory_kinds_and_fills() {
     let mut host = vec![0u8; 4096];
     let pinned = dev.register_host(host.as_mut_ptr() as usize, 4096).unwrap();
     assert_eq!(pinned, host.as_mut_ptr() as usize);
-    q.memcpy(a.ptr, true, src.as_ptr() as usize, false, 4096).unwrap();
-    q.memcpy(c.ptr, true, a.ptr, true, 4096).unwrap();
-    q.memcpy(pinned, false, c.ptr, true, 4096).unwrap();
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    unsafe { q.memcpy(a.ptr, true, src.as_ptr() as usize, false, 4096) }.unwrap();
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    unsafe { q.memcpy(c.ptr, true, a.ptr, true, 4096) }.unwrap();
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    unsafe { q.memcpy(pinned, false, c.ptr, true, 4096) }.unwrap();
     q.sync().unwrap();
     assert_eq!(host, src);
     dev.unregister_host(pinned).unwrap();
     assert!(matches!(dev.unregister_host(pinned), Err(PluginError::InvalidArgument(_))));
     // zero-size copies are fine
-    dev.memcpy_sync(a.ptr, true, src.as_ptr() as usize, false, 0).unwrap();
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    unsafe { dev.memcpy_sync(a.ptr, true, src.as_ptr() as usize, false, 0) }.unwrap();
 }
 
 /// An event of "another plugin": completes when its flag is set.
@@ -440,10 +454,12 @@ fn gpu_queues_events_host_functions() {
     let q2 = dev.create_queue().unwrap();
     let b = Buf::new(&dev, 4, AllocKind::Device);
     q2.wait_event(ev.clone()).unwrap();
-    q2.fill(b.ptr, &[1, 0, 0, 0], 4).unwrap();
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    unsafe { q2.fill(b.ptr, &[1, 0, 0, 0], 4) }.unwrap();
     let foreign = Arc::new(AtomicBool::new(false));
     q2.wait_event(Arc::new(ForeignEvent(foreign.clone()))).unwrap();
-    q2.fill(b.ptr, &[2, 0, 0, 0], 4).unwrap();
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    unsafe { q2.fill(b.ptr, &[2, 0, 0, 0], 4) }.unwrap();
     std::thread::sleep(Duration::from_millis(50));
     assert!(!q2.is_empty().unwrap(), "q2 must wait for q's event");
     gate.store(true, Ordering::SeqCst);
@@ -627,13 +643,19 @@ fn gpu_bench() {
         gbs(b)
     };
     let pp = pageable.as_mut_ptr() as usize;
-    let h2d_pageable = best(&mut || dev.memcpy_sync(dbuf.ptr, true, pp, false, SIZE).unwrap());
-    let d2h_pageable = best(&mut || dev.memcpy_sync(pp, false, dbuf.ptr, true, SIZE).unwrap());
-    let h2d_pinned = best(&mut || dev.memcpy_sync(dbuf.ptr, true, pinned.ptr, false, SIZE).unwrap());
-    let d2h_pinned = best(&mut || dev.memcpy_sync(pinned.ptr, false, dbuf.ptr, true, SIZE).unwrap());
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    let h2d_pageable = best(&mut || unsafe { dev.memcpy_sync(dbuf.ptr, true, pp, false, SIZE) }.unwrap());
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    let d2h_pageable = best(&mut || unsafe { dev.memcpy_sync(pp, false, dbuf.ptr, true, SIZE) }.unwrap());
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    let h2d_pinned = best(&mut || unsafe { dev.memcpy_sync(dbuf.ptr, true, pinned.ptr, false, SIZE) }.unwrap());
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    let d2h_pinned = best(&mut || unsafe { dev.memcpy_sync(pinned.ptr, false, dbuf.ptr, true, SIZE) }.unwrap());
     dev.register_host(pp, SIZE).unwrap();
-    let h2d_reg = best(&mut || dev.memcpy_sync(dbuf.ptr, true, pp, false, SIZE).unwrap());
-    let d2h_reg = best(&mut || dev.memcpy_sync(pp, false, dbuf.ptr, true, SIZE).unwrap());
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    let h2d_reg = best(&mut || unsafe { dev.memcpy_sync(dbuf.ptr, true, pp, false, SIZE) }.unwrap());
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    let d2h_reg = best(&mut || unsafe { dev.memcpy_sync(pp, false, dbuf.ptr, true, SIZE) }.unwrap());
     dev.unregister_host(pp).unwrap();
     println!("\n=== copy bandwidth, 256 MiB, best of 3 (GB/s) ===");
     println!("{:<34} {:>8} {:>8}", "host memory", "H2D", "D2H");
@@ -1021,7 +1043,8 @@ fn fake_driver_device_layer() {
     for plen in [1usize, 2, 4, 6, 16, 17] {
         let pattern: Vec<u8> = (0..plen as u8).map(|b| b + 1).collect();
         let b = Buf::new(&dev, plen * 10 + 8, AllocKind::Device);
-        q.fill(b.ptr, &pattern, plen * 10).unwrap();
+        // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+        unsafe { q.fill(b.ptr, &pattern, plen * 10) }.unwrap();
         let got: Vec<u8> = b.download(plen * 10 + 8);
         for (k, &v) in got[..plen * 10].iter().enumerate() {
             assert_eq!(v, pattern[k % plen], "pattern {plen} at {k}");
@@ -1030,7 +1053,8 @@ fn fake_driver_device_layer() {
     }
     // misaligned 4-byte pattern goes through the 2-D path
     let b = Buf::new(&dev, 64, AllocKind::Host);
-    q.fill(b.ptr + 1, &[9, 8, 7, 6], 40).unwrap();
+    // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
+    unsafe { q.fill(b.ptr + 1, &[9, 8, 7, 6], 40) }.unwrap();
     let got: Vec<u8> = b.download(64);
     assert_eq!(&got[1..9], &[9, 8, 7, 6, 9, 8, 7, 6]);
     assert_eq!(got[0], 0);
@@ -1197,7 +1221,7 @@ fn gpu_project_device_code_and_seed_scenario() {
 /// driver of ffi-tests/fake_cuda: the driver's CUDA_ERROR_INVALID_VALUE became OL_ERRC_UNKNOWN).
 #[test]
 fn launch_dims_checked_against_device_limits() {
-    use super::device::check_dims;
+    use super::kernel::check_dims;
     let dev = CudaDevice::open(fake::driver(), 0, 12080).expect("open fake device");
     let info = dev.info();
     let grid = [i32::MAX as u32, 65535, 65535];

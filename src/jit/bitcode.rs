@@ -344,8 +344,10 @@ fn module_triple(b: &mut Bits, width: u32, info: &mut Vec<(u64, Abbrev)>) -> R<S
                     if ops.len() > MAX_TRIPLE {
                         return Err("target triple too long".into());
                     }
+                    // Each operand is one char, truncated to a byte as LLVM's reader does; not UTF-8 is kept
+                    // lossily, as the compile path reads it (`to_string_lossy`), so both classify alike.
                     let bytes: Vec<u8> = ops.iter().map(|&v| v as u8).collect();
-                    return String::from_utf8(bytes).map_err(|_| "target triple is not text".into());
+                    return Ok(String::from_utf8_lossy(&bytes).into_owned());
                 }
             }
         }

@@ -95,7 +95,7 @@ pub(crate) fn supported_arch(triple: &str) -> Option<Arch> {
     }
 }
 
-fn unsupported(triple: &str) -> JitError {
+pub(crate) fn unsupported(triple: &str) -> JitError {
     JitError::InvalidBinary(format!(
         "expected LLVM bitcode for nvptx64, amdgcn, spirv64 or x86_64, found bitcode for target '{triple}'"
     ))

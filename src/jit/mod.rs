@@ -457,7 +457,16 @@ pub fn is_valid_for_cpu(image: &[u8]) -> bool {
 /// Compiles (through the cache) and loads a fresh instance of `image`.
 pub fn load(image: &[u8]) -> Result<LoadedImage, JitError> {
     if let Some(bc) = bitcode_payload(image) {
-        // No parse here: the cache key is the content; on a miss the (isolated) compile validates.
+        // What olIsValidBinary rejects is not loaded either: the same bounded reader (no LLVM) must
+        // follow the bitstream to a supported triple. Beyond that, no parse here: the cache key is the
+        // content; on a miss the (isolated) compile validates.
+        let triple = bitcode::triple(bc).map_err(|e| {
+            JitError::InvalidBinary(format!(
+                "expected LLVM bitcode or an x86-64 ELF shared object, found malformed LLVM bitcode ({}): {e}",
+                describe(image)
+            ))
+        })?;
+        compile::supported_arch(&triple).ok_or_else(|| compile::unsupported(&triple))?;
         let co = cache::get_or_compile(bc, None)?;
         let obj = elf::LoadedObject::load(&co.object)?;
         obj.run_init();

@@ -261,6 +261,12 @@ impl Device for CudaDevice {
         let (bytes, ctors, dtors, compiled): (Vec<u8>, Vec<String>, Vec<String>, Option<Arc<PtxImage>>) =
             match image::classify(image) {
                 ImageKind::Bitcode => {
+                    // What is_valid_binary rejects is not loaded either (the same reader, no LLVM).
+                    match ptx::bitcode_triple(image) {
+                        Some(t) if t.starts_with("nvptx64") => {}
+                        Some(t) => return Err(image::invalid_binary(&format!("LLVM bitcode for target '{t}'"))),
+                        None => return Err(image::invalid_binary("malformed LLVM bitcode")),
+                    }
                     let p = ptx::compile_cached(image, d.major, d.minor, d.ptx_isa)?;
                     (Vec::new(), p.ctors.clone(), p.dtors.clone(), Some(p))
                 }

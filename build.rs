@@ -9,8 +9,9 @@
 use std::path::Path;
 use std::process::Command;
 
-/// The C++ sources of the shim library.
+/// The C++ sources of the shim library, and the header they share.
 const CXX_SOURCES: [&str; 2] = ["src/jit/lower.cpp", "src/jit/kernel_memory.cpp"];
+const CXX_HEADERS: [&str; 1] = ["src/jit/shim.h"];
 
 fn hash_tree(h: &mut blake3::Hasher, p: &Path) {
     let mut entries: Vec<_> = match std::fs::read_dir(p) {
@@ -55,7 +56,7 @@ fn main() {
     // build script reruns for any change under src/jit).
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default());
     let mut sh = blake3::Hasher::new();
-    for f in CXX_SOURCES {
+    for f in CXX_SOURCES.iter().chain(&CXX_HEADERS) {
         sh.update(&std::fs::read(f).unwrap_or_default());
     }
     let stamp_val = format!("{}\n{prefix}\n", sh.finalize().to_hex());

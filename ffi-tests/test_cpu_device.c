@@ -9,26 +9,7 @@
 
 #include <pthread.h>
 
-#ifndef FFI_TESTS_PROGRAM
-#define FFI_TESTS_PROGRAM "build/ffi-tests/tiny.nvptx64.bc"
-#endif
-
-static ol_device_handle_t cpu, host;
-
-/* olInit + find the devices; SKIP (and shut down again) when there is no CPU device. */
-#define SETUP()                                                                                              \
-  do {                                                                                                       \
-    REQUIRE_OK(olInit());                                                                                    \
-    harness_device_list_t l_ = harness_devices();                                                            \
-    host = l_.count ? l_.devices[l_.count - 1] : NULL;                                                       \
-    cpu = harness_find_backend(HARNESS_BACKEND_CPU);                                                         \
-    if (!cpu) {                                                                                              \
-      olShutDown();                                                                                          \
-      SKIP("no CPU device");                                                                                 \
-    }                                                                                                        \
-  } while (0)
-
-#define TEARDOWN() CHECK_OK(olShutDown())
+#include "cpu_fixture.h"
 
 static bool small_mode(void) { return getenv("OFFLOAD_RS_TESTS_SMALL") != NULL; }
 

@@ -17,25 +17,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#ifndef FFI_TESTS_PROGRAM
-#define FFI_TESTS_PROGRAM "build/ffi-tests/tiny.nvptx64.bc"
-#endif
-
-static ol_device_handle_t cpu, host;
-
-#define SETUP()                                                                                              \
-  do {                                                                                                       \
-    REQUIRE_OK(olInit());                                                                                    \
-    harness_device_list_t l_ = harness_devices();                                                            \
-    host = l_.count ? l_.devices[l_.count - 1] : NULL;                                                       \
-    cpu = harness_find_backend(HARNESS_BACKEND_CPU);                                                         \
-    if (!cpu) {                                                                                              \
-      olShutDown();                                                                                          \
-      SKIP("no CPU device");                                                                                 \
-    }                                                                                                        \
-  } while (0)
-
-#define TEARDOWN() CHECK_OK(olShutDown())
+#include "cpu_fixture.h"
 
 static const ol_alloc_type_t types[] = {OL_ALLOC_TYPE_HOST, OL_ALLOC_TYPE_DEVICE, OL_ALLOC_TYPE_MANAGED};
 

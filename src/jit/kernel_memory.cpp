@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "shim.h"
+
 using namespace llvm;
 
 extern "C" void ol_rs_jit_emit_stack_sizes(LLVMTargetMachineRef TM) {
@@ -184,14 +186,6 @@ struct Instrumenter {
   }
 };
 
-char *dup(const std::string &s) {
-  char *p = static_cast<char *>(std::malloc(s.size() + 1));
-  if (p) {
-    std::memcpy(p, s.data(), s.size());
-    p[s.size()] = 0;
-  }
-  return p;
-}
 
 } // namespace
 
@@ -200,7 +194,7 @@ extern "C" int ol_rs_jit_memcheck_instrument(LLVMModuleRef MR, int arch, char **
   Instrumenter In(*unwrap(MR), arch);
   std::string err;
   if (!In.run(err)) {
-    *err_out = dup(err.empty() ? std::string("memcheck instrumentation failed") : err);
+    *err_out = ol_rs::dup_for_rust(err.empty() ? std::string("memcheck instrumentation failed") : err);
     return 1;
   }
   return 0;

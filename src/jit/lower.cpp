@@ -56,6 +56,8 @@
 #include <string>
 #include <vector>
 
+#include "shim.h"
+
 using namespace llvm;
 using namespace llvm::PatternMatch;
 
@@ -2176,14 +2178,6 @@ struct Lowering {
   }
 };
 
-char *dupstr(const std::string &s) {
-  char *p = static_cast<char *>(std::malloc(s.size() + 1));
-  if (p) {
-    std::memcpy(p, s.data(), s.size());
-    p[s.size()] = 0;
-  }
-  return p;
-}
 
 } // namespace
 
@@ -2206,10 +2200,10 @@ extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, int arch, const char *cpu, cons
   }
   bool ok = L.run();
   if (!ok) {
-    *err_out = dupstr(L.err.empty() ? std::string("unknown lowering failure") : L.err);
+    *err_out = ol_rs::dup_for_rust(L.err.empty() ? std::string("unknown lowering failure") : L.err);
     return 1;
   }
-  *meta_out = dupstr(L.meta);
+  *meta_out = ol_rs::dup_for_rust(L.meta);
   return 0;
 }
 

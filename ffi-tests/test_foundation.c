@@ -893,7 +893,9 @@ static int run_child(const char *mode, const char *const *extra_env, char *out, 
 
 /* The traced child: a known sequence of calls. Prints the host handle on stdout. */
 static int trace_child(void) {
-  char buf[64];
+  /* Zeroed: LLVM 22 traces a string property's buffer even for PropSize == 0, so stack garbage there would
+   * make its trace depend on what ran before (seen when the checkout's path changed). */
+  char buf[64] = {0};
   size_t sz;
   ol_device_type_t t;
   olGetDeviceInfo(NULL, OL_DEVICE_INFO_NAME, 0, NULL); /* before init: not traced */

@@ -33,6 +33,20 @@
     }                                                                                               \
   } while (0)
 
+#ifdef CL_SUCCESS
+// The first OpenCL device (PoCL's CPU device here), a context on it and an in-order queue.
+static inline void cl_open(cl_device_id *dev, cl_context *ctx, cl_command_queue *q) {
+  cl_platform_id plat;
+  cl_int err;
+  CL(clGetPlatformIDs(1, &plat, NULL));
+  CL(clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, dev, NULL));
+  *ctx = clCreateContext(NULL, 1, dev, NULL, NULL, &err);
+  CL(err);
+  *q = clCreateCommandQueue(*ctx, *dev, 0, &err);
+  CL(err);
+}
+#endif
+
 static inline double now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);

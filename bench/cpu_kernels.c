@@ -150,15 +150,11 @@ static void run_offload(const char *bc_path) {
 // PoCL
 
 static void run_pocl(const char *cl_path) {
-  cl_platform_id plat;
   cl_device_id dev;
+  cl_context ctx;
+  cl_command_queue q;
   cl_int err;
-  CL(clGetPlatformIDs(1, &plat, NULL));
-  CL(clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL));
-  cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-  CL(err);
-  cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
-  CL(err);
+  cl_open(&dev, &ctx, &q);
   size_t sz;
   const char *src = read_file(cl_path, &sz);
   double t0 = now_ns();

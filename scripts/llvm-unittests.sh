@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# LLVM 22's own conformance suite, offload/unittests/OffloadAPI (gtest), against our library: built
+# against LLVM's header with the system gtest, linked with build/lib/libLLVMOffload.so.22.1, run on our
+# CPU device and, when build/fake-cuda exists, on the CUDA device of the fake driver. Not in CI: it
+# needs LLVM's sources, which stay outside the repository (nothing of LLVM's is committed here).
+#
+#   make lib && make -C ffi-tests fake-cuda
+#   bash scripts/llvm-unittests.sh /path/to/llvm-project     # or LLVM_SRC=/path/to/llvm-project
+#
+# The groups and their files come from the tests' CMakeLists.txt (add_offload_unittest), the kernels
+# from device_code/CMakeLists.txt (add_offload_test_device_code), compiled to nvptx64 bitcode as
+# ffi-tests/Makefile does. One local change, written and applied here to a copy of the tests: for
+# backend 0x100 (our CPU platform) Environment.cpp loads <name>.nvptx64.bc (upstream only knows GPU
+# binaries). The fake CUDA device gets the same bitcode as <name>.nvptx64.bin (our CUDA plugin takes
+# NVPTX bitcode). Rebuilds are incremental (a generated Makefile in the build directory).
+#
+# Env: LLVM_UNITTESTS_BUILD (build dir, default build/llvm-unittests), LLVM_UNITTESTS_DEVICES (default
+# "cpu cuda"; cuda is skipped without build/fake-cuda), JOBS (parallel compiles, default nproc),
+# GTEST_FILTER (passed to every binary). Exit status 1 when a test fails or a binary crashes.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SRC=${1:-${LLVM_SRC:-}}
+T=$SRC/offload/unittests/OffloadAPI
+if [ -z "$SRC" ] || [ ! -f "$T/common/Environment.cpp" ] || [ ! -f "$T/CMakeLists.txt" ]; then
+  echo "usage: $0 LLVM_SRC (a checkout of llvm-project 22.x holding offload/unittests/OffloadAPI)" >&2
+  exit 2
+fi
+B=${LLVM_UNITTESTS_BUILD:-$ROOT/build/llvm-unittests}
+LLVM=${LLVM_DIR:-/usr/lib/llvm-22}
+LIB=$ROOT/build/lib
+[ -f "$LIB/libLLVMOffload.so.22.1" ] || { echo "no $LIB/libLLVMOffload.so.22.1: run 'make lib' first" >&2; exit 2; }
+[ -f /usr/include/gtest/gtest.h ] || { echo "gtest missing: apt-get install libgtest-dev" >&2; exit 2; }
+mkdir -p "$B"
+
+# A copy of the tests with the local change; rsync -c keeps unchanged files' mtimes for make.
+mkdir -p "$B/src"
+rm -rf "$B/src.new"
+cp -a "$T/." "$B/src.new"
+cat > "$B/environment.patch" <<'EOF'
+--- a/common/Environment.cpp
++++ b/common/Environment.cpp
+@@ -1,3 +1,6 @@
+   std::string FileExtension;
+-  if (Backend == OL_PLATFORM_BACKEND_AMDGPU) {
++  if (static_cast<uint32_t>(Backend) == 0x100) {
++    // offload-rs's CPU device runs nvptx64 bitcode (local change, not upstream).
++    FileExtension = ".nvptx64.bc";
++  } else if (Backend == OL_PLATFORM_BACKEND_AMDGPU) {
+     FileExtension = ".amdgpu.bin";
+EOF
+# The hunk's line numbers are placeholders: patch finds the context wherever it is.
+patch --quiet -p1 -d "$B/src.new" < "$B/environment.patch"
+(cd "$B/src.new" && find . -type f) | while read -r f; do
+  cmp -s "$B/src.new/$f" "$B/src/$f" || { mkdir -p "$(dirname "$B/src/$f")"; cp "$B/src.new/$f" "$B/src/$f"; }
+done
+rm -rf "$B/src.new"
+
+# The Makefile: one gtest binary per add_offload_unittest group, the kernels from device_code.
+python3 - "$B" "$LLVM" "$LIB" "${CLANG:-$LLVM/bin/clang}" <<'EOF'
+import re, sys
+b, llvm, lib, clang = sys.argv[1:]
+src = f"{b}/src"
+cm = open(f"{src}/CMakeLists.txt").read()
+groups = re.findall(r'add_offload_unittest\("(\w+)"\s+([^)]*)\)', cm)
+nowrap = set(re.findall(r'target_compile_definitions\("(\w+)\.unittests"[^)]*DISABLE_WRAPPER', cm))
+dc = open(f"{src}/device_code/CMakeLists.txt").read()
+kernels = re.findall(r'add_offload_test_device_code\((\S+)\s+(\w+)([^)]*)\)', dc)
+cxx = f"{llvm}/bin/clang++"
+cxxflags = (f"-std=c++17 -O1 -g -I{llvm}/include -I{llvm}/include/offload -I{src}/common "
+            f"-D_GNU_SOURCE -D__STDC_CONSTANT_MACROS -D__STDC_FORMAT_MACROS -D__STDC_LIMIT_MACROS "
+            f"-DDEVICE_CODE_PATH='\"{b}/device_code\"'")
+ldflags = (f"-L{lib} -Wl,-rpath,{lib} -lLLVMOffload -L{llvm}/lib -Wl,-rpath,{llvm}/lib -lLLVM-22 "
+           "-lgtest_main -lgtest -lpthread")
+bc = ("--target=nvptx64-nvidia-cuda -march=sm_70 -Xclang -target-feature -Xclang +ptx70 -nogpulib "
+      "-ffreestanding -O2 -emit-llvm -c")
+out, bins, bcs = [], [], []
+for name, files in groups:
+    objs = []
+    for f in files.split():
+        o = f"obj/{name}/{f.replace('/', '_')}.o"
+        objs.append(o)
+        out.append(f"{o}: src/{f} $(HDRS)\n\tmkdir -p obj/{name} && {cxx} {cxxflags} -c $< -o $@")
+    env = f"obj/{name}/Environment.o"
+    define = " -DDISABLE_WRAPPER" if name in nowrap else ""
+    out.append(f"{env}: src/common/Environment.cpp $(HDRS)\n\tmkdir -p obj/{name} && {cxx} {cxxflags}{define} -c $< -o $@")
+    objs.append(env)
+    out.append(f"bin/{name}.unittests: {' '.join(objs)}\n\tmkdir -p bin && {cxx} $^ -o $@ {ldflags}")
+    bins.append(f"bin/{name}.unittests")
+for f, name, flags in kernels:
+    k = f"device_code/{name}.nvptx64.bc"
+    out.append(f"{k}: src/device_code/{f}\n\tmkdir -p device_code && {clang} {bc} {flags.strip()} $< -o $@"
+               f" && cp $@ device_code/{name}.nvptx64.bin")
+    bcs.append(k)
+hdrs = "$(wildcard src/common/*.hpp src/*/*.hpp)"
+with open(f"{b}/Makefile", "w") as m:
+    m.write(f"HDRS := {hdrs}\nall: {' '.join(bins + bcs)}\n" + "\n".join(out) + "\n")
+with open(f"{b}/binaries", "w") as m:
+    m.write("\n".join(bins) + "\n")
+EOF
+make -s -C "$B" -j"${JOBS:-$(nproc)}"
+
+# Run every binary on each device (a platform filter picks it), each in its own XML report.
+fake=$ROOT/build/fake-cuda
+status=0
+for dev in ${LLVM_UNITTESTS_DEVICES:-cpu cuda}; do
+  case $dev in
+    cpu) platform=CPU env=() ;;
+    cuda)
+      if [ ! -e "$fake/libcuda.so.1" ]; then echo "== cuda: skipped (no $fake/libcuda.so.1: make -C ffi-tests fake-cuda)"; continue; fi
+      platform=CUDA env=(LD_LIBRARY_PATH="$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" FAKE_CUDA_QUIET=1) ;;
+    *) echo "unknown device '$dev' (cpu or cuda)" >&2; exit 2 ;;
+  esac
+  rm -rf "$B/results/$dev" && mkdir -p "$B/results/$dev"
+  while read -r bin; do
+    name=$(basename "$bin" .unittests)
+    rc=0
+    env ${env[@]+"${env[@]}"} OFFLOAD_UNITTEST_PLATFORM=$platform timeout 300 "$B/$bin" \
+      --gtest_output="xml:$B/results/$dev/$name.xml" >"$B/results/$dev/$name.log" 2>&1 || rc=$?
+    # gtest exits 1 for failed tests (listed from the XML below); anything else is a crash or a hang.
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then
+      echo "== $dev $name: exit status $rc (crash or timeout), see $B/results/$dev/$name.log"
+      status=1
+    fi
+  done < "$B/binaries"
+  python3 - "$B/results/$dev" "$dev" <<'EOF' || status=1
+import glob, sys, xml.etree.ElementTree as ET
+d, dev = sys.argv[1:]
+run = fail = skip = 0
+failures = []
+for x in sorted(glob.glob(f"{d}/*.xml")):
+    for tc in ET.parse(x).getroot().iter("testcase"):
+        if tc.get("result") == "skipped" or tc.find("skipped") is not None:
+            skip += 1
+            continue
+        run += 1
+        fs = tc.findall("failure")
+        if fs:
+            fail += 1
+            msg = " | ".join((f.get("message") or "").replace("\n", " ") for f in fs)
+            failures.append(f"  FAIL {tc.get('classname')}.{tc.get('name')}: {msg}")
+print(f"== {dev}: {run - fail} of {run} passed ({skip} skipped)")
+for f in failures:
+    print(f)
+sys.exit(1 if fail else 0)
+EOF
+done
+exit $status

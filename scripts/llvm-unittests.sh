@@ -12,7 +12,9 @@
 # ffi-tests/Makefile does. One local change, written and applied here to a copy of the tests: for
 # backend 0x100 (our CPU platform) Environment.cpp loads <name>.nvptx64.bc (upstream only knows GPU
 # binaries). The fake CUDA device gets the same bitcode as <name>.nvptx64.bin (our CUDA plugin takes
-# NVPTX bitcode). Rebuilds are incremental (a generated Makefile in the build directory).
+# NVPTX bitcode). The binaries link LLVM's libLLVMOffload and run with ours first on LD_LIBRARY_PATH
+# (the line '== <device>: <path>' says which library they load), so a build serves any checkout.
+# Rebuilds are incremental (a generated Makefile in the build directory).
 #
 # Env: LLVM_UNITTESTS_BUILD (build dir, default build/llvm-unittests), LLVM_UNITTESTS_DEVICES (default
 # "cpu cuda"; cuda is skipped without build/fake-cuda; "llvm" runs the same binaries against LLVM's own
@@ -59,9 +61,9 @@ done
 rm -rf "$B/src.new"
 
 # The Makefile: one gtest binary per add_offload_unittest group, the kernels from device_code.
-python3 - "$B" "$LLVM" "$LIB" "${CLANG:-$LLVM/bin/clang}" "$SRC/offload/unittests" <<'EOF'
+python3 - "$B" "$LLVM" "${CLANG:-$LLVM/bin/clang}" "$SRC/offload/unittests" <<'EOF'
 import re, sys
-b, llvm, lib, clang, unittests = sys.argv[1:]
+b, llvm, clang, unittests = sys.argv[1:]
 src = f"{b}/src"
 cm = open(f"{src}/CMakeLists.txt").read()
 groups = re.findall(r'add_offload_unittest\("(\w+)"\s+([^)]*)\)', cm)
@@ -72,7 +74,9 @@ cxx = f"{llvm}/bin/clang++"
 cxxflags = (f"-std=c++17 -O1 -g -I{llvm}/include -I{llvm}/include/offload -I{src}/common "
             f"-D_GNU_SOURCE -D__STDC_CONSTANT_MACROS -D__STDC_FORMAT_MACROS -D__STDC_LIMIT_MACROS "
             f"-DDEVICE_CODE_PATH='\"{b}/device_code\"'")
-ldflags = (f"-L{lib} -Wl,-rpath,{lib} -lLLVMOffload -L{llvm}/lib -Wl,-rpath,{llvm}/lib -lLLVM-22 "
+# Linked against LLVM's own libLLVMOffload.so.22.1 (same soname and symbols); ours is put first on
+# LD_LIBRARY_PATH when they run, as a drop-in is used, so the build does not depend on the checkout.
+ldflags = (f"-L{llvm}/lib -Wl,-rpath,{llvm}/lib -lLLVMOffload -lLLVM-22 "
            "-lgtest_main -lgtest -lpthread")
 bc = (f"-I{unittests} --target=nvptx64-nvidia-cuda -march=sm_70 -Xclang -target-feature -Xclang +ptx70 -nogpulib "
       "-ffreestanding -O2 -emit-llvm -c")
@@ -114,14 +118,16 @@ fake=$ROOT/build/fake-cuda
 status=0
 for dev in ${LLVM_UNITTESTS_DEVICES:-cpu cuda}; do
   case $dev in
-    cpu) platform=CPU env=() ;;
+    cpu) platform=CPU env=(LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}") ;;
     cuda)
       if [ ! -e "$fake/libcuda.so.1" ]; then echo "== cuda: skipped (no $fake/libcuda.so.1: make -C ffi-tests fake-cuda)"; continue; fi
-      platform=CUDA env=(LD_LIBRARY_PATH="$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" FAKE_CUDA_QUIET=1) ;;
+      platform=CUDA env=(LD_LIBRARY_PATH="$fake:$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" FAKE_CUDA_QUIET=1) ;;
     llvm) platform='' env=(LD_LIBRARY_PATH="$LLVM/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}") ;;
     *) echo "unknown device '$dev' (cpu, cuda or llvm)" >&2; exit 2 ;;
   esac
   rm -rf "$B/results/$dev" && mkdir -p "$B/results/$dev"
+  lib=$(env ${env[@]+"${env[@]}"} ldd "$B/$(head -1 "$B/binaries")" | awk '$1 == "libLLVMOffload.so.22.1" { print $3 }')
+  echo "== $dev: $lib"
   while read -r bin; do
     name=$(basename "$bin" .unittests)
     rc=0

@@ -1136,15 +1136,18 @@ struct Lowering {
   // must still hold for every divergent branch D: the barriers/exits reachable from D without crossing
   // a barrier (`reach`, refreshed by `computeReach`) are one, or D's work-items meet again at D's
   // immediate post-dominator before any barrier or exit (`isSync`); then they all reach the same
-  // barriers (the divergent `if (i < n)` in a uniform loop, whose latch then chooses between barriers;
-  // no uniform branch may sit between D and that post-dominator, as step 2b would put barriers on it).
+  // barriers (the divergent `if (i < n)` in a uniform loop, whose latch then chooses between barriers).
   // Otherwise the loop is not reached by every work-item, and its barriers are taken out again.
+  // Returns the blocks between such a D and its post-dominator: step 2b must not put implicit barriers
+  // on their (uniform) branches, which not every work-item runs.
   static constexpr unsigned kInterchangeMinBody = 4, kInterchangeMaxUnrolled = 4;
-  void interchangeLoops(Function *F, const std::set<Instruction *> &divTerm, Function *BM, Function *EM,
+  std::set<BasicBlock *> interchangeLoops(Function *F, const std::set<Instruction *> &divTerm, Function *BM, Function *EM,
                         std::map<BasicBlock *, std::set<BasicBlock *>> &reach,
                         const std::function<void()> &computeReach, const std::function<bool(BasicBlock *)> &isSync) {
+    std::set<BasicBlock *> underDivergence;
     auto stillUniform = [&]() {
       computeReach();
+      underDivergence.clear();
       std::unique_ptr<PostDominatorTree> PDT;
       for (BasicBlock &D : *F) {
         if (isSync(&D) || !divTerm.count(D.getTerminator()) || reach[&D].size() <= 1)
@@ -1162,9 +1165,9 @@ struct Lowering {
           wl.pop_back();
           if (Xb == P || !seen.insert(Xb).second)
             continue;
-          // a uniform branch in there would get implicit barriers (step 2b) under divergent control
-          if (isSync(Xb) || (Xb->getTerminator()->getNumSuccessors() > 1 && !divTerm.count(Xb->getTerminator())))
+          if (isSync(Xb))
             return false;
+          underDivergence.insert(Xb);
           for (BasicBlock *Su : successors(Xb))
             wl.push_back(Su);
         }
@@ -1238,7 +1241,8 @@ struct Lowering {
         N->eraseFromParent();
       }
     }
-    computeReach(); // the reach sets of the final CFG
+    stillUniform(); // the reach sets of the final CFG
+    return underDivergence;
   }
 
   // Continuation-based synchronisation. F = K.body with barrier/exit markers.
@@ -1331,16 +1335,18 @@ struct Lowering {
     for (BasicBlock &BB : *F)
       if (!isBarrierBlk(&BB) && !isExitBlk(&BB) && divTerm.count(BB.getTerminator()) && reach[&BB].size() > 1)
         uniform = false;
+    std::set<BasicBlock *> underDivergence;
     if (uniform)
-      interchangeLoops(F, divTerm, BM, EM, reach, computeReach,
-                       [&](BasicBlock *BB) { return isBarrierBlk(BB) || isExitBlk(BB); });
+      underDivergence = interchangeLoops(F, divTerm, BM, EM, reach, computeReach,
+                                         [&](BasicBlock *BB) { return isBarrierBlk(BB) || isExitBlk(BB); });
     if (uniform) {
       std::vector<BasicBlock *> blks;
       for (BasicBlock &BB : *F)
         blks.push_back(&BB);
       for (BasicBlock *Xb : blks) {
         Instruction *T = Xb->getTerminator();
-        if (isBarrierBlk(Xb) || T->getNumSuccessors() < 2 || reach[Xb].size() <= 1 || divTerm.count(T))
+        if (isBarrierBlk(Xb) || T->getNumSuccessors() < 2 || reach[Xb].size() <= 1 || divTerm.count(T) ||
+            underDivergence.count(Xb))
           continue;
         std::map<BasicBlock *, unsigned> edges;
         for (unsigned i = 0; i < T->getNumSuccessors(); ++i)

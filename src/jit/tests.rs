@@ -1370,7 +1370,7 @@ fn loops_in_barrier_regions() {
                         }
                     }
                     for j in 0..m {
-                        if (tt as u32 + j) % 3 == 0 {
+                        if (tt as u32 + j).is_multiple_of(3) {
                             acc -= tile[(j as usize * 5) % nn] + j as i32;
                         }
                     }
@@ -1429,8 +1429,7 @@ fn shared_memory_atomics() {
             }
             let mut out = vec![0i32; 13];
             let mut glob = vec![0i32; 3];
-            let args =
-                pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &ptr(&mut glob), &b(&rounds)]);
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &ptr(&mut glob), &b(&rounds)]);
             launch(&k, [groups, 1, 1], [n, 1, 1], &args, 0);
             assert_eq!(out, want, "{t:?} shared atomics, {groups} groups of {n}, {rounds} rounds");
             assert_eq!(glob, want_glob, "{t:?} global atomics, {groups} groups of {n}, {rounds} rounds");

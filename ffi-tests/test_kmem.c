@@ -6,7 +6,8 @@
 // * shared memory is followed by guard pages: touching 4 KiB of dynamic shared memory launched with
 //   DynSharedMemory = 64 faults (SIGSEGV, in a child process) or is an error, never silent corruption;
 // * OFFLOAD_RS_MEMCHECK=1 (read at olInit; this program re-initialises with it set): an out-of-bounds
-//   global store, static and dynamic shared-memory overruns and a store to freed device memory are each
+//   global store, static and dynamic shared-memory overruns (stores, and atomics, which the CPU device
+//   makes plain code on shared memory) and a store to freed device memory are each
 //   returned at the next sync naming the kernel, work-group, work-item, address, size and nearest
 //   allocation; the library stays usable and correct kernels report nothing.
 // Device code: ffi-tests/device/kmem.c.
@@ -236,6 +237,28 @@ static void memcheck_static_shared_overrun(void) {
   }
 }
 
+// A shared-memory atomic (made plain code by the CPU device) past the end is reported as one.
+static void memcheck_static_shared_atomic_overrun(void) {
+  NEED_CPU();
+  for (int t = 0; t < 2; t++) {
+    uint32_t *out = dalloc(64 * 4);
+    struct {
+      uint32_t *out;
+      uint32_t idx;
+    } args = {out, 16};
+    ol_kernel_launch_size_args_t la = grid1(2, 64, 0);
+    OK(olLaunchKernel(queue, t_cpu, kern(t, "static_atomic_overrun"), &args, sizeof args, &la));
+    expect_report(olSyncQueue(queue), "'static_atomic_overrun'", "work-item (0, 0, 0)", "4-byte atomic access at",
+                  "64 bytes of static shared memory");
+    args.idx = 3;
+    OK(olLaunchKernel(queue, t_cpu, kern(t, "static_atomic_overrun"), &args, sizeof args, &la));
+    OK(olSyncQueue(queue));
+    // word w gets w + (w + 16) + (w + 32) + (w + 48), word 3 another 100
+    CHECK(out[0] == 96 && out[3] == 108 + 100 && out[15] == 156);
+    OK(olMemFree(out));
+  }
+}
+
 static void memcheck_dyn_shared_overrun(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
@@ -294,6 +317,7 @@ int main(void) {
   setup();
   RUN(memcheck_oob_global_store);
   RUN(memcheck_static_shared_overrun);
+  RUN(memcheck_static_shared_atomic_overrun);
   RUN(memcheck_dyn_shared_overrun);
   RUN(memcheck_store_to_freed_memory);
   RUN(memcheck_private_memory_is_allowed);

@@ -35,3 +35,19 @@ __gpu_kernel void static_overrun(uint32_t *out, uint32_t idx) {
   if (t < 16)
     out[t] = sh[t];
 }
+
+// 16 words of static shared memory counted with atomics (plain code on the CPU device: the group's own
+// memory); work-item 0 then adds to word `idx` (past the end when idx >= 16): memcheck still sees it.
+__gpu_kernel void static_atomic_overrun(uint32_t *out, uint32_t idx) {
+  static __gpu_local uint32_t sh[16];
+  uint32_t t = __gpu_thread_id_x();
+  if (t < 16)
+    sh[t] = 0;
+  __gpu_sync_threads();
+  __atomic_fetch_add(&sh[t % 16], t, __ATOMIC_RELAXED);
+  if (t == 0)
+    __atomic_fetch_add(&sh[idx], 100, __ATOMIC_RELAXED);
+  __gpu_sync_threads();
+  if (t < 16)
+    out[t] = sh[t];
+}

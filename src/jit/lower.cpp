@@ -16,7 +16,10 @@
 //    loop "for each sweep, for each work-item: jump to its resume point, run to the next barrier/exit";
 //    when every work-item reaches the same barriers in the same order (uniform control, step 2b of
 //    buildCbs) the regions follow each other without resume ids, group-invariant regions run once,
-//    and guards on the work-item id narrow the region loops (narrowToGuards);
+//    and guards on the work-item id narrow the region loops (narrowToGuards); barrier-free loops with a
+//    uniform trip count get implicit barriers there, so the work-item loop runs inside them
+//    (interchangeLoops);
+//  * atomics on the group's own shared memory are plain loads and stores (markSharedAtomics);
 //  * warp collectives (shuffle, ballot, readfirstlane, bpermute) are two barriers around an exchange through
 //    a per-work-item 8-byte slot in scratch; the warp width is the one the bitcode was compiled for
 //    (nvptx 32, amdgcn 64 or 32 with +wavefrontsize32), because clang constant-folds it.
@@ -24,9 +27,12 @@
 #include "llvm/ADT/SCCIterator.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Analysis/AssumptionCache.h"
 #include "llvm/Analysis/CallGraph.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/PostDominators.h"
+#include "llvm/Analysis/ScalarEvolution.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Constants.h"
@@ -44,6 +50,7 @@
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/Local.h"
+#include "llvm/Transforms/Utils/LowerAtomic.h"
 #include "llvm-c/Core.h"
 
 #include <algorithm>
@@ -52,6 +59,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -643,6 +651,49 @@ struct Lowering {
   }
   static Value *X(unsigned o, Function *F, int e) { return F->getArg(o + e); }
 
+  // Shared-memory atomics without the lock prefix: a work-group runs on one host thread and its
+  // __gpu_local memory (static: E_LOCAL, dynamic: E_DYN, per worker) is its own, so an atomicrmw or
+  // cmpxchg whose pointer provably points there (every underlying object is one of those two
+  // arguments; a pointer loaded from memory or passed in is not) needs no atomic instruction. Marked
+  // here, while the SSA values still show where pointers come from (CBS demotes them to scratch), and
+  // made plain by plainSharedAtomics() once the work-group function is built, so that the plain loads
+  // and stores are in no parallel-accesses group: two work-items of one region loop may update the
+  // same element, and the vectoriser must see that dependence. Volatile atomics stay as they are.
+  static constexpr const char *kSharedAtomicMD = "ol.shared.atomic";
+  void markSharedAtomics(Function *F) {
+    unsigned o = F->arg_size() - E_COUNT;
+    auto shared = [&](Value *P) {
+      SmallVector<const Value *, 4> objs;
+      getUnderlyingObjects(P, objs);
+      for (const Value *V : objs)
+        if (V != X(o, F, E_LOCAL) && V != X(o, F, E_DYN))
+          return false;
+      return !objs.empty();
+    };
+    MDNode *mark = MDNode::get(C, {});
+    for (BasicBlock &BB : *F)
+      for (Instruction &I : BB) {
+        auto *RMW = dyn_cast<AtomicRMWInst>(&I);
+        auto *CX = dyn_cast<AtomicCmpXchgInst>(&I);
+        if ((RMW && !RMW->isVolatile() && shared(RMW->getPointerOperand())) ||
+            (CX && !CX->isVolatile() && shared(CX->getPointerOperand())))
+          I.setMetadata(kSharedAtomicMD, mark);
+      }
+  }
+  void plainSharedAtomics(Function *F) {
+    std::vector<Instruction *> v;
+    for (BasicBlock &BB : *F)
+      for (Instruction &I : BB)
+        if (I.getMetadata(kSharedAtomicMD))
+          v.push_back(&I);
+    for (Instruction *I : v) {
+      if (auto *RMW = dyn_cast<AtomicRMWInst>(I))
+        lowerAtomicRMWInst(RMW);
+      else if (auto *CX = dyn_cast<AtomicCmpXchgInst>(I))
+        lowerAtomicCmpXchgInst(CX);
+    }
+  }
+
   // Replace `call __ol_rs.exit; unreachable` by `ret void` (plain work-item functions).
   void exitsToReturns(Function *F) {
     Function *EM = M.getFunction("__ol_rs.exit");
@@ -1075,6 +1126,128 @@ struct Lowering {
     return false;
   }
 
+  // Implicit loop barriers (what PoCL's -pocl-implicit-loop-barriers does): in a kernel on the uniform
+  // barrier path (step 2b of buildCbs), a loop without barriers, exits or divergent exits (so its trip
+  // count is the same for every work-item) gets a barrier on each edge into its header. Inserting a
+  // barrier that every work-item reaches the same number of times, in the same order, is legal for
+  // race-free GPU code. The regions then run `for j { for t { body } }`: what crosses the new barriers
+  // (accumulators, values loaded before the loop) lives in per-work-item arrays indexed by the work-item
+  // id, the counter in a shared slot, and the work-item loop is the inner one, which vectorises with
+  // plain loads and stores. Only the innermost such loops are chosen, and only where it pays: a body of
+  // at least kInterchangeMinBody instructions and no constant trip count of kInterchangeMaxUnrolled or
+  // less (those the unroller flattens better). After inserting a loop's barriers, buildCbs' condition
+  // must still hold for every divergent branch D: the barriers/exits reachable from D without crossing
+  // a barrier (`reach`, refreshed by `computeReach`) are one, or D's work-items meet again at D's
+  // immediate post-dominator before any barrier or exit (`isSync`); then they all reach the same
+  // barriers (the divergent `if (i < n)` in a uniform loop, whose latch then chooses between barriers).
+  // Otherwise the loop is not reached by every work-item, and its barriers are taken out again.
+  // Returns the blocks between such a D and its post-dominator: step 2b must not put implicit barriers
+  // on their (uniform) branches, which not every work-item runs.
+  static constexpr unsigned kInterchangeMinBody = 4, kInterchangeMaxUnrolled = 4;
+  std::set<BasicBlock *> interchangeLoops(Function *F, const std::set<Instruction *> &divTerm, Function *BM, Function *EM,
+                        std::map<BasicBlock *, std::set<BasicBlock *>> &reach,
+                        const std::function<void()> &computeReach, const std::function<bool(BasicBlock *)> &isSync) {
+    std::set<BasicBlock *> underDivergence;
+    auto stillUniform = [&]() {
+      computeReach();
+      underDivergence.clear();
+      std::unique_ptr<PostDominatorTree> PDT;
+      for (BasicBlock &D : *F) {
+        if (isSync(&D) || !divTerm.count(D.getTerminator()) || reach[&D].size() <= 1)
+          continue;
+        if (!PDT)
+          PDT = std::make_unique<PostDominatorTree>(*F);
+        DomTreeNode *N = PDT->getNode(&D);
+        BasicBlock *P = (N && N->getIDom()) ? N->getIDom()->getBlock() : nullptr;
+        if (!P)
+          return false;
+        std::vector<BasicBlock *> wl(succ_begin(&D), succ_end(&D));
+        std::set<BasicBlock *> seen;
+        while (!wl.empty()) {
+          BasicBlock *Xb = wl.back();
+          wl.pop_back();
+          if (Xb == P || !seen.insert(Xb).second)
+            continue;
+          if (isSync(Xb))
+            return false;
+          underDivergence.insert(Xb);
+          for (BasicBlock *Su : successors(Xb))
+            wl.push_back(Su);
+        }
+      }
+      return true;
+    };
+    std::vector<BasicBlock *> headers;
+    {
+      DominatorTree DT(*F);
+      LoopInfo LI(DT);
+      AssumptionCache AC(*F);
+      TargetLibraryInfoImpl TLII(M.getTargetTriple());
+      TargetLibraryInfo TLI(TLII);
+      ScalarEvolution SE(*F, TLI, AC, DT, LI);
+      auto qualifies = [&](Loop *L) {
+        unsigned body = 0;
+        for (BasicBlock *BB : L->blocks()) {
+          if (succ_empty(BB))
+            return false;
+          for (Instruction &I : *BB) {
+            if (auto *CI = dyn_cast<CallInst>(&I))
+              if (CI->getCalledFunction() && (CI->getCalledFunction() == BM || CI->getCalledFunction() == EM))
+                return false;
+            if (!isa<PHINode>(&I) && !I.isTerminator() && !isa<DbgInfoIntrinsic>(&I))
+              ++body;
+          }
+        }
+        SmallVector<BasicBlock *, 4> exiting;
+        L->getExitingBlocks(exiting);
+        if (exiting.empty())
+          return false;
+        for (BasicBlock *EB : exiting)
+          if (divTerm.count(EB->getTerminator()))
+            return false;
+        unsigned trips = SE.getSmallConstantTripCount(L);
+        return body >= kInterchangeMinBody && (trips == 0 || trips > kInterchangeMaxUnrolled);
+      };
+      // innermost first: a loop is a candidate when none of its inner loops is
+      std::function<bool(Loop *)> visit = [&](Loop *L) {
+        bool inner = false;
+        for (Loop *S : *L)
+          inner = visit(S) || inner;
+        if (inner || !qualifies(L))
+          return inner;
+        headers.push_back(L->getHeader());
+        return true;
+      };
+      for (Loop *L : LI)
+        visit(L);
+    }
+    for (BasicBlock *H : headers) {
+      std::vector<BasicBlock *> preds;
+      for (BasicBlock *P : predecessors(H))
+        if (std::find(preds.begin(), preds.end(), P) == preds.end())
+          preds.push_back(P);
+      std::vector<std::pair<BasicBlock *, BasicBlock *>> added; // (predecessor, barrier block)
+      for (BasicBlock *P : preds) {
+        BasicBlock *N = BasicBlock::Create(C, "cbs.lbar", F, H);
+        IRBuilder<> B(N);
+        B.CreateCall(barrierMarker());
+        B.CreateBr(H);
+        P->getTerminator()->replaceSuccessorWith(H, N);
+        H->replacePhiUsesWith(P, N);
+        added.push_back({P, N});
+      }
+      if (stillUniform())
+        continue;
+      for (auto &[P, N] : added) {
+        P->getTerminator()->replaceSuccessorWith(N, H);
+        H->replacePhiUsesWith(N, P);
+        N->eraseFromParent();
+      }
+    }
+    stillUniform(); // the reach sets of the final CFG
+    return underDivergence;
+  }
+
   // Continuation-based synchronisation. F = K.body with barrier/exit markers.
   bool buildCbs(Function *F, uint64_t &scratchPerWi) {
     unsigned o = F->arg_size() - E_COUNT;
@@ -1165,13 +1338,18 @@ struct Lowering {
     for (BasicBlock &BB : *F)
       if (!isBarrierBlk(&BB) && !isExitBlk(&BB) && divTerm.count(BB.getTerminator()) && reach[&BB].size() > 1)
         uniform = false;
+    std::set<BasicBlock *> underDivergence;
+    if (uniform)
+      underDivergence = interchangeLoops(F, divTerm, BM, EM, reach, computeReach,
+                                         [&](BasicBlock *BB) { return isBarrierBlk(BB) || isExitBlk(BB); });
     if (uniform) {
       std::vector<BasicBlock *> blks;
       for (BasicBlock &BB : *F)
         blks.push_back(&BB);
       for (BasicBlock *Xb : blks) {
         Instruction *T = Xb->getTerminator();
-        if (isBarrierBlk(Xb) || T->getNumSuccessors() < 2 || reach[Xb].size() <= 1)
+        if (isBarrierBlk(Xb) || T->getNumSuccessors() < 2 || reach[Xb].size() <= 1 || divTerm.count(T) ||
+            underDivergence.count(Xb))
           continue;
         std::map<BasicBlock *, unsigned> edges;
         for (unsigned i = 0; i < T->getNumSuccessors(); ++i)
@@ -1876,6 +2054,7 @@ struct Lowering {
       return false;
     if (!lowerLocals(NF, ki.staticLocal))
       return false;
+    markSharedAtomics(NF);
     ki.barriers = collective;
     ki.specialisable = !usesMutableGlobals(NF);
     if (collective) {
@@ -2018,6 +2197,11 @@ struct Lowering {
         }
       }
     }
+    // NF is called from WG without an access group on the barrier path; a body left un-inlined on
+    // the plain path is inlined later under the work-item loop's group, so it keeps its atomics.
+    if (collective || NF->use_empty())
+      plainSharedAtomics(NF);
+    plainSharedAtomics(WG);
     return true;
   }
 

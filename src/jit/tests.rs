@@ -1296,3 +1296,143 @@ fn bitcode_triple_without_llvm_matches_llvm() {
         }
     }
 }
+
+/// Loops inside barrier regions (interchangeLoops): a uniform trip count known only at run time (the
+/// loop runs outside the work-item loop), a trip count that differs per work-item, a uniform loop
+/// reached only by some work-items, a divergent branch inside a uniform loop; generic and specialised.
+#[test]
+fn loops_in_barrier_regions() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("interchange", t) else {
+            return;
+        };
+        let (groups, n) = (3u32, 96u32);
+        let input: Vec<i32> = (0..groups * n).map(|i| (i * 13 % 29) as i32 - 10).collect();
+        let run = |k: &KernelEntry, extra: &[&[u8]]| {
+            let mut out = vec![0i32; (groups * n) as usize];
+            let (inp, outp) = (b(&(input.as_ptr() as usize)), ptr(&mut out));
+            let mut vals: Vec<&[u8]> = vec![&inp, &outp];
+            vals.extend_from_slice(extra);
+            let args = pack(&k.params, &vals);
+            launch(k, [groups, 1, 1], [n, 1, 1], &args, 0);
+            out
+        };
+        let group = |g: usize| &input[g * n as usize..(g + 1) * n as usize];
+        let nn = n as usize;
+
+        let k = img.kernel("runtime_trips").expect("runtime_trips");
+        let s = k.specialise([n, 1, 1]).expect("specialise");
+        for m in [0u32, 1, 5, 96, 200] {
+            let mut want = Vec::new();
+            for g in 0..groups as usize {
+                let tile: Vec<i32> = group(g).iter().map(|a| a % 7 - 3).collect();
+                for tt in 0..nn {
+                    let a = group(g)[tt];
+                    let (mut acc, mut alt) = (0i32, 1u32);
+                    for j in 0..m {
+                        acc += tile[j as usize % nn] * (a + j as i32);
+                        alt = alt.wrapping_mul(3).wrapping_add(j & 5);
+                    }
+                    want.push(acc.wrapping_add(alt as i32).wrapping_add(tile[(tt + 1) % nn]));
+                }
+            }
+            assert_eq!(run(&k, &[&b(&m)]), want, "{t:?} runtime_trips m={m}");
+            assert_eq!(run(&s, &[&b(&m)]), want, "{t:?} runtime_trips m={m}, specialised");
+        }
+
+        let k = img.kernel("divergent_trips").expect("divergent_trips");
+        for m in [0u32, 3, 20] {
+            let mut want = Vec::new();
+            for g in 0..groups as usize {
+                for tt in 0..nn {
+                    let mut acc = 0u32;
+                    for j in 0..tt as u32 % 5 + m {
+                        acc = acc.wrapping_mul(2).wrapping_add(group(g)[(tt + j as usize) % nn] as u32).wrapping_sub(j);
+                    }
+                    want.push(acc as i32);
+                }
+            }
+            assert_eq!(run(&k, &[&b(&m)]), want, "{t:?} divergent_trips m={m}");
+        }
+
+        let k = img.kernel("loop_under_branch").expect("loop_under_branch");
+        let s = k.specialise([n, 1, 1]).expect("specialise");
+        for (kk, m) in [(0u32, 7u32), (40, 7), (96, 30), (50, 0)] {
+            let mut want = Vec::new();
+            for g in 0..groups as usize {
+                let tile = group(g);
+                for tt in 0..nn {
+                    let mut acc = 0i32;
+                    if (tt as u32) < kk {
+                        for j in 0..m {
+                            acc += tile[j as usize % nn] * (j + tt as u32) as i32;
+                        }
+                    }
+                    for j in 0..m {
+                        if (tt as u32 + j).is_multiple_of(3) {
+                            acc -= tile[(j as usize * 5) % nn] + j as i32;
+                        }
+                    }
+                    want.push(acc);
+                }
+            }
+            assert_eq!(run(&k, &[&b(&kk), &b(&m)]), want, "{t:?} loop_under_branch k={kk} m={m}");
+            assert_eq!(run(&s, &[&b(&kk), &b(&m)]), want, "{t:?} loop_under_branch k={kk} m={m}, specialised");
+        }
+    }
+}
+
+/// Shared-memory atomics of every kind (add, sub, signed and unsigned min/max, and, or, xor, exchange,
+/// compare-and-swap loops and winners, float add) made plain on the group's own memory, mixed with
+/// atomics on global memory and on a pointer that is shared for some work-items and global for others.
+#[test]
+fn shared_memory_atomics() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("interchange", t) else {
+            return;
+        };
+        let k = img.kernel("shared_atomics").expect("shared_atomics");
+        for (groups, n, rounds) in [(3u32, 64u32, 4u32), (2, 33, 1), (1, 200, 0), (2, 256, 9)] {
+            let input: Vec<i32> = (0..groups * n).map(|i| (i * 13 % 29) as i32 - 10).collect();
+            let mut want = [0i32; 13];
+            let mut want_glob = [0i32; 3];
+            for g in 0..groups as usize {
+                let v = &input[g * n as usize..(g + 1) * n as usize];
+                let mut s = [0i32, 0, i32::MAX, 0, i32::MAX, 0, -1, 0, 0, 0, 0, 0];
+                let mut fs = 0f32;
+                for r in 0..rounds as i32 {
+                    for (tt, &x) in v.iter().enumerate() {
+                        s[0] = s[0].wrapping_add(x + if tt % 2 == 0 { 1 } else { 0 });
+                        s[1] = s[1].wrapping_sub(x + r);
+                        s[2] = s[2].min(x - r);
+                        s[3] = s[3].max(x + r);
+                        s[4] = (s[4] as u32).min((x + 100) as u32 + r as u32) as i32;
+                        s[5] = (s[5] as u32).max((x + 100) as u32 + r as u32) as i32;
+                        s[6] &= !(1 << ((tt as i32 + r) % 31));
+                        s[7] |= 1 << ((x + r) & 15);
+                        s[8] ^= x * (r + 1);
+                        s[9] = 77;
+                        s[10] += 1;
+                        fs += (x % 4) as f32;
+                        want_glob[0] += 1;
+                        want_glob[2] += (tt % 2) as i32;
+                    }
+                    s[11] = r + 1;
+                    want_glob[1] += 1;
+                }
+                for j in 0..12 {
+                    want[j] = want[j].wrapping_add(s[j]);
+                }
+                want[12] += fs as i32;
+            }
+            let mut out = vec![0i32; 13];
+            let mut glob = vec![0i32; 3];
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &ptr(&mut glob), &b(&rounds)]);
+            launch(&k, [groups, 1, 1], [n, 1, 1], &args, 0);
+            assert_eq!(out, want, "{t:?} shared atomics, {groups} groups of {n}, {rounds} rounds");
+            assert_eq!(glob, want_glob, "{t:?} global atomics, {groups} groups of {n}, {rounds} rounds");
+        }
+    }
+}

@@ -108,14 +108,7 @@ impl Device for CpuDevice {
         self.memory.registered_range(ptr)
     }
 
-    unsafe fn memcpy_sync(
-        &self,
-        dst: usize,
-        _dst_on_device: bool,
-        src: usize,
-        _src_on_device: bool,
-        size: usize,
-    ) -> PluginResult<()> {
+    unsafe fn memcpy_sync(&self, dst: usize, src: usize, size: usize) -> PluginResult<()> {
         // SAFETY: the API caller guarantees both ranges valid (olMemcpy's contract); every side is
         // host memory on this device.
         unsafe { memory::copy(dst, src, size) };

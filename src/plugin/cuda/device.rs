@@ -228,14 +228,7 @@ impl Device for CudaDevice {
         self.inner.registered.lock().find(ptr)
     }
 
-    unsafe fn memcpy_sync(
-        &self,
-        dst: usize,
-        _dst_on_device: bool,
-        src: usize,
-        _src_on_device: bool,
-        size: usize,
-    ) -> PluginResult<()> {
+    unsafe fn memcpy_sync(&self, dst: usize, src: usize, size: usize) -> PluginResult<()> {
         if size == 0 {
             return Ok(());
         }

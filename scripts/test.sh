@@ -88,8 +88,8 @@ run_c_tests_valgrind() {
   local ok=0
   # OFFLOAD_RS_TESTS_SMALL: fewer iterations / smaller sizes in the stress tests (valgrind is ~50x slower).
   for t in "${VALGRIND_TESTS[@]}"; do
-    ctest "valgrind $t" env OFFLOAD_RS_TESTS_SMALL=1 valgrind -q --error-exitcode=1 --leak-check=full \
-      --suppressions=ffi-tests/valgrind.supp env FFI_TESTS_NO_DLCLOSE=1 "build/ffi-tests/$t" || ok=1
+    ctest "valgrind $t" env OFFLOAD_RS_TESTS_SMALL=1 FFI_TESTS_NO_DLCLOSE=1 valgrind -q --error-exitcode=1 \
+      --leak-check=full --suppressions=ffi-tests/valgrind.supp "build/ffi-tests/$t" || ok=1
   done
   return $ok
 }

@@ -110,7 +110,7 @@ pub(crate) unsafe fn bytes<'a>(p: *const std::ffi::c_void, size: usize) -> &'a [
     unsafe { std::slice::from_raw_parts(p.cast::<u8>(), size) }
 }
 
-/// A handle as the table's raw value.
-pub(crate) fn h<T>(p: *mut T) -> u64 {
+/// The raw value of a handle argument (a pointer on the C side, never dereferenced): the table's key.
+pub(crate) fn raw_handle<T>(p: *mut T) -> u64 {
     p as usize as u64
 }

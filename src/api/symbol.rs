@@ -2,7 +2,7 @@
 
 use std::ffi::{CStr, c_char, c_void};
 
-use crate::api::{entry, h, validate, write_out};
+use crate::api::{entry, raw_handle, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
 use crate::info::{self, InfoQuery, InfoValue};
@@ -55,7 +55,7 @@ pub unsafe extern "C" fn ol_get_symbol(
                     (Symbol.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Symbol"),
                 ],
             )?;
-            let p = handle::program(ctx, h(Program))?;
+            let p = handle::program(ctx, raw_handle(Program))?;
             let kind = match Kind {
                 OL_SYMBOL_KIND_KERNEL => SymbolKind::Kernel,
                 OL_SYMBOL_KIND_GLOBAL_VARIABLE => SymbolKind::Global,

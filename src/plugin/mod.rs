@@ -8,7 +8,7 @@
 
 pub mod cpu;
 pub mod cuda;
-pub mod registry;
+pub mod host_ranges;
 
 use std::any::Any;
 use std::sync::Arc;

@@ -212,7 +212,7 @@ fn device_basics() {
     let d = devices();
     assert_eq!(d.len(), 1);
     assert!(d[0].host_addressable());
-    assert_eq!(d[0].info().device_type, info::DEVICE_TYPE_CPU);
+    assert_eq!(d[0].info().device_type, machine::DEVICE_TYPE_CPU);
     let k = kernel("empty", empty_wg, vec![], 0);
     assert_eq!(d[0].optimal_group_size(&*k, 0).unwrap(), OPTIMAL_GROUP_SIZE);
     assert_eq!(d[0].optimal_group_size(&*k, 1024).unwrap(), OPTIMAL_GROUP_SIZE);
@@ -280,7 +280,7 @@ fn local_memory_is_per_worker() {
     dev.launch_sync(k.clone(), &args, d).unwrap();
     assert_eq!(errors.load(Ordering::Relaxed), 0);
     // local + dynamic over the per-group limit
-    let d = LaunchDims { dyn_shared_mem: info::LOCAL_MEM_PER_GROUP as usize, ..d };
+    let d = LaunchDims { dyn_shared_mem: machine::LOCAL_MEM_PER_GROUP as usize, ..d };
     assert!(matches!(dev.launch_sync(k.clone(), &args, d), Err(PluginError::OutOfResources(_))));
     let d = LaunchDims { dyn_shared_mem: usize::MAX, ..d };
     assert!(matches!(dev.launch_sync(k.clone(), &args, d), Err(PluginError::OutOfResources(_))));

@@ -93,11 +93,10 @@ fn event_info(e: &Event, name: ol_event_info_t) -> OlResult<InfoValue<'static>> 
 }
 
 fn event_info_name(n: ol_event_info_t) -> &'static str {
-    match n {
-        OL_EVENT_INFO_QUEUE => "OL_EVENT_INFO_QUEUE",
-        OL_EVENT_INFO_IS_COMPLETE => "OL_EVENT_INFO_IS_COMPLETE",
-        _ => "unknown enumerator",
-    }
+    enumerator_name!(n;
+        OL_EVENT_INFO_QUEUE,
+        OL_EVENT_INFO_IS_COMPLETE,
+    )
 }
 
 /// `olGetEventInfo` / `olGetEventInfoSize`.

@@ -12,22 +12,20 @@ use crate::runtime::{Context, memory};
 use crate::trace;
 
 fn alloc_type_name(t: ol_alloc_type_t) -> &'static str {
-    match t {
-        OL_ALLOC_TYPE_HOST => "OL_ALLOC_TYPE_HOST",
-        OL_ALLOC_TYPE_DEVICE => "OL_ALLOC_TYPE_DEVICE",
-        OL_ALLOC_TYPE_MANAGED => "OL_ALLOC_TYPE_MANAGED",
-        _ => "unknown enumerator",
-    }
+    enumerator_name!(t;
+        OL_ALLOC_TYPE_HOST,
+        OL_ALLOC_TYPE_DEVICE,
+        OL_ALLOC_TYPE_MANAGED,
+    )
 }
 
 fn mem_info_name(n: ol_mem_info_t) -> &'static str {
-    match n {
-        OL_MEM_INFO_DEVICE => "OL_MEM_INFO_DEVICE",
-        OL_MEM_INFO_BASE => "OL_MEM_INFO_BASE",
-        OL_MEM_INFO_SIZE => "OL_MEM_INFO_SIZE",
-        OL_MEM_INFO_TYPE => "OL_MEM_INFO_TYPE",
-        _ => "unknown enumerator",
-    }
+    enumerator_name!(n;
+        OL_MEM_INFO_DEVICE,
+        OL_MEM_INFO_BASE,
+        OL_MEM_INFO_SIZE,
+        OL_MEM_INFO_TYPE,
+    )
 }
 
 /// Allocate `Size` bytes of `Type` memory on `Device` (the CPU device: 64-byte aligned host memory).

@@ -138,11 +138,10 @@ fn queue_info(q: &Queue, name: ol_queue_info_t) -> OlResult<InfoValue<'static>> 
 }
 
 fn queue_info_name(n: ol_queue_info_t) -> &'static str {
-    match n {
-        OL_QUEUE_INFO_DEVICE => "OL_QUEUE_INFO_DEVICE",
-        OL_QUEUE_INFO_EMPTY => "OL_QUEUE_INFO_EMPTY",
-        _ => "unknown enumerator",
-    }
+    enumerator_name!(n;
+        OL_QUEUE_INFO_DEVICE,
+        OL_QUEUE_INFO_EMPTY,
+    )
 }
 
 /// `olGetQueueInfo` / `olGetQueueInfoSize`.

@@ -12,20 +12,18 @@ use crate::runtime::{Symbol, SymbolKind, objects};
 use crate::trace;
 
 fn kind_name(k: ol_symbol_kind_t) -> &'static str {
-    match k {
-        OL_SYMBOL_KIND_KERNEL => "OL_SYMBOL_KIND_KERNEL",
-        OL_SYMBOL_KIND_GLOBAL_VARIABLE => "OL_SYMBOL_KIND_GLOBAL_VARIABLE",
-        _ => "unknown enumerator",
-    }
+    enumerator_name!(k;
+        OL_SYMBOL_KIND_KERNEL,
+        OL_SYMBOL_KIND_GLOBAL_VARIABLE,
+    )
 }
 
 fn info_name(n: ol_symbol_info_t) -> &'static str {
-    match n {
-        OL_SYMBOL_INFO_KIND => "OL_SYMBOL_INFO_KIND",
-        OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS => "OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS",
-        OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE => "OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE",
-        _ => "unknown enumerator",
-    }
+    enumerator_name!(n;
+        OL_SYMBOL_INFO_KIND,
+        OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS,
+        OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE,
+    )
 }
 
 /// Look up a kernel or global variable by name. Repeated lookups return the same handle; handles die

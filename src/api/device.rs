@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 
-use crate::api::{entry, validate};
+use crate::api::entry;
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
 use crate::info::{self, InfoQuery, InfoValue};
@@ -130,9 +130,9 @@ pub unsafe extern "C" fn ol_iterate_devices(Callback: ol_device_iterate_cb_t, Us
     entry(
         "olIterateDevices",
         |ctx| {
-            validate(ctx, &[(Callback.is_none(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Callback")])?;
+            // The one check, in both validation modes (a NULL check always runs: see `validate`).
             let Some(cb) = Callback else {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Callback is NULL"));
+                return Err(OlError::validation(OL_ERRC_INVALID_NULL_POINTER, "NULL == Callback"));
             };
             for d in &ctx.devices {
                 // SAFETY: the caller provides a valid callback; the handle is ours and the user data is

@@ -227,8 +227,9 @@ pub unsafe extern "C" fn ol_launch_host_function(
                 ],
             )?;
             let q = handle::queue(ctx, raw_handle(Queue))?;
+            // Checked above in both modes; unwrapped here with the same error.
             let Some(cb) = Callback else {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Callback is NULL"));
+                return Err(OlError::validation(OL_ERRC_INVALID_NULL_POINTER, "NULL == Callback"));
             };
             let ud = SendPtr(UserData);
             objects::launch_host_function(

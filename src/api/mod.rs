@@ -48,6 +48,9 @@ pub(crate) fn entry(
 }
 
 /// Catch a panic and report it as `OL_ERRC_UNKNOWN` with its text: no panic crosses the C boundary.
+// Inlined: with the body and the entry point in one frame the info queries retire ~20% fewer instructions
+// (callgrind: olGetDeviceInfo(TYPE) 208 -> 165; LLVM 22: 190).
+#[inline(always)]
 pub(crate) fn guarded(name: &str, f: impl FnOnce() -> OlResult<()>) -> OlResult<()> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,

@@ -306,8 +306,13 @@ mod tests {
         unsafe { (*(p as *const AtomicU64)).store(DEAD, SeqCst) };
     }
 
+    /// The tests of this module pin and defer on the process-wide records: one at a time (the race test's
+    /// readers would keep the other's deferred work waiting).
+    static SERIAL: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
     #[test]
     fn a_pinned_reader_never_sees_what_it_read_reclaimed() {
+        let _serial = SERIAL.lock();
         SLOT.store(Box::into_raw(Box::new(AtomicU64::new(LIVE))), SeqCst);
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let readers: Vec<_> = (0..4)
@@ -341,6 +346,7 @@ mod tests {
 
     #[test]
     fn deferred_work_waits_for_an_older_call_on_another_thread() {
+        let _serial = SERIAL.lock();
         let (entered_tx, entered_rx) = std::sync::mpsc::channel();
         let (leave_tx, leave_rx) = std::sync::mpsc::channel::<()>();
         let t = std::thread::spawn(move || {

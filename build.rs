@@ -1,6 +1,7 @@
 // Builds the JIT's C++ shims against LLVM 22's C++ API (src/jit/lower.cpp: IR lowering;
-// src/jit/kernel_memory.cpp: stack sizes and the memcheck pass), and computes the JIT's build id. The
-// shims are linked with libLLVM-22 (dynamic), which llvm-sys/inkwell already link.
+// src/jit/kernel_memory.cpp: stack sizes and the memcheck pass) and the API's pinning thread-local
+// (src/runtime/pin_tls.c, C), and computes the JIT's build id. The shims are linked with libLLVM-22
+// (dynamic), which llvm-sys/inkwell already link.
 //
 // OFFLOAD_RS_BUILD_ID (a rustc env var): blake3 of every source that decides what the JIT produces
 // (src/jit/*, the NVPTX path, the helper's main, Cargo.lock for the LLVM bindings) and of
@@ -12,6 +13,8 @@ use std::process::Command;
 /// The C++ sources of the shim library, and the header they share.
 const CXX_SOURCES: [&str; 2] = ["src/jit/lower.cpp", "src/jit/kernel_memory.cpp"];
 const CXX_HEADERS: [&str; 1] = ["src/jit/shim.h"];
+/// The one C source outside the JIT: the API's pinning thread-local.
+const PIN_TLS: &str = "src/runtime/pin_tls.c";
 
 fn hash_tree(h: &mut blake3::Hasher, p: &Path) {
     let mut entries: Vec<_> = match std::fs::read_dir(p) {
@@ -89,4 +92,8 @@ fn main() {
     }
     println!("cargo:rustc-link-search=native={prefix}/lib");
     println!("cargo:rustc-link-lib=dylib=LLVM-22");
+
+    // The pinning thread-local in the initial-exec TLS model (src/runtime/pin_tls.c says why).
+    println!("cargo:rerun-if-changed={PIN_TLS}");
+    cc::Build::new().file(PIN_TLS).warnings(true).extra_warnings(true).opt_level(2).compile("ol_rs_pin_tls");
 }

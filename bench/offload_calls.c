@@ -11,7 +11,8 @@
  *   no GPU there is nothing to measure for LLVM: said so in the output), and a synchronous 64 B host-to-host
  *   olMemcpy (NULL queue, the host device on both sides: a plain memcpy in both libraries; ours first checks
  *   both ranges against the allocation table and the registered host ranges).
- * The parent prints ns/call for both and the ratio ours/LLVM. Timing only: not a test. */
+ * The parent prints ns/call for both and the ratio ours/LLVM; each figure but allocation's is the fastest of 10
+ * blocks of iterations/10 calls (BEST_OF_BLOCKS). Timing only: not a test. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -54,6 +55,24 @@ static bool collect(ol_device_handle_t d, void *ud) {
   return true;
 }
 
+/* ns per call of STMT over ITERS calls, timed in BLOCKS blocks: the fastest block's (a busy machine's other
+ * work lands in the slower blocks). */
+enum { BLOCKS = 10 };
+#define BEST_OF_BLOCKS(out, iters, stmt)                                                                     \
+  do {                                                                                                       \
+    long n_ = (iters) / BLOCKS > 0 ? (iters) / BLOCKS : 1;                                                   \
+    double best_ = 1e300;                                                                                    \
+    for (int b_ = 0; b_ < BLOCKS; b_++) {                                                                    \
+      double t_ = now_ns();                                                                                  \
+      for (long i_ = 0; i_ < n_; i_++) {                                                                     \
+        stmt;                                                                                                \
+      }                                                                                                      \
+      t_ = (now_ns() - t_) / n_;                                                                             \
+      if (t_ < best_) best_ = t_;                                                                            \
+    }                                                                                                        \
+    (out) = best_;                                                                                           \
+  } while (0)
+
 /* In the child: measure one library; write "metric ns" lines (ns < 0: not measurable) to fd. */
 static int measure(const char *path, long iters, int fd) {
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -85,15 +104,12 @@ static int measure(const char *path, long iters, int fd) {
   double t;
   uint32_t type;
   for (int warm = 0; warm < 1000; warm++) info(dev, OL_DEVICE_INFO_NAME, sizeof name, name);
-  t = now_ns();
-  for (long i = 0; i < iters; i++) info(dev, OL_DEVICE_INFO_NAME, sizeof name, name);
-  dprintf(fd, "%d %f\n", M_NAME, (now_ns() - t) / iters);
-  t = now_ns();
-  for (long i = 0; i < iters; i++) info(dev, OL_DEVICE_INFO_TYPE, sizeof type, &type);
-  dprintf(fd, "%d %f\n", M_TYPE, (now_ns() - t) / iters);
-  t = now_ns();
-  for (long i = 0; i < iters; i++) info(dev, OL_DEVICE_INFO_NAME, 0, name);
-  dprintf(fd, "%d %f\n", M_ERR, (now_ns() - t) / iters);
+  BEST_OF_BLOCKS(t, iters, info(dev, OL_DEVICE_INFO_NAME, sizeof name, name));
+  dprintf(fd, "%d %f\n", M_NAME, t);
+  BEST_OF_BLOCKS(t, iters, info(dev, OL_DEVICE_INFO_TYPE, sizeof type, &type));
+  dprintf(fd, "%d %f\n", M_TYPE, t);
+  BEST_OF_BLOCKS(t, iters, info(dev, OL_DEVICE_INFO_NAME, 0, name));
+  dprintf(fd, "%d %f\n", M_ERR, t);
   if (alloc_dev) {
     long n = iters / 10 ? iters / 10 : 1;
     void *p;
@@ -110,9 +126,8 @@ static int measure(const char *path, long iters, int fd) {
     dprintf(fd, "%d -1\n", M_ALLOC);
   }
   static char src[64], dst[64];
-  t = now_ns();
-  for (long i = 0; i < iters; i++) copy(NULL, dst, dev, src, dev, sizeof dst);
-  dprintf(fd, "%d %f\n", M_COPY, (now_ns() - t) / iters);
+  BEST_OF_BLOCKS(t, iters, copy(NULL, dst, dev, src, dev, sizeof dst));
+  dprintf(fd, "%d %f\n", M_COPY, t);
   shut();
   return 0;
 }

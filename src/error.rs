@@ -75,34 +75,33 @@ impl From<PluginError> for OlError {
 
 /// The enumerator name of an error code, as LLVM's tracer prints it.
 pub fn errc_name(code: ol_errc_t) -> &'static str {
-    const NAMES: [&str; 25] = [
-        "OL_ERRC_SUCCESS",
-        "OL_ERRC_UNKNOWN",
-        "OL_ERRC_HOST_IO",
-        "OL_ERRC_INVALID_BINARY",
-        "OL_ERRC_INVALID_NULL_POINTER",
-        "OL_ERRC_INVALID_ARGUMENT",
-        "OL_ERRC_NOT_FOUND",
-        "OL_ERRC_OUT_OF_RESOURCES",
-        "OL_ERRC_INVALID_SIZE",
-        "OL_ERRC_INVALID_ENUMERATION",
-        "OL_ERRC_HOST_TOOL_NOT_FOUND",
-        "OL_ERRC_INVALID_VALUE",
-        "OL_ERRC_UNIMPLEMENTED",
-        "OL_ERRC_UNSUPPORTED",
-        "OL_ERRC_ASSEMBLE_FAILURE",
-        "OL_ERRC_COMPILE_FAILURE",
-        "OL_ERRC_LINK_FAILURE",
-        "OL_ERRC_BACKEND_FAILURE",
-        "OL_ERRC_UNINITIALIZED",
-        "OL_ERRC_INVALID_NULL_HANDLE",
-        "OL_ERRC_INVALID_PLATFORM",
-        "OL_ERRC_INVALID_DEVICE",
-        "OL_ERRC_INVALID_QUEUE",
-        "OL_ERRC_INVALID_EVENT",
-        "OL_ERRC_SYMBOL_KIND",
-    ];
-    NAMES.get(code.0 as usize).copied().unwrap_or("unknown enumerator")
+    enumerator_name!(code;
+        OL_ERRC_SUCCESS,
+        OL_ERRC_UNKNOWN,
+        OL_ERRC_HOST_IO,
+        OL_ERRC_INVALID_BINARY,
+        OL_ERRC_INVALID_NULL_POINTER,
+        OL_ERRC_INVALID_ARGUMENT,
+        OL_ERRC_NOT_FOUND,
+        OL_ERRC_OUT_OF_RESOURCES,
+        OL_ERRC_INVALID_SIZE,
+        OL_ERRC_INVALID_ENUMERATION,
+        OL_ERRC_HOST_TOOL_NOT_FOUND,
+        OL_ERRC_INVALID_VALUE,
+        OL_ERRC_UNIMPLEMENTED,
+        OL_ERRC_UNSUPPORTED,
+        OL_ERRC_ASSEMBLE_FAILURE,
+        OL_ERRC_COMPILE_FAILURE,
+        OL_ERRC_LINK_FAILURE,
+        OL_ERRC_BACKEND_FAILURE,
+        OL_ERRC_UNINITIALIZED,
+        OL_ERRC_INVALID_NULL_HANDLE,
+        OL_ERRC_INVALID_PLATFORM,
+        OL_ERRC_INVALID_DEVICE,
+        OL_ERRC_INVALID_QUEUE,
+        OL_ERRC_INVALID_EVENT,
+        OL_ERRC_SYMBOL_KIND,
+    )
 }
 
 /// A `Send + Sync` wrapper for the immortal, immutable error records.

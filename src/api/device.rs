@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 
-use crate::api::{entry, validate};
+use crate::api::entry;
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
 use crate::info::{self, InfoQuery, InfoValue};
@@ -12,50 +12,47 @@ use crate::runtime::{Device, DeviceKind};
 use crate::trace;
 
 pub(crate) fn device_info_name(name: ol_device_info_t) -> &'static str {
-    const NAMES: [&str; 30] = [
-        "OL_DEVICE_INFO_TYPE",
-        "OL_DEVICE_INFO_PLATFORM",
-        "OL_DEVICE_INFO_NAME",
-        "OL_DEVICE_INFO_PRODUCT_NAME",
-        "OL_DEVICE_INFO_UID",
-        "OL_DEVICE_INFO_VENDOR",
-        "OL_DEVICE_INFO_DRIVER_VERSION",
-        "OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE",
-        "OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE_PER_DIMENSION",
-        "OL_DEVICE_INFO_MAX_WORK_SIZE",
-        "OL_DEVICE_INFO_MAX_WORK_SIZE_PER_DIMENSION",
-        "OL_DEVICE_INFO_VENDOR_ID",
-        "OL_DEVICE_INFO_NUM_COMPUTE_UNITS",
-        "OL_DEVICE_INFO_MAX_CLOCK_FREQUENCY",
-        "OL_DEVICE_INFO_MEMORY_CLOCK_RATE",
-        "OL_DEVICE_INFO_ADDRESS_BITS",
-        "OL_DEVICE_INFO_MAX_MEM_ALLOC_SIZE",
-        "OL_DEVICE_INFO_GLOBAL_MEM_SIZE",
-        "OL_DEVICE_INFO_WORK_GROUP_LOCAL_MEM_SIZE",
-        "OL_DEVICE_INFO_SINGLE_FP_CONFIG",
-        "OL_DEVICE_INFO_DOUBLE_FP_CONFIG",
-        "OL_DEVICE_INFO_HALF_FP_CONFIG",
-        "OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_CHAR",
-        "OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_SHORT",
-        "OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_INT",
-        "OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_LONG",
-        "OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_FLOAT",
-        "OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_DOUBLE",
-        "OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_HALF",
-        "OL_DEVICE_INFO_FORCE_UINT32",
-    ];
-    NAMES.get(name.0 as usize).copied().unwrap_or("unknown enumerator")
+    enumerator_name!(name;
+        OL_DEVICE_INFO_TYPE,
+        OL_DEVICE_INFO_PLATFORM,
+        OL_DEVICE_INFO_NAME,
+        OL_DEVICE_INFO_PRODUCT_NAME,
+        OL_DEVICE_INFO_UID,
+        OL_DEVICE_INFO_VENDOR,
+        OL_DEVICE_INFO_DRIVER_VERSION,
+        OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE,
+        OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE_PER_DIMENSION,
+        OL_DEVICE_INFO_MAX_WORK_SIZE,
+        OL_DEVICE_INFO_MAX_WORK_SIZE_PER_DIMENSION,
+        OL_DEVICE_INFO_VENDOR_ID,
+        OL_DEVICE_INFO_NUM_COMPUTE_UNITS,
+        OL_DEVICE_INFO_MAX_CLOCK_FREQUENCY,
+        OL_DEVICE_INFO_MEMORY_CLOCK_RATE,
+        OL_DEVICE_INFO_ADDRESS_BITS,
+        OL_DEVICE_INFO_MAX_MEM_ALLOC_SIZE,
+        OL_DEVICE_INFO_GLOBAL_MEM_SIZE,
+        OL_DEVICE_INFO_WORK_GROUP_LOCAL_MEM_SIZE,
+        OL_DEVICE_INFO_SINGLE_FP_CONFIG,
+        OL_DEVICE_INFO_DOUBLE_FP_CONFIG,
+        OL_DEVICE_INFO_HALF_FP_CONFIG,
+        OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_CHAR,
+        OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_SHORT,
+        OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_INT,
+        OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_LONG,
+        OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_FLOAT,
+        OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_DOUBLE,
+        OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_HALF,
+    )
 }
 
 fn device_type_name(t: u32) -> &'static str {
-    const NAMES: [&str; 5] = [
-        "OL_DEVICE_TYPE_DEFAULT",
-        "OL_DEVICE_TYPE_ALL",
-        "OL_DEVICE_TYPE_GPU",
-        "OL_DEVICE_TYPE_CPU",
-        "OL_DEVICE_TYPE_HOST",
-    ];
-    NAMES.get(t as usize).copied().unwrap_or("unknown enumerator")
+    enumerator_name!(ol_device_type_t(t);
+        OL_DEVICE_TYPE_DEFAULT,
+        OL_DEVICE_TYPE_ALL,
+        OL_DEVICE_TYPE_GPU,
+        OL_DEVICE_TYPE_CPU,
+        OL_DEVICE_TYPE_HOST,
+    )
 }
 
 /// The value of a device property: LLVM 22's values for the virtual host device, the plugin's for others.
@@ -133,9 +130,9 @@ pub unsafe extern "C" fn ol_iterate_devices(Callback: ol_device_iterate_cb_t, Us
     entry(
         "olIterateDevices",
         |ctx| {
-            validate(ctx, &[(Callback.is_none(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Callback")])?;
+            // The one check, in both validation modes (a NULL check always runs: see `validate`).
             let Some(cb) = Callback else {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Callback is NULL"));
+                return Err(OlError::validation(OL_ERRC_INVALID_NULL_POINTER, "NULL == Callback"));
             };
             for d in &ctx.devices {
                 // SAFETY: the caller provides a valid callback; the handle is ours and the user data is
@@ -208,4 +205,22 @@ pub unsafe extern "C" fn ol_get_device_info_size(
 ) -> ol_result_t {
     // SAFETY: forwarded unchanged; the caller upholds this function's contract.
     unsafe { info::query_size::<DeviceQuery>(Device as usize as u64, PropName, PropSizeRet) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enumerator_names_come_from_their_constants() {
+        assert_eq!(device_info_name(OL_DEVICE_INFO_TYPE), "OL_DEVICE_INFO_TYPE");
+        assert_eq!(
+            device_info_name(OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_HALF),
+            "OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_HALF"
+        );
+        assert_eq!(device_info_name(OL_DEVICE_INFO_LAST), "unknown enumerator");
+        assert_eq!(device_type_name(OL_DEVICE_TYPE_HOST.0), "OL_DEVICE_TYPE_HOST");
+        assert_eq!(crate::error::errc_name(OL_ERRC_SYMBOL_KIND), "OL_ERRC_SYMBOL_KIND");
+        assert_eq!(crate::error::errc_name(OL_ERRC_LAST), "unknown enumerator");
+    }
 }

@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 
-use crate::api::{entry, h, validate, write_out};
+use crate::api::{entry, raw_handle, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
 use crate::info::{self, InfoQuery, InfoValue};
@@ -29,7 +29,7 @@ pub unsafe extern "C" fn ol_create_event(Queue: ol_queue_handle_t, Event: *mut o
                     (Event.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Event"),
                 ],
             )?;
-            let q = handle::queue(ctx, h(Queue))?;
+            let q = handle::queue(ctx, raw_handle(Queue))?;
             let e = objects::create_event(q)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(Event, e as usize as ol_event_handle_t, "Event") }?;
@@ -57,7 +57,7 @@ pub unsafe extern "C" fn ol_destroy_event(Event: ol_event_handle_t) -> ol_result
         "olDestroyEvent",
         |ctx| {
             validate(ctx, &[(Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event")])?;
-            handle::take_event(ctx, h(Event))?;
+            handle::take_event(ctx, raw_handle(Event))?;
             Ok(())
         },
         || format!(".Event = {}", trace::ptr(Event)),
@@ -77,7 +77,7 @@ pub unsafe extern "C" fn ol_sync_event(Event: ol_event_handle_t) -> ol_result_t 
         "olSyncEvent",
         |ctx| {
             validate(ctx, &[(Event.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Event")])?;
-            let e = handle::event(ctx, h(Event))?;
+            let e = handle::event(ctx, raw_handle(Event))?;
             objects::sync_event(e)
         },
         || format!(".Event = {}", trace::ptr(Event)),
@@ -93,11 +93,10 @@ fn event_info(e: &Event, name: ol_event_info_t) -> OlResult<InfoValue<'static>> 
 }
 
 fn event_info_name(n: ol_event_info_t) -> &'static str {
-    match n {
-        OL_EVENT_INFO_QUEUE => "OL_EVENT_INFO_QUEUE",
-        OL_EVENT_INFO_IS_COMPLETE => "OL_EVENT_INFO_IS_COMPLETE",
-        _ => "unknown enumerator",
-    }
+    enumerator_name!(n;
+        OL_EVENT_INFO_QUEUE,
+        OL_EVENT_INFO_IS_COMPLETE,
+    )
 }
 
 /// `olGetEventInfo` / `olGetEventInfoSize`.

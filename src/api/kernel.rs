@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 
-use crate::api::{bytes, entry, h, validate, write_out};
+use crate::api::{bytes, entry, raw_handle, validate, write_out};
 use crate::ffi::*;
 use crate::plugin::LaunchDims;
 use crate::runtime::handle;
@@ -47,9 +47,9 @@ pub unsafe extern "C" fn ol_launch_kernel(
                     (LaunchSizeArgs.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == LaunchSizeArgs"),
                 ],
             )?;
-            let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, h(Queue))?) };
-            let d = handle::device(ctx, h(Device))?;
-            let k = handle::symbol(ctx, h(Kernel))?;
+            let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, raw_handle(Queue))?) };
+            let d = handle::device(ctx, raw_handle(Device))?;
+            let k = handle::symbol(ctx, raw_handle(Kernel))?;
             // SAFETY: non-NULL and valid per the caller contract.
             let la = unsafe { LaunchSizeArgs.read_unaligned() };
             let dims = LaunchDims {
@@ -116,8 +116,8 @@ pub unsafe extern "C" fn ol_calculate_optimal_occupancy(
                     (GroupSize.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == GroupSize"),
                 ],
             )?;
-            let d = handle::device(ctx, h(Device))?;
-            let k = handle::symbol(ctx, h(Kernel))?;
+            let d = handle::device(ctx, raw_handle(Device))?;
+            let k = handle::symbol(ctx, raw_handle(Kernel))?;
             let n = objects::optimal_group_size(d, k, SharedMemory)?;
             // SAFETY: GroupSize is NULL (rejected) or writable per the caller contract.
             unsafe { write_out(GroupSize, n, "GroupSize") }?;

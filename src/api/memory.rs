@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 
-use crate::api::{bytes, entry, h, validate, write_out};
+use crate::api::{bytes, entry, raw_handle, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
 use crate::info::{self, InfoQuery, InfoValue};
@@ -12,22 +12,20 @@ use crate::runtime::{Context, memory};
 use crate::trace;
 
 fn alloc_type_name(t: ol_alloc_type_t) -> &'static str {
-    match t {
-        OL_ALLOC_TYPE_HOST => "OL_ALLOC_TYPE_HOST",
-        OL_ALLOC_TYPE_DEVICE => "OL_ALLOC_TYPE_DEVICE",
-        OL_ALLOC_TYPE_MANAGED => "OL_ALLOC_TYPE_MANAGED",
-        _ => "unknown enumerator",
-    }
+    enumerator_name!(t;
+        OL_ALLOC_TYPE_HOST,
+        OL_ALLOC_TYPE_DEVICE,
+        OL_ALLOC_TYPE_MANAGED,
+    )
 }
 
 fn mem_info_name(n: ol_mem_info_t) -> &'static str {
-    match n {
-        OL_MEM_INFO_DEVICE => "OL_MEM_INFO_DEVICE",
-        OL_MEM_INFO_BASE => "OL_MEM_INFO_BASE",
-        OL_MEM_INFO_SIZE => "OL_MEM_INFO_SIZE",
-        OL_MEM_INFO_TYPE => "OL_MEM_INFO_TYPE",
-        _ => "unknown enumerator",
-    }
+    enumerator_name!(n;
+        OL_MEM_INFO_DEVICE,
+        OL_MEM_INFO_BASE,
+        OL_MEM_INFO_SIZE,
+        OL_MEM_INFO_TYPE,
+    )
 }
 
 /// Allocate `Size` bytes of `Type` memory on `Device` (the CPU device: 64-byte aligned host memory).
@@ -56,7 +54,7 @@ pub unsafe extern "C" fn ol_mem_alloc(
                     (AllocationOut.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == AllocationOut"),
                 ],
             )?;
-            let d = handle::device(ctx, h(Device))?;
+            let d = handle::device(ctx, raw_handle(Device))?;
             if Size == 0 {
                 return Err(OlError::new(OL_ERRC_OUT_OF_RESOURCES, "failed to allocate from device allocator"));
             }
@@ -191,9 +189,9 @@ pub unsafe extern "C" fn ol_memcpy(
                     (SrcPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == SrcPtr"),
                 ],
             )?;
-            let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, h(Queue))?) };
-            let dst_dev = handle::device(ctx, h(DstDevice))?;
-            let src_dev = handle::device(ctx, h(SrcDevice))?;
+            let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, raw_handle(Queue))?) };
+            let dst_dev = handle::device(ctx, raw_handle(DstDevice))?;
+            let src_dev = handle::device(ctx, raw_handle(SrcDevice))?;
             // SAFETY: both ranges are valid for Size bytes until the copy completes (caller contract).
             unsafe { memory::memcpy(ctx, q, DstPtr as usize, dst_dev, SrcPtr as usize, src_dev, Size) }
         },
@@ -246,7 +244,7 @@ pub unsafe extern "C" fn ol_mem_fill(
             if !FillSize.is_multiple_of(PatternSize) {
                 return Err(OlError::validation(OL_ERRC_INVALID_SIZE, "FillSize % PatternSize != 0"));
             }
-            let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, h(Queue))?) };
+            let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, raw_handle(Queue))?) };
             // SAFETY: PatternPtr is valid for PatternSize bytes (caller contract); copied before return.
             let pattern = unsafe { bytes(PatternPtr, PatternSize) };
             // SAFETY: Ptr is valid for FillSize bytes until the fill completes (caller contract).
@@ -291,7 +289,7 @@ pub unsafe extern "C" fn ol_mem_register(
                     (PinnedPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PinnedPtr"),
                 ],
             )?;
-            let d = handle::device(ctx, h(Device))?;
+            let d = handle::device(ctx, raw_handle(Device))?;
             // Kept with validation off too: a zero-length range cannot be registered.
             if Size == 0 {
                 return Err(OlError::validation(OL_ERRC_INVALID_SIZE, "Size == 0"));
@@ -333,7 +331,7 @@ pub unsafe extern "C" fn ol_mem_unregister(Device: ol_device_handle_t, Ptr: *mut
                     (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
                 ],
             )?;
-            let d = handle::device(ctx, h(Device))?;
+            let d = handle::device(ctx, raw_handle(Device))?;
             memory::unregister(d, Ptr as usize)
         },
         || format!(".Device = {}, .Ptr = {}", trace::ptr(Device), trace::ptr(Ptr)),

@@ -48,6 +48,9 @@ pub(crate) fn entry(
 }
 
 /// Catch a panic and report it as `OL_ERRC_UNKNOWN` with its text: no panic crosses the C boundary.
+// Inlined: with the body and the entry point in one frame the info queries retire ~20% fewer instructions
+// (callgrind: olGetDeviceInfo(TYPE) 208 -> 165; LLVM 22: 190).
+#[inline(always)]
 pub(crate) fn guarded(name: &str, f: impl FnOnce() -> OlResult<()>) -> OlResult<()> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
@@ -110,7 +113,7 @@ pub(crate) unsafe fn bytes<'a>(p: *const std::ffi::c_void, size: usize) -> &'a [
     unsafe { std::slice::from_raw_parts(p.cast::<u8>(), size) }
 }
 
-/// A handle as the table's raw value.
-pub(crate) fn h<T>(p: *mut T) -> u64 {
+/// The raw value of a handle argument (a pointer on the C side, never dereferenced): the table's key.
+pub(crate) fn raw_handle<T>(p: *mut T) -> u64 {
     p as usize as u64
 }

@@ -10,15 +10,14 @@ use crate::runtime::Platform;
 use crate::runtime::handle;
 
 fn backend_name(b: u32) -> &'static str {
-    match ol_platform_backend_t(b) {
-        OL_PLATFORM_BACKEND_UNKNOWN => "OL_PLATFORM_BACKEND_UNKNOWN",
-        OL_PLATFORM_BACKEND_CUDA => "OL_PLATFORM_BACKEND_CUDA",
-        OL_PLATFORM_BACKEND_AMDGPU => "OL_PLATFORM_BACKEND_AMDGPU",
-        OL_PLATFORM_BACKEND_LEVEL_ZERO => "OL_PLATFORM_BACKEND_LEVEL_ZERO",
-        OL_PLATFORM_BACKEND_HOST => "OL_PLATFORM_BACKEND_HOST",
-        OL_PLATFORM_BACKEND_CPU => "OL_PLATFORM_BACKEND_CPU",
-        _ => "unknown enumerator",
-    }
+    enumerator_name!(ol_platform_backend_t(b);
+        OL_PLATFORM_BACKEND_UNKNOWN,
+        OL_PLATFORM_BACKEND_CUDA,
+        OL_PLATFORM_BACKEND_AMDGPU,
+        OL_PLATFORM_BACKEND_LEVEL_ZERO,
+        OL_PLATFORM_BACKEND_HOST,
+        OL_PLATFORM_BACKEND_CPU,
+    )
 }
 
 pub(crate) fn platform_info(p: &Platform, name: ol_platform_info_t) -> OlResult<InfoValue<'_>> {
@@ -32,13 +31,12 @@ pub(crate) fn platform_info(p: &Platform, name: ol_platform_info_t) -> OlResult<
 }
 
 pub(crate) fn platform_info_name(name: ol_platform_info_t) -> &'static str {
-    match name {
-        OL_PLATFORM_INFO_NAME => "OL_PLATFORM_INFO_NAME",
-        OL_PLATFORM_INFO_VENDOR_NAME => "OL_PLATFORM_INFO_VENDOR_NAME",
-        OL_PLATFORM_INFO_VERSION => "OL_PLATFORM_INFO_VERSION",
-        OL_PLATFORM_INFO_BACKEND => "OL_PLATFORM_INFO_BACKEND",
-        _ => "unknown enumerator",
-    }
+    enumerator_name!(name;
+        OL_PLATFORM_INFO_NAME,
+        OL_PLATFORM_INFO_VENDOR_NAME,
+        OL_PLATFORM_INFO_VERSION,
+        OL_PLATFORM_INFO_BACKEND,
+    )
 }
 
 /// `olGetPlatformInfo` / `olGetPlatformInfoSize`.

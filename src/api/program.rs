@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 
-use crate::api::{bytes, entry, h, validate, write_out};
+use crate::api::{bytes, entry, raw_handle, validate, write_out};
 use crate::ffi::*;
 use crate::runtime::handle;
 use crate::runtime::objects;
@@ -36,7 +36,7 @@ pub unsafe extern "C" fn ol_create_program(
                     (Program.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Program"),
                 ],
             )?;
-            let d = handle::device(ctx, h(Device))?;
+            let d = handle::device(ctx, raw_handle(Device))?;
             // SAFETY: ProgData is valid for ProgDataSize bytes (caller contract); used only during the call.
             let image = unsafe { bytes(ProgData, ProgDataSize) };
             let p = objects::create_program(d, image)?;
@@ -84,7 +84,7 @@ pub unsafe extern "C" fn ol_is_valid_binary(
                     (Valid.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Valid"),
                 ],
             )?;
-            let d = handle::device(ctx, h(Device))?;
+            let d = handle::device(ctx, raw_handle(Device))?;
             // SAFETY: ProgData is valid for ProgDataSize bytes (caller contract).
             let image = unsafe { bytes(ProgData, ProgDataSize) };
             let ok = objects::is_valid_binary(d, image);
@@ -117,7 +117,7 @@ pub unsafe extern "C" fn ol_destroy_program(Program: ol_program_handle_t) -> ol_
         "olDestroyProgram",
         |ctx| {
             validate(ctx, &[(Program.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Program")])?;
-            let p = handle::take_program(ctx, h(Program))?;
+            let p = handle::take_program(ctx, raw_handle(Program))?;
             objects::destroy_program(p)
         },
         || format!(".Program = {}", trace::ptr(Program)),

@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 
-use crate::api::{entry, h, validate, write_out};
+use crate::api::{entry, raw_handle, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
 use crate::info::{self, InfoQuery, InfoValue};
@@ -31,7 +31,7 @@ pub unsafe extern "C" fn ol_create_queue(Device: ol_device_handle_t, Queue: *mut
                     (Queue.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Queue"),
                 ],
             )?;
-            let d = handle::device(ctx, h(Device))?;
+            let d = handle::device(ctx, raw_handle(Device))?;
             let q = objects::create_queue(d)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(Queue, q as usize as ol_queue_handle_t, "Queue") }?;
@@ -60,7 +60,7 @@ pub unsafe extern "C" fn ol_destroy_queue(Queue: ol_queue_handle_t) -> ol_result
         "olDestroyQueue",
         |ctx| {
             validate(ctx, &[(Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue")])?;
-            let q = handle::take_queue(ctx, h(Queue))?;
+            let q = handle::take_queue(ctx, raw_handle(Queue))?;
             objects::destroy_queue(ctx, q)
         },
         || format!(".Queue = {}", trace::ptr(Queue)),
@@ -80,7 +80,7 @@ pub unsafe extern "C" fn ol_sync_queue(Queue: ol_queue_handle_t) -> ol_result_t 
         "olSyncQueue",
         |ctx| {
             validate(ctx, &[(Queue.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Queue")])?;
-            let q = handle::queue(ctx, h(Queue))?;
+            let q = handle::queue(ctx, raw_handle(Queue))?;
             objects::sync_queue(q)
         },
         || format!(".Queue = {}", trace::ptr(Queue)),
@@ -112,13 +112,13 @@ pub unsafe extern "C" fn ol_wait_events(
                     (Events.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Events"),
                 ],
             )?;
-            let q = handle::queue(ctx, h(Queue))?;
+            let q = handle::queue(ctx, raw_handle(Queue))?;
             if NumEvents == 0 {
                 return Ok(());
             }
             // SAFETY: Events is valid for NumEvents handles (caller contract).
             let evs: Vec<u64> =
-                unsafe { std::slice::from_raw_parts(Events, NumEvents) }.iter().map(|&e| h(e)).collect();
+                unsafe { std::slice::from_raw_parts(Events, NumEvents) }.iter().map(|&e| raw_handle(e)).collect();
             objects::wait_events(ctx, q, &evs)
         },
         || {
@@ -138,11 +138,10 @@ fn queue_info(q: &Queue, name: ol_queue_info_t) -> OlResult<InfoValue<'static>> 
 }
 
 fn queue_info_name(n: ol_queue_info_t) -> &'static str {
-    match n {
-        OL_QUEUE_INFO_DEVICE => "OL_QUEUE_INFO_DEVICE",
-        OL_QUEUE_INFO_EMPTY => "OL_QUEUE_INFO_EMPTY",
-        _ => "unknown enumerator",
-    }
+    enumerator_name!(n;
+        OL_QUEUE_INFO_DEVICE,
+        OL_QUEUE_INFO_EMPTY,
+    )
 }
 
 /// `olGetQueueInfo` / `olGetQueueInfoSize`.
@@ -227,9 +226,10 @@ pub unsafe extern "C" fn ol_launch_host_function(
                     (Callback.is_none(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Callback"),
                 ],
             )?;
-            let q = handle::queue(ctx, h(Queue))?;
+            let q = handle::queue(ctx, raw_handle(Queue))?;
+            // Checked above in both modes; unwrapped here with the same error.
             let Some(cb) = Callback else {
-                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "Callback is NULL"));
+                return Err(OlError::validation(OL_ERRC_INVALID_NULL_POINTER, "NULL == Callback"));
             };
             let ud = SendPtr(UserData);
             objects::launch_host_function(

@@ -2,7 +2,7 @@
 
 use std::ffi::{CStr, c_char, c_void};
 
-use crate::api::{entry, h, validate, write_out};
+use crate::api::{entry, raw_handle, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
 use crate::info::{self, InfoQuery, InfoValue};
@@ -12,20 +12,18 @@ use crate::runtime::{Symbol, SymbolKind, objects};
 use crate::trace;
 
 fn kind_name(k: ol_symbol_kind_t) -> &'static str {
-    match k {
-        OL_SYMBOL_KIND_KERNEL => "OL_SYMBOL_KIND_KERNEL",
-        OL_SYMBOL_KIND_GLOBAL_VARIABLE => "OL_SYMBOL_KIND_GLOBAL_VARIABLE",
-        _ => "unknown enumerator",
-    }
+    enumerator_name!(k;
+        OL_SYMBOL_KIND_KERNEL,
+        OL_SYMBOL_KIND_GLOBAL_VARIABLE,
+    )
 }
 
 fn info_name(n: ol_symbol_info_t) -> &'static str {
-    match n {
-        OL_SYMBOL_INFO_KIND => "OL_SYMBOL_INFO_KIND",
-        OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS => "OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS",
-        OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE => "OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE",
-        _ => "unknown enumerator",
-    }
+    enumerator_name!(n;
+        OL_SYMBOL_INFO_KIND,
+        OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS,
+        OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE,
+    )
 }
 
 /// Look up a kernel or global variable by name. Repeated lookups return the same handle; handles die
@@ -55,7 +53,7 @@ pub unsafe extern "C" fn ol_get_symbol(
                     (Symbol.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Symbol"),
                 ],
             )?;
-            let p = handle::program(ctx, h(Program))?;
+            let p = handle::program(ctx, raw_handle(Program))?;
             let kind = match Kind {
                 OL_SYMBOL_KIND_KERNEL => SymbolKind::Kernel,
                 OL_SYMBOL_KIND_GLOBAL_VARIABLE => SymbolKind::Global,

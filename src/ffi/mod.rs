@@ -8,6 +8,20 @@
 
 use std::ffi::{c_char, c_void};
 
+/// The enumerator name of a C enum value, as LLVM's tracer prints it (traces and error texts):
+/// `enumerator_name!(v; A, B, ...)` is `match v { A => "A", B => "B", ..., _ => "unknown enumerator" }`.
+/// Each name comes from its constant, so a gap or a reordering in the values cannot misname one (as an
+/// array indexed by value could: `OL_DEVICE_INFO_LAST` was traced as `OL_DEVICE_INFO_FORCE_UINT32`).
+macro_rules! enumerator_name {
+    ($v:expr; $($c:ident),+ $(,)?) => {
+        match $v {
+            $($c => stringify!($c),)+
+            _ => "unknown enumerator",
+        }
+    };
+}
+pub(crate) use enumerator_name;
+
 /// Opaque target of `ol_platform_handle_t`. Never dereferenced: a handle is a key of the handle table.
 pub struct ol_platform_impl_t {
     _opaque: [u8; 0],

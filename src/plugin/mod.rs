@@ -8,7 +8,7 @@
 
 pub mod cpu;
 pub mod cuda;
-pub mod registry;
+pub mod host_ranges;
 
 use std::any::Any;
 use std::sync::Arc;
@@ -123,20 +123,13 @@ pub trait Device: Send + Sync {
     /// The registered host range containing `ptr`, as (base, length).
     fn registered_range(&self, ptr: usize) -> Option<(usize, usize)>;
 
-    /// Synchronous copy. `dst_on_device`/`src_on_device` say which side is this device's memory
-    /// (false: host memory, including another host-addressable device's memory).
+    /// Synchronous copy between any memory this device or the host can address (the driver tells the
+    /// sides apart by address, as CUDA's unified addressing does).
     ///
     /// # Safety
     /// `src` must be valid for reading and `dst` for writing `size` bytes (on their sides) for the
     /// duration of the call.
-    unsafe fn memcpy_sync(
-        &self,
-        dst: usize,
-        dst_on_device: bool,
-        src: usize,
-        src_on_device: bool,
-        size: usize,
-    ) -> PluginResult<()>;
+    unsafe fn memcpy_sync(&self, dst: usize, src: usize, size: usize) -> PluginResult<()>;
 
     /// `olIsValidBinary`: never fails, garbage is `false`.
     fn is_valid_binary(&self, image: &[u8]) -> bool;
@@ -170,18 +163,11 @@ pub trait Kernel: Send + Sync {
 /// An in-order stream of work on one device, asynchronous to the caller.
 /// Errors raised by queued work are kept and returned by the next `sync` (or the event's `sync`).
 pub trait Queue: Send + Sync {
-    /// Enqueue a copy; `*_on_device` as in [`Device::memcpy_sync`].
+    /// Enqueue a copy; the sides as in [`Device::memcpy_sync`].
     ///
     /// # Safety
     /// `src` must stay valid for reading and `dst` for writing `size` bytes until the copy has run.
-    unsafe fn memcpy(
-        &self,
-        dst: usize,
-        dst_on_device: bool,
-        src: usize,
-        src_on_device: bool,
-        size: usize,
-    ) -> PluginResult<()>;
+    unsafe fn memcpy(&self, dst: usize, src: usize, size: usize) -> PluginResult<()>;
     /// Enqueue a fill of `size` bytes at `ptr` with `pattern` repeated (`size % pattern.len() == 0`).
     ///
     /// # Safety

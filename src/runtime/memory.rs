@@ -315,14 +315,6 @@ impl AllocTable {
     }
 }
 
-/// Where the bytes of one side of a copy live, relative to the plugin device that performs it.
-fn on_device(side: &Device, exec: &Arc<dyn plugin::Device>) -> bool {
-    match &side.kind {
-        super::DeviceKind::Host => false,
-        super::DeviceKind::Plugin(p) => Arc::ptr_eq(p, exec) || !p.host_addressable(),
-    }
-}
-
 /// INVALID_SIZE unless `[ptr, ptr+size)` ends inside `[base, base+len)` (which contains `ptr`).
 fn past_end(what: &str, ptr: usize, size: usize, base: usize, len: usize, owner: &str) -> OlResult<()> {
     let end = base + len;
@@ -418,7 +410,7 @@ pub unsafe fn memcpy(
                 }
             }
             // SAFETY: both ranges are valid until the copy has run (this function's contract).
-            unsafe { q.inner.memcpy(dst, on_device(dst_dev, exec), src, on_device(src_dev, exec), size) }?;
+            unsafe { q.inner.memcpy(dst, src, size) }?;
         }
         None => {
             // Prefer the device that is not host-addressable (a GPU) to perform the copy.
@@ -434,7 +426,7 @@ pub unsafe fn memcpy(
                 .cloned()
                 .ok_or_else(|| OlError::invalid_argument("olMemcpy needs a device"))?;
             // SAFETY: both ranges are valid for the call (this function's contract).
-            unsafe { exec.memcpy_sync(dst, on_device(dst_dev, &exec), src, on_device(src_dev, &exec), size) }?;
+            unsafe { exec.memcpy_sync(dst, src, size) }?;
         }
     }
     Ok(())
@@ -521,7 +513,7 @@ mod tests {
         fn registered_range(&self, _: usize) -> Option<(usize, usize)> {
             None
         }
-        unsafe fn memcpy_sync(&self, _: usize, _: bool, _: usize, _: bool, _: usize) -> PluginResult<()> {
+        unsafe fn memcpy_sync(&self, _: usize, _: usize, _: usize) -> PluginResult<()> {
             unimplemented!()
         }
         fn is_valid_binary(&self, _: &[u8]) -> bool {

@@ -6,9 +6,18 @@
 //! A call *pins* its thread: the thread's record announces the global epoch it entered at, and `0`
 //! means "not in a call". Pins nest (a callback of `olIterateDevices` calling `olGetDeviceInfo`): only
 //! the outermost one touches the record. The hot path is one thread-local access, one load and one
-//! store (the store is sequentially consistent: the announcement must be visible before the thread
-//! reads the context or a handle slot), and one plain store on the way out: no lock, no shared
-//! counter, no reference count.
+//! plain store, and one plain store on the way out: no lock, no shared counter, no reference count, no
+//! fence.
+//!
+//! The announcement must be visible to a reclaimer before the thread reads the context or a handle slot
+//! (else a reclaimer could miss the pin and free what the thread is about to read). Instead of a fence on
+//! every call, the rare reclaimers pay for it (an asymmetric fence, as in liburcu's memb flavour or C++'s
+//! proposed `asymmetric_thread_fence_heavy`): before they read the records they call
+//! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which runs a full barrier on every thread of the
+//! process, so every announcement made before it is visible and every load after a thread's barrier sees
+//! what the reclaimer unlinked before it. Where the kernel refuses membarrier (older than 4.14, a
+//! seccomp filter, valgrind), calls announce with a sequentially consistent store as before; which way
+//! is decided once, at the first thread's registration, before any call is pinned.
 //!
 //! Work deferred with [`defer`] is tagged with the epoch at which its object was unlinked; it runs once
 //! no thread is pinned at that epoch or earlier (a thread that pinned later could not have seen the
@@ -18,13 +27,13 @@
 
 use std::cell::Cell;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*, compiler_fence};
 use std::time::Duration;
 
 use parking_lot::Mutex;
 
 /// One thread's announcement, on its own cache line; reused by a later thread once its owner exits.
-#[repr(align(64))]
+#[repr(C, align(64))]
 struct Record {
     /// The epoch the thread's outermost call entered at; 0 when it is in no call.
     epoch: AtomicU64,
@@ -32,18 +41,32 @@ struct Record {
 }
 
 /// The calling thread's view: its record (NULL until its first call, and again once its thread-locals
-/// are being destroyed), how deeply its calls nest, whether it deferred work. Constant-initialised and
-/// without a destructor, so the hot path is a bare thread-local access.
+/// are being destroyed), how deeply its calls nest, whether it deferred work. Zero-initialised and
+/// without a destructor; it lives in C (src/runtime/pin_tls.c) for the initial-exec TLS model, so the
+/// hot path reaches it without a call to `__tls_get_addr`.
+#[repr(C)]
 struct Local {
     rec: Cell<*const Record>,
     depth: Cell<u32>,
     deferred: Cell<bool>,
 }
 
+unsafe extern "C" {
+    /// The calling thread's `Local` (pin_tls.c; same layout).
+    safe fn ol_rs_pin_local() -> *const Local;
+}
+
+/// The calling thread's `Local`: valid for the thread's whole life, including while its thread-locals
+/// are destroyed; only this thread touches it.
+#[inline(always)]
+fn local() -> &'static Local {
+    // SAFETY: pin_tls.c returns its thread's zero-initialised `struct ol_rs_pin_local`, laid out as `Local`
+    // and never freed before the thread ends; `Local` is not `Sync`, so the reference stays on this thread
+    // (a `'static` borrow of thread-local storage: nothing here sends it to another thread).
+    unsafe { &*ol_rs_pin_local() }
+}
+
 thread_local! {
-    static LOCAL: Local = const {
-        Local { rec: Cell::new(std::ptr::null()), depth: Cell::new(0), deferred: Cell::new(false) }
-    };
     /// Hands the thread's record back when the thread exits.
     static OWNER: Owner = const { Owner(Cell::new(std::ptr::null())) };
 }
@@ -57,7 +80,7 @@ impl Drop for Owner {
             return;
         }
         // A call made later by this thread (from another thread-local's destructor) counts as anonymous.
-        let _ = LOCAL.try_with(|l| l.rec.set(std::ptr::null()));
+        local().rec.set(std::ptr::null());
         let _all = RECORDS.lock();
         // SAFETY: records are leaked, never freed. The thread is in no call of ours, so it reads 0.
         unsafe { (*rec).in_use.store(false, Relaxed) };
@@ -69,6 +92,9 @@ impl Drop for Owner {
 #[cold]
 fn register() -> *const Record {
     let mut all = RECORDS.lock();
+    if !FENCE_CHOSEN.replace(true) {
+        ASYMMETRIC.store(membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED), Relaxed);
+    }
     let rec: &'static Record = match all.iter().find(|r| !r.in_use.load(Relaxed)) {
         Some(r) => r,
         None => {
@@ -87,6 +113,31 @@ fn register() -> *const Record {
 
 /// Every record ever made (one per thread that has called us at the same time as others).
 static RECORDS: Mutex<Vec<&'static Record>> = Mutex::new(Vec::new());
+/// Whether calls announce with a plain store and reclaimers fence with membarrier (see the module docs).
+/// Set once, under the `RECORDS` lock, before the first record exists, and never changed after.
+static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
+/// Whether `ASYMMETRIC` was decided (only read and written under the `RECORDS` lock).
+static FENCE_CHOSEN: LockedFlag = LockedFlag(std::cell::Cell::new(false));
+
+/// A flag touched only under the `RECORDS` lock.
+struct LockedFlag(std::cell::Cell<bool>);
+impl LockedFlag {
+    fn replace(&self, v: bool) -> bool {
+        self.0.replace(v)
+    }
+}
+// SAFETY: read and written only while holding the `RECORDS` lock.
+unsafe impl Sync for LockedFlag {}
+
+/// From `<linux/membarrier.h>` (the libc crate does not carry them).
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
+
+/// `membarrier(cmd, 0, 0)`; true on success.
+fn membarrier(cmd: libc::c_long) -> bool {
+    // SAFETY: membarrier takes two integer arguments and touches no memory of ours.
+    unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_uint, 0 as libc::c_int) == 0 }
+}
 /// The global epoch: advanced by every [`defer`]; starts at 1 because 0 means "not in a call".
 static EPOCH: AtomicU64 = AtomicU64::new(1);
 /// Calls from threads whose thread-locals are already gone (a call from a thread-local destructor):
@@ -110,27 +161,33 @@ pub struct Guard {
 /// Pin the calling thread (nested pins are free).
 #[inline]
 pub fn pin() -> Guard {
-    let local = LOCAL.with(|l| {
-        let d = l.depth.get();
-        if d == 0 {
-            let mut rec = l.rec.get();
+    let l = local();
+    let d = l.depth.get();
+    if d == 0 {
+        let mut rec = l.rec.get();
+        if rec.is_null() {
+            rec = register();
             if rec.is_null() {
-                rec = register();
-                if rec.is_null() {
-                    return std::ptr::null();
-                }
-                l.rec.set(rec);
+                // The thread is exiting: its call counts as pinned at the oldest epoch.
+                ANONYMOUS.fetch_add(1, SeqCst);
+                return Guard { local: std::ptr::null(), _not_send: PhantomData };
             }
-            // SAFETY: records are leaked, never freed.
-            unsafe { (*rec).epoch.store(EPOCH.load(SeqCst), SeqCst) };
+            l.rec.set(rec);
         }
-        l.depth.set(d + 1);
-        l as *const Local
-    });
-    if local.is_null() {
-        ANONYMOUS.fetch_add(1, SeqCst);
+        // Acquire: a slot read after the announcement is not read before the epoch (weakly ordered CPUs).
+        let epoch = EPOCH.load(Acquire);
+        // SAFETY: records are leaked, never freed.
+        let rec = unsafe { &*rec };
+        if ASYMMETRIC.load(Relaxed) {
+            // Made visible to reclaimers by their membarrier; the compiler keeps the order.
+            rec.epoch.store(epoch, Relaxed);
+            compiler_fence(SeqCst);
+        } else {
+            rec.epoch.store(epoch, SeqCst);
+        }
     }
-    Guard { local, _not_send: PhantomData }
+    l.depth.set(d + 1);
+    Guard { local: l, _not_send: PhantomData }
 }
 
 impl Drop for Guard {
@@ -158,15 +215,25 @@ impl Drop for Guard {
 
 /// Whether the calling thread is inside a call of ours (a callback calling back in).
 pub fn in_call() -> bool {
-    LOCAL.with(|l| l.depth.get() > 0)
+    local().depth.get() > 0
 }
 
-/// The oldest epoch a pinned thread entered at; `u64::MAX` when no thread is in a call.
+/// The oldest epoch a pinned thread other than the caller entered at; `u64::MAX` when no other thread is
+/// in a call. Callers unlinked what they reclaim (or cleared the context) before calling this.
 fn oldest_pinned() -> u64 {
+    let all = RECORDS.lock();
+    let mine = local().rec.get();
+    let others = || all.iter().filter(|r| !std::ptr::eq(**r, mine) && r.in_use.load(Relaxed));
+    // Make every other thread's announcement visible (see the module docs). Without another thread holding
+    // a record none is needed: a thread that registers later does so under this lock, after the unlink.
+    // Should the kernel fail its contract, everything counts as pinned (deferred work waits for shutdown).
+    if ASYMMETRIC.load(Relaxed) && others().next().is_some() && !membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) {
+        return 0;
+    }
     if ANONYMOUS.load(SeqCst) > 0 {
         return 0;
     }
-    RECORDS.lock().iter().map(|r| r.epoch.load(SeqCst)).filter(|&e| e != 0).min().unwrap_or(u64::MAX)
+    others().map(|r| r.epoch.load(SeqCst)).filter(|&e| e != 0).min().unwrap_or(u64::MAX)
 }
 
 /// Run `run(arg)` once no call that could have seen the just-unlinked object is still in flight.
@@ -174,17 +241,20 @@ fn oldest_pinned() -> u64 {
 pub fn defer(run: fn(usize), arg: usize) {
     let epoch = EPOCH.fetch_add(1, SeqCst);
     DEFERRED.lock().push(Deferred { epoch, run, arg });
-    LOCAL.with(|l| l.deferred.set(true));
+    local().deferred.set(true);
 }
 
 /// Run the deferred work whose grace period has passed (outside every lock).
 fn run_ready() {
-    let oldest = oldest_pinned();
+    if DEFERRED.lock().is_empty() {
+        return;
+    }
+    // Only work unlinked before the scan: an entry deferred during it may have been read by a call that
+    // pinned after its record was scanned.
+    let unlinked_before = EPOCH.load(SeqCst);
+    let oldest = oldest_pinned().min(unlinked_before);
     let ready: Vec<Deferred> = {
         let mut d = DEFERRED.lock();
-        if d.is_empty() {
-            return;
-        }
         let (ready, keep) = std::mem::take(&mut *d).into_iter().partition(|x| x.epoch < oldest);
         *d = keep;
         ready
@@ -227,8 +297,56 @@ mod tests {
         RAN.fetch_add(n, SeqCst);
     }
 
+    /// The slot readers look at: a leaked cell, marked dead by the deferred work that would free it.
+    static SLOT: std::sync::atomic::AtomicPtr<AtomicU64> = std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+    const LIVE: u64 = 1;
+    const DEAD: u64 = 0xdead;
+    fn mark_dead(p: usize) {
+        // SAFETY: `p` is a leaked `AtomicU64` (never freed: the test checks the marks instead).
+        unsafe { (*(p as *const AtomicU64)).store(DEAD, SeqCst) };
+    }
+
+    /// The tests of this module pin and defer on the process-wide records: one at a time (the race test's
+    /// readers would keep the other's deferred work waiting).
+    static SERIAL: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
+    #[test]
+    fn a_pinned_reader_never_sees_what_it_read_reclaimed() {
+        let _serial = SERIAL.lock();
+        SLOT.store(Box::into_raw(Box::new(AtomicU64::new(LIVE))), SeqCst);
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..4)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut reads = 0u64;
+                    while !stop.load(Relaxed) {
+                        let _g = pin();
+                        // SAFETY: the cell is leaked; a live one stays live while this pin lives.
+                        let cell = unsafe { &*SLOT.load(SeqCst) };
+                        for _ in 0..16 {
+                            assert_eq!(cell.load(SeqCst), LIVE, "reclaimed while a pinned call read it");
+                        }
+                        reads += 1;
+                    }
+                    reads
+                })
+            })
+            .collect();
+        for _ in 0..20_000 {
+            let _g = pin();
+            let new = Box::into_raw(Box::new(AtomicU64::new(LIVE)));
+            let old = SLOT.swap(new, SeqCst);
+            defer(mark_dead, old as usize);
+        }
+        stop.store(true, Relaxed);
+        let reads: u64 = readers.into_iter().map(|t| t.join().unwrap()).sum();
+        assert!(reads > 0);
+    }
+
     #[test]
     fn deferred_work_waits_for_an_older_call_on_another_thread() {
+        let _serial = SERIAL.lock();
         let (entered_tx, entered_rx) = std::sync::mpsc::channel();
         let (leave_tx, leave_rx) = std::sync::mpsc::channel::<()>();
         let t = std::thread::spawn(move || {

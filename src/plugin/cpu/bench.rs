@@ -173,7 +173,7 @@ pub fn run() {
         cp2.push(t.elapsed());
         let t = Instant::now();
         // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-        unsafe { dev.memcpy_sync(z, true, x, true, bytes) }.unwrap();
+        unsafe { dev.memcpy_sync(z, x, bytes) }.unwrap();
         cpp.push(t.elapsed());
         let t = Instant::now();
         // SAFETY: as above.

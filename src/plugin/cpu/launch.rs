@@ -20,8 +20,8 @@
 //! is rejected (CUDA rejects it too) rather than silently doing nothing. Local memory (static +
 //! dynamic) is limited to [`LOCAL_MEM_PER_GROUP`].
 
-use super::info::{LOCAL_MEM_PER_GROUP, MAX_GROUP_SIZE, MAX_GROUP_SIZE_PER_DIM};
 use super::kernel_memory::{KERNEL_STACK, STACK_RESERVE, on_kernel_stack};
+use super::machine::{LOCAL_MEM_PER_GROUP, MAX_GROUP_SIZE, MAX_GROUP_SIZE_PER_DIM};
 use super::memcheck::{self, LaunchCheck};
 use super::pool::{MAX_ITEMS, Task, WorkerSlot, pool};
 use crate::jit::{KernelEntry, ParamLayout, WgCtx, WgFn};

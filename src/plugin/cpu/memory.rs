@@ -16,7 +16,7 @@
 //!   a loaded machine can be worse than one thread (a descheduled helper holds its block).
 
 use super::pool::{Task, WorkerSlot, pool};
-use crate::plugin::registry::HostRanges;
+use crate::plugin::host_ranges::HostRanges;
 use crate::plugin::{PluginError, PluginResult};
 use parking_lot::Mutex;
 use std::alloc::Layout;

@@ -1,7 +1,7 @@
 //! CPU compute device: GPU-style kernels (JIT-compiled by [`crate::jit`] into work-group functions)
 //! run on all cores.
 //!
-//! * [`info`]: the device's properties, read from the machine once.
+//! * [`machine`]: the device's properties, read from the machine once.
 //! * [`memory`]: allocations (host memory, pooled), registered host ranges, copies and fills.
 //! * [`pool`]: the persistent thread pool that runs work-groups in chunks.
 //! * [`kernel_memory`]: guarded shared/scratch buffers and the stacks kernel code runs on.
@@ -22,9 +22,9 @@
 //! timings: `cargo test --release --lib -- --ignored --nocapture bench_cpu` (see `bench.rs`) and
 //! `... jit_saxpy_bench`.
 
-pub mod info;
 pub mod kernel_memory;
 pub mod launch;
+pub mod machine;
 pub mod memcheck;
 pub mod memory;
 pub mod pool;
@@ -75,7 +75,7 @@ pub struct CpuDevice {
 
 impl CpuDevice {
     fn new() -> CpuDevice {
-        CpuDevice { info: info::read_device_info(), memory: memory::Memory::new() }
+        CpuDevice { info: machine::read_device_info(), memory: memory::Memory::new() }
     }
 }
 
@@ -108,14 +108,7 @@ impl Device for CpuDevice {
         self.memory.registered_range(ptr)
     }
 
-    unsafe fn memcpy_sync(
-        &self,
-        dst: usize,
-        _dst_on_device: bool,
-        src: usize,
-        _src_on_device: bool,
-        size: usize,
-    ) -> PluginResult<()> {
+    unsafe fn memcpy_sync(&self, dst: usize, src: usize, size: usize) -> PluginResult<()> {
         // SAFETY: the API caller guarantees both ranges valid (olMemcpy's contract); every side is
         // host memory on this device.
         unsafe { memory::copy(dst, src, size) };
@@ -149,12 +142,12 @@ impl Device for CpuDevice {
             )));
         };
         let local = (k.static_local_bytes() as u64).saturating_add(dyn_shared_mem as u64);
-        if local > info::LOCAL_MEM_PER_GROUP {
+        if local > machine::LOCAL_MEM_PER_GROUP {
             return Err(PluginError::OutOfResources(format!(
                 "kernel '{}' with {dyn_shared_mem} bytes of dynamic local memory needs {local} bytes per \
                  work-group; the CPU device has {}",
                 k.name(),
-                info::LOCAL_MEM_PER_GROUP
+                machine::LOCAL_MEM_PER_GROUP
             )));
         }
         Ok(OPTIMAL_GROUP_SIZE)

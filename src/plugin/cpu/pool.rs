@@ -153,7 +153,7 @@ thread_local! {
 /// The process-wide pool, started on first use.
 pub fn pool() -> &'static Pool {
     static POOL: OnceLock<Pool> = OnceLock::new();
-    POOL.get_or_init(|| Pool::new(super::info::num_compute_units() as usize - 1))
+    POOL.get_or_init(|| Pool::new(super::machine::num_compute_units() as usize - 1))
 }
 
 impl Pool {

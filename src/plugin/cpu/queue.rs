@@ -366,14 +366,7 @@ impl Drop for CpuQueue {
 }
 
 impl Queue for CpuQueue {
-    unsafe fn memcpy(
-        &self,
-        dst: usize,
-        _dst_on_device: bool,
-        src: usize,
-        _src_on_device: bool,
-        size: usize,
-    ) -> PluginResult<()> {
+    unsafe fn memcpy(&self, dst: usize, src: usize, size: usize) -> PluginResult<()> {
         if size == 0 {
             return Ok(());
         }

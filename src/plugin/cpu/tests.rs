@@ -212,7 +212,7 @@ fn device_basics() {
     let d = devices();
     assert_eq!(d.len(), 1);
     assert!(d[0].host_addressable());
-    assert_eq!(d[0].info().device_type, info::DEVICE_TYPE_CPU);
+    assert_eq!(d[0].info().device_type, machine::DEVICE_TYPE_CPU);
     let k = kernel("empty", empty_wg, vec![], 0);
     assert_eq!(d[0].optimal_group_size(&*k, 0).unwrap(), OPTIMAL_GROUP_SIZE);
     assert_eq!(d[0].optimal_group_size(&*k, 1024).unwrap(), OPTIMAL_GROUP_SIZE);
@@ -280,7 +280,7 @@ fn local_memory_is_per_worker() {
     dev.launch_sync(k.clone(), &args, d).unwrap();
     assert_eq!(errors.load(Ordering::Relaxed), 0);
     // local + dynamic over the per-group limit
-    let d = LaunchDims { dyn_shared_mem: info::LOCAL_MEM_PER_GROUP as usize, ..d };
+    let d = LaunchDims { dyn_shared_mem: machine::LOCAL_MEM_PER_GROUP as usize, ..d };
     assert!(matches!(dev.launch_sync(k.clone(), &args, d), Err(PluginError::OutOfResources(_))));
     let d = LaunchDims { dyn_shared_mem: usize::MAX, ..d };
     assert!(matches!(dev.launch_sync(k.clone(), &args, d), Err(PluginError::OutOfResources(_))));
@@ -411,12 +411,12 @@ fn device_memory() {
         assert_eq!(b % 4096, 0);
         let src: Vec<u8> = (0..100).collect();
         // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-        unsafe { dev.memcpy_sync(a, true, src.as_ptr() as usize, false, 100) }.unwrap();
+        unsafe { dev.memcpy_sync(a, src.as_ptr() as usize, 100) }.unwrap();
         // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-        unsafe { dev.memcpy_sync(b + 5, true, a, true, 100) }.unwrap();
+        unsafe { dev.memcpy_sync(b + 5, a, 100) }.unwrap();
         let mut back = vec![0u8; 100];
         // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-        unsafe { dev.memcpy_sync(back.as_mut_ptr() as usize, false, b + 5, true, 100) }.unwrap();
+        unsafe { dev.memcpy_sync(back.as_mut_ptr() as usize, b + 5, 100) }.unwrap();
         assert_eq!(back, src);
         dev.free(a, kind).unwrap();
         dev.free(b, kind).unwrap();
@@ -446,7 +446,7 @@ fn launches_and_copies_do_not_wait_behind_a_kernel() {
     let src = vec![3u8; n];
     let mut dst = vec![0u8; n];
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-    unsafe { dev.memcpy_sync(dst.as_mut_ptr() as usize, false, src.as_ptr() as usize, false, n) }.unwrap();
+    unsafe { dev.memcpy_sync(dst.as_mut_ptr() as usize, src.as_ptr() as usize, n) }.unwrap();
     assert!(dst.iter().all(|&b| b == 3));
     // SAFETY: dst has n bytes.
     unsafe { memory::fill(dst.as_mut_ptr() as usize, &[7], n).unwrap() };
@@ -508,7 +508,7 @@ fn queue_work_mixed_in_order() {
         q.launch(add1_kernel(), &add1_args(bp, n), dims([n.div_ceil(64), 1, 1], [64, 1, 1])).unwrap();
     }
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-    unsafe { q.memcpy(out.as_mut_ptr() as usize, false, bp as usize, true, 4 * n as usize) }.unwrap();
+    unsafe { q.memcpy(out.as_mut_ptr() as usize, bp as usize, 4 * n as usize) }.unwrap();
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
     assert!(unsafe { q.fill(bp as usize, &[1, 2, 3], 10) }.is_err());
     q.sync().unwrap();

@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 use crate::plugin::{DeviceInfo, GlobalInfo, LaunchDims, PluginError, PluginResult};
 
 use super::driver::*;
-use crate::plugin::registry::HostRanges;
+use crate::plugin::host_ranges::HostRanges;
 
 /// Per-device state shared by every object of the device.
 pub struct DeviceInner {

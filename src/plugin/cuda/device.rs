@@ -13,10 +13,10 @@ use crate::plugin::{AllocKind, Device, DeviceInfo, Kernel, LaunchDims, PluginErr
 
 use super::debug;
 use super::driver::*;
-use super::image::{self, ImageKind};
+use super::image::{self, CudaImageKind};
 use super::program::image_load_error;
 use super::ptx::{self, PtxImage};
-use crate::plugin::registry::HostRanges;
+use crate::plugin::host_ranges::HostRanges;
 
 use super::context::DeviceInner;
 use super::kernel::CudaKernel;
@@ -228,14 +228,7 @@ impl Device for CudaDevice {
         self.inner.registered.lock().find(ptr)
     }
 
-    unsafe fn memcpy_sync(
-        &self,
-        dst: usize,
-        _dst_on_device: bool,
-        src: usize,
-        _src_on_device: bool,
-        size: usize,
-    ) -> PluginResult<()> {
+    unsafe fn memcpy_sync(&self, dst: usize, src: usize, size: usize) -> PluginResult<()> {
         if size == 0 {
             return Ok(());
         }
@@ -248,10 +241,10 @@ impl Device for CudaDevice {
     fn is_valid_binary(&self, image: &[u8]) -> bool {
         let (major, minor, isa) = (self.inner.major, self.inner.minor, self.inner.ptx_isa);
         catch_unwind(|| match image::classify(image) {
-            ImageKind::Cubin => image::cubin_sm(image).is_some_and(|sm| image::sm_compatible(sm, major, minor)),
-            ImageKind::Ptx => image::ptx_compatible(image, major, minor, isa),
-            ImageKind::Bitcode => ptx::bitcode_triple(image).is_some_and(|t| t.starts_with("nvptx64")),
-            ImageKind::Fatbin | ImageKind::Unknown(_) => false,
+            CudaImageKind::Cubin => image::cubin_sm(image).is_some_and(|sm| image::sm_compatible(sm, major, minor)),
+            CudaImageKind::Ptx => image::ptx_compatible(image, major, minor, isa),
+            CudaImageKind::Bitcode => ptx::bitcode_triple(image).is_some_and(|t| t.starts_with("nvptx64")),
+            CudaImageKind::Fatbin | CudaImageKind::Unknown(_) => false,
         })
         .unwrap_or(false)
     }
@@ -260,7 +253,7 @@ impl Device for CudaDevice {
         let d = &self.inner;
         let (bytes, ctors, dtors, compiled): (Vec<u8>, Vec<String>, Vec<String>, Option<Arc<PtxImage>>) =
             match image::classify(image) {
-                ImageKind::Bitcode => {
+                CudaImageKind::Bitcode => {
                     // What is_valid_binary rejects is not loaded either (the same reader, no LLVM).
                     match ptx::bitcode_triple(image) {
                         Some(t) if t.starts_with("nvptx64") => {}
@@ -270,7 +263,7 @@ impl Device for CudaDevice {
                     let p = ptx::compile_cached(image, d.major, d.minor, d.ptx_isa)?;
                     (Vec::new(), p.ctors.clone(), p.dtors.clone(), Some(p))
                 }
-                ImageKind::Ptx => {
+                CudaImageKind::Ptx => {
                     let end = image.iter().position(|&b| b == 0).unwrap_or(image.len());
                     let text = String::from_utf8_lossy(&image[..end]).into_owned();
                     let (c, f) = image::ptx_ctor_dtor_names(&text)?;
@@ -278,12 +271,12 @@ impl Device for CudaDevice {
                     v.push(0);
                     (v, c, f, None)
                 }
-                ImageKind::Cubin => {
+                CudaImageKind::Cubin => {
                     let (c, f) = image::cubin_ctor_dtor_names(image)?;
                     (image.to_vec(), c, f, None)
                 }
-                ImageKind::Fatbin => (image.to_vec(), Vec::new(), Vec::new(), None),
-                ImageKind::Unknown(what) => return Err(image::invalid_binary(&what)),
+                CudaImageKind::Fatbin => (image.to_vec(), Vec::new(), Vec::new(), None),
+                CudaImageKind::Unknown(what) => return Err(image::invalid_binary(&what)),
             };
         let data: &[u8] = match &compiled {
             Some(p) => &p.ptx,

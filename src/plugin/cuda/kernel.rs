@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::plugin::{DeviceInfo, Kernel, LaunchDims, PluginError, PluginResult};
 
 use super::driver::*;
-use super::image::{self, ParamLayout};
+use super::image::{self, ParamBlock};
 
 use super::context::DeviceInner;
 
@@ -39,7 +39,7 @@ pub(crate) fn check_dims(name: &str, info: &DeviceInfo, max_grid: [u32; 3], dims
 }
 
 /// `(offset, size)` of every parameter via `cuFuncGetParamInfo`; None when the driver lacks it.
-pub(super) fn param_layout(drv: &Driver, func: CUfunction) -> Option<ParamLayout> {
+pub(super) fn param_layout(drv: &Driver, func: CUfunction) -> Option<ParamBlock> {
     let f = drv.cuFuncGetParamInfo?;
     let mut params = Vec::new();
     for i in 0..4096usize {
@@ -54,13 +54,13 @@ pub(super) fn param_layout(drv: &Driver, func: CUfunction) -> Option<ParamLayout
         }
         params.push((off, size));
     }
-    Some(ParamLayout { params })
+    Some(ParamBlock { params })
 }
 
 pub struct CudaKernel {
     pub(super) name: String,
     pub(super) func: usize,
-    pub(super) layout: Option<ParamLayout>,
+    pub(super) layout: Option<ParamBlock>,
     /// CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES (0 when the driver did not say).
     pub(super) static_shared: usize,
     /// The dynamic shared memory limit we raised the function to (0: never).
@@ -75,7 +75,7 @@ impl CudaKernel {
     }
 
     /// Real parameter block (`None`: unknown, the driver predates `cuFuncGetParamInfo`).
-    pub fn param_layout(&self) -> Option<&ParamLayout> {
+    pub fn param_layout(&self) -> Option<&ParamBlock> {
         self.layout.as_ref()
     }
 

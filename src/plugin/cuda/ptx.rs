@@ -139,7 +139,7 @@ pub(crate) mod tests {
             eprintln!("SKIP: clang-22 not available to build test kernels");
             return;
         };
-        assert_eq!(image::classify(&bc), image::ImageKind::Bitcode);
+        assert_eq!(image::classify(&bc), image::CudaImageKind::Bitcode);
         assert!(bitcode_triple(&bc).unwrap().starts_with("nvptx64"));
         let ptx = compile_to_ptx(&bc, "sm_90", "+ptx80").unwrap();
         for k in ["saxpy", "reduce_sum", "grid2d", "read_global", "write_global", "empty", "multiargs"] {
@@ -260,7 +260,7 @@ pub(crate) mod tests {
                 let ptxas = if driver >= 13000 { &ptxas13 } else { &ptxas12 };
                 let cubin = assemble(ptxas, img.text(), sm, &name.replace(['/', '.'], "_"))
                     .unwrap_or_else(|e| panic!("ptxas rejects our PTX of {name} for sm_{sm} (ISA {isa}):\n{e}"));
-                assert_eq!(image::classify(&cubin), image::ImageKind::Cubin, "{name} sm_{sm}");
+                assert_eq!(image::classify(&cubin), image::CudaImageKind::Cubin, "{name} sm_{sm}");
                 // the real cubin's ELF header: our SM reading (is_valid_binary) and ctor discovery
                 assert_eq!(
                     image::cubin_sm(&cubin),

@@ -78,14 +78,7 @@ unsafe extern "C" fn host_trampoline(p: *mut c_void) {
 }
 
 impl Queue for CudaQueue {
-    unsafe fn memcpy(
-        &self,
-        dst: usize,
-        _dst_on_device: bool,
-        src: usize,
-        _src_on_device: bool,
-        size: usize,
-    ) -> PluginResult<()> {
+    unsafe fn memcpy(&self, dst: usize, src: usize, size: usize) -> PluginResult<()> {
         self.dev.bind()?;
         self.dev.memcpy_async(dst, src, size, self.s())
     }

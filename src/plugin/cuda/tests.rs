@@ -57,14 +57,14 @@ impl Buf {
         let n = std::mem::size_of_val(v);
         assert!(n <= self.size);
         // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-        unsafe { self.dev.memcpy_sync(self.ptr, true, v.as_ptr() as usize, false, n) }.expect("memcpy H2D");
+        unsafe { self.dev.memcpy_sync(self.ptr, v.as_ptr() as usize, n) }.expect("memcpy H2D");
     }
     fn download<T: Copy + Default>(&self, n: usize) -> Vec<T> {
         let mut v = vec![T::default(); n];
         let bytes = n * std::mem::size_of::<T>();
         assert!(bytes <= self.size);
         // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-        unsafe { self.dev.memcpy_sync(v.as_mut_ptr() as usize, false, self.ptr, true, bytes) }.expect("memcpy D2H");
+        unsafe { self.dev.memcpy_sync(v.as_mut_ptr() as usize, self.ptr, bytes) }.expect("memcpy D2H");
         v
     }
 }
@@ -247,11 +247,11 @@ fn gpu_globals() {
     assert_eq!(s.size, 4);
     let mut seven = 0u32;
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-    unsafe { dev.memcpy_sync(&mut seven as *mut u32 as usize, false, s.addr, true, 4) }.unwrap();
+    unsafe { dev.memcpy_sync(&mut seven as *mut u32 as usize, s.addr, 4) }.unwrap();
     assert_eq!(seven, 7);
     let vals: Vec<u32> = (0..64).map(|i| i * 10).collect();
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-    unsafe { dev.memcpy_sync(g.addr, true, vals.as_ptr() as usize, false, 256) }.unwrap();
+    unsafe { dev.memcpy_sync(g.addr, vals.as_ptr() as usize, 256) }.unwrap();
     let out = Buf::new(&dev, 256, AllocKind::Device);
     let args = Args::default().arg(out.ptr).finish();
     dev.launch_sync(prog.kernel("read_global").unwrap(), &args, dims1(1, 64)).unwrap();
@@ -260,7 +260,7 @@ fn gpu_globals() {
     dev.launch_sync(prog.kernel("write_global").unwrap(), &[], dims1(1, 64)).unwrap();
     let mut back = vec![0u32; 64];
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-    unsafe { dev.memcpy_sync(back.as_mut_ptr() as usize, false, g.addr, true, 256) }.unwrap();
+    unsafe { dev.memcpy_sync(back.as_mut_ptr() as usize, g.addr, 256) }.unwrap();
     assert_eq!(back, (0..64).map(|i| i * 3).collect::<Vec<u32>>());
     // lookups that fail
     match prog.kernel("no_such_kernel") {
@@ -291,7 +291,7 @@ fn gpu_global_ctors() {
     let g = prog.global("dtor_ran").unwrap();
     let mut ran = -1i32;
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-    unsafe { dev.memcpy_sync(&mut ran as *mut i32 as usize, false, g.addr, true, 4) }.unwrap();
+    unsafe { dev.memcpy_sync(&mut ran as *mut i32 as usize, g.addr, 4) }.unwrap();
     assert_eq!(ran, 0, "destructor not yet run");
     prog.unload().expect("unload runs destructors");
     prog.unload().expect("second unload is a no-op");
@@ -392,18 +392,18 @@ fn gpu_memory_kinds_and_fills() {
     let pinned = dev.register_host(host.as_mut_ptr() as usize, 4096).unwrap();
     assert_eq!(pinned, host.as_mut_ptr() as usize);
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-    unsafe { q.memcpy(a.ptr, true, src.as_ptr() as usize, false, 4096) }.unwrap();
+    unsafe { q.memcpy(a.ptr, src.as_ptr() as usize, 4096) }.unwrap();
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-    unsafe { q.memcpy(c.ptr, true, a.ptr, true, 4096) }.unwrap();
+    unsafe { q.memcpy(c.ptr, a.ptr, 4096) }.unwrap();
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-    unsafe { q.memcpy(pinned, false, c.ptr, true, 4096) }.unwrap();
+    unsafe { q.memcpy(pinned, c.ptr, 4096) }.unwrap();
     q.sync().unwrap();
     assert_eq!(host, src);
     dev.unregister_host(pinned).unwrap();
     assert!(matches!(dev.unregister_host(pinned), Err(PluginError::InvalidArgument(_))));
     // zero-size copies are fine
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-    unsafe { dev.memcpy_sync(a.ptr, true, src.as_ptr() as usize, false, 0) }.unwrap();
+    unsafe { dev.memcpy_sync(a.ptr, src.as_ptr() as usize, 0) }.unwrap();
 }
 
 /// An event of "another plugin": completes when its flag is set.
@@ -644,18 +644,18 @@ fn gpu_bench() {
     };
     let pp = pageable.as_mut_ptr() as usize;
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-    let h2d_pageable = best(&mut || unsafe { dev.memcpy_sync(dbuf.ptr, true, pp, false, SIZE) }.unwrap());
+    let h2d_pageable = best(&mut || unsafe { dev.memcpy_sync(dbuf.ptr, pp, SIZE) }.unwrap());
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-    let d2h_pageable = best(&mut || unsafe { dev.memcpy_sync(pp, false, dbuf.ptr, true, SIZE) }.unwrap());
+    let d2h_pageable = best(&mut || unsafe { dev.memcpy_sync(pp, dbuf.ptr, SIZE) }.unwrap());
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-    let h2d_pinned = best(&mut || unsafe { dev.memcpy_sync(dbuf.ptr, true, pinned.ptr, false, SIZE) }.unwrap());
+    let h2d_pinned = best(&mut || unsafe { dev.memcpy_sync(dbuf.ptr, pinned.ptr, SIZE) }.unwrap());
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-    let d2h_pinned = best(&mut || unsafe { dev.memcpy_sync(pinned.ptr, false, dbuf.ptr, true, SIZE) }.unwrap());
+    let d2h_pinned = best(&mut || unsafe { dev.memcpy_sync(pinned.ptr, dbuf.ptr, SIZE) }.unwrap());
     dev.register_host(pp, SIZE).unwrap();
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-    let h2d_reg = best(&mut || unsafe { dev.memcpy_sync(dbuf.ptr, true, pp, false, SIZE) }.unwrap());
+    let h2d_reg = best(&mut || unsafe { dev.memcpy_sync(dbuf.ptr, pp, SIZE) }.unwrap());
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
-    let d2h_reg = best(&mut || unsafe { dev.memcpy_sync(pp, false, dbuf.ptr, true, SIZE) }.unwrap());
+    let d2h_reg = best(&mut || unsafe { dev.memcpy_sync(pp, dbuf.ptr, SIZE) }.unwrap());
     dev.unregister_host(pp).unwrap();
     println!("\n=== copy bandwidth, 256 MiB, best of 3 (GB/s) ===");
     println!("{:<34} {:>8} {:>8}", "host memory", "H2D", "D2H");

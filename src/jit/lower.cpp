@@ -159,6 +159,16 @@ struct Lowering {
           IRBuilder<> B(AI);
           AllocaInst *N = B.CreateAlloca(AI->getAllocatedType(), 0, AI->getArraySize(), AI->getName());
           N->setAlignment(AI->getAlign());
+          // lifetime markers must name the alloca itself (not a cast of it): move them to the new one
+          for (User *U : make_early_inc_range(AI->users()))
+            if (auto *II = dyn_cast<IntrinsicInst>(U); II && II->isLifetimeStartOrEnd()) {
+              IRBuilder<> LB(II);
+              if (II->getIntrinsicID() == Intrinsic::lifetime_start)
+                LB.CreateLifetimeStart(N);
+              else
+                LB.CreateLifetimeEnd(N);
+              II->eraseFromParent();
+            }
           Value *Cst = B.CreateAddrSpaceCast(N, AI->getType());
           AI->replaceAllUsesWith(Cst);
           AI->eraseFromParent();

@@ -153,6 +153,28 @@ fn saxpy_exact() {
     }
 }
 
+/// A private array indexed at run time (amdgcn: an addrspace(5) alloca with lifetime markers, which the
+/// retargeting must move to the host alloca).
+#[test]
+fn private_array_indexed_at_run_time() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("private", t) else {
+            return;
+        };
+        let k = img.kernel("private_array").expect("private_array kernel");
+        let (n, m) = (1000u32, 48u32);
+        let idx: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2654435761) >> 7).collect();
+        let mut out = vec![0f32; n as usize];
+        let expect: Vec<f32> = (0..n)
+            .map(|i| (0..m).map(|k| (i + idx[((i + k) % n) as usize] % m) as f32 * (k + 1) as f32).sum())
+            .collect();
+        let args = pack(&k.params, &[&b(&(idx.as_ptr() as usize)), &ptr(&mut out), &b(&n), &b(&m)]);
+        launch(&k, [n.div_ceil(128), 1, 1], [128, 1, 1], &args, 0);
+        assert_eq!(out, expect, "{t:?}");
+    }
+}
+
 #[test]
 fn reduction_with_barriers() {
     let _g = shared();

@@ -208,18 +208,16 @@ fn produce(
     let dir = super::disk::Dir::open();
     if let Some(d) = &dir
         && let Some(payload) = d.read(&key)
-        && let Some((object, meta_text)) = compile::decode_object(&payload)
-        && let Ok(kernels) = compile::parse_meta(&meta_text)
+        && let Some((object, kernels)) = compile::decode_object(&payload)
         && super::elf::LoadedObject::load(&object).is_ok()
     {
         cache().hits.fetch_add(1, Ordering::Relaxed);
         return Ok(Arc::new(CompiledObject { object, kernels, key }));
     }
-    let (object, meta_text) = super::helper::compile_cpu(bc, opt, memcheck, spec)?;
-    let kernels = compile::parse_meta(&meta_text)?;
+    let (object, kernels) = super::helper::compile_cpu(bc, opt, memcheck, spec)?;
     cache().compiles.fetch_add(1, Ordering::Relaxed);
     if let Some(d) = &dir {
-        d.write(&key, &compile::encode_object(&object, &meta_text));
+        d.write(&key, &compile::encode_object(&object, &kernels));
     }
     Ok(Arc::new(CompiledObject { object, kernels, key }))
 }

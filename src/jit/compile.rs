@@ -24,7 +24,8 @@ unsafe extern "C" {
         cpu: *const c_char,
         features: *const c_char,
         opts: *const LowerOptions,
-        meta_out: *mut *mut c_char,
+        on_kernel: unsafe extern "C" fn(cx: *mut c_void, info: *const KernelInfo),
+        cx: *mut c_void,
         err_out: *mut *mut c_char,
     ) -> c_int;
     fn ol_rs_jit_free(p: *mut c_char);
@@ -38,6 +39,73 @@ struct LowerOptions {
     /// NUL-terminated kernel name, or NULL for the generic lowering of every kernel
     spec_kernel: *const c_char,
     spec_group_size: [u32; 3],
+}
+
+/// One kernel parameter as the lowering reports it (must match `OlRsParam` in lower.cpp).
+#[repr(C)]
+struct ParamAbi {
+    size: u64,
+    align: u64,
+}
+
+/// One kernel's metadata as the lowering reports it (must match `OlRsKernelInfo` in lower.cpp); the
+/// pointers are valid only during the callback.
+#[repr(C)]
+struct KernelInfo {
+    name: *const c_char,
+    symbol: *const c_char,
+    params: *const ParamAbi,
+    num_params: u64,
+    static_local_bytes: u64,
+    scratch_bytes_per_wi: u64,
+    warp_size: u32,
+    has_barriers: bool,
+    specialisable: bool,
+}
+
+const _: () = {
+    assert!(std::mem::size_of::<LowerOptions>() == 24 && std::mem::offset_of!(LowerOptions, spec_group_size) == 8);
+    assert!(std::mem::size_of::<ParamAbi>() == 16);
+    assert!(std::mem::size_of::<KernelInfo>() == 56);
+    assert!(std::mem::offset_of!(KernelInfo, symbol) == 8);
+    assert!(std::mem::offset_of!(KernelInfo, params) == 16);
+    assert!(std::mem::offset_of!(KernelInfo, num_params) == 24);
+    assert!(std::mem::offset_of!(KernelInfo, static_local_bytes) == 32);
+    assert!(std::mem::offset_of!(KernelInfo, scratch_bytes_per_wi) == 40);
+    assert!(std::mem::offset_of!(KernelInfo, warp_size) == 48);
+    assert!(std::mem::offset_of!(KernelInfo, has_barriers) == 52);
+    assert!(std::mem::offset_of!(KernelInfo, specialisable) == 53);
+};
+
+/// The lowering's callback: copies one kernel's metadata into the `Vec<KernelMeta>` behind `cx`.
+/// Nothing in it can panic but allocation failure (which aborts), so no unwinding reaches the C++.
+///
+/// # Safety
+/// `cx` is the `&mut Vec<KernelMeta>` passed to `ol_rs_jit_lower`; `info` and what it points to are
+/// valid for the call (NUL-terminated names, `num_params` parameters).
+unsafe extern "C" fn collect_kernel(cx: *mut c_void, info: *const KernelInfo) {
+    // SAFETY: see the function's contract.
+    let (out, k) = unsafe { (&mut *(cx as *mut Vec<KernelMeta>), &*info) };
+    let text = |p: *const c_char| {
+        // SAFETY: a NUL-terminated string from the shim, valid for the call.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    };
+    let params = if k.num_params == 0 {
+        &[][..]
+    } else {
+        // SAFETY: `num_params` elements at `params`, valid for the call.
+        unsafe { std::slice::from_raw_parts(k.params, k.num_params as usize) }
+    };
+    out.push(KernelMeta {
+        name: text(k.name),
+        symbol: text(k.symbol),
+        static_local_bytes: k.static_local_bytes as usize,
+        scratch_bytes_per_wi: k.scratch_bytes_per_wi as usize,
+        has_barriers: k.has_barriers,
+        specialisable: k.specialisable,
+        warp_size: k.warp_size,
+        params: params.iter().map(|p| ParamLayout { size: p.size as usize, align: p.align as usize }).collect(),
+    });
 }
 
 /// Launch-time specialisation: compile only `kernel`, for work-groups of exactly `group_size`
@@ -102,8 +170,9 @@ pub(crate) fn unsupported(triple: &str) -> JitError {
 }
 
 /// A compile's result as bytes (the helper's answer and the disk cache's payload):
-/// `object length: u64 | object | metadata text`.
-pub(crate) fn encode_object(obj: &[u8], meta: &str) -> Vec<u8> {
+/// `object length: u64 | object | metadata text` (see [`encode_meta`]).
+pub(crate) fn encode_object(obj: &[u8], kernels: &[KernelMeta]) -> Vec<u8> {
+    let meta = encode_meta(kernels);
     let mut v = Vec::with_capacity(obj.len() + meta.len() + 8);
     v.extend_from_slice(&(obj.len() as u64).to_le_bytes());
     v.extend_from_slice(obj);
@@ -111,11 +180,12 @@ pub(crate) fn encode_object(obj: &[u8], meta: &str) -> Vec<u8> {
     v
 }
 
-pub(crate) fn decode_object(v: &[u8]) -> Option<(Vec<u8>, String)> {
+/// The inverse of [`encode_object`]; `None` for bytes it did not write (a corrupted disk entry).
+pub(crate) fn decode_object(v: &[u8]) -> Option<(Vec<u8>, Vec<KernelMeta>)> {
     let ol = usize::try_from(u64::from_le_bytes(v.get(..8)?.try_into().ok()?)).ok()?;
     let obj = v.get(8..8usize.checked_add(ol)?)?.to_vec();
-    let meta = String::from_utf8(v[8 + ol..].to_vec()).ok()?;
-    Some((obj, meta))
+    let meta = std::str::from_utf8(&v[8 + ol..]).ok()?;
+    Some((obj, parse_meta(meta).ok()?))
 }
 
 pub(crate) fn compile_in_process(
@@ -123,7 +193,7 @@ pub(crate) fn compile_in_process(
     opt: u32,
     memcheck: bool,
     spec: Option<&Spec>,
-) -> Result<(Vec<u8>, String), JitError> {
+) -> Result<(Vec<u8>, Vec<KernelMeta>), JitError> {
     let h = host();
     let timing = std::env::var_os("OFFLOAD_RS_JIT_TIME").is_some();
     let t0 = std::time::Instant::now();
@@ -154,7 +224,7 @@ pub(crate) fn compile_in_process(
         spec_kernel: spec_name.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
         spec_group_size: spec.map_or([0; 3], |s| s.group_size),
     };
-    let mut meta: *mut c_char = std::ptr::null_mut();
+    let mut kernels: Vec<KernelMeta> = Vec::new();
     let mut err: *mut c_char = std::ptr::null_mut();
     if memcheck {
         // SAFETY: as for the lowering below; the shim returns a malloc'ed error string or NULL.
@@ -173,8 +243,8 @@ pub(crate) fn compile_in_process(
         }
     }
     // SAFETY: the module pointer is valid for the call (owned by `m`); `opts` and the name it points to
-    // outlive the call; out-pointers are valid; the shim returns malloc'ed strings that we free with
-    // ol_rs_jit_free.
+    // outlive the call; `collect_kernel` gets `&mut kernels` as its context, as it expects; the error
+    // out-pointer is valid and the shim returns a malloc'ed string that we free with ol_rs_jit_free.
     let rc = unsafe {
         ol_rs_jit_lower(
             m.as_mut_ptr() as *mut c_void,
@@ -182,7 +252,8 @@ pub(crate) fn compile_in_process(
             cpu.as_ptr(),
             feat.as_ptr(),
             &opts,
-            &mut meta,
+            collect_kernel,
+            &mut kernels as *mut Vec<KernelMeta> as *mut c_void,
             &mut err,
         )
     };
@@ -200,7 +271,6 @@ pub(crate) fn compile_in_process(
     let dump_sfx = spec.map_or(String::new(), |s| {
         format!(".{}.{}x{}x{}", s.kernel, s.group_size[0], s.group_size[1], s.group_size[2])
     });
-    let meta = take(meta);
     let err = take(err);
     if rc != 0 {
         return Err(JitError::Compile(err));
@@ -222,16 +292,38 @@ pub(crate) fn compile_in_process(
     let obj = super::pipeline::emit(&m, &tm, FileType::Object)
         .map_err(|e| JitError::Compile(format!("code generation failed: {e}")))?;
     stamp("object emitted");
-    Ok((obj, meta))
+    Ok((obj, kernels))
 }
 
 fn truncate(s: &str) -> String {
     s.chars().take(2000).collect()
 }
 
-/// Parses the shim's metadata lines: `K name symbol static scratch flags warp nparams size:align...`
-/// (flags: 1 = barriers, 2 = specialisable, i.e. no mutable globals).
-pub(crate) fn parse_meta(text: &str) -> Result<Vec<KernelMeta>, JitError> {
+/// Kernel metadata as text, one line per kernel: `K name symbol static scratch flags warp nparams
+/// size:align...` (flags: 1 = barriers, 2 = specialisable, i.e. no mutable globals).
+fn encode_meta(kernels: &[KernelMeta]) -> String {
+    let mut s = String::new();
+    for k in kernels {
+        let flags = u32::from(k.has_barriers) | (u32::from(k.specialisable) << 1);
+        s += &format!(
+            "K {} {} {} {} {flags} {} {}",
+            k.name,
+            k.symbol,
+            k.static_local_bytes,
+            k.scratch_bytes_per_wi,
+            k.warp_size,
+            k.params.len()
+        );
+        for p in &k.params {
+            s += &format!(" {}:{}", p.size, p.align);
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Parses [`encode_meta`]'s text.
+fn parse_meta(text: &str) -> Result<Vec<KernelMeta>, JitError> {
     let bad = || JitError::Compile(format!("internal: malformed kernel metadata: {}", truncate(text)));
     let mut out = Vec::new();
     for line in text.lines() {

@@ -130,7 +130,7 @@ impl<'a> Request<'a> {
     }
 }
 
-/// Compiles bitcode to an x86-64 ELF relocatable object: (object, metadata text), in the compile
+/// Compiles bitcode to an x86-64 ELF relocatable object: (object, kernel metadata), in the compile
 /// helper process, or here when there is none. `memcheck`: instrument every memory access of the
 /// kernels (see `plugin::cpu::memcheck`); `spec`: a launch-time specialisation.
 pub(crate) fn compile_cpu(
@@ -138,7 +138,7 @@ pub(crate) fn compile_cpu(
     opt: u32,
     memcheck: bool,
     spec: Option<&super::compile::Spec>,
-) -> Result<(Vec<u8>, String), JitError> {
+) -> Result<(Vec<u8>, Vec<super::KernelMeta>), JitError> {
     let payload = run(Request::Cpu {
         bc,
         opt,

@@ -48,6 +48,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -88,7 +89,6 @@ struct Lowering {
   unsigned warp;
   std::string cpu, features;
   std::string err;
-  std::string meta;
   LLVMContext &C;
   const DataLayout &DL;
   Type *I8, *I16, *I32, *I64, *Ptr, *Void;
@@ -251,6 +251,8 @@ struct Lowering {
     bool specialisable = false; // no mutable global state: a separately loaded copy behaves the same
     std::vector<std::pair<uint64_t, uint64_t>> params; // size, align
   };
+  // what run() produced, one entry per work-group function (handed to Rust by ol_rs_jit_lower)
+  std::vector<KInfo> lowered;
 
   bool inlineAll(Function *F) {
     unsigned rounds = 0;
@@ -2063,7 +2065,9 @@ struct Lowering {
         FunctionType *FT = F.getFunctionType();
         if (FT->getReturnType()->isVoidTy() && FT->getNumParams() == 1 && FT->getParamType(0)->isPointerTy()) {
           F.setVisibility(GlobalValue::DefaultVisibility);
-          meta += "K " + F.getName().str() + " " + F.getName().str() + " 0 0 0 1 0\n";
+          KInfo ki;
+          ki.name = ki.wgName = F.getName().str();
+          lowered.push_back(ki);
         }
       }
       return true;
@@ -2170,14 +2174,7 @@ struct Lowering {
     NamedMDNode *ann = M.getNamedMetadata("nvvm.annotations");
     if (ann)
       M.eraseNamedMetadata(ann);
-    for (auto &ki : infos) {
-      meta += "K " + ki.name + " " + ki.wgName + " " + std::to_string(ki.staticLocal) + " " +
-              std::to_string(ki.scratchPerWi) + " " + std::to_string((ki.barriers ? 1 : 0) | (ki.specialisable ? 2 : 0)) + " " + std::to_string(warp) +
-              " " + std::to_string(ki.params.size());
-      for (auto &p : ki.params)
-        meta += " " + std::to_string(p.first) + ":" + std::to_string(p.second);
-      meta += "\n";
-    }
+    lowered = std::move(infos);
     std::string verr;
     raw_string_ostream os(verr);
     if (verifyModule(M, &os)) {
@@ -2196,10 +2193,40 @@ struct OlRsLowerOptions {
   const char *spec_kernel; // NULL: the generic lowering of every kernel
   uint32_t spec_group_size[3];
 };
+static_assert(sizeof(OlRsLowerOptions) == 24 && offsetof(OlRsLowerOptions, spec_group_size) == 8,
+              "OlRsLowerOptions must match LowerOptions in src/jit/compile.rs");
 
+// One kernel parameter's size and alignment, and one kernel's metadata: must match `ParamAbi` and
+// `KernelInfo` in src/jit/compile.rs. The pointers are valid only during the callback.
+struct OlRsParam {
+  uint64_t size, align;
+};
+struct OlRsKernelInfo {
+  const char *name;   // the kernel's name
+  const char *symbol; // its work-group function
+  const OlRsParam *params;
+  uint64_t num_params;
+  uint64_t static_local_bytes;
+  uint64_t scratch_bytes_per_wi;
+  uint32_t warp_size;
+  bool has_barriers;
+  bool specialisable; // uses no mutable global variable
+};
+static_assert(sizeof(OlRsParam) == 16, "OlRsParam must match ParamAbi in src/jit/compile.rs");
+static_assert(sizeof(OlRsKernelInfo) == 56 && offsetof(OlRsKernelInfo, symbol) == 8 &&
+                  offsetof(OlRsKernelInfo, params) == 16 && offsetof(OlRsKernelInfo, num_params) == 24 &&
+                  offsetof(OlRsKernelInfo, static_local_bytes) == 32 &&
+                  offsetof(OlRsKernelInfo, scratch_bytes_per_wi) == 40 &&
+                  offsetof(OlRsKernelInfo, warp_size) == 48 && offsetof(OlRsKernelInfo, has_barriers) == 52 &&
+                  offsetof(OlRsKernelInfo, specialisable) == 53,
+              "OlRsKernelInfo must match KernelInfo in src/jit/compile.rs");
+
+// Lowers module MR in place (see the header comment). On success calls on_kernel(cx, info) once per
+// work-group function and returns 0; otherwise returns 1 with a malloc'ed message in *err_out.
 extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, int arch, const char *cpu, const char *features,
-                               const OlRsLowerOptions *opts, char **meta_out, char **err_out) {
-  *meta_out = nullptr;
+                               const OlRsLowerOptions *opts,
+                               void (*on_kernel)(void *cx, const OlRsKernelInfo *info), void *cx,
+                               char **err_out) {
   *err_out = nullptr;
   Module *M = unwrap(MR);
   Lowering L(*M, arch, cpu ? cpu : "", features ? features : "");
@@ -2213,7 +2240,14 @@ extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, int arch, const char *cpu, cons
     *err_out = ol_rs::dup_for_rust(L.err.empty() ? std::string("unknown lowering failure") : L.err);
     return 1;
   }
-  *meta_out = ol_rs::dup_for_rust(L.meta);
+  for (const auto &ki : L.lowered) {
+    std::vector<OlRsParam> params;
+    for (const auto &p : ki.params)
+      params.push_back({p.first, p.second});
+    OlRsKernelInfo info = {ki.name.c_str(), ki.wgName.c_str(), params.data(), params.size(), ki.staticLocal,
+                           ki.scratchPerWi, L.warp, ki.barriers, ki.specialisable};
+    on_kernel(cx, &info);
+  }
   return 0;
 }
 

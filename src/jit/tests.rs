@@ -936,9 +936,8 @@ fn memcheck_compiles_every_target_and_frames_are_known() {
         for name in ["saxpy", "reduce", "dynshared"] {
             let Some(bc) = bitcode(name, t) else { return };
             for memcheck in [false, true] {
-                let (obj, meta) = helper::compile_cpu(&bc, 3, memcheck, None)
+                let (obj, kernels) = helper::compile_cpu(&bc, 3, memcheck, None)
                     .unwrap_or_else(|e| panic!("{name} for {t:?}, memcheck {memcheck}: {e}"));
-                let kernels = compile::parse_meta(&meta).unwrap();
                 let frames = stack::frame_sizes(&obj);
                 for k in &kernels {
                     assert!(
@@ -1155,7 +1154,7 @@ fn specialised_matches_generic() {
 }
 
 /// A compiled object and its metadata, straight from the compiler (no cache).
-fn compiled(name: &str) -> Option<(Vec<u8>, String)> {
+fn compiled(name: &str) -> Option<(Vec<u8>, Vec<KernelMeta>)> {
     let bc = bitcode(name, Tgt::Nv)?;
     Some(helper::compile_cpu(&bc, 2, false, None).unwrap())
 }

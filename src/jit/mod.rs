@@ -424,25 +424,42 @@ pub fn bitcode_triple(image: &[u8]) -> Result<String, String> {
     bitcode::triple(bitcode_payload(image).ok_or("not LLVM bitcode")?)
 }
 
-/// Classifies an image by its header (and a bitcode image by its triple record). Never panics and never
-/// runs LLVM.
-pub fn classify(image: &[u8]) -> ImageKind {
+/// What [`classify`] and [`load`] see in an image, with the bitcode inside it when there is some.
+enum Examined<'a> {
+    Bitcode { payload: &'a [u8], triple: String },
+    NativeElf,
+    Unknown(String),
+}
+
+/// Looks at an image's header (and a bitcode image's triple record) once. Never panics and never runs
+/// LLVM.
+fn examine(image: &[u8]) -> Examined<'_> {
     if let Some(bc) = bitcode_payload(image) {
         return match bitcode::triple(bc) {
-            Ok(t) => ImageKind::Bitcode { triple: t },
-            Err(e) => ImageKind::Unknown(format!("malformed LLVM bitcode ({}): {e}", describe(image))),
+            Ok(t) => Examined::Bitcode { payload: bc, triple: t },
+            Err(e) => Examined::Unknown(format!("malformed LLVM bitcode ({}): {e}", describe(image))),
         };
     }
     if image.len() >= 4 && image[..4] == BC_WRAPPER {
-        return ImageKind::Unknown(format!("truncated bitcode wrapper ({})", describe(image)));
+        return Examined::Unknown(format!("truncated bitcode wrapper ({})", describe(image)));
     }
     if image.len() >= 4 && &image[..4] == b"\x7fELF" {
         return match native::check_elf(image) {
-            Ok(()) => ImageKind::NativeElf,
-            Err(e) => ImageKind::Unknown(e),
+            Ok(()) => Examined::NativeElf,
+            Err(e) => Examined::Unknown(e),
         };
     }
-    ImageKind::Unknown(describe(image))
+    Examined::Unknown(describe(image))
+}
+
+/// Classifies an image by its header (and a bitcode image by its triple record). Never panics and never
+/// runs LLVM.
+pub fn classify(image: &[u8]) -> ImageKind {
+    match examine(image) {
+        Examined::Bitcode { triple, .. } => ImageKind::Bitcode { triple },
+        Examined::NativeElf => ImageKind::NativeElf,
+        Examined::Unknown(what) => ImageKind::Unknown(what),
+    }
 }
 
 /// `olIsValidBinary` for the CPU device.
@@ -456,31 +473,24 @@ pub fn is_valid_for_cpu(image: &[u8]) -> bool {
 
 /// Compiles (through the cache) and loads a fresh instance of `image`.
 pub fn load(image: &[u8]) -> Result<LoadedImage, JitError> {
-    if let Some(bc) = bitcode_payload(image) {
-        // What olIsValidBinary rejects is not loaded either: the same bounded reader (no LLVM) must
-        // follow the bitstream to a supported triple. Beyond that, no parse here: the cache key is the
-        // content; on a miss the (isolated) compile validates.
-        let triple = bitcode::triple(bc).map_err(|e| {
-            JitError::InvalidBinary(format!(
-                "expected LLVM bitcode or an x86-64 ELF shared object, found malformed LLVM bitcode ({}): {e}",
-                describe(image)
-            ))
-        })?;
-        compile::supported_arch(&triple).ok_or_else(|| compile::unsupported(&triple))?;
-        let co = cache::get_or_compile(bc, None)?;
-        let obj = elf::LoadedObject::load(&co.object)?;
-        obj.run_init();
-        let frames = stack::frame_sizes(&co.object);
-        let source = co.kernels.iter().any(|k| k.specialisable).then(|| Arc::from(bc));
-        return Ok(LoadedImage { inst: Arc::new(Instance::Jit(obj, co)), frames, source });
-    }
-    match classify(image) {
-        ImageKind::Bitcode { .. } => Err(JitError::InvalidBinary("internal: bitcode not recognised".into())),
-        ImageKind::NativeElf => {
+    match examine(image) {
+        // What olIsValidBinary rejects is not loaded either (the same bounded reader, no LLVM, found the
+        // triple). Beyond that, no parse here: the cache key is the content; on a miss the (isolated)
+        // compile validates.
+        Examined::Bitcode { payload, triple } => {
+            compile::supported_arch(&triple).ok_or_else(|| compile::unsupported(&triple))?;
+            let co = cache::get_or_compile(payload, None)?;
+            let obj = elf::LoadedObject::load(&co.object)?;
+            obj.run_init();
+            let frames = stack::frame_sizes(&co.object);
+            let source = co.kernels.iter().any(|k| k.specialisable).then(|| Arc::from(payload));
+            Ok(LoadedImage { inst: Arc::new(Instance::Jit(obj, co)), frames, source })
+        }
+        Examined::NativeElf => {
             let lib = native::NativeLib::open(image)?;
             Ok(LoadedImage { inst: Arc::new(Instance::Native(lib)), frames: HashMap::new(), source: None })
         }
-        ImageKind::Unknown(what) => {
+        Examined::Unknown(what) => {
             Err(JitError::InvalidBinary(format!("expected LLVM bitcode or an x86-64 ELF shared object, found {what}")))
         }
     }

@@ -1,25 +1,37 @@
-// IR lowering for the offload-rs CPU JIT: GPU kernels (nvptx64 / amdgcn bitcode, already retargeted to the
-// host triple and datalayout by the Rust side) -> work-group functions `void __ol_wg.<kernel>(const WgCtx*)`.
+// IR lowering for the offload-rs CPU JIT, the C++ half of src/jit/compile.rs: GPU kernels (nvptx64,
+// amdgcn, spirv64 bitcode, already retargeted to the host triple and datalayout by the Rust side) become
+// work-group functions `void __ol_wg.<kernel>(const WgCtx *)` (the ABI is documented in src/jit/mod.rs).
 //
-// Written against LLVM 22's C++ API because the C API has no CloneFunction, InlineFunction,
-// DemoteRegToStack or ConstantExpr->instruction conversion (see shared/reference/cpu-kernels.md §7).
-// Entry point: ol_jit_lower(); everything else is file-local. No exceptions, no RTTI (LLVM style).
+// Entry point: ol_rs_jit_lower() (at the end of the file). It lowers the module in place and reports each
+// work-group function to Rust as an OlRsKernelInfo struct through a callback; on failure it returns a
+// message (freed with ol_rs_jit_free()). Everything else is file-local. No exceptions, no RTTI.
 //
-// Design (documented for the Rust side in src/jit/mod.rs):
-//  * every kernel K is cloned to an internal function K.body(params..., EXTRAS) with all callees inlined
-//    and every GPU intrinsic replaced by an EXTRA argument or by inline code;
-//  * kernels without barriers / warp collectives: the WG function loops z,y,x over work-items calling
-//    K.body (always-inlined afterwards, so LLVM vectorises the x loop);
-//  * kernels with barriers or warp collectives: continuation-based synchronisation (CBS): blocks are split
-//    at barriers, every value crossing a block boundary and every alloca is demoted to per-work-item scratch
-//    (one array per variable, indexed by the linear work-item id), and the body runs inside a dispatcher
-//    loop "for each sweep, for each work-item: jump to its resume point, run to the next barrier/exit";
-//    when every work-item reaches the same barriers in the same order (uniform control, step 2b of
-//    buildCbs) the regions follow each other without resume ids, group-invariant regions run once,
-//    and guards on the work-item id narrow the region loops (narrowToGuards);
-//  * warp collectives (shuffle, ballot, readfirstlane, bpermute) are two barriers around an exchange through
-//    a per-work-item 8-byte slot in scratch; the warp width is the one the bitcode was compiled for
-//    (nvptx 32, amdgcn 64 or 32 with +wavefrontsize32), because clang constant-folds it.
+// Why C++: the lowering needs what LLVM's C API lacks: CloneFunctionInto, InlineFunction,
+// DemoteRegToStack, dominator and post-dominator trees, loop info, ConstantExpr -> instruction
+// conversion, IRBuilder inside inlined code (shared/reference/cpu-kernels.md section 7). The module-wide
+// steps that the C API could express (normaliseFunctions, lowerStructors, checkRecursion, the GPU
+// intrinsic names of replaceIntrinsics, the order of the steps in run()) are still here: moving them to
+// Rust is open (issue 11, item 7).
+//
+// Steps (Lowering::run):
+//  1. normaliseFunctions: host target-cpu/features, C calling convention, addrspace(5) allocas -> host
+//     allocas (their lifetime markers moved along); for a launch-time specialisation only the requested
+//     kernel is lowered and the constructors are dropped; lowerStructors: llvm.global_ctors/dtors ->
+//     __ol_rs_init/__ol_rs_fini; checkRecursion;
+//  2. per kernel (lowerKernel): the kernel cloned into K.body(params..., extras) with every callee inlined
+//     and every GPU intrinsic replaced (replaceIntrinsics: an extra argument, inline code, or a barrier /
+//     exit marker; warp collectives are two barriers around an exchange through scratch, the warp width
+//     being the one clang folded into the bitcode); __gpu_local variables -> offsets into local memory
+//     (lowerLocals); then the WG function:
+//     * without barriers: a top-tested z/y/x work-item loop around the inlined body, the x loop marked
+//       parallel and narrowed to the ids that pass an `i < n`-style guard (narrowToGuards);
+//     * with barriers (buildCbs): blocks split at barriers into regions, each cloned into its own
+//       work-item loop; values live across barriers kept per work-item in scratch, recomputed, or shared
+//       when uniform; under uniform barriers the regions follow each other through a group-level `next`
+//       (guarded regions loop only over the ids that pass), otherwise a per-work-item resume id and a scan
+//       pick the next region;
+//  3. clean-up: the original kernels and unused helpers removed, GPU intrinsics left over and CUDA
+//     printf/assert are errors, the module verified.
 
 #include "llvm/ADT/SCCIterator.h"
 #include "llvm/ADT/SmallVector.h"

@@ -188,29 +188,45 @@ pub(crate) fn decode_object(v: &[u8]) -> Option<(Vec<u8>, Vec<KernelMeta>)> {
     Some((obj, parse_meta(meta).ok()?))
 }
 
+/// Whether a compile makes generic code that launch-time specialisations replace (see the module docs
+/// of `jit`): not a specialisation, not under the memory checker (which runs the generic code), with
+/// specialisation on. Part of the cache key and of the helper request.
+pub(crate) fn generic_is_replaced(memcheck: bool, spec: Option<&Spec>) -> bool {
+    spec.is_none() && !memcheck && super::specialisation_enabled()
+}
+
+/// The optimisation level of a quick generic compile ([`generic_is_replaced`], every kernel
+/// specialisable).
+const QUICK_OPT: u32 = 1;
+
+/// Compiles `bc` here (the helper's side): parse, verify, lower, optimise, emit. `replaced`: see
+/// [`generic_is_replaced`].
 pub(crate) fn compile_in_process(
     bc: &[u8],
     opt: u32,
     memcheck: bool,
+    replaced: bool,
     spec: Option<&Spec>,
 ) -> Result<(Vec<u8>, Vec<KernelMeta>), JitError> {
     let h = host();
-    let timing = std::env::var_os("OFFLOAD_RS_JIT_TIME").is_some();
+    let timing = timing();
     let t0 = std::time::Instant::now();
+    let cpu0 = thread_cpu_ms();
     let stamp = |what: &str| {
         if timing {
-            // one write(2) per line: the helper and the client may share stderr
-            let line = format!("offload-rs jit: {what} at {:.2} ms\n", t0.elapsed().as_secs_f64() * 1e3);
-            // SAFETY: writing a live buffer to fd 2.
-            let _ = unsafe { libc::write(2, line.as_ptr() as *const libc::c_void, line.len()) };
+            // the thread's CPU time too: on a loaded machine it is the steadier figure
+            let (wall, cpu) = (t0.elapsed().as_secs_f64() * 1e3, thread_cpu_ms() - cpu0);
+            time_line(&format!("{what} at {wall:.2} ms (cpu {cpu:.2} ms)"));
         }
     };
     let ctx = Context::create();
     let m = super::pipeline::parse(&ctx, bc)
         .map_err(|e| JitError::InvalidBinary(format!("expected valid LLVM bitcode, found malformed bitcode: {e}")))?;
+    stamp("parsed");
     let triple = m.get_triple().as_str().to_string_lossy().into_owned();
     let arch = supported_arch(&triple).ok_or_else(|| unsupported(&triple))?;
     m.verify().map_err(|e| JitError::Compile(format!("input module does not verify: {}", truncate(&e.to_string()))))?;
+    stamp("verified");
     let tm = tm_for(opt)?;
     m.set_triple(&tm.get_triple());
     m.set_data_layout(&tm.get_target_data().get_data_layout());
@@ -285,7 +301,10 @@ pub(crate) fn compile_in_process(
     dump("lowered");
     m.verify()
         .map_err(|e| JitError::Compile(format!("lowered module does not verify: {}", truncate(&e.to_string()))))?;
-    stamp("parsed, verified and lowered");
+    stamp("lowered");
+    // Generic code that runs only where no specialisation does gets the quick pipeline.
+    let quick = replaced && opt > QUICK_OPT && !kernels.is_empty() && kernels.iter().all(|k| k.specialisable);
+    let (tm, opt) = if quick { (tm_for(QUICK_OPT)?, QUICK_OPT) } else { (tm, opt) };
     super::pipeline::optimise(&m, &tm, opt).map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
     dump("opt");
     stamp("optimised");
@@ -293,6 +312,26 @@ pub(crate) fn compile_in_process(
         .map_err(|e| JitError::Compile(format!("code generation failed: {e}")))?;
     stamp("object emitted");
     Ok((obj, kernels))
+}
+
+/// `OFFLOAD_RS_JIT_TIME`: whether compiles print their stages' times.
+pub(crate) fn timing() -> bool {
+    std::env::var_os("OFFLOAD_RS_JIT_TIME").is_some()
+}
+
+/// One `offload-rs jit: <text>` line on stderr in one write(2): the helper and the client may share it.
+pub(crate) fn time_line(text: &str) {
+    let line = format!("offload-rs jit: {text}\n");
+    // SAFETY: writing a live buffer to fd 2.
+    let _ = unsafe { libc::write(2, line.as_ptr() as *const libc::c_void, line.len()) };
+}
+
+/// This thread's CPU time in milliseconds (for `OFFLOAD_RS_JIT_TIME`).
+fn thread_cpu_ms() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
 }
 
 fn truncate(s: &str) -> String {

@@ -72,7 +72,11 @@
 //! kernel alone is compiled again with the group size as constants (constant trip counts, no z/y loop
 //! nests, no remainders), keyed in the content cache by (bitcode, kernel, shape). The launch waits for
 //! it. Only kernels that use no mutable global variable are specialised, since the copy has globals of
-//! its own (and runs no constructors).
+//! its own (and runs no constructors). The generic code of a program whose kernels are all
+//! specialisable then runs only for a kernel's fifth and later shapes (or where a specialisation failed
+//! to compile), so it is compiled with a quick pipeline (`default<O1>`, codegen -O1; at most the
+//! `LIBOMPTARGET_JIT_OPT_LEVEL`), which halves the cold `olCreateProgram`; with specialisation off or
+//! under the memory checker it gets the full one.
 //!
 //! The warp width is the one clang folded into the bitcode: 32 for nvptx64, 64 for amdgcn (32 with
 //! `+wavefrontsize32`); spirv64 leaves it to us (`llvm.spv.subgroup.size`) and we choose 32. Lanes are
@@ -128,6 +132,13 @@ pub fn set_memcheck(on: bool) {
 /// Whether new compiles are instrumented ([`set_memcheck`]).
 pub fn memcheck() -> bool {
     MEMCHECK.load(Ordering::Relaxed)
+}
+
+/// Whether the CPU plugin specialises kernels at launch (`OFFLOAD_RS_JIT_SPECIALISE=0` turns it off; read
+/// once). The JIT decides with it how much to optimise generic code that specialisations replace.
+pub fn specialisation_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("OFFLOAD_RS_JIT_SPECIALISE").is_none_or(|v| v != "0"))
 }
 
 /// The memcheck hook's signature: (address, size, kind 0 read / 1 write / 2 atomic, work-item x, y, z)

@@ -1153,10 +1153,11 @@ fn specialised_matches_generic() {
     }
 }
 
-/// A compiled object and its metadata, straight from the compiler (no cache).
+/// A compiled object and its metadata, straight from the compiler (no cache, no helper), through the
+/// full pipeline (the quick one for replaced generic code may leave saxpy's .text without relocations).
 fn compiled(name: &str) -> Option<(Vec<u8>, Vec<KernelMeta>)> {
     let bc = bitcode(name, Tgt::Nv)?;
-    Some(helper::compile_cpu(&bc, 2, false, None).unwrap())
+    Some(compile::compile_in_process(&bc, 2, false, false, None).unwrap())
 }
 
 /// A tiny deterministic generator for the mutation corpora below.

@@ -258,6 +258,10 @@ pub(crate) fn compile_in_process(
             return Err(JitError::Compile(format!("memcheck instrumentation: {msg}")));
         }
     }
+    if arch != Arch::Host {
+        // host bitcode is compiled as it is; GPU kernels are fully inlined
+        super::callgraph::check_recursion(&m)?;
+    }
     // SAFETY: the module pointer is valid for the call (owned by `m`); `opts` and the name it points to
     // outlive the call; `collect_kernel` gets `&mut kernels` as its context, as it expects; the error
     // out-pointer is valid and the shim returns a malloc'ed string that we free with ol_rs_jit_free.

@@ -9,15 +9,15 @@
 // Why C++: the lowering needs what LLVM's C API lacks: CloneFunctionInto, InlineFunction,
 // DemoteRegToStack, dominator and post-dominator trees, loop info, ConstantExpr -> instruction
 // conversion, IRBuilder inside inlined code (shared/reference/cpu-kernels.md section 7). The module-wide
-// steps that the C API could express (normaliseFunctions, lowerStructors, checkRecursion, the GPU
-// intrinsic names of replaceIntrinsics, the order of the steps in run()) are still here: moving them to
-// Rust is open (issue 11, item 7).
+// steps that the C API could express (normaliseFunctions, lowerStructors, the GPU intrinsic names of
+// replaceIntrinsics, the order of the steps in run()) are still here: moving them to Rust is open
+// (issue 11, item 7). The recursion check is in Rust (src/jit/callgraph.rs) and runs before this.
 //
 // Steps (Lowering::run):
 //  1. normaliseFunctions: host target-cpu/features, C calling convention, addrspace(5) allocas -> host
 //     allocas (their lifetime markers moved along); for a launch-time specialisation only the requested
 //     kernel is lowered and the constructors are dropped; lowerStructors: llvm.global_ctors/dtors ->
-//     __ol_rs_init/__ol_rs_fini; checkRecursion;
+//     __ol_rs_init/__ol_rs_fini;
 //  2. per kernel (lowerKernel): the kernel cloned into K.body(params..., extras) with every callee inlined
 //     and every GPU intrinsic replaced (replaceIntrinsics: an extra argument, inline code, or a barrier /
 //     exit marker; warp collectives are two barriers around an exchange through scratch, the warp width
@@ -33,10 +33,8 @@
 //  3. clean-up: the original kernels and unused helpers removed, GPU intrinsics left over and CUDA
 //     printf/assert are errors, the module verified.
 
-#include "llvm/ADT/SCCIterator.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Analysis/CallGraph.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/PostDominators.h"
 #include "llvm/IR/Dominators.h"
@@ -235,22 +233,6 @@ struct Lowering {
     B.CreateRetVoid();
     if (GV)
       GV->eraseFromParent();
-    return true;
-  }
-
-  bool checkRecursion() {
-    CallGraph CG(M);
-    for (auto I = scc_begin(&CG); !I.isAtEnd(); ++I) {
-      const std::vector<CallGraphNode *> &scc = *I;
-      bool cyclic = scc.size() > 1 || I.hasCycle();
-      if (!cyclic)
-        continue;
-      for (CallGraphNode *N : scc)
-        if (Function *F = N->getFunction())
-          if (!F->isDeclaration())
-            return fail("recursive call cycle involving function '" + F->getName().str() +
-                        "': recursion is not supported by the CPU JIT (kernels are fully inlined)");
-    }
     return true;
   }
 
@@ -2107,8 +2089,6 @@ struct Lowering {
     }
     if (!lowerStructors("llvm.global_ctors", "__ol_rs_init", false) ||
         !lowerStructors("llvm.global_dtors", "__ol_rs_fini", true))
-      return false;
-    if (!checkRecursion())
       return false;
     std::vector<KInfo> infos;
     for (Function *K : kernels) {

@@ -99,6 +99,7 @@
 
 mod bitcode;
 mod cache;
+mod callgraph;
 mod compile;
 mod disk;
 mod elf;

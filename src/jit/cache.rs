@@ -162,7 +162,7 @@ pub(crate) fn key_of(bc: &[u8], opt: u32, memcheck: bool, spec: Option<&compile:
     k.update(b"offload-rs jit\0");
     k.update(super::BUILD_ID.as_bytes());
     k.update(super::disk::llvm_version().as_bytes());
-    k.update(&[opt as u8, memcheck as u8]);
+    k.update(&[opt as u8, memcheck as u8, compile::generic_is_replaced(memcheck, spec) as u8]);
     for s in [&h.triple, &h.cpu, &h.features] {
         k.update(&(s.len() as u64).to_le_bytes());
         k.update(s.as_bytes());
@@ -208,18 +208,16 @@ fn produce(
     let dir = super::disk::Dir::open();
     if let Some(d) = &dir
         && let Some(payload) = d.read(&key)
-        && let Some((object, meta_text)) = compile::decode_object(&payload)
-        && let Ok(kernels) = compile::parse_meta(&meta_text)
+        && let Some((object, kernels)) = compile::decode_object(&payload)
         && super::elf::LoadedObject::load(&object).is_ok()
     {
         cache().hits.fetch_add(1, Ordering::Relaxed);
         return Ok(Arc::new(CompiledObject { object, kernels, key }));
     }
-    let (object, meta_text) = super::helper::compile_cpu(bc, opt, memcheck, spec)?;
-    let kernels = compile::parse_meta(&meta_text)?;
+    let (object, kernels) = super::helper::compile_cpu(bc, opt, memcheck, spec)?;
     cache().compiles.fetch_add(1, Ordering::Relaxed);
     if let Some(d) = &dir {
-        d.write(&key, &compile::encode_object(&object, &meta_text));
+        d.write(&key, &compile::encode_object(&object, &kernels));
     }
     Ok(Arc::new(CompiledObject { object, kernels, key }))
 }

@@ -24,7 +24,8 @@ unsafe extern "C" {
         cpu: *const c_char,
         features: *const c_char,
         opts: *const LowerOptions,
-        meta_out: *mut *mut c_char,
+        on_kernel: unsafe extern "C" fn(cx: *mut c_void, info: *const KernelInfo),
+        cx: *mut c_void,
         err_out: *mut *mut c_char,
     ) -> c_int;
     fn ol_rs_jit_free(p: *mut c_char);
@@ -38,6 +39,73 @@ struct LowerOptions {
     /// NUL-terminated kernel name, or NULL for the generic lowering of every kernel
     spec_kernel: *const c_char,
     spec_group_size: [u32; 3],
+}
+
+/// One kernel parameter as the lowering reports it (must match `OlRsParam` in lower.cpp).
+#[repr(C)]
+struct ParamAbi {
+    size: u64,
+    align: u64,
+}
+
+/// One kernel's metadata as the lowering reports it (must match `OlRsKernelInfo` in lower.cpp); the
+/// pointers are valid only during the callback.
+#[repr(C)]
+struct KernelInfo {
+    name: *const c_char,
+    symbol: *const c_char,
+    params: *const ParamAbi,
+    num_params: u64,
+    static_local_bytes: u64,
+    scratch_bytes_per_wi: u64,
+    warp_size: u32,
+    has_barriers: bool,
+    specialisable: bool,
+}
+
+const _: () = {
+    assert!(std::mem::size_of::<LowerOptions>() == 24 && std::mem::offset_of!(LowerOptions, spec_group_size) == 8);
+    assert!(std::mem::size_of::<ParamAbi>() == 16);
+    assert!(std::mem::size_of::<KernelInfo>() == 56);
+    assert!(std::mem::offset_of!(KernelInfo, symbol) == 8);
+    assert!(std::mem::offset_of!(KernelInfo, params) == 16);
+    assert!(std::mem::offset_of!(KernelInfo, num_params) == 24);
+    assert!(std::mem::offset_of!(KernelInfo, static_local_bytes) == 32);
+    assert!(std::mem::offset_of!(KernelInfo, scratch_bytes_per_wi) == 40);
+    assert!(std::mem::offset_of!(KernelInfo, warp_size) == 48);
+    assert!(std::mem::offset_of!(KernelInfo, has_barriers) == 52);
+    assert!(std::mem::offset_of!(KernelInfo, specialisable) == 53);
+};
+
+/// The lowering's callback: copies one kernel's metadata into the `Vec<KernelMeta>` behind `cx`.
+/// Nothing in it can panic but allocation failure (which aborts), so no unwinding reaches the C++.
+///
+/// # Safety
+/// `cx` is the `&mut Vec<KernelMeta>` passed to `ol_rs_jit_lower`; `info` and what it points to are
+/// valid for the call (NUL-terminated names, `num_params` parameters).
+unsafe extern "C" fn collect_kernel(cx: *mut c_void, info: *const KernelInfo) {
+    // SAFETY: see the function's contract.
+    let (out, k) = unsafe { (&mut *(cx as *mut Vec<KernelMeta>), &*info) };
+    let text = |p: *const c_char| {
+        // SAFETY: a NUL-terminated string from the shim, valid for the call.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    };
+    let params = if k.num_params == 0 {
+        &[][..]
+    } else {
+        // SAFETY: `num_params` elements at `params`, valid for the call.
+        unsafe { std::slice::from_raw_parts(k.params, k.num_params as usize) }
+    };
+    out.push(KernelMeta {
+        name: text(k.name),
+        symbol: text(k.symbol),
+        static_local_bytes: k.static_local_bytes as usize,
+        scratch_bytes_per_wi: k.scratch_bytes_per_wi as usize,
+        has_barriers: k.has_barriers,
+        specialisable: k.specialisable,
+        warp_size: k.warp_size,
+        params: params.iter().map(|p| ParamLayout { size: p.size as usize, align: p.align as usize }).collect(),
+    });
 }
 
 /// Launch-time specialisation: compile only `kernel`, for work-groups of exactly `group_size`
@@ -102,8 +170,9 @@ pub(crate) fn unsupported(triple: &str) -> JitError {
 }
 
 /// A compile's result as bytes (the helper's answer and the disk cache's payload):
-/// `object length: u64 | object | metadata text`.
-pub(crate) fn encode_object(obj: &[u8], meta: &str) -> Vec<u8> {
+/// `object length: u64 | object | metadata text` (see [`encode_meta`]).
+pub(crate) fn encode_object(obj: &[u8], kernels: &[KernelMeta]) -> Vec<u8> {
+    let meta = encode_meta(kernels);
     let mut v = Vec::with_capacity(obj.len() + meta.len() + 8);
     v.extend_from_slice(&(obj.len() as u64).to_le_bytes());
     v.extend_from_slice(obj);
@@ -111,36 +180,53 @@ pub(crate) fn encode_object(obj: &[u8], meta: &str) -> Vec<u8> {
     v
 }
 
-pub(crate) fn decode_object(v: &[u8]) -> Option<(Vec<u8>, String)> {
+/// The inverse of [`encode_object`]; `None` for bytes it did not write (a corrupted disk entry).
+pub(crate) fn decode_object(v: &[u8]) -> Option<(Vec<u8>, Vec<KernelMeta>)> {
     let ol = usize::try_from(u64::from_le_bytes(v.get(..8)?.try_into().ok()?)).ok()?;
     let obj = v.get(8..8usize.checked_add(ol)?)?.to_vec();
-    let meta = String::from_utf8(v[8 + ol..].to_vec()).ok()?;
-    Some((obj, meta))
+    let meta = std::str::from_utf8(&v[8 + ol..]).ok()?;
+    Some((obj, parse_meta(meta).ok()?))
 }
 
+/// Whether a compile makes generic code that launch-time specialisations replace (see the module docs
+/// of `jit`): not a specialisation, not under the memory checker (which runs the generic code), with
+/// specialisation on. Part of the cache key and of the helper request.
+pub(crate) fn generic_is_replaced(memcheck: bool, spec: Option<&Spec>) -> bool {
+    spec.is_none() && !memcheck && super::specialisation_enabled()
+}
+
+/// The optimisation level of a quick generic compile ([`generic_is_replaced`], every kernel
+/// specialisable).
+const QUICK_OPT: u32 = 1;
+
+/// Compiles `bc` here (the helper's side): parse, verify, lower, optimise, emit. `replaced`: see
+/// [`generic_is_replaced`].
 pub(crate) fn compile_in_process(
     bc: &[u8],
     opt: u32,
     memcheck: bool,
+    replaced: bool,
     spec: Option<&Spec>,
-) -> Result<(Vec<u8>, String), JitError> {
+) -> Result<(Vec<u8>, Vec<KernelMeta>), JitError> {
     let h = host();
-    let timing = std::env::var_os("OFFLOAD_RS_JIT_TIME").is_some();
+    let timing = timing();
     let t0 = std::time::Instant::now();
+    let cpu0 = thread_cpu_ms();
     let stamp = |what: &str| {
         if timing {
-            // one write(2) per line: the helper and the client may share stderr
-            let line = format!("offload-rs jit: {what} at {:.2} ms\n", t0.elapsed().as_secs_f64() * 1e3);
-            // SAFETY: writing a live buffer to fd 2.
-            let _ = unsafe { libc::write(2, line.as_ptr() as *const libc::c_void, line.len()) };
+            // the thread's CPU time too: on a loaded machine it is the steadier figure
+            let (wall, cpu) = (t0.elapsed().as_secs_f64() * 1e3, thread_cpu_ms() - cpu0);
+            time_line(&format!("{what} at {wall:.2} ms (cpu {cpu:.2} ms)"));
         }
     };
     let ctx = Context::create();
     let m = super::pipeline::parse(&ctx, bc)
         .map_err(|e| JitError::InvalidBinary(format!("expected valid LLVM bitcode, found malformed bitcode: {e}")))?;
+    stamp("parsed");
     let triple = m.get_triple().as_str().to_string_lossy().into_owned();
     let arch = supported_arch(&triple).ok_or_else(|| unsupported(&triple))?;
     m.verify().map_err(|e| JitError::Compile(format!("input module does not verify: {}", truncate(&e.to_string()))))?;
+    stamp("verified");
     let tm = tm_for(opt)?;
     m.set_triple(&tm.get_triple());
     m.set_data_layout(&tm.get_target_data().get_data_layout());
@@ -154,7 +240,7 @@ pub(crate) fn compile_in_process(
         spec_kernel: spec_name.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
         spec_group_size: spec.map_or([0; 3], |s| s.group_size),
     };
-    let mut meta: *mut c_char = std::ptr::null_mut();
+    let mut kernels: Vec<KernelMeta> = Vec::new();
     let mut err: *mut c_char = std::ptr::null_mut();
     if memcheck {
         // SAFETY: as for the lowering below; the shim returns a malloc'ed error string or NULL.
@@ -172,9 +258,13 @@ pub(crate) fn compile_in_process(
             return Err(JitError::Compile(format!("memcheck instrumentation: {msg}")));
         }
     }
+    if arch != Arch::Host {
+        // host bitcode is compiled as it is; GPU kernels are fully inlined
+        super::callgraph::check_recursion(&m)?;
+    }
     // SAFETY: the module pointer is valid for the call (owned by `m`); `opts` and the name it points to
-    // outlive the call; out-pointers are valid; the shim returns malloc'ed strings that we free with
-    // ol_rs_jit_free.
+    // outlive the call; `collect_kernel` gets `&mut kernels` as its context, as it expects; the error
+    // out-pointer is valid and the shim returns a malloc'ed string that we free with ol_rs_jit_free.
     let rc = unsafe {
         ol_rs_jit_lower(
             m.as_mut_ptr() as *mut c_void,
@@ -182,7 +272,8 @@ pub(crate) fn compile_in_process(
             cpu.as_ptr(),
             feat.as_ptr(),
             &opts,
-            &mut meta,
+            collect_kernel,
+            &mut kernels as *mut Vec<KernelMeta> as *mut c_void,
             &mut err,
         )
     };
@@ -200,7 +291,6 @@ pub(crate) fn compile_in_process(
     let dump_sfx = spec.map_or(String::new(), |s| {
         format!(".{}.{}x{}x{}", s.kernel, s.group_size[0], s.group_size[1], s.group_size[2])
     });
-    let meta = take(meta);
     let err = take(err);
     if rc != 0 {
         return Err(JitError::Compile(err));
@@ -215,23 +305,68 @@ pub(crate) fn compile_in_process(
     dump("lowered");
     m.verify()
         .map_err(|e| JitError::Compile(format!("lowered module does not verify: {}", truncate(&e.to_string()))))?;
-    stamp("parsed, verified and lowered");
+    stamp("lowered");
+    // Generic code that runs only where no specialisation does gets the quick pipeline.
+    let quick = replaced && opt > QUICK_OPT && !kernels.is_empty() && kernels.iter().all(|k| k.specialisable);
+    let (tm, opt) = if quick { (tm_for(QUICK_OPT)?, QUICK_OPT) } else { (tm, opt) };
     super::pipeline::optimise(&m, &tm, opt).map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
     dump("opt");
     stamp("optimised");
     let obj = super::pipeline::emit(&m, &tm, FileType::Object)
         .map_err(|e| JitError::Compile(format!("code generation failed: {e}")))?;
     stamp("object emitted");
-    Ok((obj, meta))
+    Ok((obj, kernels))
+}
+
+/// `OFFLOAD_RS_JIT_TIME`: whether compiles print their stages' times.
+pub(crate) fn timing() -> bool {
+    std::env::var_os("OFFLOAD_RS_JIT_TIME").is_some()
+}
+
+/// One `offload-rs jit: <text>` line on stderr in one write(2): the helper and the client may share it.
+pub(crate) fn time_line(text: &str) {
+    let line = format!("offload-rs jit: {text}\n");
+    // SAFETY: writing a live buffer to fd 2.
+    let _ = unsafe { libc::write(2, line.as_ptr() as *const libc::c_void, line.len()) };
+}
+
+/// This thread's CPU time in milliseconds (for `OFFLOAD_RS_JIT_TIME`).
+fn thread_cpu_ms() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
 }
 
 fn truncate(s: &str) -> String {
     s.chars().take(2000).collect()
 }
 
-/// Parses the shim's metadata lines: `K name symbol static scratch flags warp nparams size:align...`
-/// (flags: 1 = barriers, 2 = specialisable, i.e. no mutable globals).
-pub(crate) fn parse_meta(text: &str) -> Result<Vec<KernelMeta>, JitError> {
+/// Kernel metadata as text, one line per kernel: `K name symbol static scratch flags warp nparams
+/// size:align...` (flags: 1 = barriers, 2 = specialisable, i.e. no mutable globals).
+fn encode_meta(kernels: &[KernelMeta]) -> String {
+    let mut s = String::new();
+    for k in kernels {
+        let flags = u32::from(k.has_barriers) | (u32::from(k.specialisable) << 1);
+        s += &format!(
+            "K {} {} {} {} {flags} {} {}",
+            k.name,
+            k.symbol,
+            k.static_local_bytes,
+            k.scratch_bytes_per_wi,
+            k.warp_size,
+            k.params.len()
+        );
+        for p in &k.params {
+            s += &format!(" {}:{}", p.size, p.align);
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Parses [`encode_meta`]'s text.
+fn parse_meta(text: &str) -> Result<Vec<KernelMeta>, JitError> {
     let bad = || JitError::Compile(format!("internal: malformed kernel metadata: {}", truncate(text)));
     let mut out = Vec::new();
     for line in text.lines() {

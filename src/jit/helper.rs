@@ -62,24 +62,27 @@ pub(crate) const BUILD_ID: &str = env!("OFFLOAD_RS_BUILD_ID");
 pub(crate) enum Request<'a> {
     /// Bitcode -> x86-64 relocatable object and kernel metadata (`compile::compile_in_process`), with
     /// the memory checker's instrumentation when `memcheck`, specialised for one kernel and group size
-    /// when `kernel` is not empty (`compile::Spec`).
-    Cpu { bc: &'a [u8], opt: u32, memcheck: bool, kernel: &'a str, group: [u32; 3] },
+    /// when `kernel` is not empty (`compile::Spec`); `replaced`: generic code that specialisations
+    /// replace at launch (`compile::generic_is_replaced`).
+    Cpu { bc: &'a [u8], opt: u32, memcheck: bool, replaced: bool, kernel: &'a str, group: [u32; 3] },
     /// NVPTX bitcode -> PTX text for `cpu` (`sm_90`) with `features` (`+ptx84`).
     Ptx { bc: &'a [u8], cpu: &'a str, features: &'a str, opt: u32 },
 }
 
 impl<'a> Request<'a> {
-    /// `kind: u8 | opt: u8 | memcheck: u8 | group: 3 x u32 | (len: u32, bytes) for two strings (cpu and
-    /// features; the specialised kernel) | bitcode`.
+    /// `kind: u8 | opt: u8 | flags: u8 (1 memcheck, 2 replaced) | group: 3 x u32 | (len: u32, bytes) for
+    /// two strings (cpu and features; the specialised kernel) | bitcode`.
     fn encode(&self) -> Vec<u8> {
-        let (kind, opt, memcheck, group, strs, bc): (u8, u32, bool, [u32; 3], [&str; 2], &[u8]) = match *self {
-            Request::Cpu { bc, opt, memcheck, kernel, group } => (1, opt, memcheck, group, [kernel, ""], bc),
-            Request::Ptx { bc, cpu, features, opt } => (2, opt, false, [0; 3], [cpu, features], bc),
+        let (kind, opt, flags, group, strs, bc): (u8, u32, u8, [u32; 3], [&str; 2], &[u8]) = match *self {
+            Request::Cpu { bc, opt, memcheck, replaced, kernel, group } => {
+                (1, opt, u8::from(memcheck) | (u8::from(replaced) << 1), group, [kernel, ""], bc)
+            }
+            Request::Ptx { bc, cpu, features, opt } => (2, opt, 0, [0; 3], [cpu, features], bc),
         };
         let mut v = Vec::with_capacity(bc.len() + 64);
         v.push(kind);
         v.push(opt.min(3) as u8);
-        v.push(memcheck as u8);
+        v.push(flags);
         for g in group {
             v.extend_from_slice(&g.to_le_bytes());
         }
@@ -94,7 +97,7 @@ impl<'a> Request<'a> {
     fn decode(v: &'a [u8]) -> Option<Request<'a>> {
         let (&kind, rest) = v.split_first()?;
         let (&opt, rest) = rest.split_first()?;
-        let (&memcheck, mut rest) = rest.split_first()?;
+        let (&flags, mut rest) = rest.split_first()?;
         let mut group = [0u32; 3];
         for g in &mut group {
             *g = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?);
@@ -108,7 +111,14 @@ impl<'a> Request<'a> {
         }
         let opt = u32::from(opt);
         match kind {
-            1 => Some(Request::Cpu { bc: rest, opt, memcheck: memcheck != 0, kernel: strs[0], group }),
+            1 => Some(Request::Cpu {
+                bc: rest,
+                opt,
+                memcheck: flags & 1 != 0,
+                replaced: flags & 2 != 0,
+                kernel: strs[0],
+                group,
+            }),
             2 => Some(Request::Ptx { bc: rest, cpu: strs[0], features: strs[1], opt }),
             _ => None,
         }
@@ -117,10 +127,10 @@ impl<'a> Request<'a> {
     /// Runs the job here, in this process: the helper's side, and the fallback.
     fn execute(&self) -> Result<Vec<u8>, JitError> {
         match *self {
-            Request::Cpu { bc, opt, memcheck, kernel, group } => {
+            Request::Cpu { bc, opt, memcheck, replaced, kernel, group } => {
                 let spec = (!kernel.is_empty())
                     .then(|| super::compile::Spec { kernel: kernel.to_string(), group_size: group });
-                super::compile::compile_in_process(bc, opt, memcheck, spec.as_ref())
+                super::compile::compile_in_process(bc, opt, memcheck, replaced, spec.as_ref())
                     .map(|(o, m)| super::compile::encode_object(&o, &m))
             }
             Request::Ptx { bc, cpu, features, opt } => {
@@ -130,7 +140,7 @@ impl<'a> Request<'a> {
     }
 }
 
-/// Compiles bitcode to an x86-64 ELF relocatable object: (object, metadata text), in the compile
+/// Compiles bitcode to an x86-64 ELF relocatable object: (object, kernel metadata), in the compile
 /// helper process, or here when there is none. `memcheck`: instrument every memory access of the
 /// kernels (see `plugin::cpu::memcheck`); `spec`: a launch-time specialisation.
 pub(crate) fn compile_cpu(
@@ -138,11 +148,12 @@ pub(crate) fn compile_cpu(
     opt: u32,
     memcheck: bool,
     spec: Option<&super::compile::Spec>,
-) -> Result<(Vec<u8>, String), JitError> {
+) -> Result<(Vec<u8>, Vec<super::KernelMeta>), JitError> {
     let payload = run(Request::Cpu {
         bc,
         opt,
         memcheck,
+        replaced: super::compile::generic_is_replaced(memcheck, spec),
         kernel: spec.map_or("", |s| s.kernel.as_str()),
         group: spec.map_or([0; 3], |s| s.group_size),
     })?;
@@ -205,8 +216,12 @@ pub(crate) fn run(req: Request<'_>) -> Result<Vec<u8>, JitError> {
     if in_process_forced() {
         return req.execute();
     }
+    let t0 = Instant::now();
     match pool().acquire() {
         Ok(mut conn) => {
+            if super::compile::timing() {
+                super::compile::time_line(&format!("helper acquired in {:.2} ms", t0.elapsed().as_secs_f64() * 1e3));
+            }
             let r = conn.call(&req.encode());
             let reusable = r.is_ok();
             pool().release(conn, reusable);
@@ -493,11 +508,11 @@ fn own_file() -> Option<PathBuf> {
     from_dladdr
 }
 
-/// Starts a helper: posix_spawn `path detach`, which spawns the server and exits; reads its hello.
+/// Starts a helper: posix_spawn `path detach-serve`, which forks the server and exits; reads its hello.
+/// (A helper of an older build does not know the mode and exits at once: the compile then runs here.)
 fn spawn(path: &CStr) -> Result<Conn, String> {
     let (ours, theirs) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
-    let detach = c"detach";
-    spawn_process(path, &[path, detach], theirs.as_raw_fd(), true)?;
+    spawn_process(path, &[path, c"detach-serve"], theirs.as_raw_fd(), true)?;
     drop(theirs);
     let mut ours = ours;
     let (_, hello) = read_frame_by(&mut ours, Some(Instant::now() + HELLO_TIMEOUT))
@@ -573,17 +588,19 @@ pub fn helper_main() -> ! {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let mode = args.get(1).map(|a| a.as_bytes().to_vec()).unwrap_or_default();
     match mode.as_slice() {
-        b"detach" => {
-            // Spawn the server (it inherits descriptor 3) and leave: the server is then not the
-            // client's child.
-            let me = std::env::current_exe().ok().and_then(|p| CString::new(p.as_os_str().as_bytes()).ok());
-            let rc = match me {
-                Some(me) => spawn_process(&me, &[&me, c"serve"], HELPER_FD, false).map_or(1, |()| 0),
-                None => 1,
-            };
-            std::process::exit(rc)
+        b"detach-serve" => {
+            // Detach: the server is a child of this process (with descriptor 3 and the clean state
+            // the client gave it), which leaves at once, so the server is not the client's child. A
+            // fork rather than a second exec: libLLVM is loaded and initialised once per helper.
+            // SAFETY: fork() in a process that has started no thread (main has just begun); the child
+            // goes on with `serve` alone, the parent leaves at once without running anything else.
+            match unsafe { libc::fork() } {
+                0 => serve(),
+                -1 => std::process::exit(1),
+                // SAFETY: ending this process; it holds nothing that needs cleaning up.
+                _ => unsafe { libc::_exit(0) },
+            }
         }
-        b"serve" => serve(),
         _ => {
             eprintln!(
                 "offload-rs-jit: the JIT compile helper of offload-rs (libLLVMOffload.so.22.1); the library starts it"
@@ -632,6 +649,13 @@ mod tests {
         match Request::decode(&r.encode()) {
             Some(Request::Ptx { bc: b, cpu, features, opt }) => {
                 assert_eq!((b, cpu, features, opt), (&bc[..], "sm_90", "+ptx84", 2));
+            }
+            other => panic!("{other:?}"),
+        }
+        let r = Request::Cpu { bc: &bc, opt: 3, memcheck: false, replaced: true, kernel: "k", group: [64, 2, 1] };
+        match Request::decode(&r.encode()) {
+            Some(Request::Cpu { bc: b, opt, memcheck, replaced, kernel, group }) => {
+                assert_eq!((b, opt, memcheck, replaced, kernel, group), (&bc[..], 3, false, true, "k", [64, 2, 1]));
             }
             other => panic!("{other:?}"),
         }

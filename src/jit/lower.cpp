@@ -1,34 +1,43 @@
-// IR lowering for the offload-rs CPU JIT: GPU kernels (nvptx64 / amdgcn bitcode, already retargeted to the
-// host triple and datalayout by the Rust side) -> work-group functions `void __ol_wg.<kernel>(const WgCtx*)`.
+// IR lowering for the offload-rs CPU JIT, the C++ half of src/jit/compile.rs: GPU kernels (nvptx64,
+// amdgcn, spirv64 bitcode, already retargeted to the host triple and datalayout by the Rust side) become
+// work-group functions `void __ol_wg.<kernel>(const WgCtx *)` (the ABI is documented in src/jit/mod.rs).
 //
-// Written against LLVM 22's C++ API because the C API has no CloneFunction, InlineFunction,
-// DemoteRegToStack or ConstantExpr->instruction conversion (see shared/reference/cpu-kernels.md §7).
-// Entry point: ol_jit_lower(); everything else is file-local. No exceptions, no RTTI (LLVM style).
+// Entry point: ol_rs_jit_lower() (at the end of the file). It lowers the module in place and reports each
+// work-group function to Rust as an OlRsKernelInfo struct through a callback; on failure it returns a
+// message (freed with ol_rs_jit_free()). Everything else is file-local. No exceptions, no RTTI.
 //
-// Design (documented for the Rust side in src/jit/mod.rs):
-//  * every kernel K is cloned to an internal function K.body(params..., EXTRAS) with all callees inlined
-//    and every GPU intrinsic replaced by an EXTRA argument or by inline code;
-//  * kernels without barriers / warp collectives: the WG function loops z,y,x over work-items calling
-//    K.body (always-inlined afterwards, so LLVM vectorises the x loop);
-//  * kernels with barriers or warp collectives: continuation-based synchronisation (CBS): blocks are split
-//    at barriers, every value crossing a block boundary and every alloca is demoted to per-work-item scratch
-//    (one array per variable, indexed by the linear work-item id), and the body runs inside a dispatcher
-//    loop "for each sweep, for each work-item: jump to its resume point, run to the next barrier/exit";
-//    when every work-item reaches the same barriers in the same order (uniform control, step 2b of
-//    buildCbs) the regions follow each other without resume ids, group-invariant regions run once,
-//    and guards on the work-item id narrow the region loops (narrowToGuards); barrier-free loops with a
-//    uniform trip count get implicit barriers there, so the work-item loop runs inside them
-//    (interchangeLoops);
-//  * atomics on the group's own shared memory are plain loads and stores (markSharedAtomics);
-//  * warp collectives (shuffle, ballot, readfirstlane, bpermute) are two barriers around an exchange through
-//    a per-work-item 8-byte slot in scratch; the warp width is the one the bitcode was compiled for
-//    (nvptx 32, amdgcn 64 or 32 with +wavefrontsize32), because clang constant-folds it.
+// Why C++: the lowering needs what LLVM's C API lacks: CloneFunctionInto, InlineFunction,
+// DemoteRegToStack, dominator and post-dominator trees, loop info, ConstantExpr -> instruction
+// conversion, IRBuilder inside inlined code (shared/reference/cpu-kernels.md section 7). The module-wide
+// steps that the C API could express (normaliseFunctions, lowerStructors, the GPU intrinsic names of
+// replaceIntrinsics, the order of the steps in run()) are still here: moving them to Rust is open
+// (issue 11, item 7). The recursion check is in Rust (src/jit/callgraph.rs) and runs before this.
+//
+// Steps (Lowering::run):
+//  1. normaliseFunctions: host target-cpu/features, C calling convention, addrspace(5) allocas -> host
+//     allocas (their lifetime markers moved along); for a launch-time specialisation only the requested
+//     kernel is lowered and the constructors are dropped; lowerStructors: llvm.global_ctors/dtors ->
+//     __ol_rs_init/__ol_rs_fini;
+//  2. per kernel (lowerKernel): the kernel cloned into K.body(params..., extras) with every callee inlined
+//     and every GPU intrinsic replaced (replaceIntrinsics: an extra argument, inline code, or a barrier /
+//     exit marker; warp collectives are two barriers around an exchange through scratch, the warp width
+//     being the one clang folded into the bitcode); __gpu_local variables -> offsets into local memory
+//     (lowerLocals); then the WG function:
+//     * without barriers: a top-tested z/y/x work-item loop around the inlined body, the x loop marked
+//       parallel and narrowed to the ids that pass an `i < n`-style guard (narrowToGuards);
+//     * with barriers (buildCbs): blocks split at barriers into regions, each cloned into its own
+//       work-item loop; values live across barriers kept per work-item in scratch, recomputed, or shared
+//       when uniform; under uniform barriers the regions follow each other through a group-level `next`
+//       (guarded regions loop only over the ids that pass), otherwise a per-work-item resume id and a scan
+//       pick the next region; barrier-free loops with a uniform trip count get implicit barriers, so
+//       the work-item loop runs inside them (interchangeLoops);
+//     atomics on the group's own shared memory become plain loads and stores (markSharedAtomics);
+//  3. clean-up: the original kernels and unused helpers removed, GPU intrinsics left over and CUDA
+//     printf/assert are errors, the module verified.
 
-#include "llvm/ADT/SCCIterator.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Analysis/AssumptionCache.h"
-#include "llvm/Analysis/CallGraph.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/PostDominators.h"
 #include "llvm/Analysis/ScalarEvolution.h"
@@ -55,6 +64,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -96,7 +106,6 @@ struct Lowering {
   unsigned warp;
   std::string cpu, features;
   std::string err;
-  std::string meta;
   LLVMContext &C;
   const DataLayout &DL;
   Type *I8, *I16, *I32, *I64, *Ptr, *Void;
@@ -167,6 +176,16 @@ struct Lowering {
           IRBuilder<> B(AI);
           AllocaInst *N = B.CreateAlloca(AI->getAllocatedType(), 0, AI->getArraySize(), AI->getName());
           N->setAlignment(AI->getAlign());
+          // lifetime markers must name the alloca itself (not a cast of it): move them to the new one
+          for (User *U : make_early_inc_range(AI->users()))
+            if (auto *II = dyn_cast<IntrinsicInst>(U); II && II->isLifetimeStartOrEnd()) {
+              IRBuilder<> LB(II);
+              if (II->getIntrinsicID() == Intrinsic::lifetime_start)
+                LB.CreateLifetimeStart(N);
+              else
+                LB.CreateLifetimeEnd(N);
+              II->eraseFromParent();
+            }
           Value *Cst = B.CreateAddrSpaceCast(N, AI->getType());
           AI->replaceAllUsesWith(Cst);
           AI->eraseFromParent();
@@ -224,22 +243,6 @@ struct Lowering {
     return true;
   }
 
-  bool checkRecursion() {
-    CallGraph CG(M);
-    for (auto I = scc_begin(&CG); !I.isAtEnd(); ++I) {
-      const std::vector<CallGraphNode *> &scc = *I;
-      bool cyclic = scc.size() > 1 || I.hasCycle();
-      if (!cyclic)
-        continue;
-      for (CallGraphNode *N : scc)
-        if (Function *F = N->getFunction())
-          if (!F->isDeclaration())
-            return fail("recursive call cycle involving function '" + F->getName().str() +
-                        "': recursion is not supported by the CPU JIT (kernels are fully inlined)");
-    }
-    return true;
-  }
-
   // ---------------------------------------------------------------- per-kernel lowering
   struct KInfo {
     std::string name, wgName;
@@ -249,6 +252,8 @@ struct Lowering {
     bool specialisable = false; // no mutable global state: a separately loaded copy behaves the same
     std::vector<std::pair<uint64_t, uint64_t>> params; // size, align
   };
+  // what run() produced, one entry per work-group function (handed to Rust by ol_rs_jit_lower)
+  std::vector<KInfo> lowered;
 
   bool inlineAll(Function *F) {
     unsigned rounds = 0;
@@ -2237,7 +2242,9 @@ struct Lowering {
         FunctionType *FT = F.getFunctionType();
         if (FT->getReturnType()->isVoidTy() && FT->getNumParams() == 1 && FT->getParamType(0)->isPointerTy()) {
           F.setVisibility(GlobalValue::DefaultVisibility);
-          meta += "K " + F.getName().str() + " " + F.getName().str() + " 0 0 0 1 0\n";
+          KInfo ki;
+          ki.name = ki.wgName = F.getName().str();
+          lowered.push_back(ki);
         }
       }
       return true;
@@ -2265,8 +2272,6 @@ struct Lowering {
     }
     if (!lowerStructors("llvm.global_ctors", "__ol_rs_init", false) ||
         !lowerStructors("llvm.global_dtors", "__ol_rs_fini", true))
-      return false;
-    if (!checkRecursion())
       return false;
     std::vector<KInfo> infos;
     for (Function *K : kernels) {
@@ -2344,14 +2349,7 @@ struct Lowering {
     NamedMDNode *ann = M.getNamedMetadata("nvvm.annotations");
     if (ann)
       M.eraseNamedMetadata(ann);
-    for (auto &ki : infos) {
-      meta += "K " + ki.name + " " + ki.wgName + " " + std::to_string(ki.staticLocal) + " " +
-              std::to_string(ki.scratchPerWi) + " " + std::to_string((ki.barriers ? 1 : 0) | (ki.specialisable ? 2 : 0)) + " " + std::to_string(warp) +
-              " " + std::to_string(ki.params.size());
-      for (auto &p : ki.params)
-        meta += " " + std::to_string(p.first) + ":" + std::to_string(p.second);
-      meta += "\n";
-    }
+    lowered = std::move(infos);
     std::string verr;
     raw_string_ostream os(verr);
     if (verifyModule(M, &os)) {
@@ -2370,10 +2368,40 @@ struct OlRsLowerOptions {
   const char *spec_kernel; // NULL: the generic lowering of every kernel
   uint32_t spec_group_size[3];
 };
+static_assert(sizeof(OlRsLowerOptions) == 24 && offsetof(OlRsLowerOptions, spec_group_size) == 8,
+              "OlRsLowerOptions must match LowerOptions in src/jit/compile.rs");
 
+// One kernel parameter's size and alignment, and one kernel's metadata: must match `ParamAbi` and
+// `KernelInfo` in src/jit/compile.rs. The pointers are valid only during the callback.
+struct OlRsParam {
+  uint64_t size, align;
+};
+struct OlRsKernelInfo {
+  const char *name;   // the kernel's name
+  const char *symbol; // its work-group function
+  const OlRsParam *params;
+  uint64_t num_params;
+  uint64_t static_local_bytes;
+  uint64_t scratch_bytes_per_wi;
+  uint32_t warp_size;
+  bool has_barriers;
+  bool specialisable; // uses no mutable global variable
+};
+static_assert(sizeof(OlRsParam) == 16, "OlRsParam must match ParamAbi in src/jit/compile.rs");
+static_assert(sizeof(OlRsKernelInfo) == 56 && offsetof(OlRsKernelInfo, symbol) == 8 &&
+                  offsetof(OlRsKernelInfo, params) == 16 && offsetof(OlRsKernelInfo, num_params) == 24 &&
+                  offsetof(OlRsKernelInfo, static_local_bytes) == 32 &&
+                  offsetof(OlRsKernelInfo, scratch_bytes_per_wi) == 40 &&
+                  offsetof(OlRsKernelInfo, warp_size) == 48 && offsetof(OlRsKernelInfo, has_barriers) == 52 &&
+                  offsetof(OlRsKernelInfo, specialisable) == 53,
+              "OlRsKernelInfo must match KernelInfo in src/jit/compile.rs");
+
+// Lowers module MR in place (see the header comment). On success calls on_kernel(cx, info) once per
+// work-group function and returns 0; otherwise returns 1 with a malloc'ed message in *err_out.
 extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, int arch, const char *cpu, const char *features,
-                               const OlRsLowerOptions *opts, char **meta_out, char **err_out) {
-  *meta_out = nullptr;
+                               const OlRsLowerOptions *opts,
+                               void (*on_kernel)(void *cx, const OlRsKernelInfo *info), void *cx,
+                               char **err_out) {
   *err_out = nullptr;
   Module *M = unwrap(MR);
   Lowering L(*M, arch, cpu ? cpu : "", features ? features : "");
@@ -2387,7 +2415,14 @@ extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, int arch, const char *cpu, cons
     *err_out = ol_rs::dup_for_rust(L.err.empty() ? std::string("unknown lowering failure") : L.err);
     return 1;
   }
-  *meta_out = ol_rs::dup_for_rust(L.meta);
+  for (const auto &ki : L.lowered) {
+    std::vector<OlRsParam> params;
+    for (const auto &p : ki.params)
+      params.push_back({p.first, p.second});
+    OlRsKernelInfo info = {ki.name.c_str(), ki.wgName.c_str(), params.data(), params.size(), ki.staticLocal,
+                           ki.scratchPerWi, L.warp, ki.barriers, ki.specialisable};
+    on_kernel(cx, &info);
+  }
   return 0;
 }
 

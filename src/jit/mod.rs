@@ -72,7 +72,11 @@
 //! kernel alone is compiled again with the group size as constants (constant trip counts, no z/y loop
 //! nests, no remainders), keyed in the content cache by (bitcode, kernel, shape). The launch waits for
 //! it. Only kernels that use no mutable global variable are specialised, since the copy has globals of
-//! its own (and runs no constructors).
+//! its own (and runs no constructors). The generic code of a program whose kernels are all
+//! specialisable then runs only for a kernel's fifth and later shapes (or where a specialisation failed
+//! to compile), so it is compiled with a quick pipeline (`default<O1>`, codegen -O1; at most the
+//! `LIBOMPTARGET_JIT_OPT_LEVEL`), which halves the cold `olCreateProgram`; with specialisation off or
+//! under the memory checker it gets the full one.
 //!
 //! The warp width is the one clang folded into the bitcode: 32 for nvptx64, 64 for amdgcn (32 with
 //! `+wavefrontsize32`); spirv64 leaves it to us (`llvm.spv.subgroup.size`) and we choose 32. Lanes are
@@ -95,6 +99,7 @@
 
 mod bitcode;
 mod cache;
+mod callgraph;
 mod compile;
 mod disk;
 mod elf;
@@ -128,6 +133,13 @@ pub fn set_memcheck(on: bool) {
 /// Whether new compiles are instrumented ([`set_memcheck`]).
 pub fn memcheck() -> bool {
     MEMCHECK.load(Ordering::Relaxed)
+}
+
+/// Whether the CPU plugin specialises kernels at launch (`OFFLOAD_RS_JIT_SPECIALISE=0` turns it off; read
+/// once). The JIT decides with it how much to optimise generic code that specialisations replace.
+pub fn specialisation_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("OFFLOAD_RS_JIT_SPECIALISE").is_none_or(|v| v != "0"))
 }
 
 /// The memcheck hook's signature: (address, size, kind 0 read / 1 write / 2 atomic, work-item x, y, z)
@@ -424,25 +436,42 @@ pub fn bitcode_triple(image: &[u8]) -> Result<String, String> {
     bitcode::triple(bitcode_payload(image).ok_or("not LLVM bitcode")?)
 }
 
-/// Classifies an image by its header (and a bitcode image by its triple record). Never panics and never
-/// runs LLVM.
-pub fn classify(image: &[u8]) -> ImageKind {
+/// What [`classify`] and [`load`] see in an image, with the bitcode inside it when there is some.
+enum Examined<'a> {
+    Bitcode { payload: &'a [u8], triple: String },
+    NativeElf,
+    Unknown(String),
+}
+
+/// Looks at an image's header (and a bitcode image's triple record) once. Never panics and never runs
+/// LLVM.
+fn examine(image: &[u8]) -> Examined<'_> {
     if let Some(bc) = bitcode_payload(image) {
         return match bitcode::triple(bc) {
-            Ok(t) => ImageKind::Bitcode { triple: t },
-            Err(e) => ImageKind::Unknown(format!("malformed LLVM bitcode ({}): {e}", describe(image))),
+            Ok(t) => Examined::Bitcode { payload: bc, triple: t },
+            Err(e) => Examined::Unknown(format!("malformed LLVM bitcode ({}): {e}", describe(image))),
         };
     }
     if image.len() >= 4 && image[..4] == BC_WRAPPER {
-        return ImageKind::Unknown(format!("truncated bitcode wrapper ({})", describe(image)));
+        return Examined::Unknown(format!("truncated bitcode wrapper ({})", describe(image)));
     }
     if image.len() >= 4 && &image[..4] == b"\x7fELF" {
         return match native::check_elf(image) {
-            Ok(()) => ImageKind::NativeElf,
-            Err(e) => ImageKind::Unknown(e),
+            Ok(()) => Examined::NativeElf,
+            Err(e) => Examined::Unknown(e),
         };
     }
-    ImageKind::Unknown(describe(image))
+    Examined::Unknown(describe(image))
+}
+
+/// Classifies an image by its header (and a bitcode image by its triple record). Never panics and never
+/// runs LLVM.
+pub fn classify(image: &[u8]) -> ImageKind {
+    match examine(image) {
+        Examined::Bitcode { triple, .. } => ImageKind::Bitcode { triple },
+        Examined::NativeElf => ImageKind::NativeElf,
+        Examined::Unknown(what) => ImageKind::Unknown(what),
+    }
 }
 
 /// `olIsValidBinary` for the CPU device.
@@ -456,31 +485,24 @@ pub fn is_valid_for_cpu(image: &[u8]) -> bool {
 
 /// Compiles (through the cache) and loads a fresh instance of `image`.
 pub fn load(image: &[u8]) -> Result<LoadedImage, JitError> {
-    if let Some(bc) = bitcode_payload(image) {
-        // What olIsValidBinary rejects is not loaded either: the same bounded reader (no LLVM) must
-        // follow the bitstream to a supported triple. Beyond that, no parse here: the cache key is the
-        // content; on a miss the (isolated) compile validates.
-        let triple = bitcode::triple(bc).map_err(|e| {
-            JitError::InvalidBinary(format!(
-                "expected LLVM bitcode or an x86-64 ELF shared object, found malformed LLVM bitcode ({}): {e}",
-                describe(image)
-            ))
-        })?;
-        compile::supported_arch(&triple).ok_or_else(|| compile::unsupported(&triple))?;
-        let co = cache::get_or_compile(bc, None)?;
-        let obj = elf::LoadedObject::load(&co.object)?;
-        obj.run_init();
-        let frames = stack::frame_sizes(&co.object);
-        let source = co.kernels.iter().any(|k| k.specialisable).then(|| Arc::from(bc));
-        return Ok(LoadedImage { inst: Arc::new(Instance::Jit(obj, co)), frames, source });
-    }
-    match classify(image) {
-        ImageKind::Bitcode { .. } => Err(JitError::InvalidBinary("internal: bitcode not recognised".into())),
-        ImageKind::NativeElf => {
+    match examine(image) {
+        // What olIsValidBinary rejects is not loaded either (the same bounded reader, no LLVM, found the
+        // triple). Beyond that, no parse here: the cache key is the content; on a miss the (isolated)
+        // compile validates.
+        Examined::Bitcode { payload, triple } => {
+            compile::supported_arch(&triple).ok_or_else(|| compile::unsupported(&triple))?;
+            let co = cache::get_or_compile(payload, None)?;
+            let obj = elf::LoadedObject::load(&co.object)?;
+            obj.run_init();
+            let frames = stack::frame_sizes(&co.object);
+            let source = co.kernels.iter().any(|k| k.specialisable).then(|| Arc::from(payload));
+            Ok(LoadedImage { inst: Arc::new(Instance::Jit(obj, co)), frames, source })
+        }
+        Examined::NativeElf => {
             let lib = native::NativeLib::open(image)?;
             Ok(LoadedImage { inst: Arc::new(Instance::Native(lib)), frames: HashMap::new(), source: None })
         }
-        ImageKind::Unknown(what) => {
+        Examined::Unknown(what) => {
             Err(JitError::InvalidBinary(format!("expected LLVM bitcode or an x86-64 ELF shared object, found {what}")))
         }
     }

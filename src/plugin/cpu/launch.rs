@@ -30,16 +30,10 @@ use parking_lot::Mutex;
 use std::any::Any;
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// Most group shapes one kernel is specialised for; launches with further shapes use the generic code.
 const MAX_SPECIALISATIONS: usize = 4;
-
-/// `OFFLOAD_RS_JIT_SPECIALISE=0` turns launch-time specialisation off (read once).
-fn specialise_enabled() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("OFFLOAD_RS_JIT_SPECIALISE").is_none_or(|v| v != "0"))
-}
 
 /// A kernel of a CPU program.
 pub struct CpuKernel {
@@ -79,8 +73,10 @@ impl CpuKernel {
     /// None: use the generic code (not specialisable, turned off, too many shapes, compile failed).
     fn specialised_for(&self, group_size: [u32; 3]) -> Option<KernelEntry> {
         // Not under the memory checker: it knows the generic code's program mapping only.
-        let entry =
-            self._entry.as_ref().filter(|e| e.specialisable() && specialise_enabled() && self.memcheck.is_none())?;
+        let entry = self
+            ._entry
+            .as_ref()
+            .filter(|e| e.specialisable() && crate::jit::specialisation_enabled() && self.memcheck.is_none())?;
         {
             let map = self.specialised.lock();
             if let Some(v) = map.get(&group_size) {

@@ -843,25 +843,67 @@ struct Lowering {
       auto *I = dyn_cast<Instruction>(V);
       return !I || I->getParent() == Pre || I->getParent() == NE;
     };
-    for (Instruction &I : make_early_inc_range(*RE)) {
-      if (I.isTerminator())
-        break;
-      if (auto *St = dyn_cast<StoreInst>(&I)) {
-        Value *P = St->getPointerOperand();
-        if (!slots.count(P) || stores[P] != 1 || !availInPre(St->getValueOperand()) || St->isVolatile())
+    // a load of a slot already hoisted reads the hoisted value
+    auto resolve = [&](Value *V) {
+      auto *Ld = dyn_cast<LoadInst>(V);
+      auto it = Ld ? fwd.find(Ld->getPointerOperand()) : fwd.end();
+      return it != fwd.end() && it->second->getType() == V->getType() ? it->second : V;
+    };
+    // the stored value, available in Pre as it is or once a pure computation of such values (`k >> 1`)
+    // moves there; nullptr if not
+    std::function<Value *(Value *, int)> inPre = [&](Value *V, int depth) -> Value * {
+      V = resolve(V);
+      if (availInPre(V))
+        return V;
+      auto *I = cast<Instruction>(V);
+      if (depth > 4 || !(isa<BinaryOperator>(I) || isa<CastInst>(I)) || !isSafeToSpeculativelyExecute(I) ||
+          std::find(clones.begin(), clones.end(), I->getParent()) == clones.end())
+        return nullptr;
+      std::vector<Value *> ops;
+      for (Value *Op : I->operands())
+        if (Value *R = inPre(Op, depth + 1))
+          ops.push_back(R);
+        else
+          return nullptr;
+      for (unsigned i = 0; i < ops.size(); ++i)
+        I->setOperand(i, ops[i]);
+      I->moveBefore(Pre->getTerminator()->getIterator());
+      return I;
+    };
+    // RE and the blocks it falls through to unconditionally (every work-item runs them)
+    for (BasicBlock *BB = RE; BB;) {
+      bool stop = false;
+      for (Instruction &I : make_early_inc_range(*BB)) {
+        if (I.isTerminator())
           break;
-        fwd[P] = St->getValueOperand();
-        St->setMetadata(LLVMContext::MD_access_group, nullptr);
-        St->moveBefore(Pre->getTerminator()->getIterator());
-        continue;
-      }
-      if (auto *Ld = dyn_cast<LoadInst>(&I)) {
-        if (slots.count(Ld->getPointerOperand()) && !fwd.count(Ld->getPointerOperand()))
+        if (auto *St = dyn_cast<StoreInst>(&I)) {
+          Value *P = St->getPointerOperand();
+          Value *V = slots.count(P) && stores[P] == 1 && !St->isVolatile() ? inPre(St->getValueOperand(), 0) : nullptr;
+          if (!V) {
+            stop = true;
+            break;
+          }
+          St->setOperand(0, V);
+          fwd[P] = V;
+          St->setMetadata(LLVMContext::MD_access_group, nullptr);
+          St->moveBefore(Pre->getTerminator()->getIterator());
+          continue;
+        }
+        if (auto *Ld = dyn_cast<LoadInst>(&I)) {
+          if (slots.count(Ld->getPointerOperand()) && !fwd.count(Ld->getPointerOperand())) {
+            stop = true;
+            break;
+          }
+          continue;
+        }
+        if (I.mayHaveSideEffects()) {
+          stop = true;
           break;
-        continue;
+        }
       }
-      if (I.mayHaveSideEffects())
-        break;
+      auto *Br = dyn_cast<BranchInst>(BB->getTerminator());
+      BasicBlock *Nx = !stop && Br && Br->isUnconditional() ? Br->getSuccessor(0) : nullptr;
+      BB = Nx && Nx->getSinglePredecessor() == BB && std::find(clones.begin(), clones.end(), Nx) != clones.end() ? Nx : nullptr;
     }
     // the slot holds the hoisted value throughout the region
     for (BasicBlock *NB : clones)
@@ -1060,17 +1102,25 @@ struct Lowering {
   }
 
   // Inside a loop that runs only ids without bit m, t ^ m and t | m are t + m (affine: vectorisable).
+  // (The id may be seen through trunc(zext id), as amdgcn bitcode has it.)
   static void rewriteDisjointBit(PHINode *id, Value *m) {
-    for (User *U : make_early_inc_range(id->users())) {
-      auto *BO = dyn_cast<BinaryOperator>(U);
-      if (!BO || (BO->getOpcode() != Instruction::Xor && BO->getOpcode() != Instruction::Or) ||
-          BO->getOperand(BO->getOperand(0) == id ? 1 : 0) != m)
-        continue;
-      IRBuilder<> B(BO);
-      Value *sum = B.CreateAdd(id, m, "", /*HasNUW=*/true);
-      BO->replaceAllUsesWith(sum);
-      BO->eraseFromParent();
-    }
+    std::vector<Value *> forms = {id};
+    for (User *Z : id->users())
+      if (isa<ZExtInst>(Z))
+        for (User *T : Z->users())
+          if (isa<TruncInst>(T) && T->getType() == id->getType())
+            forms.push_back(T);
+    for (Value *V : forms)
+      for (User *U : make_early_inc_range(V->users())) {
+        auto *BO = dyn_cast<BinaryOperator>(U);
+        if (!BO || (BO->getOpcode() != Instruction::Xor && BO->getOpcode() != Instruction::Or) ||
+            BO->getOperand(BO->getOperand(0) == V ? 1 : 0) != m)
+          continue;
+        IRBuilder<> B(BO);
+        Value *sum = B.CreateAdd(V, m, "", /*HasNUW=*/true);
+        BO->replaceAllUsesWith(sum);
+        BO->eraseFromParent();
+      }
   }
 
   // With `assumed` (initially true), guards whose exactness is only known at run time are removed
@@ -1176,6 +1226,11 @@ struct Lowering {
         if (!I.isTerminator() && (I.mayHaveSideEffects() || isa<PHINode>(&I)))
           pure = false;
       auto *BI = dyn_cast<BranchInst>(cur->getTerminator());
+      if (pure && BI && BI->isUnconditional()) { // falls through: the guard may be in the next block
+        BasicBlock *Nx = BI->getSuccessor(0);
+        cur = Nx->getSinglePredecessor() == cur && !leaves(Nx) ? Nx : nullptr;
+        continue;
+      }
       if (!pure || !BI || !BI->isConditional())
         break;
       bool t0 = trivial(BI->getSuccessor(0), 0), t1 = trivial(BI->getSuccessor(1), 0);

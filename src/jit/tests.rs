@@ -1348,7 +1348,7 @@ fn run_guards_match_the_host() {
                             } else {
                                 r[2][tt] = s[(tu ^ m) as usize].wrapping_sub(5);
                             }
-                            if tu % q == 0 {
+                            if tu.is_multiple_of(q) {
                                 r[3][tt] = s[tt] + 100;
                             }
                             if tu & mask == 0 && tu + 2 < n {

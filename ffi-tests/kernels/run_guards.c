@@ -103,3 +103,21 @@ __gpu_kernel void mask_guard_nobar(uint32_t *out, uint32_t m) {
     return;
   out[i] = t + 5;
 }
+
+// Conditional stores to shared memory the work-item read before (made unconditional by
+// speculateSharedStores), one of them after another conditional store to the same element.
+__gpu_kernel void cond_stores(const uint32_t *in, uint32_t *out) {
+  static __gpu_local uint32_t s[1024];
+  uint32_t t = __gpu_thread_id_x(), n = __gpu_num_threads_x();
+  uint32_t base = __gpu_block_id_x() * n;
+  s[t] = in[base + t];
+  __gpu_sync_threads();
+  uint32_t a = s[t];
+  if (a & 1)
+    s[t] = a * 3;
+  uint32_t b = in[base + n - 1 - t];
+  if (b > a)
+    s[t] = b;
+  __gpu_sync_threads();
+  out[base + t] = s[(t + 1) % n];
+}

@@ -917,6 +917,109 @@ struct Lowering {
         }
   }
 
+  // Do two pointer values compute the same address (the same value, or identical casts / GEPs of such)?
+  static bool sameAddress(Value *A, Value *B, int depth = 0) {
+    if (A == B)
+      return true;
+    auto *IA = dyn_cast<Instruction>(A), *IB = dyn_cast<Instruction>(B);
+    if (!IA || !IB || depth > 3 || IA->getOpcode() != IB->getOpcode() || IA->getType() != IB->getType() ||
+        IA->getNumOperands() != IB->getNumOperands() || !(isa<GetElementPtrInst>(IA) || isa<CastInst>(IA)) ||
+        !IA->isSameOperationAs(IB))
+      return false;
+    for (unsigned i = 0; i < IA->getNumOperands(); ++i)
+      if (!sameAddress(IA->getOperand(i), IB->getOperand(i), depth + 1))
+        return false;
+    return true;
+  }
+
+  // `if (c) { s[t] = b; s[p] = a; }` with s[t] and s[p] read by the same work-item earlier in the region
+  // (shared memory): the stores become unconditional, `s[t] = c ? b : s[t]`, after the if. Under the GPU
+  // model no other work-item of the group may touch a location this one reads between two barriers (that
+  // would be a data race), so storing its current value back is invisible; the region loop then has no
+  // data-dependent branch or masked store (bitonic's compare-and-swap). S: a block of such stores only,
+  // ending in a branch to J; the new block before J takes the edges from blocks the loads dominate.
+  void speculateSharedStores(Function *F, ArrayRef<BasicBlock *> clones, MDNode *AG,
+                             const std::function<bool(BasicBlock *)> &leaves) {
+    for (BasicBlock *S : clones) {
+      auto *Br = dyn_cast<BranchInst>(S->getTerminator());
+      if (!Br || Br->isConditional() || leaves(S))
+        continue;
+      BasicBlock *J = Br->getSuccessor(0);
+      bool shared = false;
+      for (Instruction &I : *S)
+        if (auto *St = dyn_cast<StoreInst>(&I))
+          shared = shared || St->getPointerAddressSpace() == 3;
+      if (J == S || !shared)
+        continue;
+      DominatorTree DT(*F);
+      std::vector<std::pair<StoreInst *, LoadInst *>> sts;
+      bool ok = true;
+      for (Instruction &I : *S) {
+        if (I.isTerminator())
+          break;
+        if (auto *St = dyn_cast<StoreInst>(&I)) {
+          LoadInst *Ld = nullptr;
+          if (St->isSimple() && St->getPointerAddressSpace() == 3)
+            for (BasicBlock *D : clones)
+              if (D != S && DT.dominates(D, S))
+                for (Instruction &K : *D)
+                  if (auto *L = dyn_cast<LoadInst>(&K))
+                    if (!Ld && L->isSimple() && L->getType() == St->getValueOperand()->getType() &&
+                        sameAddress(L->getPointerOperand(), St->getPointerOperand()))
+                      Ld = L;
+          Value *V = St->getValueOperand();
+          auto *VI = dyn_cast<Instruction>(V);
+          ok = ok && Ld && (!VI || VI->getParent() != S);
+          sts.push_back({St, Ld});
+          continue;
+        }
+        if (I.mayHaveSideEffects() || I.mayReadFromMemory())
+          ok = false;
+        for (User *U : I.users())
+          ok = ok && !isa<PHINode>(U) && cast<Instruction>(U)->getParent() == S;
+      }
+      if (!ok || sts.empty())
+        continue;
+      // the edges into J from blocks every load dominates; the stored values must dominate them too
+      SmallVector<BasicBlock *, 4> preds;
+      for (BasicBlock *P : predecessors(J)) {
+        bool dom = true;
+        for (auto &[St, Ld] : sts) {
+          auto *VI = dyn_cast<Instruction>(St->getValueOperand());
+          auto *PI = dyn_cast<Instruction>(Ld->getPointerOperand());
+          dom = dom && DT.dominates(Ld->getParent(), P) && (!VI || DT.dominates(VI->getParent(), P)) &&
+                (!PI || DT.dominates(PI->getParent(), P));
+        }
+        if (dom)
+          preds.push_back(P);
+        else if (P == S)
+          ok = false;
+      }
+      if (!ok)
+        continue;
+      BasicBlock *N = SplitBlockPredecessors(J, preds, ".spec");
+      if (!N)
+        continue;
+      IRBuilder<> NB(&*N->getFirstInsertionPt());
+      PHINode *ran = NB.CreatePHI(I1Ty(), preds.size(), "spec.ran");
+      for (BasicBlock *P : predecessors(N))
+        ran->addIncoming(P == S ? NB.getTrue() : NB.getFalse(), P);
+      for (auto &[St, Ld] : sts) {
+        Value *P = Ld->getPointerOperand();
+        LoadInst *Old = NB.CreateLoad(St->getValueOperand()->getType(), P);
+        Old->setAlignment(std::min(Ld->getAlign(), St->getAlign()));
+        StoreInst *New = NB.CreateStore(NB.CreateSelect(ran, St->getValueOperand(), Old), P);
+        New->setAlignment(std::min(Ld->getAlign(), St->getAlign()));
+        New->copyMetadata(*St, {LLVMContext::MD_tbaa});
+        if (AG) {
+          addAccessGroup(*Old, AG);
+          addAccessGroup(*New, AG);
+        }
+        St->eraseFromParent();
+      }
+    }
+  }
+
   // A load of a shared slot (a demoted group-invariant value): rematerialisable when the slot still
   // holds the loaded value where the copy goes (slotUnchanged).
   static bool uniSlotLoad(Instruction *I, const std::set<AllocaInst *> &uniSlots) {
@@ -2056,22 +2159,22 @@ struct Lowering {
       BasicBlock *RE = cast<BasicBlock>(VM[regionEntry[k]]);
       if (uniform && !once)
         hoistSlotStores(RE, Pre, NE, std::set<Value *>(uniPtr.begin(), uniPtr.end()), clones);
+      auto leavesRegion = [&](BasicBlock *Sc) {
+        auto it = origOf.find(Sc);
+        if (it == origOf.end())
+          return false;
+        BasicBlock *Ob = it->second;
+        return barrierId.count(Ob) || firstCallTo(Ob, EM) || isa<ReturnInst>(&*Sc->getFirstNonPHIIt());
+      };
       if (uniform && !once && regionReach.size() == 1)
         narrowToGuards(
-            RE,
-            [&](BasicBlock *Sc) {
-              auto it = origOf.find(Sc);
-              if (it == origOf.end())
-                return false;
-              BasicBlock *Ob = it->second;
-              return barrierId.count(Ob) || firstCallTo(Ob, EM) || isa<ReturnInst>(&*Sc->getFirstNonPHIIt());
-            },
-            {Pre, NE}, Pre, {lx, ly, lz}, {inX, inY, inZ}, {X(o, F, E_GSX), X(o, F, E_GSY), X(o, F, E_GSZ)},
+            RE, leavesRegion, {Pre, NE}, Pre, {lx, ly, lz}, {inX, inY, inZ}, {X(o, F, E_GSX), X(o, F, E_GSY), X(o, F, E_GSZ)},
             {Hy, Hz, Pre});
       if (once) {
         B.CreateBr(RE);
       } else if (uniform) {
         B.CreateBr(RE);
+        speculateSharedStores(F, clones, AG, leavesRegion); // (needs the region reachable)
       } else {
         // Convergent case (every work-item waits here): no per-item check. Only worth the duplicated
         // loop at O3 with large groups; the check is cheap and if-converted by the vectoriser anyway.

@@ -1397,6 +1397,30 @@ fn run_guards_match_the_host() {
                 }
             }
 
+            for k in &both("cond_stores", [n, 1, 1]) {
+                let mut out = vec![0u32; (groups * n) as usize];
+                let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out)]);
+                launch(k, [groups, 1, 1], [n, 1, 1], &args, 0);
+                for g in 0..groups as usize {
+                    let nn = n as usize;
+                    let s: Vec<u32> = (0..nn)
+                        .map(|tt| {
+                            let a = input[g * nn + tt];
+                            let bb = input[g * nn + nn - 1 - tt];
+                            if bb > a {
+                                bb
+                            } else if a & 1 != 0 {
+                                a * 3
+                            } else {
+                                a
+                            }
+                        })
+                        .collect();
+                    let e: Vec<u32> = (0..nn).map(|tt| s[(tt + 1) % nn]).collect();
+                    assert_eq!(&out[g * nn..(g + 1) * nn], &e[..], "{t:?} cond_stores n={n}");
+                }
+            }
+
             for j in [0u32, 1, 6, 32] {
                 for k in &both("xor_guard_nobar", [n, 1, 1]) {
                     let mut out = vec![7u32; (groups * n) as usize];

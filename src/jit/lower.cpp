@@ -16,7 +16,9 @@
 //    loop "for each sweep, for each work-item: jump to its resume point, run to the next barrier/exit";
 //    when every work-item reaches the same barriers in the same order (uniform control, step 2b of
 //    buildCbs) the regions follow each other without resume ids, group-invariant regions run once,
-//    and guards on the work-item id narrow the region loops (narrowToGuards);
+//    and guards on the work-item id narrow the region loops (narrowToGuards): ranges (`t < k`, `t + c >= n`)
+//    and runs (`(t ^ j) > t`, `(t & m) == 0`, `t % q == 0`: matchRunGuard / addRunLoop), and conditional
+//    shared-memory stores to elements the work-item read become selects (speculateSharedStores);
 //  * warp collectives (shuffle, ballot, readfirstlane, bpermute) are two barriers around an exchange through
 //    a per-work-item 8-byte slot in scratch; the warp width is the one the bitcode was compiled for
 //    (nvptx 32, amdgcn 64 or 32 with +wavefrontsize32), because clang constant-folds it.

@@ -28,7 +28,9 @@
 //     * with barriers (buildCbs): blocks split at barriers into regions, each cloned into its own
 //       work-item loop; values live across barriers kept per work-item in scratch, recomputed, or shared
 //       when uniform; under uniform barriers the regions follow each other through a group-level `next`
-//       (guarded regions loop only over the ids that pass), otherwise a per-work-item resume id and a scan
+//       (guarded regions loop only over the ids that pass: ranges such as `t < k`, `t + c >= n`, and runs
+//       such as `(t ^ j) > t`, `(t & m) == 0`, `t % q == 0`, matchRunGuard / addRunLoop; conditional
+//       shared-memory stores to elements the work-item read become selects, speculateSharedStores), otherwise a per-work-item resume id and a scan
 //       pick the next region; barrier-free loops with a uniform trip count get implicit barriers, so
 //       the work-item loop runs inside them (interchangeLoops);
 //     atomics on the group's own shared memory become plain loads and stores (markSharedAtomics);
@@ -899,25 +901,67 @@ struct Lowering {
       auto *I = dyn_cast<Instruction>(V);
       return !I || I->getParent() == Pre || I->getParent() == NE;
     };
-    for (Instruction &I : make_early_inc_range(*RE)) {
-      if (I.isTerminator())
-        break;
-      if (auto *St = dyn_cast<StoreInst>(&I)) {
-        Value *P = St->getPointerOperand();
-        if (!slots.count(P) || stores[P] != 1 || !availInPre(St->getValueOperand()) || St->isVolatile())
+    // a load of a slot already hoisted reads the hoisted value
+    auto resolve = [&](Value *V) {
+      auto *Ld = dyn_cast<LoadInst>(V);
+      auto it = Ld ? fwd.find(Ld->getPointerOperand()) : fwd.end();
+      return it != fwd.end() && it->second->getType() == V->getType() ? it->second : V;
+    };
+    // the stored value, available in Pre as it is or once a pure computation of such values (`k >> 1`)
+    // moves there; nullptr if not
+    std::function<Value *(Value *, int)> inPre = [&](Value *V, int depth) -> Value * {
+      V = resolve(V);
+      if (availInPre(V))
+        return V;
+      auto *I = cast<Instruction>(V);
+      if (depth > 4 || !(isa<BinaryOperator>(I) || isa<CastInst>(I)) || !isSafeToSpeculativelyExecute(I) ||
+          std::find(clones.begin(), clones.end(), I->getParent()) == clones.end())
+        return nullptr;
+      std::vector<Value *> ops;
+      for (Value *Op : I->operands())
+        if (Value *R = inPre(Op, depth + 1))
+          ops.push_back(R);
+        else
+          return nullptr;
+      for (unsigned i = 0; i < ops.size(); ++i)
+        I->setOperand(i, ops[i]);
+      I->moveBefore(Pre->getTerminator()->getIterator());
+      return I;
+    };
+    // RE and the blocks it falls through to unconditionally (every work-item runs them)
+    for (BasicBlock *BB = RE; BB;) {
+      bool stop = false;
+      for (Instruction &I : make_early_inc_range(*BB)) {
+        if (I.isTerminator())
           break;
-        fwd[P] = St->getValueOperand();
-        St->setMetadata(LLVMContext::MD_access_group, nullptr);
-        St->moveBefore(Pre->getTerminator()->getIterator());
-        continue;
-      }
-      if (auto *Ld = dyn_cast<LoadInst>(&I)) {
-        if (slots.count(Ld->getPointerOperand()) && !fwd.count(Ld->getPointerOperand()))
+        if (auto *St = dyn_cast<StoreInst>(&I)) {
+          Value *P = St->getPointerOperand();
+          Value *V = slots.count(P) && stores[P] == 1 && !St->isVolatile() ? inPre(St->getValueOperand(), 0) : nullptr;
+          if (!V) {
+            stop = true;
+            break;
+          }
+          St->setOperand(0, V);
+          fwd[P] = V;
+          St->setMetadata(LLVMContext::MD_access_group, nullptr);
+          St->moveBefore(Pre->getTerminator()->getIterator());
+          continue;
+        }
+        if (auto *Ld = dyn_cast<LoadInst>(&I)) {
+          if (slots.count(Ld->getPointerOperand()) && !fwd.count(Ld->getPointerOperand())) {
+            stop = true;
+            break;
+          }
+          continue;
+        }
+        if (I.mayHaveSideEffects()) {
+          stop = true;
           break;
-        continue;
+        }
       }
-      if (I.mayHaveSideEffects())
-        break;
+      auto *Br = dyn_cast<BranchInst>(BB->getTerminator());
+      BasicBlock *Nx = !stop && Br && Br->isUnconditional() ? Br->getSuccessor(0) : nullptr;
+      BB = Nx && Nx->getSinglePredecessor() == BB && std::find(clones.begin(), clones.end(), Nx) != clones.end() ? Nx : nullptr;
     }
     // the slot holds the hoisted value throughout the region
     for (BasicBlock *NB : clones)
@@ -929,6 +973,315 @@ struct Lowering {
             Ld->eraseFromParent();
           }
         }
+  }
+
+  // Do two pointer values compute the same address (the same value, or identical casts / GEPs of such)?
+  static bool sameAddress(Value *A, Value *B, int depth = 0) {
+    if (A == B)
+      return true;
+    auto *IA = dyn_cast<Instruction>(A), *IB = dyn_cast<Instruction>(B);
+    if (!IA || !IB || depth > 3 || IA->getOpcode() != IB->getOpcode() || IA->getType() != IB->getType() ||
+        IA->getNumOperands() != IB->getNumOperands() || !(isa<GetElementPtrInst>(IA) || isa<CastInst>(IA)) ||
+        !IA->isSameOperationAs(IB))
+      return false;
+    for (unsigned i = 0; i < IA->getNumOperands(); ++i)
+      if (!sameAddress(IA->getOperand(i), IB->getOperand(i), depth + 1))
+        return false;
+    return true;
+  }
+
+  // `if (c) { s[t] = b; s[p] = a; }` with s[t] and s[p] read by the same work-item earlier in the region
+  // (shared memory): the stores become unconditional, `s[t] = c ? b : s[t]`, after the if. Under the GPU
+  // model no other work-item of the group may touch a location this one reads between two barriers (that
+  // would be a data race), so storing its current value back is invisible; the region loop then has no
+  // data-dependent branch or masked store (bitonic's compare-and-swap). S: a block of such stores only,
+  // ending in a branch to J; the new block before J takes the edges from blocks the loads dominate.
+  void speculateSharedStores(Function *F, ArrayRef<BasicBlock *> clones, MDNode *AG,
+                             const std::function<bool(BasicBlock *)> &leaves) {
+    for (BasicBlock *S : clones) {
+      auto *Br = dyn_cast<BranchInst>(S->getTerminator());
+      if (!Br || Br->isConditional() || leaves(S))
+        continue;
+      BasicBlock *J = Br->getSuccessor(0);
+      bool shared = false;
+      for (Instruction &I : *S)
+        if (auto *St = dyn_cast<StoreInst>(&I))
+          shared = shared || St->getPointerAddressSpace() == 3;
+      if (J == S || !shared)
+        continue;
+      DominatorTree DT(*F);
+      std::vector<std::pair<StoreInst *, LoadInst *>> sts;
+      bool ok = true;
+      for (Instruction &I : *S) {
+        if (I.isTerminator())
+          break;
+        if (auto *St = dyn_cast<StoreInst>(&I)) {
+          LoadInst *Ld = nullptr;
+          if (St->isSimple() && St->getPointerAddressSpace() == 3)
+            for (BasicBlock *D : clones)
+              if (D != S && DT.dominates(D, S))
+                for (Instruction &K : *D)
+                  if (auto *L = dyn_cast<LoadInst>(&K))
+                    if (!Ld && L->isSimple() && L->getType() == St->getValueOperand()->getType() &&
+                        sameAddress(L->getPointerOperand(), St->getPointerOperand()))
+                      Ld = L;
+          Value *V = St->getValueOperand();
+          auto *VI = dyn_cast<Instruction>(V);
+          ok = ok && Ld && (!VI || VI->getParent() != S);
+          sts.push_back({St, Ld});
+          continue;
+        }
+        if (I.mayHaveSideEffects() || I.mayReadFromMemory())
+          ok = false;
+        for (User *U : I.users())
+          ok = ok && !isa<PHINode>(U) && cast<Instruction>(U)->getParent() == S;
+      }
+      if (!ok || sts.empty())
+        continue;
+      // the edges into J from blocks every load dominates; the stored values must dominate them too
+      SmallVector<BasicBlock *, 4> preds;
+      for (BasicBlock *P : predecessors(J)) {
+        bool dom = true;
+        for (auto &[St, Ld] : sts) {
+          auto *VI = dyn_cast<Instruction>(St->getValueOperand());
+          auto *PI = dyn_cast<Instruction>(Ld->getPointerOperand());
+          dom = dom && DT.dominates(Ld->getParent(), P) && (!VI || DT.dominates(VI->getParent(), P)) &&
+                (!PI || DT.dominates(PI->getParent(), P));
+        }
+        if (dom)
+          preds.push_back(P);
+        else if (P == S)
+          ok = false;
+      }
+      if (!ok)
+        continue;
+      BasicBlock *N = SplitBlockPredecessors(J, preds, ".spec");
+      if (!N)
+        continue;
+      IRBuilder<> NB(&*N->getFirstInsertionPt());
+      PHINode *ran = NB.CreatePHI(I1Ty(), preds.size(), "spec.ran");
+      for (BasicBlock *P : predecessors(N))
+        ran->addIncoming(P == S ? NB.getTrue() : NB.getFalse(), P);
+      for (auto &[St, Ld] : sts) {
+        Value *P = Ld->getPointerOperand();
+        LoadInst *Old = NB.CreateLoad(St->getValueOperand()->getType(), P);
+        Old->setAlignment(std::min(Ld->getAlign(), St->getAlign()));
+        StoreInst *New = NB.CreateStore(NB.CreateSelect(ran, St->getValueOperand(), Old), P);
+        New->setAlignment(std::min(Ld->getAlign(), St->getAlign()));
+        New->copyMetadata(*St, {LLVMContext::MD_tbaa});
+        if (AG) {
+          addAccessGroup(*Old, AG);
+          addAccessGroup(*New, AG);
+        }
+        St->eraseFromParent();
+      }
+    }
+  }
+
+  // A load of a shared slot (a demoted group-invariant value): rematerialisable when the slot still
+  // holds the loaded value where the copy goes (slotUnchanged).
+  static bool uniSlotLoad(Instruction *I, const std::set<AllocaInst *> &uniSlots) {
+    auto *Ld = dyn_cast<LoadInst>(I);
+    auto *A = Ld ? dyn_cast<AllocaInst>(Ld->getPointerOperand()) : nullptr;
+    return A && Ld->isSimple() && uniSlots.count(A);
+  }
+
+  // Does the slot read by Ld (in block D, the block of the value being recomputed) hold the same value in
+  // block UB, which D dominates? Yes when no store to it follows Ld in D, and no block storing to it
+  // reaches UB without passing through D again (which recomputes the value): `k` of `for (k ..; k <<= 1)`
+  // read in the loop header and used inside the loop.
+  static bool slotUnchanged(LoadInst *Ld, BasicBlock *D, BasicBlock *UB) {
+    if (Ld->getParent() != D)
+      return false;
+    Value *A = Ld->getPointerOperand();
+    for (User *U : A->users()) {
+      if (isa<LoadInst>(U))
+        continue;
+      auto *St = dyn_cast<StoreInst>(U);
+      if (!St || St->getValueOperand() == A)
+        return false;
+      BasicBlock *SB = St->getParent();
+      if (SB == D) {
+        if (Ld->comesBefore(St))
+          return false;
+        continue;
+      }
+      if (SB == UB)
+        return false;
+      std::set<BasicBlock *> seen;
+      std::vector<BasicBlock *> wl(succ_begin(SB), succ_end(SB));
+      while (!wl.empty()) {
+        BasicBlock *Xb = wl.back();
+        wl.pop_back();
+        if (Xb == D || !seen.insert(Xb).second)
+          continue;
+        if (Xb == UB)
+          return false;
+        for (BasicBlock *Su : successors(Xb))
+          wl.push_back(Su);
+      }
+    }
+    return true;
+  }
+
+  // Values known to be a power of two or zero: the preloaded copies of demoted PHIs that pow2OrZero
+  // proved (buildCbs records them; after demotion the induction is no longer visible).
+  std::set<Value *> pow2Vals;
+
+  // Is V a power of two or zero, for every work-item and every time it is computed? Induction through
+  // PHIs (`for (k = 2; ...; k <<= 1)`, `for (j = k >> 1; j > 0; j >>= 1)`), which ValueTracking's depth
+  // limit does not reach: a PHI on the current path is assumed to hold while its inputs are checked.
+  bool pow2OrZero(Value *V, std::set<Value *> &visiting, int depth = 0) {
+    if (pow2Vals.count(V))
+      return true;
+    if (auto *K = dyn_cast<ConstantInt>(V))
+      return K->isZero() || K->getValue().isPowerOf2();
+    if (depth > 8)
+      return false;
+    Value *X, *Y;
+    if (auto *PN = dyn_cast<PHINode>(V)) {
+      if (!visiting.insert(PN).second)
+        return true;
+      for (Value *In : PN->incoming_values())
+        if (!pow2OrZero(In, visiting, depth + 1))
+          return false;
+      return true;
+    }
+    if (match(V, m_Shl(m_Value(X), m_Value())) || match(V, m_LShr(m_Value(X), m_Value())) ||
+        match(V, m_ZExt(m_Value(X))) || match(V, m_Trunc(m_Value(X))))
+      return pow2OrZero(X, visiting, depth + 1);
+    if (match(V, m_Select(m_Value(), m_Value(X), m_Value(Y))))
+      return pow2OrZero(X, visiting, depth + 1) && pow2OrZero(Y, visiting, depth + 1);
+    return V->getType()->isIntegerTy() && isKnownToBeAPowerOfTwo(V, DL, /*OrZero=*/true);
+  }
+  bool pow2OrZero(Value *V) {
+    std::set<Value *> visiting;
+    return pow2OrZero(V, visiting);
+  }
+
+  // A guard that keeps the work-items whose id t (in dimension `dim`) has t mod P in [off, off + len):
+  //   (t ^ j) > t     bit hb(j) of t clear (hb: the highest set bit; j = 0 keeps none): P = 2hb, len = hb
+  //   (t & m) == 0    m a power of two: P = 2m, len = m; m = 2^k - 1: every 2^k-th id, P = m + 1, len = 1
+  //   (t & m) != 0    m a power of two: P = 2m, off = m, len = m
+  //   t % q == 0      every q-th id: P = q, len = 1
+  // P, off, len are i64 values computed with PB; `exact` says (at run time) that the form applies (m is a
+  // power of two or a mask, q != 0); where it does not, the caller keeps the guard and loops over all ids.
+  // `bit`: a power of two (or zero) m that t is known not to contain, so that t ^ m == t | m == t + m.
+  struct RunGuard {
+    int dim = -1;
+    Value *P = nullptr, *off = nullptr, *len = nullptr, *exact = nullptr;
+    Value *bit = nullptr;
+  };
+  bool matchRunGuard(ICmpInst *Cmp, bool want, const std::function<int(Value *)> &idDim,
+                     const std::function<bool(Value *)> &avail, IRBuilder<> &PB, RunGuard &g) {
+    ICmpInst::Predicate pr = want ? Cmp->getPredicate() : Cmp->getInversePredicate();
+    Value *A = Cmp->getOperand(0), *Bv = Cmp->getOperand(1), *X, *J;
+    Value *zero32 = ConstantInt::get(I32, 0), *one64 = ConstantInt::get(I64, 1);
+    auto z64 = [&](Value *V) { return PB.CreateZExt(V, I64); };
+    auto ctpop = [&](Value *V) { return PB.CreateUnaryIntrinsic(Intrinsic::ctpop, V); };
+    if (pr == ICmpInst::ICMP_ULT) {
+      std::swap(A, Bv);
+      pr = ICmpInst::ICMP_UGT;
+    }
+    auto idFirst = [&]() { // the id operand as X, the other as J
+      if (idDim(X) < 0)
+        std::swap(X, J);
+    };
+    if (pr == ICmpInst::ICMP_UGT && match(A, m_Xor(m_Value(X), m_Value(J)))) {
+      idFirst();
+      int d = idDim(X);
+      if (d < 0 || idDim(Bv) != d || !avail(J))
+        return false;
+      Value *hb = PB.CreateLShr(ConstantInt::get(I32, 0x80000000u),
+                                PB.CreateBinaryIntrinsic(Intrinsic::ctlz, J, PB.getFalse()));
+      hb = z64(PB.CreateSelect(PB.CreateICmpEQ(J, zero32), zero32, hb));
+      g = {d, PB.CreateBinaryIntrinsic(Intrinsic::umax, PB.CreateShl(hb, 1), one64), ConstantInt::get(I64, 0), hb,
+           PB.getTrue(), pow2OrZero(J) ? J : nullptr};
+      return true;
+    }
+    if (pr != ICmpInst::ICMP_EQ && pr != ICmpInst::ICMP_NE)
+      return false;
+    if (match(A, m_Zero()))
+      std::swap(A, Bv);
+    if (!match(Bv, m_Zero()))
+      return false;
+    if (match(A, m_And(m_Value(X), m_Value(J))) && (idFirst(), idDim(X) >= 0) && avail(J)) {
+      Value *m = z64(J);
+      Value *p2 = PB.CreateICmpULE(ctpop(J), ConstantInt::get(I32, 1));
+      bool known = pow2OrZero(J);
+      if (pr == ICmpInst::ICMP_NE) {
+        g = {idDim(X), PB.CreateBinaryIntrinsic(Intrinsic::umax, PB.CreateShl(m, 1), one64), m, m,
+             known ? PB.getTrue() : p2, nullptr};
+        return true;
+      }
+      Value *isP2 = PB.CreateICmpEQ(ctpop(J), ConstantInt::get(I32, 1));
+      Value *isMask = PB.CreateICmpEQ(PB.CreateAnd(m, PB.CreateAdd(m, one64)), ConstantInt::get(I64, 0));
+      g = {idDim(X), PB.CreateSelect(isP2, PB.CreateShl(m, 1), PB.CreateAdd(m, one64)), ConstantInt::get(I64, 0),
+           PB.CreateSelect(isP2, m, one64), known ? PB.getTrue() : PB.CreateOr(isP2, isMask), known ? J : nullptr};
+      return true;
+    }
+    if (pr == ICmpInst::ICMP_EQ && match(A, m_URem(m_Value(X), m_Value(J))) && idDim(X) >= 0 && avail(J)) {
+      Value *q = z64(J);
+      g = {idDim(X), PB.CreateBinaryIntrinsic(Intrinsic::umax, q, one64), ConstantInt::get(I64, 0), one64,
+           PB.CreateICmpNE(J, zero32), nullptr};
+      return true;
+    }
+    return false;
+  }
+
+  // Turns the work-item loop of `id` (header: id's block, `inDim` its bound check, entered from `from`)
+  // into runs: for rb from the run at or below lo in steps of P: id from max(rb + off, lo) to
+  // min(rb + off + len, hi). len >= P is one contiguous range.
+  void addRunLoop(PHINode *id, ICmpInst *inDim, BasicBlock *from, Value *lo, Value *hi, const RunGuard &g,
+                  IRBuilder<> &PB) {
+    BasicBlock *H = id->getParent();
+    auto *HT = cast<BranchInst>(H->getTerminator());
+    BasicBlock *exitBB = HT->getSuccessor(1);
+    Function *F = H->getParent();
+    Value *contig = PB.CreateICmpUGE(g.len, g.P);
+    Value *whole = ConstantInt::get(I64, 4096); // more than any group dimension
+    Value *P = PB.CreateSelect(contig, whole, g.P), *off = PB.CreateSelect(contig, ConstantInt::get(I64, 0), g.off);
+    Value *len = PB.CreateSelect(contig, whole, g.len);
+    Value *rb0 = PB.CreateSub(lo, PB.CreateURem(lo, P));
+    BasicBlock *RH = BasicBlock::Create(C, "cbs.run", F, H), *RL = BasicBlock::Create(C, "cbs.run.next", F, H);
+    from->getTerminator()->replaceSuccessorWith(H, RH);
+    H->replacePhiUsesWith(from, RH);
+    exitBB->replacePhiUsesWith(H, RH);
+    IRBuilder<> RB(RH);
+    PHINode *rb = RB.CreatePHI(I64, 2, "rb");
+    rb->addIncoming(rb0, from);
+    Value *s = RB.CreateAdd(rb, off);
+    Value *start = RB.CreateBinaryIntrinsic(Intrinsic::smax, s, lo);
+    Value *end = RB.CreateBinaryIntrinsic(Intrinsic::smax, RB.CreateBinaryIntrinsic(Intrinsic::smin, RB.CreateAdd(s, len), hi), start);
+    id->setIncomingValueForBlock(RH, RB.CreateTrunc(start, I32));
+    inDim->setOperand(1, RB.CreateTrunc(end, I32));
+    RB.CreateCondBr(RB.CreateICmpSLT(s, hi), H, exitBB);
+    HT->setSuccessor(1, RL);
+    RB.SetInsertPoint(RL);
+    rb->addIncoming(RB.CreateAdd(rb, P), RL);
+    RB.CreateBr(RH);
+  }
+
+  // Inside a loop that runs only ids without bit m, t ^ m and t | m are t + m (affine: vectorisable).
+  // (The id may be seen through trunc(zext id), as amdgcn bitcode has it.)
+  static void rewriteDisjointBit(PHINode *id, Value *m) {
+    std::vector<Value *> forms = {id};
+    for (User *Z : id->users())
+      if (isa<ZExtInst>(Z))
+        for (User *T : Z->users())
+          if (isa<TruncInst>(T) && T->getType() == id->getType())
+            forms.push_back(T);
+    for (Value *V : forms)
+      for (User *U : make_early_inc_range(V->users())) {
+        auto *BO = dyn_cast<BinaryOperator>(U);
+        if (!BO || (BO->getOpcode() != Instruction::Xor && BO->getOpcode() != Instruction::Or) ||
+            BO->getOperand(BO->getOperand(0) == V ? 1 : 0) != m)
+          continue;
+        IRBuilder<> B(BO);
+        Value *sum = B.CreateAdd(V, m, "", /*HasNUW=*/true);
+        BO->replaceAllUsesWith(sum);
+        BO->eraseFromParent();
+      }
   }
 
   // With `assumed` (initially true), guards whose exactness is only known at run time are removed
@@ -1010,6 +1363,14 @@ struct Lowering {
             out.push_back({V, want});
           }
         };
+    auto idDim = [&](Value *V) {
+      V = peel(V);
+      for (int d = 0; d < 3; ++d)
+        if (V == ids[d])
+          return d;
+      return -1;
+    };
+    RunGuard run[3];
     IRBuilder<> PB(Pre->getTerminator());
     Value *zero64 = ConstantInt::get(I64, 0);
     Value *lo[3], *hi[3], *gs64[3];
@@ -1026,6 +1387,11 @@ struct Lowering {
         if (!I.isTerminator() && (I.mayHaveSideEffects() || isa<PHINode>(&I)))
           pure = false;
       auto *BI = dyn_cast<BranchInst>(cur->getTerminator());
+      if (pure && BI && BI->isUnconditional()) { // falls through: the guard may be in the next block
+        BasicBlock *Nx = BI->getSuccessor(0);
+        cur = Nx->getSinglePredecessor() == cur && !leaves(Nx) ? Nx : nullptr;
+        continue;
+      }
       if (!pure || !BI || !BI->isConditional())
         break;
       bool t0 = trivial(BI->getSuccessor(0), 0), t1 = trivial(BI->getSuccessor(1), 0);
@@ -1041,6 +1407,18 @@ struct Lowering {
         auto *Cmp = dyn_cast<ICmpInst>(V);
         if (!Cmp || !Cmp->getOperand(0)->getType()->isIntegerTy(32)) {
           allKnown = false;
+          continue;
+        }
+        RunGuard rg;
+        if (matchRunGuard(Cmp, w, idDim, avail, PB, rg)) {
+          if (run[rg.dim].dim >= 0) { // one run form per dimension
+            allKnown = false;
+            continue;
+          }
+          if (!match(rg.exact, m_One()))
+            rg.len = PB.CreateSelect(rg.exact, rg.len, ConstantInt::get(I64, 4096)); // not the form: all ids
+          run[rg.dim] = rg;
+          allExact = PB.CreateAnd(allExact, rg.exact);
           continue;
         }
         ICmpInst::Predicate pr = w ? Cmp->getPredicate() : Cmp->getInversePredicate();
@@ -1101,6 +1479,12 @@ struct Lowering {
       cur = T->getSinglePredecessor() == cur ? T : nullptr;
     }
     for (int d = 0; d < 3; ++d) {
+      if (run[d].dim >= 0) {
+        addRunLoop(ids[d], inDim[d], from[d], lo[d], PB.CreateBinaryIntrinsic(Intrinsic::smax, hi[d], lo[d]), run[d], PB);
+        if (run[d].bit && match(run[d].exact, m_One()))
+          rewriteDisjointBit(ids[d], run[d].bit);
+        continue;
+      }
       if (!touched[d])
         continue;
       ids[d]->setIncomingValueForBlock(from[d], PB.CreateTrunc(lo[d], I32));
@@ -1284,6 +1668,7 @@ struct Lowering {
       }
     }
     std::set<AllocaInst *> uniSlots; // demotion slots of work-item-invariant values: one shared copy
+    std::set<AllocaInst *> pow2Slots; // uniform slots that only ever hold a power of two or zero
     // 2. isolate markers into their own blocks.
     std::vector<CallInst *> marks;
     for (BasicBlock &BB : *F)
@@ -1414,14 +1799,21 @@ struct Lowering {
         if (!keepPhis(&BB))
           for (PHINode &P : BB.phis())
             phis.push_back(&P);
+      std::set<PHINode *> p2; // proved before any demotion hides the induction
+      for (PHINode *P : phis)
+        if (!div.count(P) && P->getType()->isIntegerTy() && pow2OrZero(P))
+          p2.insert(P);
       for (PHINode *P : phis) {
         bool uni = !div.count(P);
+        bool isP2 = p2.count(P) != 0;
         BasicBlock::iterator pt = Entry.begin();
         while (isa<AllocaInst>(&*pt))
           ++pt;
         AllocaInst *A = DemotePHIToStack(P, pt);
         if (uni && A)
           uniSlots.insert(A);
+        if (isP2 && A)
+          pow2Slots.insert(A);
       }
     }
     // 3. demote every value that crosses a block boundary (reg2mem), except work-item-invariant
@@ -1557,6 +1949,8 @@ struct Lowering {
       // gather/scatter, which AVX2 cannot vectorise.
       std::map<Instruction *, bool> rematMemo;
       std::function<bool(Instruction *, unsigned)> canRemat = [&](Instruction *I, unsigned depth) -> bool {
+        if (depth > 0 && uniSlotLoad(I, uniSlots)) // checked per use below (slotUnchanged)
+          return true;
         auto it = rematMemo.find(I);
         if (it != rematMemo.end())
           return it->second;
@@ -1578,7 +1972,7 @@ struct Lowering {
       std::function<Value *(Value *, Instruction *, std::map<Instruction *, Instruction *> &)> cloneAt =
           [&](Value *V, Instruction *pos, std::map<Instruction *, Instruction *> &m) -> Value * {
         auto *I = dyn_cast<Instruction>(V);
-        if (!I || hoistable.count(I))
+        if (!I || hoistable.count(I) || isa<AllocaInst>(I))
           return V;
         auto it = m.find(I);
         if (it != m.end())
@@ -1609,6 +2003,27 @@ struct Lowering {
         for (Use &U : I->uses())
           if (usePoint(U)->getParent() != I->getParent())
             far.push_back(&U);
+        // a shared slot read on the way must still hold the same value at every use
+        std::vector<LoadInst *> slotLoads;
+        std::function<void(Value *)> collect = [&](Value *V) {
+          auto *VI = dyn_cast<Instruction>(V);
+          if (!VI || hoistable.count(VI) || isa<AllocaInst>(VI))
+            return;
+          if (uniSlotLoad(VI, uniSlots))
+            slotLoads.push_back(cast<LoadInst>(VI));
+          else
+            for (Value *Op : VI->operands())
+              collect(Op);
+        };
+        collect(I);
+        bool stable = true;
+        for (Use *U : far)
+          for (LoadInst *Ld : slotLoads)
+            stable = stable && slotUnchanged(Ld, I->getParent(), usePoint(*U)->getParent());
+        if (!stable) {
+          keep.push_back(I);
+          continue;
+        }
         for (Use *U : far) {
           std::map<Instruction *, Instruction *> m;
           U->set(cloneAt(I, usePoint(*U), m));
@@ -1784,8 +2199,11 @@ struct Lowering {
       B.SetInsertPoint(Pre);
       std::vector<Value *> preVal(allocas.size(), nullptr);
       for (size_t j = 0; j < allocas.size(); ++j)
-        if (uniPtr[j])
+        if (uniPtr[j]) {
           preVal[j] = B.CreateLoad(allocas[j]->getAllocatedType(), uniPtr[j], "pre");
+          if (pow2Slots.count(allocas[j]))
+            pow2Vals.insert(preVal[j]);
+        }
       // a region with one exit records it up front: its loop may run no work-item at all (guards)
       if (uniform && regionReach.size() == 1)
         B.CreateStore(ConstantInt::get(I32, exitId(*regionReach.begin())), next);
@@ -1926,22 +2344,22 @@ struct Lowering {
       BasicBlock *RE = cast<BasicBlock>(VM[regionEntry[k]]);
       if (uniform && !once)
         hoistSlotStores(RE, Pre, NE, std::set<Value *>(uniPtr.begin(), uniPtr.end()), clones);
+      auto leavesRegion = [&](BasicBlock *Sc) {
+        auto it = origOf.find(Sc);
+        if (it == origOf.end())
+          return false;
+        BasicBlock *Ob = it->second;
+        return barrierId.count(Ob) || firstCallTo(Ob, EM) || isa<ReturnInst>(&*Sc->getFirstNonPHIIt());
+      };
       if (uniform && !once && regionReach.size() == 1)
         narrowToGuards(
-            RE,
-            [&](BasicBlock *Sc) {
-              auto it = origOf.find(Sc);
-              if (it == origOf.end())
-                return false;
-              BasicBlock *Ob = it->second;
-              return barrierId.count(Ob) || firstCallTo(Ob, EM) || isa<ReturnInst>(&*Sc->getFirstNonPHIIt());
-            },
-            {Pre, NE}, Pre, {lx, ly, lz}, {inX, inY, inZ}, {X(o, F, E_GSX), X(o, F, E_GSY), X(o, F, E_GSZ)},
+            RE, leavesRegion, {Pre, NE}, Pre, {lx, ly, lz}, {inX, inY, inZ}, {X(o, F, E_GSX), X(o, F, E_GSY), X(o, F, E_GSZ)},
             {Hy, Hz, Pre});
       if (once) {
         B.CreateBr(RE);
       } else if (uniform) {
         B.CreateBr(RE);
+        speculateSharedStores(F, clones, AG, leavesRegion); // (needs the region reachable)
       } else {
         // Convergent case (every work-item waits here): no per-item check. Only worth the duplicated
         // loop at O3 with large groups; the check is cheap and if-converted by the vectoriser anyway.
@@ -2002,6 +2420,7 @@ struct Lowering {
   }
 
   bool lowerKernel(Function *K, KInfo &ki) {
+    pow2Vals.clear(); // values of the previous kernel, possibly erased
     ki.name = K->getName().str();
     ki.wgName = "__ol_wg." + ki.name;
     FunctionType *FT = K->getFunctionType();

@@ -1458,3 +1458,181 @@ fn shared_memory_atomics() {
         }
     }
 }
+
+/// Guards on bit patterns of the work-item id (ffi-tests/kernels/run_guards.c) against results computed
+/// here, generic and specialised to the group shape: forms that narrow ((t ^ j) > t, (t & m) ==/!= 0 with m
+/// a power of two or 2^k - 1, t % q == 0) and the fallbacks (m neither, j = 0, divergent masks, group sizes
+/// that are not powers of two, a flat-id guard on 2-D groups).
+#[test]
+fn run_guards_match_the_host() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("run_guards", t) else {
+            return;
+        };
+        let both = |name: &str, shape: [u32; 3]| {
+            let k = img.kernel(name).unwrap_or_else(|| panic!("{name}"));
+            let s = k.specialise(shape).unwrap_or_else(|e| panic!("{name} {shape:?}: {e}"));
+            [k, s]
+        };
+        const LEN: usize = 2048;
+        for n in [256u32, 96, 1, 7] {
+            let ks = both("run_guards", [n, 1, 1]);
+            for (j, m, q, mask) in
+                [(8u32, 4u32, 3u32, 3u32), (12, 5, 1, 0), (0, 0, 4, 7), (5, 16, 96, 6), (64, 64, 2, u32::MAX)]
+            {
+                let groups = 2u32;
+                let input: Vec<u32> = (0..groups * n).map(|i| i * 13 % 37).collect();
+                for k in &ks {
+                    let mut out = vec![0u32; (groups * n) as usize];
+                    let args = pack(
+                        &k.params,
+                        &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&j), &b(&m), &b(&q), &b(&mask)],
+                    );
+                    launch(k, [groups, 1, 1], [n, 1, 1], &args, 0);
+                    for g in 0..groups as usize {
+                        let nn = n as usize;
+                        let s: Vec<u32> =
+                            (0..LEN).map(|i| if i < nn { input[g * nn + i] } else { (i * 7 % 13) as u32 }).collect();
+                        let mut r = vec![vec![0u32; LEN]; 6];
+                        for tt in 0..nn {
+                            let tu = tt as u32;
+                            let p = (tu ^ j) as usize;
+                            if p > tt {
+                                r[0][tt] = s[tt].wrapping_add(2 * s[p]);
+                                r[0][p] = s[tt].wrapping_sub(s[p]);
+                            }
+                        }
+                        for tt in 0..nn {
+                            let tu = tt as u32;
+                            if tu & m == 0 {
+                                r[1][tt] = s[(tu | m) as usize] * 3 + 1;
+                            } else {
+                                r[2][tt] = s[(tu ^ m) as usize].wrapping_sub(5);
+                            }
+                            if tu.is_multiple_of(q) {
+                                r[3][tt] = s[tt] + 100;
+                            }
+                            if tu & mask == 0 && tu + 2 < n {
+                                r[4][tt] = s[(tt + 1) % nn] * 2;
+                            }
+                            if tu & s[tt] == 0 {
+                                r[5][tt] = s[tt] + 9;
+                            }
+                        }
+                        for tt in 0..nn {
+                            let e = (0..6).fold(0u32, |acc, x| acc.wrapping_mul(31).wrapping_add(r[x][tt]));
+                            assert_eq!(
+                                out[g * nn + tt],
+                                e,
+                                "{t:?} run_guards n={n} j={j} m={m} q={q} mask={mask} item {tt}"
+                            );
+                        }
+                    }
+                }
+            }
+
+            let groups = 3u32;
+            let input: Vec<u32> = (0..groups * n).map(|i| i * 29 % 101).collect();
+            for k in &both("xor_network", [n, 1, 1]) {
+                let mut out = vec![0u32; (groups * n) as usize];
+                let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out)]);
+                launch(k, [groups, 1, 1], [n, 1, 1], &args, 0);
+                for g in 0..groups as usize {
+                    let nn = n as usize;
+                    let mut s = input[g * nn..(g + 1) * nn].to_vec();
+                    let mut kk = 2usize;
+                    while kk <= 2 * nn {
+                        let mut j = kk >> 1;
+                        while j > 0 {
+                            for tt in 0..nn {
+                                let p = tt ^ j;
+                                if p > tt && p < nn && (if tt & kk == 0 { s[tt] > s[p] } else { s[tt] < s[p] }) {
+                                    s.swap(tt, p);
+                                }
+                            }
+                            j >>= 1;
+                        }
+                        kk <<= 1;
+                    }
+                    assert_eq!(&out[g * nn..(g + 1) * nn], &s[..], "{t:?} xor_network n={n}");
+                }
+            }
+
+            for k in &both("cond_stores", [n, 1, 1]) {
+                let mut out = vec![0u32; (groups * n) as usize];
+                let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out)]);
+                launch(k, [groups, 1, 1], [n, 1, 1], &args, 0);
+                for g in 0..groups as usize {
+                    let nn = n as usize;
+                    let s: Vec<u32> = (0..nn)
+                        .map(|tt| {
+                            let a = input[g * nn + tt];
+                            let bb = input[g * nn + nn - 1 - tt];
+                            if bb > a {
+                                bb
+                            } else if a & 1 != 0 {
+                                a * 3
+                            } else {
+                                a
+                            }
+                        })
+                        .collect();
+                    let e: Vec<u32> = (0..nn).map(|tt| s[(tt + 1) % nn]).collect();
+                    assert_eq!(&out[g * nn..(g + 1) * nn], &e[..], "{t:?} cond_stores n={n}");
+                }
+            }
+
+            for j in [0u32, 1, 6, 32] {
+                for k in &both("xor_guard_nobar", [n, 1, 1]) {
+                    let mut out = vec![7u32; (groups * n) as usize];
+                    let args = pack(&k.params, &[&ptr(&mut out), &b(&j)]);
+                    launch(k, [groups, 1, 1], [n, 1, 1], &args, 0);
+                    for (i, v) in out.iter().enumerate() {
+                        let tu = i as u32 % n;
+                        let e = if tu ^ j > tu { (tu ^ j) * 2 + 1 } else { 7 };
+                        assert_eq!(*v, e, "{t:?} xor_guard_nobar n={n} j={j} item {i}");
+                    }
+                }
+            }
+            for m in [0u32, 2, 3, 5] {
+                for k in &both("mask_guard_nobar", [n, 1, 1]) {
+                    let mut out = vec![7u32; (groups * n) as usize];
+                    let args = pack(&k.params, &[&ptr(&mut out), &b(&m)]);
+                    launch(k, [groups, 1, 1], [n, 1, 1], &args, 0);
+                    for (i, v) in out.iter().enumerate() {
+                        let tu = i as u32 % n;
+                        let e = if tu & m == 0 { tu + 5 } else { 7 };
+                        assert_eq!(*v, e, "{t:?} mask_guard_nobar n={n} m={m} item {i}");
+                    }
+                }
+            }
+        }
+
+        for (nx, ny) in [(7u32, 3u32), (16, 4), (1, 1), (32, 8)] {
+            let ks = both("run_guards_2d", [nx, ny, 1]);
+            for m in [0u32, 2, 3, 4] {
+                let grid = [2u32, 2, 1];
+                let nf = (nx * ny) as usize;
+                for k in &ks {
+                    let mut out = vec![0u32; 4 * nf];
+                    let args = pack(&k.params, &[&ptr(&mut out), &b(&m)]);
+                    launch(k, grid, [nx, ny, 1], &args, 0);
+                    for g in 0..4usize {
+                        for f in 0..nf {
+                            let (tx, ty) = ((f % nx as usize) as u32, (f / nx as usize) as u32);
+                            let a = if tx & m == 0 { tx * 100 + ty + 1 } else { 0 };
+                            let f1 = ((f + 1) % nf) as u32;
+                            let bb = if f1 & m != 0 { f1 + 7 } else { 0 };
+                            assert_eq!(
+                                out[g * nf + f],
+                                a * 3 + bb,
+                                "{t:?} run_guards_2d {nx}x{ny} m={m} group {g} item {f}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -30,9 +30,10 @@
 //       when uniform; under uniform barriers the regions follow each other through a group-level `next`
 //       (guarded regions loop only over the ids that pass: ranges such as `t < k`, `t + c >= n`, and runs
 //       such as `(t ^ j) > t`, `(t & m) == 0`, `t % q == 0`, matchRunGuard / addRunLoop; conditional
-//       shared-memory stores to elements the work-item read become selects, speculateSharedStores), otherwise a per-work-item resume id and a scan
-//       pick the next region; barrier-free loops with a uniform trip count get implicit barriers, so
-//       the work-item loop runs inside them (interchangeLoops);
+//       shared-memory stores to elements the work-item read become selects, speculateSharedStores);
+//       otherwise a per-work-item resume id and a scan pick the next region; barrier-free loops with a
+//       uniform trip count get implicit barriers, so the work-item loop runs inside them
+//       (interchangeLoops);
 //     atomics on the group's own shared memory become plain loads and stores (markSharedAtomics);
 //  3. clean-up: the original kernels and unused helpers removed, GPU intrinsics left over and CUDA
 //     printf/assert are errors, the module verified.

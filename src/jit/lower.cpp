@@ -18,7 +18,8 @@
 //    buildCbs) the regions follow each other without resume ids, group-invariant regions run once,
 //    and guards on the work-item id narrow the region loops (narrowToGuards); barrier-free loops with a
 //    uniform trip count get implicit barriers there, so the work-item loop runs inside them
-//    (interchangeLoops);
+//    (interchangeLoops); a loop's exit value that is also its header PHI's back-edge value shares the
+//    PHI's slot (shareHeaderSlot), and every demotion slot has an alias scope of its own (scopeSlots);
 //  * atomics on the group's own shared memory are plain loads and stores (markSharedAtomics);
 //  * warp collectives (shuffle, ballot, readfirstlane, bpermute) are two barriers around an exchange through
 //    a per-work-item 8-byte slot in scratch; the warp width is the one the bitcode was compiled for

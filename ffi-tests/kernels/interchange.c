@@ -53,6 +53,29 @@ __gpu_kernel void loop_under_branch(const int32_t *in, int32_t *out, uint32_t k,
   out[i] = acc;
 }
 
+// Values that leave an interchanged loop (buildCbs' shareHeaderSlot): `acc` is what its header PHI
+// gets on the back edge (it shares the PHI's slot) and is read after the loop by another work-item
+// through shared memory; `prev` leaves with the PHI's value of the last trip, not the back-edge one;
+// f0/f1 swap on every trip (the back-edge value of one PHI is the other's).
+__gpu_kernel void exit_values(const int32_t *in, int32_t *out, uint32_t m) {
+  static __gpu_local uint32_t tile[256], accs[256];
+  uint32_t t = __gpu_thread_id_x(), n = __gpu_num_threads_x(), i = __gpu_block_id_x() * n + t;
+  uint32_t a = (uint32_t)in[i];
+  tile[t] = a;
+  __gpu_sync_threads();
+  uint32_t acc = 0, prev = 7, f0 = 1, f1 = 1;
+  for (uint32_t j = 0; j < m; j++) {
+    prev = acc;
+    acc = acc * 3 + tile[(t + j) % n] - j;
+    uint32_t f2 = f0 + f1 * a;
+    f0 = f1;
+    f1 = f2;
+  }
+  accs[t] = acc;
+  __gpu_sync_threads();
+  out[i] = (int32_t)(accs[(t + 1) % n] + prev * 5 + (f0 ^ f1));
+}
+
 // Shared-memory atomics of every kind, each with a result that does not depend on the order the
 // work-items run in; mixed with atomics on global memory and on a pointer that may be either.
 // out[0..12): add, sub, min, max, umin, umax, and, or, xor, xchg, cmpxchg counter, cmpxchg winners

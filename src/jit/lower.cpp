@@ -33,7 +33,9 @@
 //       shared-memory stores to elements the work-item read become selects, speculateSharedStores);
 //       otherwise a per-work-item resume id and a scan pick the next region; barrier-free loops with a
 //       uniform trip count get implicit barriers, so the work-item loop runs inside them
-//       (interchangeLoops);
+//       (interchangeLoops); a loop's exit value that is also its header PHI's back-edge value shares
+//       the PHI's slot (shareHeaderSlot), and every demotion slot has an alias scope of its own
+//       (scopeSlots);
 //     atomics on the group's own shared memory become plain loads and stores (markSharedAtomics);
 //  3. clean-up: the original kernels and unused helpers removed, GPU intrinsics left over and CUDA
 //     printf/assert are errors, the module verified.
@@ -54,6 +56,7 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PatternMatch.h"
 #include "llvm/IR/ReplaceConstant.h"
@@ -1638,6 +1641,106 @@ struct Lowering {
     return underDivergence;
   }
 
+  // Demotion slots are arrays of their own in scratch, reached only through the demotion's loads and
+  // stores: give each one an alias scope, so that the slot accesses of a work-item loop do not keep
+  // LLVM from hoisting a uniform load of shared or global memory out of it (n-body's `tile[j]`), nor
+  // from vectorising next to them. Every other memory access of F is marked noalias with all of them.
+  void scopeSlots(Function *F, const std::vector<AllocaInst *> &slots) {
+    MDBuilder MDB(C);
+    MDNode *dom = MDB.createAnonymousAliasScopeDomain("cbs.slots");
+    std::map<Value *, MDNode *> scopeOf;
+    SmallVector<Metadata *, 32> all;
+    for (AllocaInst *A : slots) {
+      bool onlyLoadStore = all_of(A->uses(), [&](Use &U) {
+        if (auto *Ld = dyn_cast<LoadInst>(U.getUser()))
+          return !Ld->isVolatile();
+        auto *St = dyn_cast<StoreInst>(U.getUser());
+        return St && !St->isVolatile() && U.getOperandNo() == StoreInst::getPointerOperandIndex();
+      });
+      if (!onlyLoadStore || scopeOf.count(A))
+        continue;
+      MDNode *S = MDB.createAnonymousAliasScope(dom);
+      scopeOf[A] = S;
+      all.push_back(S);
+    }
+    if (all.empty())
+      return;
+    MDNode *allList = MDNode::get(C, all);
+    for (BasicBlock &BB : *F)
+      for (Instruction &I : BB) {
+        if (!I.mayReadOrWriteMemory() || isa<AllocaInst>(&I))
+          continue;
+        Value *P = nullptr;
+        if (auto *Ld = dyn_cast<LoadInst>(&I))
+          P = Ld->getPointerOperand();
+        else if (auto *St = dyn_cast<StoreInst>(&I))
+          P = St->getPointerOperand();
+        auto it = P ? scopeOf.find(P) : scopeOf.end();
+        if (it == scopeOf.end()) {
+          I.setMetadata(LLVMContext::MD_noalias, MDNode::concatenate(I.getMetadata(LLVMContext::MD_noalias), allList));
+          continue;
+        }
+        SmallVector<Metadata *, 32> others;
+        for (Metadata *S : all)
+          if (S != it->second)
+            others.push_back(S);
+        I.setMetadata(LLVMContext::MD_alias_scope, MDNode::get(C, {it->second}));
+        I.setMetadata(LLVMContext::MD_noalias, MDNode::get(C, others));
+      }
+  }
+
+  // A per-work-item value I that leaves a loop and is also what a demoted header PHI receives on its
+  // back edges (an accumulator: `store I, slotP` in each latch predecessor of the header H, and I read
+  // after the loop) would be stored twice per trip, to P's slot and to its own. When H dominates I's
+  // block and every predecessor of H goes only to H, P's slot holds I from I's definition until the
+  // next trip redefines it (every path from H to a use of I passes I's definition), so I is stored
+  // there once, at its definition, and its uses read that slot. Returns false (nothing changed) where
+  // this does not apply; phiSlot: P's slot -> H, for the per-work-item PHI slots.
+  bool shareHeaderSlot(Instruction *I, const std::map<AllocaInst *, BasicBlock *> &phiSlot, DominatorTree &DT) {
+    for (User *U : I->users()) {
+      auto *St = dyn_cast<StoreInst>(U);
+      if (!St || St->getValueOperand() != I)
+        continue;
+      auto *A = dyn_cast<AllocaInst>(St->getPointerOperand());
+      auto it = A ? phiSlot.find(A) : phiSlot.end();
+      if (it == phiSlot.end())
+        continue;
+      BasicBlock *H = it->second;
+      if (!DT.dominates(H, I->getParent()))
+        continue;
+      std::set<BasicBlock *> preds(pred_begin(H), pred_end(H));
+      bool ok = all_of(preds, [&](BasicBlock *P) { return P->getSingleSuccessor() == H; });
+      std::vector<StoreInst *> latchStores;
+      std::vector<Use *> rest;
+      for (Use &V : I->uses()) {
+        auto *S2 = dyn_cast<StoreInst>(V.getUser());
+        if (S2 && S2->getValueOperand() == I && S2->getPointerOperand() == A) {
+          latchStores.push_back(S2);
+          continue;
+        }
+        auto *UI = cast<Instruction>(V.getUser());
+        BasicBlock *at = isa<PHINode>(UI) ? cast<PHINode>(UI)->getIncomingBlock(V) : UI->getParent();
+        // in a predecessor of H, another value may already have been stored to the slot
+        if (preds.count(at) || (at == I->getParent() && isa<PHINode>(UI)))
+          ok = false;
+        rest.push_back(&V);
+      }
+      if (!ok)
+        continue;
+      for (StoreInst *S2 : latchStores)
+        S2->eraseFromParent();
+      BasicBlock::iterator pt = isa<PHINode>(I) ? I->getParent()->getFirstInsertionPt() : std::next(I->getIterator());
+      new StoreInst(I, A, pt);
+      for (Use *V : rest) {
+        auto *UI = cast<Instruction>(V->getUser());
+        Instruction *pos = isa<PHINode>(UI) ? cast<PHINode>(UI)->getIncomingBlock(*V)->getTerminator() : UI;
+        V->set(new LoadInst(I->getType(), A, I->getName() + ".acc", pos->getIterator()));
+      }
+      return true;
+    }
+    return false;
+  }
+
   // Continuation-based synchronisation. F = K.body with barrier/exit markers.
   bool buildCbs(Function *F, uint64_t &scratchPerWi) {
     unsigned o = F->arg_size() - E_COUNT;
@@ -1670,6 +1773,8 @@ struct Lowering {
     }
     std::set<AllocaInst *> uniSlots; // demotion slots of work-item-invariant values: one shared copy
     std::set<AllocaInst *> pow2Slots; // uniform slots that only ever hold a power of two or zero
+    std::vector<AllocaInst *> demoted; // every demotion slot (steps 2c and 3)
+    std::map<AllocaInst *, BasicBlock *> phiSlot; // per-work-item PHI slot -> the PHI's block
     // 2. isolate markers into their own blocks.
     std::vector<CallInst *> marks;
     for (BasicBlock &BB : *F)
@@ -1810,9 +1915,14 @@ struct Lowering {
         BasicBlock::iterator pt = Entry.begin();
         while (isa<AllocaInst>(&*pt))
           ++pt;
+        BasicBlock *H = P->getParent();
         AllocaInst *A = DemotePHIToStack(P, pt);
+        if (A)
+          demoted.push_back(A);
         if (uni && A)
           uniSlots.insert(A);
+        else if (A)
+          phiSlot[A] = H;
         if (isP2 && A)
           pow2Slots.insert(A);
       }
@@ -2030,16 +2140,22 @@ struct Lowering {
           U->set(cloneAt(I, usePoint(*U), m));
         }
       }
+      DominatorTree DT(*F);
       for (Instruction *I : keep) {
         bool uni = !div.count(I);
         if (auto *LI = dyn_cast<LoadInst>(I))
           if (auto *A = dyn_cast<AllocaInst>(LI->getPointerOperand()))
             uni = uniSlots.count(A) != 0;
+        if (!uni && shareHeaderSlot(I, phiSlot, DT))
+          continue;
         AllocaInst *A = DemoteRegToStack(*I, false, allocaPt);
+        if (A)
+          demoted.push_back(A);
         if (uni && A)
           uniSlots.insert(A);
       }
     }
+    scopeSlots(F, demoted);
     // 4. per-work-item layout of all allocas.
     std::vector<AllocaInst *> allocas;
     for (BasicBlock &BB : *F)

@@ -1321,7 +1321,9 @@ fn bitcode_triple_without_llvm_matches_llvm() {
 
 /// Loops inside barrier regions (interchangeLoops): a uniform trip count known only at run time (the
 /// loop runs outside the work-item loop), a trip count that differs per work-item, a uniform loop
-/// reached only by some work-items, a divergent branch inside a uniform loop; generic and specialised.
+/// reached only by some work-items, a divergent branch inside a uniform loop, values leaving the loop
+/// (an accumulator read by another work-item after it, the PHI's last value, swapped PHIs); generic
+/// and specialised.
 #[test]
 fn loops_in_barrier_regions() {
     let _g = shared();
@@ -1401,6 +1403,31 @@ fn loops_in_barrier_regions() {
             }
             assert_eq!(run(&k, &[&b(&kk), &b(&m)]), want, "{t:?} loop_under_branch k={kk} m={m}");
             assert_eq!(run(&s, &[&b(&kk), &b(&m)]), want, "{t:?} loop_under_branch k={kk} m={m}, specialised");
+        }
+
+        let k = img.kernel("exit_values").expect("exit_values");
+        let s = k.specialise([n, 1, 1]).expect("specialise");
+        for m in [0u32, 1, 2, 9, 100] {
+            let mut want = Vec::new();
+            for g in 0..groups as usize {
+                let tile: Vec<u32> = group(g).iter().map(|&a| a as u32).collect();
+                let mut accs = vec![0u32; nn];
+                let mut rest = vec![0u32; nn];
+                for tt in 0..nn {
+                    let a = tile[tt];
+                    let (mut acc, mut prev, mut f0, mut f1) = (0u32, 7u32, 1u32, 1u32);
+                    for j in 0..m {
+                        prev = acc;
+                        acc = acc.wrapping_mul(3).wrapping_add(tile[(tt + j as usize) % nn]).wrapping_sub(j);
+                        (f0, f1) = (f1, f0.wrapping_add(f1.wrapping_mul(a)));
+                    }
+                    accs[tt] = acc;
+                    rest[tt] = prev.wrapping_mul(5).wrapping_add(f0 ^ f1);
+                }
+                want.extend((0..nn).map(|tt| accs[(tt + 1) % nn].wrapping_add(rest[tt]) as i32));
+            }
+            assert_eq!(run(&k, &[&b(&m)]), want, "{t:?} exit_values m={m}");
+            assert_eq!(run(&s, &[&b(&m)]), want, "{t:?} exit_values m={m}, specialised");
         }
     }
 }

@@ -1502,7 +1502,7 @@ fn run_guards_match_the_host() {
             let s = k.specialise(shape).unwrap_or_else(|e| panic!("{name} {shape:?}: {e}"));
             [k, s]
         };
-        const LEN: usize = 2048;
+        const LEN: usize = 1024; // RG_LEN of run_guards.c
         for n in [256u32, 96, 1, 7] {
             let ks = both("run_guards", [n, 1, 1]);
             for (j, m, q, mask) in

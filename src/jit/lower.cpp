@@ -96,6 +96,7 @@ enum Extra {
   E_NGX, E_NGY, E_NGZ,
   E_GSX, E_GSY, E_GSZ,
   E_LOCAL, E_DYN, E_IMPLARG, E_DISPATCH, E_SCRATCH,
+  E_GSRX, E_GSRY, E_GSRZ, // the group size as loaded at run time, also in a specialisation (runtimeDivisors)
   E_COUNT
 };
 
@@ -621,6 +622,59 @@ struct Lowering {
   }
 
   // addrspace(3) globals used by F -> local_mem + offset / dyn_local_mem.
+  // In a launch-time specialisation, a division or remainder by the group size (`(t + 1) % n`, with n
+  // from __gpu_num_threads_x() or amdgcn's implicit-argument / dispatch-packet fields) divides by the
+  // value loaded at run time (E_GSR*), not by the constant: LLVM 22.1's loop vectoriser takes
+  // `base + ((t + 1) & (n - 1))` as consecutive in t once n is a power-of-two constant and loads past the
+  // group (src/jit/tests.rs, neighbour_indices_wrap_around*). Trip counts and every other use keep the
+  // constant.
+  void runtimeDivisors(Function *F) {
+    unsigned o = F->arg_size() - E_COUNT;
+    // the dimension whose group size v is (through casts), or -1
+    auto dimOf = [&](Value *v) -> int {
+      while (auto *CI = dyn_cast<CastInst>(v))
+        if (CI->getOpcode() == Instruction::Trunc || CI->getOpcode() == Instruction::ZExt ||
+            CI->getOpcode() == Instruction::SExt)
+          v = CI->getOperand(0);
+        else
+          break;
+      for (int d = 0; d < 3; ++d)
+        if (v == F->getArg(o + E_GSX + d))
+          return d;
+      auto *LI = dyn_cast<LoadInst>(v);
+      if (!LI || !LI->getType()->isIntegerTy(16) || LI->isVolatile())
+        return -1;
+      APInt off(64, 0);
+      Value *base = LI->getPointerOperand();
+      for (int k = 0; k < 4; ++k) { // GEPs, and the address-space casts replaceIntrinsics puts on the arguments
+        APInt o64(DL.getIndexTypeSizeInBits(base->getType()), 0);
+        base = base->stripAndAccumulateConstantOffsets(DL, o64, true);
+        off += o64.sextOrTrunc(64);
+        if (auto *AC = dyn_cast<AddrSpaceCastOperator>(base))
+          base = AC->getPointerOperand();
+        else
+          break;
+      }
+      for (int d = 0; d < 3; ++d)
+        if ((base == F->getArg(o + E_IMPLARG) && off == 12 + 2 * d) ||
+            (base == F->getArg(o + E_DISPATCH) && off == 4 + 2 * d))
+          return d;
+      return -1;
+    };
+    for (BasicBlock &BB : *F)
+      for (Instruction &I : BB) {
+        auto *BO = dyn_cast<BinaryOperator>(&I);
+        if (!BO || (BO->getOpcode() != Instruction::URem && BO->getOpcode() != Instruction::UDiv &&
+                    BO->getOpcode() != Instruction::SRem && BO->getOpcode() != Instruction::SDiv))
+          continue;
+        int d = dimOf(BO->getOperand(1));
+        if (d < 0)
+          continue;
+        IRBuilder<> B(BO);
+        BO->setOperand(1, B.CreateZExtOrTrunc(F->getArg(o + E_GSRX + d), BO->getType()));
+      }
+  }
+
   bool lowerLocals(Function *F, uint64_t &staticBytes) {
     unsigned o = F->arg_size() - E_COUNT;
     std::vector<GlobalVariable *> gvs;
@@ -2595,6 +2649,8 @@ struct Lowering {
       return false;
     if (!lowerLocals(NF, ki.staticLocal))
       return false;
+    if (!specKernel.empty())
+      runtimeDivisors(NF);
     markSharedAtomics(NF);
     ki.barriers = collective;
     ki.specialisable = !usesMutableGlobals(NF);
@@ -2622,11 +2678,12 @@ struct Lowering {
     auto ld32 = [&](unsigned off) { return B.CreateLoad(I32, B.CreateConstGEP1_64(I8, ctx, off)); };
     Value *args = ldp(CTX_ARGS);
     Value *local = ldp(CTX_LOCAL), *dyn = ldp(CTX_DYN), *scratch = ldp(CTX_SCRATCH);
-    Value *gid[3], *ng[3], *gs[3];
+    Value *gid[3], *ng[3], *gs[3], *gsr[3];
     for (int d = 0; d < 3; ++d) {
       gid[d] = ld32(CTX_GID + 4 * d);
       ng[d] = ld32(CTX_NG + 4 * d);
-      gs[d] = specKernel.empty() ? static_cast<Value *>(ld32(CTX_GS + 4 * d)) : ConstantInt::get(I32, specGs[d]);
+      gsr[d] = ld32(CTX_GS + 4 * d);
+      gs[d] = specKernel.empty() ? gsr[d] : static_cast<Value *>(ConstantInt::get(I32, specGs[d]));
     }
     // amdgcn COV5 implicit args and HSA dispatch packet, per group.
     AllocaInst *impl = B.CreateAlloca(ArrayType::get(I8, 256), nullptr, "implicitargs");
@@ -2656,8 +2713,8 @@ struct Lowering {
     }
     auto callBody = [&](Value *x, Value *y, Value *z, Value *lwi) {
       std::vector<Value *> a = cargs;
-      Value *ex[E_COUNT] = {x, y, z, lwi, gid[0], gid[1], gid[2], ng[0], ng[1], ng[2], gs[0], gs[1], gs[2],
-                            local, dyn, impl, disp, scratch};
+      Value *ex[E_COUNT] = {x,     y,   z,    lwi,  gid[0],  gid[1], gid[2], ng[0],  ng[1],  ng[2], gs[0],
+                            gs[1], gs[2], local, dyn, impl, disp, scratch, gsr[0], gsr[1], gsr[2]};
       a.insert(a.end(), ex, ex + E_COUNT);
       CallInst *CI = B.CreateCall(NF, a);
       CI->setCallingConv(CallingConv::C);

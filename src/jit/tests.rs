@@ -1741,12 +1741,11 @@ fn neighbour_indices_wrap_around() {
 }
 
 /// Power-of-two groups, specialised: LLVM 22.1's loop vectoriser takes `base + (t + 1) % n` (a mask once n
-/// is a constant) as consecutive in t and loads one vector past the group for the last work-items
-/// (cond_stores and ring, nvptx64 and amdgcn). The same miscompile happens to plain host C at clang-22
-/// -O2 (`out[i] = in[(g << 8) + ((i + 1) & 255)]` for i < 256 reads in[(g << 8) + 256] at i = 255), so it
-/// is LLVM's, not the lowering's. Run with `cargo test --lib jit -- --ignored neighbour`.
+/// is a constant) as consecutive in t and loads one vector past the group for the last work-items; plain
+/// host C at clang-22 -O2 is miscompiled the same way (`out[i] = in[(g << 8) + ((i + 1) & 255)]` for
+/// i < 256 reads in[(g << 8) + 256] at i = 255). A specialisation therefore divides by the group size as
+/// loaded at run time (lower.cpp, runtimeDivisors); this test fails without that.
 #[test]
-#[ignore = "LLVM 22 loop-vectoriser miscompile of masked neighbour indices in power-of-two specialisations"]
 fn neighbour_indices_wrap_around_power_of_two_groups() {
     let _g = shared();
     let bad = neighbour_mismatches(&[64, 256]);

@@ -458,8 +458,8 @@ pub fn is_valid_for_cpu(image: &[u8]) -> bool {
 pub fn load(image: &[u8]) -> Result<LoadedImage, JitError> {
     if let Some(bc) = bitcode_payload(image) {
         // What olIsValidBinary rejects is not loaded either: the same bounded reader (no LLVM) must
-        // follow the bitstream to a supported triple. Beyond that, no parse here: the cache key is the
-        // content; on a miss the (isolated) compile validates.
+        // follow the bitstream to a supported triple. Beyond that and the bounded check below, no parse
+        // here: the cache key is the content; on a miss the (isolated) compile validates.
         let triple = bitcode::triple(bc).map_err(|e| {
             JitError::InvalidBinary(format!(
                 "expected LLVM bitcode or an x86-64 ELF shared object, found malformed LLVM bitcode ({}): {e}",
@@ -467,6 +467,10 @@ pub fn load(image: &[u8]) -> Result<LoadedImage, JitError> {
             ))
         })?;
         compile::supported_arch(&triple).ok_or_else(|| compile::unsupported(&triple))?;
+        // LLVM's reader trusts some of the module's numbers to size allocations: absurd ones are
+        // rejected here, before it runs (an out-of-memory abort would take the client with it in process).
+        bitcode::check(bc)
+            .map_err(|e| JitError::InvalidBinary(format!("malformed LLVM bitcode ({}): {e}", describe(image))))?;
         let co = cache::get_or_compile(bc, None)?;
         let obj = elf::LoadedObject::load(&co.object)?;
         obj.run_init();

@@ -9,6 +9,15 @@
 //! operands vbr6), 4+ records abbreviated by a definition of the block or of the `BLOCKINFO` block.
 //! Blocks other than `MODULE_BLOCK` (8) and `BLOCKINFO` (0) are skipped by their length.
 //! Every read is bounds-checked and the work is bounded by the input's size: garbage is an error.
+//!
+//! [`check`] walks the whole module before LLVM parses it and rejects the records whose numbers LLVM's
+//! reader trusts to size an allocation (an absurd one is an out-of-memory abort, not an error): an
+//! attribute group's parameter index (`AttributeList::get` allocates index + 1 sets), a type table's
+//! `NUMENTRY` and a function's `DECLAREBLOCKS` (tables of that many entries, each of which needs a record
+//! of the same block), the string count of `METADATA_STRINGS` (each string needs a length in the record's
+//! offset table) and the case, clause and handler counts of `SWITCH` (old format), `LANDINGPAD` and
+//! `CATCHSWITCH` (operand space reserved before the operands are read; each needs an operand).
+//! The blocks [`triple`] reads on its way to the triple record get the same checks.
 
 const MODULE_BLOCK: u64 = 8;
 const IDENTIFICATION_BLOCK: u64 = 13;
@@ -16,6 +25,21 @@ const BLOCKINFO_BLOCK: u64 = 0;
 const MODULE_CODE_TRIPLE: u64 = 2;
 const BLOCKINFO_CODE_SETBID: u64 = 1;
 const MAX_TRIPLE: usize = 1024;
+const PARAMATTR_GROUP_BLOCK: u64 = 10;
+const FUNCTION_BLOCK: u64 = 12;
+const METADATA_BLOCK: u64 = 15;
+const TYPE_BLOCK: u64 = 17;
+const PARAMATTR_GRP_CODE_ENTRY: u64 = 3;
+const TYPE_CODE_NUMENTRY: u64 = 1;
+const METADATA_STRINGS: u64 = 35;
+const FUNC_CODE_DECLAREBLOCKS: u64 = 1;
+const FUNC_CODE_INST_SWITCH: u64 = 12;
+const FUNC_CODE_INST_LANDINGPAD: u64 = 47;
+const FUNC_CODE_INST_CATCHSWITCH: u64 = 52;
+/// The old `SWITCH` record's marker in the high bits of its first operand.
+const SWITCH_INST_MAGIC: u64 = 0x4B5;
+/// Operands [`check_record`] looks at.
+const CHECKED_OPS: usize = 5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -148,6 +172,11 @@ fn scalar(b: &mut Bits, op: Op) -> R<u64> {
 
 /// Reads one record: (code, operands). Operands beyond `keep` are read but not stored.
 fn read_record(b: &mut Bits, id: u64, abbrevs: &[Abbrev], keep: usize) -> R<(u64, Vec<u64>)> {
+    read_record_counted(b, id, abbrevs, keep).map(|(code, ops, _)| (code, ops))
+}
+
+/// [`read_record`], with the record's operand count (a blob counts as one operand).
+fn read_record_counted(b: &mut Bits, id: u64, abbrevs: &[Abbrev], keep: usize) -> R<(u64, Vec<u64>, usize)> {
     let mut ops = Vec::new();
     let push = |ops: &mut Vec<u64>, v: u64| {
         if ops.len() < keep {
@@ -164,10 +193,11 @@ fn read_record(b: &mut Bits, id: u64, abbrevs: &[Abbrev], keep: usize) -> R<(u64
             let v = b.vbr(6)?;
             push(&mut ops, v);
         }
-        return Ok((code, ops));
+        return Ok((code, ops, n));
     }
     let a = abbrevs.get((id - 4) as usize).ok_or_else(|| format!("undefined abbreviation {id}"))?;
     let mut vals = Vec::new();
+    let mut count = 0usize;
     let mut i = 0;
     while i < a.len() {
         match a[i] {
@@ -181,6 +211,7 @@ fn read_record(b: &mut Bits, id: u64, abbrevs: &[Abbrev], keep: usize) -> R<(u64
                     return Err("array longer than the input".into());
                 }
                 let elt = a[i + 1];
+                count += n;
                 for _ in 0..n {
                     let v = scalar(b, elt)?;
                     if vals.len() <= keep {
@@ -194,9 +225,11 @@ fn read_record(b: &mut Bits, id: u64, abbrevs: &[Abbrev], keep: usize) -> R<(u64
                 b.align32()?;
                 b.skip_bits(n.checked_mul(8).ok_or("blob too long")?)?;
                 b.align32()?;
+                count += 1;
                 i += 1;
             }
             op => {
+                count += 1;
                 let v = scalar(b, op)?;
                 if vals.len() <= keep {
                     vals.push(v);
@@ -212,7 +245,44 @@ fn read_record(b: &mut Bits, id: u64, abbrevs: &[Abbrev], keep: usize) -> R<(u64
     for v in vals {
         push(&mut ops, v);
     }
-    Ok((code, ops))
+    Ok((code, ops, count - 1))
+}
+
+/// Rejects a record of block `block` whose numbers LLVM's reader would trust to size an allocation (see
+/// the module comment). `ops` holds the first [`CHECKED_OPS`] of its `n` operands; `declared` takes a
+/// table size the block's records must fill (checked at the block's end).
+fn check_record(block: u64, code: u64, ops: &[u64], n: usize, input_bits: usize, declared: &mut u64) -> R<()> {
+    let op = |i: usize| ops.get(i).copied();
+    let within = |what: &str, v: Option<u64>, max: usize| match v {
+        Some(v) if v > max as u64 => Err(format!("{what} {v} is more than the record can hold ({max})")),
+        _ => Ok(()),
+    };
+    match (block, code) {
+        (PARAMATTR_GROUP_BLOCK, PARAMATTR_GRP_CODE_ENTRY) => {
+            // LLVM keeps the index as 32 bits; ~0U is the function, 0 the return value, k the k-th
+            // parameter: a parameter needs an operand (at least one bit) in some function's type.
+            let idx = op(1).map(|v| v as u32);
+            if let Some(idx) = idx.filter(|&i| i != u32::MAX && i as usize > input_bits) {
+                return Err(format!("attribute group for parameter index {idx}, more than the bitcode can declare"));
+            }
+        }
+        (TYPE_BLOCK, TYPE_CODE_NUMENTRY) | (FUNCTION_BLOCK, FUNC_CODE_DECLAREBLOCKS) => {
+            *declared = (*declared).max(op(0).unwrap_or(0));
+        }
+        (METADATA_BLOCK, METADATA_STRINGS) => {
+            // [count, offset] blob: the blob starts with `offset` bytes of vbr6 lengths, one per string
+            let offset = op(1).unwrap_or(0);
+            within("metadata string table offset", Some(offset), input_bits / 8)?;
+            within("metadata string count", op(0), offset as usize * 8 / 6)?;
+        }
+        (FUNCTION_BLOCK, FUNC_CODE_INST_SWITCH) if op(0).is_some_and(|v| v >> 16 == SWITCH_INST_MAGIC) => {
+            within("switch case count", op(4), n)?;
+        }
+        (FUNCTION_BLOCK, FUNC_CODE_INST_LANDINGPAD) => within("landingpad clause count", op(2), n)?,
+        (FUNCTION_BLOCK, FUNC_CODE_INST_CATCHSWITCH) => within("catchswitch handler count", op(1), n)?,
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Reads a BLOCKINFO block's abbreviations into `info` (block id -> abbreviations).
@@ -256,9 +326,17 @@ fn skip_contents(b: &mut Bits, width: u32, info: &mut Vec<(u64, Abbrev)>, id: u6
         return Err("blocks nested too deeply".into());
     }
     let mut abbrevs: Vec<Abbrev> = info.iter().filter(|(i, _)| *i == id).map(|(_, a)| a.clone()).collect();
+    let input_bits = b.data.len() * 8;
+    let (mut records, mut declared) = (0u64, 0u64);
     loop {
         match b.fixed(width)? {
-            0 => return b.align32(),
+            0 => {
+                if declared > records {
+                    let what = if id == TYPE_BLOCK { "type table entries" } else { "basic blocks" };
+                    return Err(format!("{declared} {what} declared in a block of {records} records"));
+                }
+                return b.align32();
+            }
             1 => {
                 let (nid, w, _) = block_header(b)?;
                 if nid == BLOCKINFO_BLOCK {
@@ -269,7 +347,9 @@ fn skip_contents(b: &mut Bits, width: u32, info: &mut Vec<(u64, Abbrev)>, id: u6
             }
             2 => abbrevs.push(read_abbrev(b)?),
             rid => {
-                read_record(b, rid, &abbrevs, 0)?;
+                let (code, ops, n) = read_record_counted(b, rid, &abbrevs, CHECKED_OPS)?;
+                check_record(id, code, &ops, n, input_bits, &mut declared)?;
+                records += 1;
             }
         }
     }
@@ -283,6 +363,22 @@ fn skip_block(b: &mut Bits) -> R<()> {
 /// The target triple of raw bitcode (`BC\xC0\xDE...`, already unwrapped): `""` when the module has no
 /// triple record; an error for anything that is not well-formed up to that record.
 pub(crate) fn triple(bc: &[u8]) -> Result<String, String> {
+    let (mut b, width, mut info) = first_module(bc)?;
+    module_triple(&mut b, width, &mut info)
+}
+
+/// Walks the whole first module of raw bitcode as LLVM's reader will, with [`check_record`] on every
+/// record: an error for what LLVM must not be given (see the module comment).
+pub(crate) fn check(bc: &[u8]) -> Result<(), String> {
+    let (mut b, width, mut info) = first_module(bc)?;
+    skip_contents(&mut b, width, &mut info, MODULE_BLOCK, 0)
+}
+
+/// (reader, abbreviation width, BLOCKINFO abbreviations so far) just inside the first module block.
+type ModuleStart<'a> = (Bits<'a>, u32, Vec<(u64, Abbrev)>);
+
+/// Positions after the header of the first module block.
+fn first_module(bc: &[u8]) -> R<ModuleStart<'_>> {
     if bc.len() < 8 || bc[..4] != super::BC_MAGIC {
         return Err("not LLVM bitcode".into());
     }
@@ -294,8 +390,8 @@ pub(crate) fn triple(bc: &[u8]) -> Result<String, String> {
     // As LLVM's module list reader: top-level records are skipped, fewer than 8 bytes left end the
     // stream (tools leave padding), the identification block is read by its contents, other blocks
     // are skipped by their length, which must lie inside the data (a truncated image is not valid even
-    // when its triple survived the cut). The triple comes from the first module block; what follows it
-    // is not looked at (LLVM reads it when compiling).
+    // when its triple survived the cut). The triple and the check read the first module block; what
+    // follows it is not looked at (LLVM reads it when compiling).
     let mut top: Vec<Abbrev> = Vec::new();
     while b.pos / 8 + 8 < bc.len() {
         match b.fixed(2)? {
@@ -308,7 +404,7 @@ pub(crate) fn triple(bc: &[u8]) -> Result<String, String> {
                     skip_contents(&mut b, width, &mut info, id, 0)?;
                 } else if id == MODULE_BLOCK {
                     // (its length is only checked: LLVM skips it by length, then parses it by contents)
-                    return module_triple(&mut b, width, &mut info);
+                    return Ok((b, width, info));
                 } else {
                     b.pos = end;
                 }
@@ -369,6 +465,154 @@ mod tests {
         }
         for n in 0..x.len().min(600) {
             let _ = triple(&x[..n]);
+            let _ = check(&x[..n]);
         }
+    }
+
+    /// A bitstream writer for hand-built modules: unabbreviated records only.
+    struct W {
+        bits: Vec<bool>,
+        width: Vec<(u32, usize)>, // (abbreviation width, bit index of the length word) per open block
+    }
+
+    impl W {
+        fn new() -> W {
+            let mut w = W { bits: Vec::new(), width: Vec::new() };
+            for byte in super::super::BC_MAGIC {
+                w.fixed(u64::from(byte), 8);
+            }
+            w
+        }
+        fn fixed(&mut self, v: u64, n: u32) {
+            self.bits.extend((0..n).map(|i| v >> i & 1 == 1));
+        }
+        fn vbr(&mut self, mut v: u64, n: u32) {
+            let hi = 1u64 << (n - 1);
+            while v >= hi {
+                self.fixed(v & (hi - 1) | hi, n);
+                v >>= n - 1;
+            }
+            self.fixed(v, n);
+        }
+        fn align(&mut self) {
+            while !self.bits.len().is_multiple_of(32) {
+                self.bits.push(false);
+            }
+        }
+        fn cur(&self) -> u32 {
+            self.width.last().map_or(2, |w| w.0)
+        }
+        fn enter(&mut self, id: u64) -> &mut W {
+            self.fixed(1, self.cur());
+            self.vbr(id, 8);
+            self.vbr(3, 4);
+            self.align();
+            let at = self.bits.len();
+            self.fixed(0, 32);
+            self.width.push((3, at));
+            self
+        }
+        fn end(&mut self) -> &mut W {
+            self.fixed(0, self.cur());
+            self.align();
+            let (_, at) = self.width.pop().unwrap();
+            let words = ((self.bits.len() - at - 32) / 32) as u64;
+            for i in 0..32 {
+                self.bits[at + i] = words >> i & 1 == 1;
+            }
+            self
+        }
+        fn record(&mut self, code: u64, ops: &[u64]) -> &mut W {
+            self.fixed(3, self.cur());
+            self.vbr(code, 6);
+            self.vbr(ops.len() as u64, 6);
+            for &v in ops {
+                self.vbr(v, 6);
+            }
+            self
+        }
+        fn bytes(&mut self) -> Vec<u8> {
+            self.align();
+            self.bits.chunks(8).map(|c| c.iter().rev().fold(0u8, |a, &b| a << 1 | u8::from(b))).collect()
+        }
+    }
+
+    /// A module of one block `id` holding `records`, then a triple and padding.
+    fn module(id: u64, records: &[(u64, &[u64])]) -> Vec<u8> {
+        let mut w = W::new();
+        w.enter(MODULE_BLOCK).enter(id);
+        for (code, ops) in records {
+            w.record(*code, ops);
+        }
+        w.end();
+        let t: Vec<u64> = b"amdgcn-amd-amdhsa".iter().map(|&c| u64::from(c)).collect();
+        w.record(MODULE_CODE_TRIPLE, &t).end();
+        let mut v = w.bytes();
+        v.extend([0; 8]);
+        v
+    }
+
+    fn rejected(bc: &[u8], what: &str) {
+        let e = check(bc).expect_err("accepted");
+        assert!(e.contains(what), "{e}");
+    }
+
+    #[test]
+    fn check_rejects_counts_llvm_would_allocate_by() {
+        // (the hand-built modules are well-formed containers: the triple reader accepts each)
+        let huge = 1u64 << 40;
+        let ok = module(TYPE_BLOCK, &[(TYPE_CODE_NUMENTRY, &[1]), (7, &[32])]);
+        assert_eq!(triple(&ok).as_deref(), Ok("amdgcn-amd-amdhsa"));
+        assert_eq!(check(&ok), Ok(()));
+        rejected(&module(TYPE_BLOCK, &[(TYPE_CODE_NUMENTRY, &[huge]), (7, &[32])]), "type table entries");
+        rejected(&module(TYPE_BLOCK, &[(TYPE_CODE_NUMENTRY, &[3]), (7, &[32])]), "type table entries");
+
+        for idx in [0, 1, 2, 0xffff_ffff, 0x1_ffff_ffff] {
+            let m = module(PARAMATTR_GROUP_BLOCK, &[(PARAMATTR_GRP_CODE_ENTRY, &[1, idx, 0, 18])]);
+            assert_eq!(check(&m), Ok(()), "index {idx:#x}");
+        }
+        // the fuzz input's index: 0x2_7fff_ffff, as 32 bits 2^31 - 1 (16 GiB of attribute sets)
+        for idx in [0x7fff_ffff, 0x2_7fff_ffff, 1 << 20] {
+            let m = module(PARAMATTR_GROUP_BLOCK, &[(PARAMATTR_GRP_CODE_ENTRY, &[1, idx, 0, 18])]);
+            rejected(&m, "parameter index");
+        }
+
+        let ret: &[u64] = &[];
+        assert_eq!(check(&module(FUNCTION_BLOCK, &[(FUNC_CODE_DECLAREBLOCKS, &[1]), (10, ret)])), Ok(()));
+        rejected(&module(FUNCTION_BLOCK, &[(FUNC_CODE_DECLAREBLOCKS, &[huge]), (10, ret)]), "basic blocks");
+
+        assert_eq!(check(&module(METADATA_BLOCK, &[(METADATA_STRINGS, &[2, 2])])), Ok(()));
+        rejected(&module(METADATA_BLOCK, &[(METADATA_STRINGS, &[1 << 31, 8])]), "metadata string count");
+        rejected(&module(METADATA_BLOCK, &[(METADATA_STRINGS, &[1, huge])]), "string table offset");
+
+        let magic = SWITCH_INST_MAGIC << 16;
+        let f = |code, ops: &[u64]| module(FUNCTION_BLOCK, &[(FUNC_CODE_DECLAREBLOCKS, &[1]), (code, ops)]);
+        assert_eq!(check(&f(FUNC_CODE_INST_SWITCH, &[magic, 0, 0, 0, 0])), Ok(()));
+        assert_eq!(check(&f(FUNC_CODE_INST_SWITCH, &[0, 0, 0, huge])), Ok(()), "new format: counted by LLVM");
+        rejected(&f(FUNC_CODE_INST_SWITCH, &[magic, 0, 0, 0, huge]), "switch case count");
+        rejected(&f(FUNC_CODE_INST_LANDINGPAD, &[0, 0, huge]), "landingpad clause count");
+        rejected(&f(FUNC_CODE_INST_CATCHSWITCH, &[0, huge]), "catchswitch handler count");
+    }
+
+    #[test]
+    fn check_accepts_the_seeds_and_rejects_the_fuzz_input() {
+        let seeds: [&[u8]; 6] = [
+            include_bytes!("../../fuzz/seeds/kernels.nvptx64.bc"),
+            include_bytes!("../../fuzz/seeds/kernels.amdgcn.bc"),
+            include_bytes!("../../fuzz/seeds/lanes.nvptx64.bc"),
+            include_bytes!("../../fuzz/seeds/lanes.amdgcn.bc"),
+            include_bytes!("../../fuzz/seeds/seed_a.nvptx64.bc"),
+            include_bytes!("../../fuzz/seeds/seed_b.amdgcn.bc"),
+        ];
+        for s in seeds {
+            assert_eq!(check(s), Ok(()));
+        }
+        // fuzz/regressions/program/attr-group-index-oom-a1ef11f5: lanes.amdgcn.bc, byte 1088 ^ 0xa0 (an
+        // attribute group's index becomes 0x2_7fff_ffff: LLVM's reader mallocs 16 GiB)
+        let mut m = seeds[3].to_vec();
+        m[1088] ^= 0xa0;
+        rejected(&m, "parameter index 2147483647");
+        // the group precedes the triple record: olIsValidBinary's reader already meets (and rejects) it
+        assert!(triple(&m).is_err_and(|e| e.contains("parameter index")));
     }
 }

@@ -491,6 +491,10 @@ pub fn load(image: &[u8]) -> Result<LoadedImage, JitError> {
         // compile validates.
         Examined::Bitcode { payload, triple } => {
             compile::supported_arch(&triple).ok_or_else(|| compile::unsupported(&triple))?;
+            // LLVM's reader trusts some of the module's numbers to size allocations: absurd ones are
+            // rejected here, before it runs (an out-of-memory abort would take the client with it in process).
+            bitcode::check(payload)
+                .map_err(|e| JitError::InvalidBinary(format!("malformed LLVM bitcode ({}): {e}", describe(image))))?;
             let co = cache::get_or_compile(payload, None)?;
             let obj = elf::LoadedObject::load(&co.object)?;
             obj.run_init();

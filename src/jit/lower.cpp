@@ -24,7 +24,9 @@
 //     being the one clang folded into the bitcode); __gpu_local variables -> offsets into local memory
 //     (lowerLocals); then the WG function:
 //     * without barriers: a top-tested z/y/x work-item loop around the inlined body, the x loop marked
-//       parallel and narrowed to the ids that pass an `i < n`-style guard (narrowToGuards);
+//       parallel and narrowed to the ids that pass an `i < n`-style guard (narrowToGuards), then cut
+//       into segments at `x == c`-style guards so that the segments between them run without the
+//       checks (splitAtEqualities);
 //     * with barriers (buildCbs): blocks split at barriers into regions, each cloned into its own
 //       work-item loop; values live across barriers kept per work-item in scratch, recomputed, or shared
 //       when uniform; under uniform barriers the regions follow each other through a group-level `next`
@@ -1342,6 +1344,126 @@ struct Lowering {
       }
   }
 
+  // Is V available before the work-item loops: group-level already (a value of a `groupLevel` block,
+  // an argument, a constant), or a pure computation of such values in the loop body (`gid * gsx`),
+  // which is then moved to the end of Pre?
+  static bool hoistIfUniform(Value *V, const std::set<BasicBlock *> &groupLevel, BasicBlock *Pre, int depth = 0) {
+    if (isa<Constant>(V) || isa<Argument>(V))
+      return true;
+    auto *I = dyn_cast<Instruction>(V);
+    if (!I)
+      return false;
+    if (groupLevel.count(I->getParent()))
+      return true;
+    if (depth > 4 || isa<PHINode>(I) || I->mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(I) ||
+        !(isa<BinaryOperator>(I) || isa<CastInst>(I)))
+      return false;
+    for (Value *Op : I->operands())
+      if (!hoistIfUniform(Op, groupLevel, Pre, depth + 1))
+        return false;
+    I->moveBefore(Pre->getTerminator()->getIterator());
+    return true;
+  }
+
+  // Index-set splitting at equality guards: in the x work-item loop (`id`, its header's bound check
+  // `inDim`, entered from `from`, body from `body` up to the latch `latch`), comparisons
+  // `id + c == b` / `!=` with c and b uniform (i32, so exactly `id == (b - c) mod 2^32`) are answered
+  // per segment: the x range is cut at each such point p into [.., p), [p, p + 1), [p + 1, ..), a
+  // segment loop around the x loop, and within a segment starting at s the comparison is `s == p`,
+  // invariant in the x loop (unswitched by O3), so the segments between the points run without it
+  // and vectorise (a stencil's `x == 0 || x == w - 1`). Values are computed at the end of Pre.
+  static constexpr size_t kMaxEqualityPoints = 4;
+  void splitAtEqualities(BasicBlock *body, BasicBlock *latch, const std::set<BasicBlock *> &groupLevel, BasicBlock *Pre,
+                         PHINode *id, ICmpInst *inDim, BasicBlock *from) {
+    BasicBlock *H = id->getParent();
+    if (id->getBasicBlockIndex(from) < 0 || inDim->getParent() != H) // already a run loop
+      return;
+    auto peel = [&](Value *V) {
+      Value *inner;
+      if (match(V, m_Trunc(m_ZExt(m_Value(inner)))) && inner->getType() == V->getType())
+        return inner;
+      return V;
+    };
+    // V == id + c: c (nullptr for 0)
+    auto affine = [&](Value *V, Value *&c) {
+      V = peel(V);
+      c = nullptr;
+      if (V == id)
+        return true;
+      auto *BO = dyn_cast<BinaryOperator>(V);
+      if (!BO || BO->getOpcode() != Instruction::Add)
+        return false;
+      for (int s = 0; s < 2; ++s)
+        if (peel(BO->getOperand(s)) == id && hoistIfUniform(BO->getOperand(1 - s), groupLevel, Pre)) {
+          c = BO->getOperand(1 - s);
+          return true;
+        }
+      return false;
+    };
+    std::set<BasicBlock *> blocks;
+    std::vector<BasicBlock *> wl = {body};
+    while (!wl.empty()) {
+      BasicBlock *Bb = wl.back();
+      wl.pop_back();
+      if (Bb == latch || Bb == H || !blocks.insert(Bb).second)
+        continue;
+      for (BasicBlock *Su : successors(Bb))
+        wl.push_back(Su);
+    }
+    IRBuilder<> PB(Pre->getTerminator());
+    std::vector<std::pair<ICmpInst *, Value *>> found; // comparison, its point (i64)
+    for (BasicBlock *Bb : blocks)
+      for (Instruction &I : *Bb) {
+        auto *Cmp = dyn_cast<ICmpInst>(&I);
+        if (!Cmp || !Cmp->isEquality() || !Cmp->getOperand(0)->getType()->isIntegerTy(32) ||
+            found.size() >= kMaxEqualityPoints)
+          continue;
+        Value *c = nullptr, *A = Cmp->getOperand(0), *Bv = Cmp->getOperand(1);
+        if (!affine(A, c)) {
+          if (!affine(Bv, c))
+            continue;
+          std::swap(A, Bv);
+        }
+        if (!hoistIfUniform(Bv, groupLevel, Pre))
+          continue;
+        Value *p = c ? PB.CreateSub(Bv, c) : Bv;
+        found.push_back({Cmp, PB.CreateZExt(p, I64)});
+      }
+    if (found.empty())
+      return;
+    auto *HT = cast<BranchInst>(H->getTerminator());
+    BasicBlock *exitBB = HT->getSuccessor(1);
+    Function *F = H->getParent();
+    Value *lo = PB.CreateZExt(id->getIncomingValueForBlock(from), I64);
+    Value *hi = PB.CreateZExt(inDim->getOperand(1), I64);
+    BasicBlock *SH = BasicBlock::Create(C, "eq.seg", F, H), *SL = BasicBlock::Create(C, "eq.seg.next", F, H);
+    from->getTerminator()->replaceSuccessorWith(H, SH);
+    H->replacePhiUsesWith(from, SH);
+    exitBB->replacePhiUsesWith(H, SH);
+    IRBuilder<> SB(SH);
+    PHINode *s = SB.CreatePHI(I64, 2, "seg");
+    s->addIncoming(lo, from);
+    Value *end = hi, *one = ConstantInt::get(I64, 1);
+    for (auto &[Cmp, p] : found) {
+      // the next cut above s: p, else p + 1, else none
+      Value *p1 = SB.CreateAdd(p, one);
+      Value *cut = SB.CreateSelect(SB.CreateICmpUGT(p, s), p, SB.CreateSelect(SB.CreateICmpUGT(p1, s), p1, hi));
+      end = SB.CreateBinaryIntrinsic(Intrinsic::umin, end, cut);
+    }
+    for (auto &[Cmp, p] : found) {
+      Value *at = SB.CreateICmp(Cmp->getPredicate(), s, p);
+      Cmp->replaceAllUsesWith(at);
+      Cmp->eraseFromParent();
+    }
+    id->setIncomingValueForBlock(SH, SB.CreateTrunc(s, I32));
+    inDim->setOperand(1, SB.CreateTrunc(end, I32));
+    SB.CreateCondBr(SB.CreateICmpULT(s, hi), H, exitBB);
+    HT->setSuccessor(1, SL);
+    SB.SetInsertPoint(SL);
+    s->addIncoming(end, SL);
+    SB.CreateBr(SH);
+  }
+
   // With `assumed` (initially true), guards whose exactness is only known at run time are removed
   // anyway and the run-time condition is and-ed into *assumed: the caller runs this loop nest only
   // when it holds (and an unmodified one otherwise).
@@ -1361,26 +1483,7 @@ struct Lowering {
           return trivial(Br->getSuccessor(0), depth + 1);
       return false;
     };
-    // available before the loops: group-level already, or a pure computation of such values in the
-    // loop body (`gid * gsx`), which is then moved to the end of Pre
-    std::function<bool(Value *, int)> availAt = [&](Value *V, int depth) -> bool {
-      if (isa<Constant>(V) || isa<Argument>(V))
-        return true;
-      auto *I = dyn_cast<Instruction>(V);
-      if (!I)
-        return false;
-      if (groupLevel.count(I->getParent()))
-        return true;
-      if (depth > 4 || isa<PHINode>(I) || I->mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(I) ||
-          !(isa<BinaryOperator>(I) || isa<CastInst>(I)))
-        return false;
-      for (Value *Op : I->operands())
-        if (!availAt(Op, depth + 1))
-          return false;
-      I->moveBefore(Pre->getTerminator()->getIterator());
-      return true;
-    };
-    auto avail = [&](Value *V) { return availAt(V, 0); };
+    auto avail = [&](Value *V) { return hoistIfUniform(V, groupLevel, Pre); };
     auto peel = [&](Value *V) {
       Value *inner;
       if (match(V, m_Trunc(m_ZExt(m_Value(inner)))) && inner->getType() == V->getType())
@@ -2787,6 +2890,7 @@ struct Lowering {
         narrowToGuards(
             A.P, [&](BasicBlock *Sc) { return Sc == L; }, {E}, E, {A.x, A.y, A.z}, {A.inX, A.inY, A.inZ},
             {gs[0], gs[1], gs[2]}, {A.hy, A.hz, E}, &assumed);
+        splitAtEqualities(A.P, L, {E}, E, A.x, A.inX, A.hy);
         if (!isa<ConstantInt>(assumed)) {
           Nest Bn = buildNest(E);
           toNest->eraseFromParent();

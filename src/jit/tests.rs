@@ -1751,3 +1751,60 @@ fn neighbour_indices_wrap_around_power_of_two_groups() {
     let bad = neighbour_mismatches(&[64, 256]);
     assert!(bad.is_empty(), "{bad:#?}");
 }
+
+/// ffi-tests/kernels/eq_guards.c: equality guards on the x index (first, last, a middle x, the group's
+/// ends, outside the range; `!=`, the local id, id + 2) split the x loop, generic and specialised, on 1-D
+/// and 2-D groups, with and without a bounds check that cuts the range.
+#[test]
+fn equality_guards_match_the_host() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("eq_guards", t) else {
+            return;
+        };
+        for (nx, ny) in [(16u32, 16u32), (7, 3), (1, 1), (256, 1), (7, 1)] {
+            let k = img.kernel("eq_guards").expect("eq_guards");
+            let s = k.specialise([nx, ny, 1]).unwrap_or_else(|e| panic!("eq_guards {nx}x{ny}: {e}"));
+            let grid = [3u32, 2, 1];
+            let row = grid[0] * nx;
+            let rows = grid[1] * ny;
+            for w in [row, row - 1, 1, 0, nx + 2] {
+                for c in [0u32, nx / 2, nx - 1, nx, row / 2 + 1, w.wrapping_sub(1), row + 10, u32::MAX, 2] {
+                    for kk in [&k, &s] {
+                        let mut out = vec![9u32; (row * rows) as usize];
+                        let args = pack(&kk.params, &[&ptr(&mut out), &b(&w), &b(&c)]);
+                        launch(kk, grid, [nx, ny, 1], &args, 0);
+                        for y in 0..rows {
+                            for x in 0..row {
+                                let mut e = 9u32;
+                                if x < w {
+                                    e = x * 3 + 1;
+                                    if x == 0 || x == w.wrapping_sub(1) {
+                                        e += 1000;
+                                    }
+                                    if x != c {
+                                        e += 20000;
+                                    }
+                                    if y == c {
+                                        e += 300000;
+                                    }
+                                    if x % nx == c {
+                                        e += 4000000;
+                                    }
+                                    if x + 2 == c {
+                                        e += 50000000;
+                                    }
+                                }
+                                assert_eq!(
+                                    out[(y * row + x) as usize],
+                                    e,
+                                    "{t:?} eq_guards {nx}x{ny} w={w} c={c} x={x} y={y}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -45,6 +45,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Analysis/AssumptionCache.h"
+#include "llvm/Analysis/Loads.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/PostDominators.h"
 #include "llvm/Analysis/ScalarEvolution.h"
@@ -1345,8 +1346,8 @@ struct Lowering {
   }
 
   // Is V available before the work-item loops: group-level already (a value of a `groupLevel` block,
-  // an argument, a constant), or a pure computation of such values in the loop body (`gid * gsx`),
-  // which is then moved to the end of Pre?
+  // an argument, a constant), or a pure computation of such values in the loop body (`gid * gsx`,
+  // invariant loads of dereferenceable memory), which is then moved to the end of Pre?
   static bool hoistIfUniform(Value *V, const std::set<BasicBlock *> &groupLevel, BasicBlock *Pre, int depth = 0) {
     if (isa<Constant>(V) || isa<Argument>(V))
       return true;
@@ -1355,8 +1356,15 @@ struct Lowering {
       return false;
     if (groupLevel.count(I->getParent()))
       return true;
-    if (depth > 4 || isa<PHINode>(I) || I->mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(I) ||
-        !(isa<BinaryOperator>(I) || isa<CastInst>(I)))
+    if (depth > 4 || isa<PHINode>(I))
+      return false;
+    // an invariant load from memory that is always there (the group size in amdgcn's implicit
+    // arguments: a load from the WG function's own `implicitargs` alloca)
+    auto *Ld = dyn_cast<LoadInst>(I);
+    bool invariantLoad = Ld && Ld->isSimple() && Ld->hasMetadata(LLVMContext::MD_invariant_load) &&
+                         isDereferenceablePointer(Ld->getPointerOperand(), Ld->getType(), I->getDataLayout());
+    if (!invariantLoad && (I->mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(I) ||
+                           !(isa<BinaryOperator>(I) || isa<CastInst>(I) || isa<GetElementPtrInst>(I))))
       return false;
     for (Value *Op : I->operands())
       if (!hoistIfUniform(Op, groupLevel, Pre, depth + 1))

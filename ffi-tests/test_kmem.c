@@ -217,21 +217,24 @@ static void memcheck_oob_global_store(void) {
   }
 }
 
+// Launches kernel `name` ({out, idx}) on 2 groups of 64 and returns the sync's result.
+static ol_result_t launch_out_idx(int t, const char *name, uint32_t *out, uint32_t idx) {
+  struct {
+    uint32_t *out;
+    uint32_t idx;
+  } args = {out, idx};
+  ol_kernel_launch_size_args_t la = grid1(2, 64, 0);
+  OK(olLaunchKernel(queue, t_cpu, kern(t, name), &args, sizeof args, &la));
+  return olSyncQueue(queue);
+}
+
 static void memcheck_static_shared_overrun(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
     uint32_t *out = dalloc(64 * 4);
-    struct {
-      uint32_t *out;
-      uint32_t idx;
-    } args = {out, 16};
-    ol_kernel_launch_size_args_t la = grid1(2, 64, 0);
-    OK(olLaunchKernel(queue, t_cpu, kern(t, "static_overrun"), &args, sizeof args, &la));
-    expect_report(olSyncQueue(queue), "'static_overrun'", "work-item (0, 0, 0)", "4-byte write at",
-                  "64 bytes of static shared memory");
-    args.idx = 15;
-    OK(olLaunchKernel(queue, t_cpu, kern(t, "static_overrun"), &args, sizeof args, &la));
-    OK(olSyncQueue(queue));
+    expect_report(launch_out_idx(t, "static_overrun", out, 16), "'static_overrun'", "work-item (0, 0, 0)",
+                  "4-byte write at", "64 bytes of static shared memory");
+    OK(launch_out_idx(t, "static_overrun", out, 15));
     CHECK(out[15] == 1 && out[3] == 3);
     OK(olMemFree(out));
   }
@@ -242,17 +245,9 @@ static void memcheck_static_shared_atomic_overrun(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
     uint32_t *out = dalloc(64 * 4);
-    struct {
-      uint32_t *out;
-      uint32_t idx;
-    } args = {out, 16};
-    ol_kernel_launch_size_args_t la = grid1(2, 64, 0);
-    OK(olLaunchKernel(queue, t_cpu, kern(t, "static_atomic_overrun"), &args, sizeof args, &la));
-    expect_report(olSyncQueue(queue), "'static_atomic_overrun'", "work-item (0, 0, 0)", "4-byte atomic access at",
-                  "64 bytes of static shared memory");
-    args.idx = 3;
-    OK(olLaunchKernel(queue, t_cpu, kern(t, "static_atomic_overrun"), &args, sizeof args, &la));
-    OK(olSyncQueue(queue));
+    expect_report(launch_out_idx(t, "static_atomic_overrun", out, 16), "'static_atomic_overrun'",
+                  "work-item (0, 0, 0)", "4-byte atomic access at", "64 bytes of static shared memory");
+    OK(launch_out_idx(t, "static_atomic_overrun", out, 3));
     // word w gets w + (w + 16) + (w + 32) + (w + 48), word 3 another 100
     CHECK(out[0] == 96 && out[3] == 108 + 100 && out[15] == 156);
     OK(olMemFree(out));

@@ -37,7 +37,8 @@
 //       uniform trip count get implicit barriers, so the work-item loop runs inside them
 //       (interchangeLoops); a loop's exit value that is also its header PHI's back-edge value shares
 //       the PHI's slot (shareHeaderSlot), and every demotion slot has an alias scope of its own
-//       (scopeSlots);
+//       (scopeSlots); buildCbs runs these steps as member functions cbs* (cbsCheckAllocas ... cbsFinish),
+//       each commented with what it takes and gives, on one CbsState (one CbsRegion per region);
 //     atomics on the group's own shared memory become plain loads and stores (markSharedAtomics);
 //  3. clean-up: the original kernels and unused helpers removed, GPU intrinsics left over and CUDA
 //     printf/assert are errors, the module verified.
@@ -1906,24 +1907,120 @@ struct Lowering {
     return false;
   }
 
-  // Continuation-based synchronisation. F = K.body with barrier/exit markers.
+  // What crosses the steps of one buildCbs run, filled in step order (the step that sets a field is
+  // named beside it).
+  struct CbsState {
+    Function *F = nullptr;                 // K.body with barrier/exit markers
+    unsigned o = 0;                        // index of F's first extra argument (enum Extra)
+    Function *BM = nullptr, *EM = nullptr; // the barrier and exit markers (null if the module has none)
+    BasicBlock *entry = nullptr;           // F's entry block as the steps found it (the region 0 entry)
+    std::set<Value *> div;                 // step 1: values that may differ between work-items (step 3 adds clones)
+    std::set<Instruction *> divTerm;       // step 1: terminators whose successor choice may differ
+    bool uniform = true;                   // step 2b: all work-items reach the same barriers in the same order
+    std::map<BasicBlock *, std::set<BasicBlock *>> reach; // step 2b: cbsComputeReach
+    std::set<AllocaInst *> uniSlots;  // steps 2c, 3: demotion slots of work-item-invariant values: one shared copy
+    std::set<AllocaInst *> pow2Slots; // step 2c: uniform slots that only ever hold a power of two or zero
+    std::vector<AllocaInst *> demoted; // steps 2c, 3: every demotion slot
+    std::map<AllocaInst *, BasicBlock *> phiSlot; // step 2c: per-work-item PHI slot -> the PHI's block
+    std::set<Instruction *> hoistable; // step 3: uniform entry-block values computed once per group
+    // step 4: the per-work-item layout of all allocas (offsets, sizes; S bytes per work-item)
+    std::vector<AllocaInst *> allocas;
+    std::vector<uint64_t> offs, sizes;
+    uint64_t S = 0;
+    // step 5 (cbsRegionEntries): the original blocks, the region each barrier block resumes at, the
+    // region entries, the new entry block NE
+    std::vector<BasicBlock *> origBlocks;
+    std::map<BasicBlock *, int> barrierId;
+    std::vector<BasicBlock *> regionEntry;
+    BasicBlock *NE = nullptr;
+    // step 5 (cbsScheduler): the group prologue's values and the scheduler's blocks
+    Value *scratch = nullptr, *nwi64 = nullptr, *xchg = nullptr, *resume = nullptr, *uniV = nullptr;
+    std::vector<Value *> uniPtr; // per alloca: its shared slot in scratch (uniform slots), else null
+    AllocaInst *next = nullptr;
+    BasicBlock *sched = nullptr, *done = nullptr, *scanStart = nullptr;
+    SwitchInst *SW = nullptr;
+
+    bool isBarrierBlk(BasicBlock *BB) const {
+      auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
+      return CI && BM && CI->getCalledFunction() == BM;
+    }
+    bool isExitBlk(BasicBlock *BB) const {
+      auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
+      return (CI && EM && CI->getCalledFunction() == EM) || succ_empty(BB);
+    }
+  };
+
+  // One region of step 5 while it is built (cbsRegion's sub-steps fill it in order).
+  struct CbsRegion {
+    size_t k = 0;                                  // the region's id (its `next` value)
+    std::string sfx;                               // suffix of its block names
+    std::vector<BasicBlock *> set;                 // its original blocks (cbsRegionBlocks)
+    const std::set<BasicBlock *> *reach = nullptr; // the barriers (nullptr = exit) it can leave through
+    bool once = false;                             // group-invariant: run once for the group
+    BasicBlock *Pre = nullptr;                     // cbsRegionPrologue: where the scheduler enters it
+    std::vector<Value *> preVal;                   // per alloca: the shared slot's value at Pre
+    ValueToValueMapTy VM;                          // original -> clone (cbsRegionLoops, cbsCloneRegion)
+    BasicBlock *L = nullptr, *P = nullptr, *Hz = nullptr, *Hy = nullptr; // cbsRegionLoops: the loop nest
+    PHINode *lx = nullptr, *ly = nullptr, *lz = nullptr;
+    ICmpInst *inX = nullptr, *inY = nullptr, *inZ = nullptr;
+    Value *myResume = nullptr;                     // the work-item's resume id (non-uniform case)
+    MDNode *AG = nullptr;                          // the x loop's access group
+    SmallVector<BasicBlock *, 32> clones;          // cbsCloneRegion: the cloned blocks, in `set` order
+    std::map<BasicBlock *, BasicBlock *> origOf;   // clone -> original
+  };
+
+  static bool firstCallTo(BasicBlock *BB, Function *Fn) {
+    auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
+    return CI && CI->getCalledFunction() == Fn && Fn;
+  }
+
+  // Continuation-based synchronisation. F = K.body with barrier/exit markers; sets scratchPerWi to
+  // the scratch bytes each work-item needs. The steps below run in order on one CbsState.
   bool buildCbs(Function *F, uint64_t &scratchPerWi) {
-    unsigned o = F->arg_size() - E_COUNT;
-    Function *BM = M.getFunction("__ol_rs.barrier");
-    Function *EM = M.getFunction("__ol_rs.exit");
+    CbsState st;
+    st.F = F;
+    st.o = F->arg_size() - E_COUNT;
+    st.BM = M.getFunction("__ol_rs.barrier");
+    st.EM = M.getFunction("__ol_rs.exit");
     removeUnreachableBlocks(*F);
-    // 1. dynamic allocas are not supported.
-    for (BasicBlock &BB : *F)
+    if (!cbsCheckAllocas(st))
+      return false;
+    st.entry = &F->getEntryBlock();
+    cbsDivergence(st);
+    cbsIsolateMarkers(st);
+    cbsUniformBarriers(st);
+    cbsDemotePhis(st);
+    cbsFindHoistable(st);
+    cbsDemoteLiveAcross(st);
+    scopeSlots(F, st.demoted);
+    cbsLayout(st);
+    scratchPerWi = st.S + 12;
+    cbsRegionEntries(st);
+    IRBuilder<> B(st.NE);
+    cbsScheduler(st, B);
+    for (size_t k = 0; k < st.regionEntry.size(); ++k)
+      cbsRegion(st, B, k);
+    return cbsFinish(st);
+  }
+
+  // Step 1 (takes F; gives false with an error if it cannot be lowered): dynamic allocas are not supported.
+  bool cbsCheckAllocas(CbsState &st) {
+    for (BasicBlock &BB : *st.F)
       for (Instruction &I : BB)
         if (auto *AI = dyn_cast<AllocaInst>(&I))
           if (!AI->isStaticAlloca() || !AI->getAllocatedType()->isSized())
             return fail("dynamic alloca in a kernel with barriers is not supported");
-    // Move every static alloca into the entry block (after inlining some may sit elsewhere).
-    BasicBlock &Entry = F->getEntryBlock();
-    std::set<Value *> div = divergentValues(F);
-    // Terminators whose successor choice may differ between work-items (taken before PHI demotion,
-    // which replaces i1 PHI conditions by loads the analysis has not seen).
-    std::set<Instruction *> divTerm;
+    return true;
+  }
+
+  // Step 1 (takes F; gives st.div, st.divTerm): the divergent values, and the terminators whose
+  // successor choice may differ between work-items (taken before PHI demotion, which replaces i1 PHI
+  // conditions by loads the analysis has not seen).
+  void cbsDivergence(CbsState &st) {
+    Function *F = st.F;
+    st.div = divergentValues(F);
+    auto &div = st.div;
+    auto &divTerm = st.divTerm;
     for (BasicBlock &BB : *F) {
       Instruction *T = BB.getTerminator();
       if (auto *BI = dyn_cast<BranchInst>(T)) {
@@ -1936,11 +2033,12 @@ struct Lowering {
         divTerm.insert(T);
       }
     }
-    std::set<AllocaInst *> uniSlots; // demotion slots of work-item-invariant values: one shared copy
-    std::set<AllocaInst *> pow2Slots; // uniform slots that only ever hold a power of two or zero
-    std::vector<AllocaInst *> demoted; // every demotion slot (steps 2c and 3)
-    std::map<AllocaInst *, BasicBlock *> phiSlot; // per-work-item PHI slot -> the PHI's block
-    // 2. isolate markers into their own blocks.
+  }
+
+  // Step 2 (takes F; changes its blocks): isolate markers into their own blocks: a barrier is alone in
+  // its block (which then has a single successor), an exit marker starts its block.
+  void cbsIsolateMarkers(CbsState &st) {
+    Function *F = st.F, *BM = st.BM, *EM = st.EM;
     std::vector<CallInst *> marks;
     for (BasicBlock &BB : *F)
       for (Instruction &I : BB)
@@ -1954,48 +2052,52 @@ struct Lowering {
       if (CI->getCalledFunction() == BM)
         BB->splitBasicBlock(std::next(CI->getIterator()), "cbs.after");
     }
-    // 2b. Uniform barriers: when every branch whose direction may differ between work-items leads
-    //     (without crossing a barrier) to a single barrier or exit, all work-items of a group reach the
-    //     same barriers in the same order. Then no per-work-item resume state is needed (see step 5),
-    //     and every uniform branch that chooses between different barriers/exits gets an implicit
-    //     barrier on each out-edge, so the choice is made once per group and each region starts at
-    //     its own code (where a guard on the work-item id can narrow the work-item loop).
-    auto isBarrierBlk = [&](BasicBlock *BB) {
-      auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
-      return CI && BM && CI->getCalledFunction() == BM;
-    };
-    auto isExitBlk = [&](BasicBlock *BB) {
-      auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
-      return (CI && EM && CI->getCalledFunction() == EM) || succ_empty(BB);
-    };
-    // reach[B]: the barrier blocks (nullptr = exit) reachable from B without crossing a barrier.
-    std::map<BasicBlock *, std::set<BasicBlock *>> reach;
-    auto computeReach = [&]() {
-      reach.clear();
-      for (bool changed = true; changed;) {
-        changed = false;
-        for (BasicBlock &BB : *F) {
-          std::set<BasicBlock *> r;
-          if (isBarrierBlk(&BB))
-            r.insert(&BB);
-          else if (isExitBlk(&BB))
-            r.insert(nullptr);
-          else
-            for (BasicBlock *S : successors(&BB)) {
-              auto it = reach.find(S);
-              if (it != reach.end())
-                r.insert(it->second.begin(), it->second.end());
-            }
-          std::set<BasicBlock *> &cur = reach[&BB];
-          if (r != cur) {
-            cur = std::move(r);
-            changed = true;
+  }
+
+  // st.reach[B]: the barrier blocks (nullptr = exit) reachable from B without crossing a barrier.
+  void cbsComputeReach(CbsState &st) {
+    auto &reach = st.reach;
+    reach.clear();
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (BasicBlock &BB : *st.F) {
+        std::set<BasicBlock *> r;
+        if (st.isBarrierBlk(&BB))
+          r.insert(&BB);
+        else if (st.isExitBlk(&BB))
+          r.insert(nullptr);
+        else
+          for (BasicBlock *S : successors(&BB)) {
+            auto it = reach.find(S);
+            if (it != reach.end())
+              r.insert(it->second.begin(), it->second.end());
           }
+        std::set<BasicBlock *> &cur = reach[&BB];
+        if (r != cur) {
+          cur = std::move(r);
+          changed = true;
         }
       }
-    };
+    }
+  }
+
+  // Step 2b (takes st.divTerm; gives st.uniform, st.reach; may add barriers): uniform barriers. When
+  // every branch whose direction may differ between work-items leads (without crossing a barrier) to
+  // a single barrier or exit, all work-items of a group reach the same barriers in the same order.
+  // Then no per-work-item resume state is needed (see step 5), and every uniform branch that chooses
+  // between different barriers/exits gets an implicit barrier on each out-edge, so the choice is made
+  // once per group and each region starts at its own code (where a guard on the work-item id can
+  // narrow the work-item loop).
+  void cbsUniformBarriers(CbsState &st) {
+    Function *F = st.F, *BM = st.BM, *EM = st.EM;
+    auto &divTerm = st.divTerm;
+    auto &reach = st.reach;
+    bool &uniform = st.uniform;
+    auto isBarrierBlk = [&](BasicBlock *BB) { return st.isBarrierBlk(BB); };
+    auto isExitBlk = [&](BasicBlock *BB) { return st.isExitBlk(BB); };
+    auto computeReach = [&]() { cbsComputeReach(st); };
     computeReach();
-    bool uniform = true;
+    uniform = true;
     for (BasicBlock &BB : *F)
       if (!isBarrierBlk(&BB) && !isExitBlk(&BB) && divTerm.count(BB.getTerminator()) && reach[&BB].size() > 1)
         uniform = false;
@@ -2029,74 +2131,85 @@ struct Lowering {
       }
       computeReach();
     }
-    // 2c. PHIs are demoted to slots (shared ones for group-invariant PHIs), except those of blocks inside
-    //     regions: not a region entry, not a barrier/exit block, all predecessors in every region that
-    //     contains the block (a loop without barriers inside a region keeps its counter and
-    //     accumulators in registers, which the vectoriser needs).
-    {
-      std::vector<BasicBlock *> rEntries = {&Entry};
-      for (BasicBlock &BB : *F)
-        if (isBarrierBlk(&BB) && BB.getSingleSuccessor())
-          rEntries.push_back(BB.getSingleSuccessor());
-      std::set<BasicBlock *> entrySet(rEntries.begin(), rEntries.end());
-      std::vector<std::set<BasicBlock *>> rBlocks;
-      for (BasicBlock *E0 : rEntries) {
-        std::set<BasicBlock *> in;
-        std::vector<BasicBlock *> wl = {E0};
-        while (!wl.empty()) {
-          BasicBlock *BB = wl.back();
-          wl.pop_back();
-          if (!in.insert(BB).second || isBarrierBlk(BB))
-            continue;
-          for (BasicBlock *Su : successors(BB))
-            wl.push_back(Su);
-        }
-        rBlocks.push_back(std::move(in));
+  }
+
+  // Step 2c (takes st.div; gives st.demoted, st.uniSlots, st.pow2Slots, st.phiSlot): PHIs are demoted
+  // to slots (shared ones for group-invariant PHIs), except those of blocks inside regions: not a
+  // region entry, not a barrier/exit block, all predecessors in every region that contains the block
+  // (a loop without barriers inside a region keeps its counter and accumulators in registers, which
+  // the vectoriser needs).
+  void cbsDemotePhis(CbsState &st) {
+    Function *F = st.F;
+    BasicBlock &Entry = *st.entry;
+    auto &div = st.div;
+    auto isBarrierBlk = [&](BasicBlock *BB) { return st.isBarrierBlk(BB); };
+    auto isExitBlk = [&](BasicBlock *BB) { return st.isExitBlk(BB); };
+    std::vector<BasicBlock *> rEntries = {&Entry};
+    for (BasicBlock &BB : *F)
+      if (isBarrierBlk(&BB) && BB.getSingleSuccessor())
+        rEntries.push_back(BB.getSingleSuccessor());
+    std::set<BasicBlock *> entrySet(rEntries.begin(), rEntries.end());
+    std::vector<std::set<BasicBlock *>> rBlocks;
+    for (BasicBlock *E0 : rEntries) {
+      std::set<BasicBlock *> in;
+      std::vector<BasicBlock *> wl = {E0};
+      while (!wl.empty()) {
+        BasicBlock *BB = wl.back();
+        wl.pop_back();
+        if (!in.insert(BB).second || isBarrierBlk(BB))
+          continue;
+        for (BasicBlock *Su : successors(BB))
+          wl.push_back(Su);
       }
-      auto keepPhis = [&](BasicBlock *BB) {
-        if (entrySet.count(BB) || isBarrierBlk(BB) || isExitBlk(BB))
-          return false;
-        for (auto &in : rBlocks) {
-          if (!in.count(BB))
-            continue;
-          for (BasicBlock *P : predecessors(BB))
-            if (!in.count(P) || isBarrierBlk(P))
-              return false;
-        }
-        return true;
-      };
-      std::vector<PHINode *> phis;
-      for (BasicBlock &BB : *F)
-        if (!keepPhis(&BB))
-          for (PHINode &P : BB.phis())
-            phis.push_back(&P);
-      std::set<PHINode *> p2; // proved before any demotion hides the induction
-      for (PHINode *P : phis)
-        if (!div.count(P) && P->getType()->isIntegerTy() && pow2OrZero(P))
-          p2.insert(P);
-      for (PHINode *P : phis) {
-        bool uni = !div.count(P);
-        bool isP2 = p2.count(P) != 0;
-        BasicBlock::iterator pt = Entry.begin();
-        while (isa<AllocaInst>(&*pt))
-          ++pt;
-        BasicBlock *H = P->getParent();
-        AllocaInst *A = DemotePHIToStack(P, pt);
-        if (A)
-          demoted.push_back(A);
-        if (uni && A)
-          uniSlots.insert(A);
-        else if (A)
-          phiSlot[A] = H;
-        if (isP2 && A)
-          pow2Slots.insert(A);
-      }
+      rBlocks.push_back(std::move(in));
     }
-    // 3. demote every value that crosses a block boundary (reg2mem), except work-item-invariant
-    //    ("uniform") side-effect-free instructions of the entry block: those are hoisted to the group
-    //    prologue in step 5 and computed once per group.
-    std::set<Instruction *> hoistable;
-    for (Instruction &I : Entry) {
+    auto keepPhis = [&](BasicBlock *BB) {
+      if (entrySet.count(BB) || isBarrierBlk(BB) || isExitBlk(BB))
+        return false;
+      for (auto &in : rBlocks) {
+        if (!in.count(BB))
+          continue;
+        for (BasicBlock *P : predecessors(BB))
+          if (!in.count(P) || isBarrierBlk(P))
+            return false;
+      }
+      return true;
+    };
+    std::vector<PHINode *> phis;
+    for (BasicBlock &BB : *F)
+      if (!keepPhis(&BB))
+        for (PHINode &P : BB.phis())
+          phis.push_back(&P);
+    std::set<PHINode *> p2; // proved before any demotion hides the induction
+    for (PHINode *P : phis)
+      if (!div.count(P) && P->getType()->isIntegerTy() && pow2OrZero(P))
+        p2.insert(P);
+    for (PHINode *P : phis) {
+      bool uni = !div.count(P);
+      bool isP2 = p2.count(P) != 0;
+      BasicBlock::iterator pt = Entry.begin();
+      while (isa<AllocaInst>(&*pt))
+        ++pt;
+      BasicBlock *H = P->getParent();
+      AllocaInst *A = DemotePHIToStack(P, pt);
+      if (A)
+        st.demoted.push_back(A);
+      if (uni && A)
+        st.uniSlots.insert(A);
+      else if (A)
+        st.phiSlot[A] = H;
+      if (isP2 && A)
+        st.pow2Slots.insert(A);
+    }
+  }
+
+  // Step 3, first part (takes the entry block; gives st.hoistable): the work-item-invariant
+  // ("uniform") side-effect-free instructions of the entry block. They are not demoted: step 5 hoists
+  // them to the group prologue, computed once per group.
+  void cbsFindHoistable(CbsState &st) {
+    unsigned o = st.o;
+    auto &hoistable = st.hoistable;
+    for (Instruction &I : *st.entry) {
       if (isa<AllocaInst>(&I) || isa<PHINode>(&I) || I.isTerminator() || isa<CallBase>(&I) ||
           I.mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(&I))
         continue;
@@ -2118,217 +2231,241 @@ struct Lowering {
       if (ok)
         hoistable.insert(&I);
     }
-    BasicBlock::iterator allocaPt = Entry.begin();
+  }
+
+  // Step 3 (takes st.hoistable, st.div, st.uniSlots, st.phiSlot; adds to st.demoted, st.uniSlots):
+  // demote every value that crosses a block boundary (reg2mem) and is live across a barrier
+  // (cbsLiveAcross), except the hoistable ones and those recomputed at their uses instead
+  // (cbsRematerialise); a loop exit value may share its header PHI's slot (shareHeaderSlot).
+  void cbsDemoteLiveAcross(CbsState &st) {
+    BasicBlock::iterator allocaPt = st.entry->begin();
     while (isa<AllocaInst>(&*allocaPt))
       ++allocaPt;
-    // Regions: the blocks reachable from the entry or from a barrier's successor without crossing
-    // another barrier. A value needs scratch only if, in some region containing a use, its definition
-    // is not in that region or does not dominate the use there (i.e. it is live across a barrier).
-    {
-      std::vector<BasicBlock *> blocks;
-      std::map<BasicBlock *, unsigned> idx;
-      for (BasicBlock &BB : *F) {
-        idx[&BB] = blocks.size();
-        blocks.push_back(&BB);
+    std::vector<Instruction *> keep = cbsRematerialise(st, cbsLiveAcross(st));
+    DominatorTree DT(*st.F);
+    for (Instruction *I : keep) {
+      bool uni = !st.div.count(I);
+      if (auto *LI = dyn_cast<LoadInst>(I))
+        if (auto *A = dyn_cast<AllocaInst>(LI->getPointerOperand()))
+          uni = st.uniSlots.count(A) != 0;
+      if (!uni && shareHeaderSlot(I, st.phiSlot, DT))
+        continue;
+      AllocaInst *A = DemoteRegToStack(*I, false, allocaPt);
+      if (A)
+        st.demoted.push_back(A);
+      if (uni && A)
+        st.uniSlots.insert(A);
+    }
+  }
+
+  // Step 3 (takes F, st.hoistable; gives the values live across a barrier). Regions: the blocks
+  // reachable from the entry or from a barrier's successor without crossing another barrier. A value
+  // needs scratch only if, in some region containing a use, its definition is not in that region or
+  // does not dominate the use there (i.e. it is live across a barrier).
+  std::vector<Instruction *> cbsLiveAcross(CbsState &st) {
+    Function *F = st.F;
+    BasicBlock &Entry = *st.entry;
+    auto &hoistable = st.hoistable;
+    std::vector<BasicBlock *> blocks;
+    std::map<BasicBlock *, unsigned> idx;
+    for (BasicBlock &BB : *F) {
+      idx[&BB] = blocks.size();
+      blocks.push_back(&BB);
+    }
+    unsigned nb = blocks.size();
+    auto isBarrierBlock = [&](BasicBlock *BB) { return st.isBarrierBlk(BB); };
+    std::vector<BasicBlock *> entries = {&Entry};
+    for (BasicBlock *BB : blocks)
+      if (isBarrierBlock(BB) && BB->getSingleSuccessor())
+        entries.push_back(BB->getSingleSuccessor());
+    std::vector<std::vector<bool>> inR;                // [region][block]
+    std::vector<std::vector<std::vector<bool>>> dom;   // [region][block][dominator]
+    for (BasicBlock *E0 : entries) {
+      std::vector<bool> in(nb, false);
+      std::vector<BasicBlock *> wl = {E0};
+      while (!wl.empty()) {
+        BasicBlock *BB = wl.back();
+        wl.pop_back();
+        if (in[idx[BB]])
+          continue;
+        in[idx[BB]] = true;
+        if (isBarrierBlock(BB))
+          continue;
+        for (BasicBlock *Su : successors(BB))
+          wl.push_back(Su);
       }
-      unsigned nb = blocks.size();
-      auto isBarrierBlock = [&](BasicBlock *BB) {
-        auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
-        return CI && BM && CI->getCalledFunction() == BM;
-      };
-      std::vector<BasicBlock *> entries = {&Entry};
-      for (BasicBlock *BB : blocks)
-        if (isBarrierBlock(BB) && BB->getSingleSuccessor())
-          entries.push_back(BB->getSingleSuccessor());
-      std::vector<std::vector<bool>> inR;                // [region][block]
-      std::vector<std::vector<std::vector<bool>>> dom;   // [region][block][dominator]
-      for (BasicBlock *E0 : entries) {
-        std::vector<bool> in(nb, false);
-        std::vector<BasicBlock *> wl = {E0};
-        while (!wl.empty()) {
-          BasicBlock *BB = wl.back();
-          wl.pop_back();
-          if (in[idx[BB]])
+      std::vector<std::vector<bool>> d(nb);
+      for (unsigned b = 0; b < nb; ++b)
+        if (in[b])
+          d[b] = std::vector<bool>(nb, true);
+      d[idx[E0]] = std::vector<bool>(nb, false);
+      d[idx[E0]][idx[E0]] = true;
+      for (bool changed = true; changed;) {
+        changed = false;
+        for (unsigned b = 0; b < nb; ++b) {
+          if (!in[b] || blocks[b] == E0)
             continue;
-          in[idx[BB]] = true;
-          if (isBarrierBlock(BB))
-            continue;
-          for (BasicBlock *Su : successors(BB))
-            wl.push_back(Su);
-        }
-        std::vector<std::vector<bool>> d(nb);
-        for (unsigned b = 0; b < nb; ++b)
-          if (in[b])
-            d[b] = std::vector<bool>(nb, true);
-        d[idx[E0]] = std::vector<bool>(nb, false);
-        d[idx[E0]][idx[E0]] = true;
-        for (bool changed = true; changed;) {
-          changed = false;
-          for (unsigned b = 0; b < nb; ++b) {
-            if (!in[b] || blocks[b] == E0)
+          std::vector<bool> nd(nb, true);
+          bool any = false;
+          for (BasicBlock *P : predecessors(blocks[b])) {
+            unsigned p = idx[P];
+            if (!in[p] || isBarrierBlock(P))
               continue;
-            std::vector<bool> nd(nb, true);
-            bool any = false;
-            for (BasicBlock *P : predecessors(blocks[b])) {
-              unsigned p = idx[P];
-              if (!in[p] || isBarrierBlock(P))
-                continue;
-              any = true;
-              for (unsigned x = 0; x < nb; ++x)
-                nd[x] = nd[x] && d[p][x];
-            }
-            if (!any)
-              nd.assign(nb, false);
-            nd[b] = true;
-            if (nd != d[b]) {
-              d[b] = nd;
-              changed = true;
-            }
+            any = true;
+            for (unsigned x = 0; x < nb; ++x)
+              nd[x] = nd[x] && d[p][x];
+          }
+          if (!any)
+            nd.assign(nb, false);
+          nd[b] = true;
+          if (nd != d[b]) {
+            d[b] = nd;
+            changed = true;
           }
         }
-        inR.push_back(in);
-        dom.push_back(d);
       }
-      std::vector<Instruction *> work;
-      for (BasicBlock &BB : *F)
-        for (Instruction &I : BB) {
-          if (isa<AllocaInst>(&I) || hoistable.count(&I) || I.getType()->isVoidTy())
-            continue;
-          unsigned D = idx[&BB];
-          bool need = false;
-          for (User *U : I.users()) {
-            auto *UI = cast<Instruction>(U);
-            // a (kept) PHI uses its incoming value at the end of the incoming block
-            std::vector<BasicBlock *> at;
-            if (auto *PN = dyn_cast<PHINode>(UI)) {
-              for (unsigned i = 0; i < PN->getNumIncomingValues(); ++i)
-                if (PN->getIncomingValue(i) == &I)
-                  at.push_back(PN->getIncomingBlock(i));
-            } else {
-              at.push_back(UI->getParent());
-            }
-            for (BasicBlock *UB : at) {
-              unsigned Ub = idx[UB];
-              for (unsigned k = 0; k < entries.size() && !need; ++k)
-                if (inR[k][Ub] && (!inR[k][D] || !dom[k][Ub][D]))
-                  need = true;
-            }
-            if (need)
-              break;
+      inR.push_back(in);
+      dom.push_back(d);
+    }
+    std::vector<Instruction *> work;
+    for (BasicBlock &BB : *F)
+      for (Instruction &I : BB) {
+        if (isa<AllocaInst>(&I) || hoistable.count(&I) || I.getType()->isVoidTy())
+          continue;
+        unsigned D = idx[&BB];
+        bool need = false;
+        for (User *U : I.users()) {
+          auto *UI = cast<Instruction>(U);
+          // a (kept) PHI uses its incoming value at the end of the incoming block
+          std::vector<BasicBlock *> at;
+          if (auto *PN = dyn_cast<PHINode>(UI)) {
+            for (unsigned i = 0; i < PN->getNumIncomingValues(); ++i)
+              if (PN->getIncomingValue(i) == &I)
+                at.push_back(PN->getIncomingBlock(i));
+          } else {
+            at.push_back(UI->getParent());
+          }
+          for (BasicBlock *UB : at) {
+            unsigned Ub = idx[UB];
+            for (unsigned k = 0; k < entries.size() && !need; ++k)
+              if (inR[k][Ub] && (!inR[k][D] || !dom[k][Ub][D]))
+                need = true;
           }
           if (need)
-            work.push_back(&I);
-        }
-      // Cheap pure functions of the work-item ids, arguments and group-invariant entry values (`&s[t]`,
-      // `t * 4 + base`) are recomputed next to each use in another block instead of being kept per
-      // work-item in scratch: a per-item pointer reloaded from scratch makes every access through it a
-      // gather/scatter, which AVX2 cannot vectorise.
-      std::map<Instruction *, bool> rematMemo;
-      std::function<bool(Instruction *, unsigned)> canRemat = [&](Instruction *I, unsigned depth) -> bool {
-        if (depth > 0 && uniSlotLoad(I, uniSlots)) // checked per use below (slotUnchanged)
-          return true;
-        auto it = rematMemo.find(I);
-        if (it != rematMemo.end())
-          return it->second;
-        bool ok = depth < 8 &&
-                  (isa<BinaryOperator>(I) || isa<CastInst>(I) || isa<GetElementPtrInst>(I) || isa<CmpInst>(I) ||
-                   isa<SelectInst>(I)) &&
-                  !I->mayReadOrWriteMemory() && isSafeToSpeculativelyExecute(I);
-        for (Value *Op : I->operands()) {
-          if (!ok)
             break;
-          if (isa<Constant>(Op) || isa<Argument>(Op))
-            continue;
-          auto *OI = dyn_cast<Instruction>(Op);
-          ok = OI && (hoistable.count(OI) || canRemat(OI, depth + 1));
         }
-        rematMemo[I] = ok;
-        return ok;
-      };
-      std::function<Value *(Value *, Instruction *, std::map<Instruction *, Instruction *> &)> cloneAt =
-          [&](Value *V, Instruction *pos, std::map<Instruction *, Instruction *> &m) -> Value * {
-        auto *I = dyn_cast<Instruction>(V);
-        if (!I || hoistable.count(I) || isa<AllocaInst>(I))
-          return V;
-        auto it = m.find(I);
-        if (it != m.end())
-          return it->second;
-        Instruction *Cl = I->clone();
-        for (unsigned i = 0; i < Cl->getNumOperands(); ++i)
-          Cl->setOperand(i, cloneAt(Cl->getOperand(i), pos, m));
-        Cl->insertBefore(pos->getIterator());
-        if (div.count(I))
-          div.insert(Cl);
-        m[I] = Cl;
-        return Cl;
-      };
-      std::vector<Instruction *> keep;
-      for (Instruction *I : work) {
-        if (!canRemat(I, 0)) {
-          keep.push_back(I);
-          continue;
-        }
-        // where a use is: before its user, or for a (kept) PHI at the end of the incoming block
-        auto usePoint = [](Use &U) -> Instruction * {
-          auto *UI = cast<Instruction>(U.getUser());
-          if (auto *PN = dyn_cast<PHINode>(UI))
-            return PN->getIncomingBlock(U)->getTerminator();
-          return UI;
-        };
-        std::vector<Use *> far;
-        for (Use &U : I->uses())
-          if (usePoint(U)->getParent() != I->getParent())
-            far.push_back(&U);
-        // a shared slot read on the way must still hold the same value at every use
-        std::vector<LoadInst *> slotLoads;
-        std::function<void(Value *)> collect = [&](Value *V) {
-          auto *VI = dyn_cast<Instruction>(V);
-          if (!VI || hoistable.count(VI) || isa<AllocaInst>(VI))
-            return;
-          if (uniSlotLoad(VI, uniSlots))
-            slotLoads.push_back(cast<LoadInst>(VI));
-          else
-            for (Value *Op : VI->operands())
-              collect(Op);
-        };
-        collect(I);
-        bool stable = true;
-        for (Use *U : far)
-          for (LoadInst *Ld : slotLoads)
-            stable = stable && slotUnchanged(Ld, I->getParent(), usePoint(*U)->getParent());
-        if (!stable) {
-          keep.push_back(I);
-          continue;
-        }
-        for (Use *U : far) {
-          std::map<Instruction *, Instruction *> m;
-          U->set(cloneAt(I, usePoint(*U), m));
-        }
+        if (need)
+          work.push_back(&I);
       }
-      DominatorTree DT(*F);
-      for (Instruction *I : keep) {
-        bool uni = !div.count(I);
-        if (auto *LI = dyn_cast<LoadInst>(I))
-          if (auto *A = dyn_cast<AllocaInst>(LI->getPointerOperand()))
-            uni = uniSlots.count(A) != 0;
-        if (!uni && shareHeaderSlot(I, phiSlot, DT))
+    return work;
+  }
+
+  // Step 3 (takes the live-across values; gives those that must be kept in slots; adds the clones to
+  // st.div). Cheap pure functions of the work-item ids, arguments and group-invariant entry values
+  // (`&s[t]`, `t * 4 + base`) are recomputed next to each use in another block instead of being kept
+  // per work-item in scratch: a per-item pointer reloaded from scratch makes every access through it a
+  // gather/scatter, which AVX2 cannot vectorise.
+  std::vector<Instruction *> cbsRematerialise(CbsState &st, const std::vector<Instruction *> &work) {
+    auto &hoistable = st.hoistable;
+    auto &uniSlots = st.uniSlots;
+    auto &div = st.div;
+    std::map<Instruction *, bool> rematMemo;
+    std::function<bool(Instruction *, unsigned)> canRemat = [&](Instruction *I, unsigned depth) -> bool {
+      if (depth > 0 && uniSlotLoad(I, uniSlots)) // checked per use below (slotUnchanged)
+        return true;
+      auto it = rematMemo.find(I);
+      if (it != rematMemo.end())
+        return it->second;
+      bool ok = depth < 8 &&
+                (isa<BinaryOperator>(I) || isa<CastInst>(I) || isa<GetElementPtrInst>(I) || isa<CmpInst>(I) ||
+                 isa<SelectInst>(I)) &&
+                !I->mayReadOrWriteMemory() && isSafeToSpeculativelyExecute(I);
+      for (Value *Op : I->operands()) {
+        if (!ok)
+          break;
+        if (isa<Constant>(Op) || isa<Argument>(Op))
           continue;
-        AllocaInst *A = DemoteRegToStack(*I, false, allocaPt);
-        if (A)
-          demoted.push_back(A);
-        if (uni && A)
-          uniSlots.insert(A);
+        auto *OI = dyn_cast<Instruction>(Op);
+        ok = OI && (hoistable.count(OI) || canRemat(OI, depth + 1));
+      }
+      rematMemo[I] = ok;
+      return ok;
+    };
+    std::function<Value *(Value *, Instruction *, std::map<Instruction *, Instruction *> &)> cloneAt =
+        [&](Value *V, Instruction *pos, std::map<Instruction *, Instruction *> &m) -> Value * {
+      auto *I = dyn_cast<Instruction>(V);
+      if (!I || hoistable.count(I) || isa<AllocaInst>(I))
+        return V;
+      auto it = m.find(I);
+      if (it != m.end())
+        return it->second;
+      Instruction *Cl = I->clone();
+      for (unsigned i = 0; i < Cl->getNumOperands(); ++i)
+        Cl->setOperand(i, cloneAt(Cl->getOperand(i), pos, m));
+      Cl->insertBefore(pos->getIterator());
+      if (div.count(I))
+        div.insert(Cl);
+      m[I] = Cl;
+      return Cl;
+    };
+    std::vector<Instruction *> keep;
+    for (Instruction *I : work) {
+      if (!canRemat(I, 0)) {
+        keep.push_back(I);
+        continue;
+      }
+      // where a use is: before its user, or for a (kept) PHI at the end of the incoming block
+      auto usePoint = [](Use &U) -> Instruction * {
+        auto *UI = cast<Instruction>(U.getUser());
+        if (auto *PN = dyn_cast<PHINode>(UI))
+          return PN->getIncomingBlock(U)->getTerminator();
+        return UI;
+      };
+      std::vector<Use *> far;
+      for (Use &U : I->uses())
+        if (usePoint(U)->getParent() != I->getParent())
+          far.push_back(&U);
+      // a shared slot read on the way must still hold the same value at every use
+      std::vector<LoadInst *> slotLoads;
+      std::function<void(Value *)> collect = [&](Value *V) {
+        auto *VI = dyn_cast<Instruction>(V);
+        if (!VI || hoistable.count(VI) || isa<AllocaInst>(VI))
+          return;
+        if (uniSlotLoad(VI, uniSlots))
+          slotLoads.push_back(cast<LoadInst>(VI));
+        else
+          for (Value *Op : VI->operands())
+            collect(Op);
+      };
+      collect(I);
+      bool stable = true;
+      for (Use *U : far)
+        for (LoadInst *Ld : slotLoads)
+          stable = stable && slotUnchanged(Ld, I->getParent(), usePoint(*U)->getParent());
+      if (!stable) {
+        keep.push_back(I);
+        continue;
+      }
+      for (Use *U : far) {
+        std::map<Instruction *, Instruction *> m;
+        U->set(cloneAt(I, usePoint(*U), m));
       }
     }
-    scopeSlots(F, demoted);
-    // 4. per-work-item layout of all allocas.
-    std::vector<AllocaInst *> allocas;
-    for (BasicBlock &BB : *F)
+    return keep;
+  }
+
+  // Step 4 (takes F's allocas; gives st.allocas, st.offs, st.sizes, st.S): the per-work-item layout
+  // of all allocas in scratch.
+  void cbsLayout(CbsState &st) {
+    auto &allocas = st.allocas;
+    auto &offs = st.offs;
+    auto &sizes = st.sizes;
+    uint64_t &S = st.S;
+    for (BasicBlock &BB : *st.F)
       for (Instruction &I : BB)
         if (auto *AI = dyn_cast<AllocaInst>(&I))
           allocas.push_back(AI);
-    std::vector<uint64_t> offs, sizes;
-    uint64_t S = 0;
+    S = 0;
     for (AllocaInst *AI : allocas) {
       uint64_t sz = AI->getAllocationSize(DL).value_or(TypeSize::getFixed(0)).getFixedValue();
       uint64_t al = std::min<uint64_t>(AI->getAlign().value(), 64);
@@ -2340,23 +2477,30 @@ struct Lowering {
       S += sz;
     }
     S = (S + 7) / 8 * 8;
-    scratchPerWi = S + 12;
-    // 5. one work-item loop per region. A region starts at the kernel entry or right after a barrier
-    //    and runs to the next barriers/exits; its blocks are cloned into a loop over the work-items.
-    //    General case: the loop runs the work-items whose resume id is the region's, and a scheduler
-    //    picks the region of the first unfinished work-item. Uniform case (step 2b): every work-item
-    //    leaves a region through the same barrier, so the region records it in one group-level `next`
-    //    and the regions simply follow each other (barriers in loops become a loop around region loops).
-    BasicBlock *oldEntry = &Entry;
-    std::vector<BasicBlock *> origBlocks;
+  }
+
+  // Step 5: one work-item loop per region. A region starts at the kernel entry or right after a
+  // barrier and runs to the next barriers/exits; its blocks are cloned into a loop over the
+  // work-items. General case: the loop runs the work-items whose resume id is the region's, and a
+  // scheduler picks the region of the first unfinished work-item. Uniform case (step 2b): every
+  // work-item leaves a region through the same barrier, so the region records it in one group-level
+  // `next` and the regions simply follow each other (barriers in loops become a loop around region
+  // loops).
+  //
+  // cbsRegionEntries (takes st.uniform, st.allocas, st.hoistable; gives st.origBlocks, st.barrierId,
+  // st.regionEntry, st.NE): numbers the regions (under uniform barriers, barriers that resume at the
+  // same block share a region) and creates the new entry block NE holding the allocas and the
+  // hoisted values.
+  void cbsRegionEntries(CbsState &st) {
+    Function *F = st.F, *BM = st.BM;
+    bool uniform = st.uniform;
+    BasicBlock *oldEntry = st.entry;
+    auto &origBlocks = st.origBlocks;
+    auto &barrierId = st.barrierId;
+    auto &regionEntry = st.regionEntry;
     for (BasicBlock &BB : *F)
       origBlocks.push_back(&BB);
-    auto firstCallTo = [&](BasicBlock *BB, Function *Fn) {
-      auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
-      return CI && CI->getCalledFunction() == Fn && Fn;
-    };
-    std::map<BasicBlock *, int> barrierId;
-    std::vector<BasicBlock *> regionEntry = {oldEntry};
+    regionEntry = {oldEntry};
     std::map<BasicBlock *, int> entryRegion = {{oldEntry, 0}};
     for (BasicBlock *BB : origBlocks)
       if (firstCallTo(BB, BM)) {
@@ -2371,36 +2515,54 @@ struct Lowering {
         regionEntry.push_back(S);
       }
     BasicBlock *NE = BasicBlock::Create(C, "cbs.entry", F, oldEntry);
-    for (AllocaInst *AI : allocas) {
+    st.NE = NE;
+    for (AllocaInst *AI : st.allocas) {
       AI->removeFromParent();
       AI->insertInto(NE, NE->end());
     }
-    {
-      std::vector<Instruction *> hoist;
-      for (Instruction &I : *oldEntry)
-        if (hoistable.count(&I))
-          hoist.push_back(&I);
-      for (Instruction *I : hoist) {
-        I->removeFromParent();
-        I->insertInto(NE, NE->end());
-      }
+    std::vector<Instruction *> hoist;
+    for (Instruction &I : *oldEntry)
+      if (st.hoistable.count(&I))
+        hoist.push_back(&I);
+    for (Instruction *I : hoist) {
+      I->removeFromParent();
+      I->insertInto(NE, NE->end());
     }
-    IRBuilder<> B(NE);
+  }
+
+  // Step 5 (takes st.NE, st.uniform, the layout; gives the group prologue's values and the scheduler
+  // blocks of CbsState, B left at the end of cbs.sched): the group prologue in NE (the exchange area,
+  // the resume ids, the shared slots, `next`, `uni`) and the scheduler: cbs.sched switches on `next`
+  // to the region's preload block (default: cbs.done, the return); a region's work-item loop ends at
+  // cbs.scan, which under uniform barriers goes straight back to cbs.sched, otherwise scans the resume
+  // ids first.
+  void cbsScheduler(CbsState &st, IRBuilder<> &B) {
+    Function *F = st.F;
+    unsigned o = st.o;
+    uint64_t S = st.S;
+    bool uniform = st.uniform;
+    auto &allocas = st.allocas;
+    auto &offs = st.offs;
+    auto &uniSlots = st.uniSlots;
     Value *scratch = X(o, F, E_SCRATCH);
-    Value *gsx = X(o, F, E_GSX), *gsy = X(o, F, E_GSY);
+    st.scratch = scratch;
     Value *nwi = nwiOf(B, F);
     Value *nwi64 = B.CreateZExt(nwi, I64);
-    Value *xchg = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S)), "cbs.xchg");
+    st.nwi64 = nwi64;
+    st.xchg = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S)), "cbs.xchg");
     Value *resume = nullptr;
     if (!uniform) {
       resume = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S + 8)), "cbs.resume");
       B.CreateMemSet(resume, ConstantInt::get(I8, 0), B.CreateMul(nwi64, ConstantInt::get(I64, 4)), MaybeAlign(4));
     }
-    std::vector<Value *> uniPtr(allocas.size(), nullptr);
+    st.resume = resume;
+    std::vector<Value *> &uniPtr = st.uniPtr;
+    uniPtr.assign(allocas.size(), nullptr);
     for (size_t j = 0; j < allocas.size(); ++j)
       if (uniSlots.count(allocas[j]))
         uniPtr[j] = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, offs[j])), "cbs.uslot");
     AllocaInst *next = B.CreateAlloca(I32, nullptr, "cbs.next");
+    st.next = next;
     B.CreateStore(ConstantInt::get(I32, 0), next);
     // General case, `uni`: every work-item waits at the region `next` (the common, convergent case).
     // Region loops test it (loop-invariant) before the per-item resume check, so O3's loop unswitching
@@ -2410,12 +2572,15 @@ struct Lowering {
     BasicBlock *sched = BasicBlock::Create(C, "cbs.sched", F);
     BasicBlock *done = BasicBlock::Create(C, "cbs.done", F);
     BasicBlock *scanStart = BasicBlock::Create(C, "cbs.scan", F);
+    st.sched = sched;
+    st.done = done;
+    st.scanStart = scanStart;
     B.CreateBr(sched);
     B.SetInsertPoint(done);
     B.CreateRetVoid();
     B.SetInsertPoint(sched);
-    Value *uniV = B.CreateLoad(I1Ty(), uni, "uni");
-    SwitchInst *SW = B.CreateSwitch(B.CreateLoad(I32, next), done);
+    st.uniV = B.CreateLoad(I1Ty(), uni, "uni");
+    st.SW = B.CreateSwitch(B.CreateLoad(I32, next), done);
     if (uniform) {
       // after a region: straight to the next one
       B.SetInsertPoint(scanStart);
@@ -2452,243 +2617,327 @@ struct Lowering {
       B.SetInsertPoint(scanNext);
       B.CreateBr(sched);
     }
-    // the id a work-item leaving through exit block `e` (a barrier block, or nullptr = exit) resumes at
-    auto exitId = [&](BasicBlock *e) { return e ? barrierId[e] : RESUME_EXIT; };
-    for (size_t k = 0; k < regionEntry.size(); ++k) {
-      std::string sfx = ".r" + std::to_string(k);
-      // blocks of the region
-      std::vector<BasicBlock *> set;
-      {
-        std::set<BasicBlock *> seen;
-        std::vector<BasicBlock *> work = {regionEntry[k]};
-        while (!work.empty()) {
-          BasicBlock *BB = work.back();
-          work.pop_back();
-          if (!seen.insert(BB).second)
-            continue;
-          set.push_back(BB);
-          if (barrierId.count(BB))
-            continue;
-          for (BasicBlock *Su : successors(BB))
-            work.push_back(Su);
-        }
+  }
+
+  // the id a work-item leaving through exit block `e` (a barrier block, or nullptr = exit) resumes at
+  int cbsExitId(CbsState &st, BasicBlock *e) { return e ? st.barrierId[e] : RESUME_EXIT; }
+
+  // Step 5, region k (takes CbsState as steps 1-5 left it, B; adds the region's blocks): its preload
+  // block, its work-item loop nest (or a single run for a group-invariant region), its blocks cloned
+  // into it, and its exits turned into a record of where the work-items resume.
+  void cbsRegion(CbsState &st, IRBuilder<> &B, size_t k) {
+    CbsRegion R;
+    R.k = k;
+    R.sfx = ".r" + std::to_string(k);
+    R.set = cbsRegionBlocks(st, k);
+    R.reach = &st.reach[st.regionEntry[k]];
+    R.once = st.uniform && groupInvariant(R.set, st.div, st.divTerm, st.uniSlots, st.BM, st.EM);
+    cbsRegionPrologue(st, B, R);
+    cbsRegionLoops(st, B, R);
+    cbsCloneRegion(st, R);
+    cbsUsePreloads(st, R);
+    cbsEnterRegion(st, B, R);
+    cbsLeaveRegion(st, R);
+  }
+
+  // Step 5, region k (takes st.regionEntry, st.barrierId; gives its original blocks): the blocks
+  // reachable from its entry without crossing a barrier block (included).
+  std::vector<BasicBlock *> cbsRegionBlocks(CbsState &st, size_t k) {
+    std::vector<BasicBlock *> set;
+    std::set<BasicBlock *> seen;
+    std::vector<BasicBlock *> work = {st.regionEntry[k]};
+    while (!work.empty()) {
+      BasicBlock *BB = work.back();
+      work.pop_back();
+      if (!seen.insert(BB).second)
+        continue;
+      set.push_back(BB);
+      if (st.barrierId.count(BB))
+        continue;
+      for (BasicBlock *Su : successors(BB))
+        work.push_back(Su);
+    }
+    return set;
+  }
+
+  // Step 5, region (takes R.k, R.reach; gives R.Pre, R.preVal, B at the end of Pre): the block the
+  // scheduler enters the region at. It loads the shared slots' values (the region's loads that no
+  // store can precede use them, cbsUsePreloads), and a region with one exit records it up front:
+  // its loop may run no work-item at all (guards).
+  void cbsRegionPrologue(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
+    auto &allocas = st.allocas;
+    auto &uniPtr = st.uniPtr;
+    BasicBlock *Pre = BasicBlock::Create(C, "cbs.preload" + R.sfx, st.F);
+    R.Pre = Pre;
+    st.SW->addCase(cast<ConstantInt>(ConstantInt::get(I32, R.k)), Pre);
+    B.SetInsertPoint(Pre);
+    std::vector<Value *> &preVal = R.preVal;
+    preVal.assign(allocas.size(), nullptr);
+    for (size_t j = 0; j < allocas.size(); ++j)
+      if (uniPtr[j]) {
+        preVal[j] = B.CreateLoad(allocas[j]->getAllocatedType(), uniPtr[j], "pre");
+        if (st.pow2Slots.count(allocas[j]))
+          pow2Vals.insert(preVal[j]);
       }
-      const std::set<BasicBlock *> &regionReach = reach[regionEntry[k]];
-      bool once = uniform && groupInvariant(set, div, divTerm, uniSlots, BM, EM);
-      Value *gsz = X(o, F, E_GSZ);
-      BasicBlock *Pre = BasicBlock::Create(C, "cbs.preload" + sfx, F);
-      SW->addCase(cast<ConstantInt>(ConstantInt::get(I32, k)), Pre);
-      B.SetInsertPoint(Pre);
-      std::vector<Value *> preVal(allocas.size(), nullptr);
+    if (st.uniform && R.reach->size() == 1)
+      B.CreateStore(ConstantInt::get(I32, cbsExitId(st, *R.reach->begin())), st.next);
+  }
+
+  // Step 5, region (takes R.Pre, R.once; gives R.VM's slot and id mappings, the loop nest's blocks and
+  // ids in R, B at the end of the block the region's body is entered from): for a group-invariant
+  // region, nothing (it runs once, as work-item 0); otherwise top-tested z, y, x loops over the
+  // work-items, x innermost and marked parallel, each work-item's slots at its offset in scratch.
+  void cbsRegionLoops(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
+    Function *F = st.F;
+    unsigned o = st.o;
+    bool uniform = st.uniform;
+    auto &allocas = st.allocas;
+    auto &offs = st.offs;
+    auto &sizes = st.sizes;
+    auto &uniPtr = st.uniPtr;
+    Value *scratch = st.scratch, *nwi64 = st.nwi64, *xchg = st.xchg, *resume = st.resume;
+    const std::string &sfx = R.sfx;
+    ValueToValueMapTy &VM = R.VM;
+    BasicBlock *Pre = R.Pre;
+    Value *gsx = X(o, F, E_GSX), *gsy = X(o, F, E_GSY), *gsz = X(o, F, E_GSZ);
+    if (R.once) {
+      // every instruction is group-invariant: run it once for the group (as work-item 0)
+      Value *z0 = ConstantInt::get(I32, 0);
       for (size_t j = 0; j < allocas.size(); ++j)
-        if (uniPtr[j]) {
-          preVal[j] = B.CreateLoad(allocas[j]->getAllocatedType(), uniPtr[j], "pre");
-          if (pow2Slots.count(allocas[j]))
-            pow2Vals.insert(preVal[j]);
-        }
-      // a region with one exit records it up front: its loop may run no work-item at all (guards)
-      if (uniform && regionReach.size() == 1)
-        B.CreateStore(ConstantInt::get(I32, exitId(*regionReach.begin())), next);
-      ValueToValueMapTy VM;
-      BasicBlock *L = nullptr, *P = nullptr, *Hz = nullptr, *Hy = nullptr;
-      PHINode *lx = nullptr, *ly = nullptr, *lz = nullptr;
-      ICmpInst *inX = nullptr, *inY = nullptr, *inZ = nullptr;
-      Value *myResume = nullptr;
-      MDNode *AG = nullptr;
-      if (once) {
-        // every instruction is group-invariant: run it once for the group (as work-item 0)
-        Value *z0 = ConstantInt::get(I32, 0);
-        for (size_t j = 0; j < allocas.size(); ++j)
-          VM[allocas[j]] = uniPtr[j] ? uniPtr[j] : B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, offs[j])));
-        VM[X(o, F, E_LX)] = z0;
-        VM[X(o, F, E_LY)] = z0;
-        VM[X(o, F, E_LZ)] = z0;
-        VM[X(o, F, E_LWI)] = z0;
-        VM[scratch] = xchg;
-      } else {
-        // z, y, x loops so that the local x id is the inner induction variable (affine: vectorisable)
-        Hz = BasicBlock::Create(C, "cbs.hz" + sfx, F);
-        Hy = BasicBlock::Create(C, "cbs.hy" + sfx, F);
-        BasicBlock *H = BasicBlock::Create(C, "cbs.hx" + sfx, F);
-        P = BasicBlock::Create(C, "cbs.pre" + sfx, F);
-        L = BasicBlock::Create(C, "cbs.latch" + sfx, F);
-        BasicBlock *Ly = BasicBlock::Create(C, "cbs.ly" + sfx, F);
-        BasicBlock *Lz = BasicBlock::Create(C, "cbs.lz" + sfx, F);
-        B.CreateBr(Hz);
-        B.SetInsertPoint(Hz);
-        lz = B.CreatePHI(I32, 2, "lz" + sfx);
-        lz->addIncoming(ConstantInt::get(I32, 0), Pre);
-        inZ = cast<ICmpInst>(B.CreateICmpULT(lz, gsz));
-        B.CreateCondBr(inZ, Hy, scanStart);
-        B.SetInsertPoint(Hy);
-        ly = B.CreatePHI(I32, 2, "ly" + sfx);
-        ly->addIncoming(ConstantInt::get(I32, 0), Hz);
-        Value *rowBase = B.CreateMul(B.CreateAdd(B.CreateMul(lz, gsy), ly), gsx);
-        inY = cast<ICmpInst>(B.CreateICmpULT(ly, gsy));
-        B.CreateCondBr(inY, H, Lz);
-        B.SetInsertPoint(H);
-        lx = B.CreatePHI(I32, 2, "lx" + sfx);
-        lx->addIncoming(ConstantInt::get(I32, 0), Hy);
-        inX = cast<ICmpInst>(B.CreateICmpULT(lx, gsx));
-        B.CreateCondBr(inX, P, Ly);
-        B.SetInsertPoint(L);
-        lx->addIncoming(B.CreateAdd(lx, ConstantInt::get(I32, 1), "", true, true), L);
-        AG = newAccessGroup();
-        markParallelLoop(B.CreateBr(H), AG, /*noInterleave=*/true); // keeps barrier kernels' code small
-        B.SetInsertPoint(Ly);
-        ly->addIncoming(B.CreateAdd(ly, ConstantInt::get(I32, 1), "", true, true), Ly);
-        B.CreateBr(Hy);
-        B.SetInsertPoint(Lz);
-        lz->addIncoming(B.CreateAdd(lz, ConstantInt::get(I32, 1), "", true, true), Lz);
-        B.CreateBr(Hz);
-        B.SetInsertPoint(P);
-        Value *wi = B.CreateAdd(rowBase, lx, "wi" + sfx, true, true);
-        Value *wi64 = B.CreateZExt(wi, I64);
-        if (!uniform)
-          myResume = B.CreateGEP(I32, resume, wi64);
-        for (size_t j = 0; j < allocas.size(); ++j) {
-          if (uniPtr[j]) {
-            VM[allocas[j]] = uniPtr[j];
-            continue;
-          }
-          Value *base = B.CreateMul(nwi64, ConstantInt::get(I64, offs[j]));
-          VM[allocas[j]] = B.CreateGEP(I8, scratch, B.CreateAdd(base, B.CreateMul(wi64, ConstantInt::get(I64, sizes[j]))));
-        }
-        VM[X(o, F, E_LX)] = lx;
-        VM[X(o, F, E_LY)] = ly;
-        VM[X(o, F, E_LZ)] = lz;
-        VM[X(o, F, E_LWI)] = wi;
-        VM[scratch] = xchg;
+        VM[allocas[j]] = uniPtr[j] ? uniPtr[j] : B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, offs[j])));
+      VM[X(o, F, E_LX)] = z0;
+      VM[X(o, F, E_LY)] = z0;
+      VM[X(o, F, E_LZ)] = z0;
+      VM[X(o, F, E_LWI)] = z0;
+      VM[scratch] = xchg;
+      return;
+    }
+    // z, y, x loops so that the local x id is the inner induction variable (affine: vectorisable)
+    BasicBlock *&Hz = R.Hz, *&Hy = R.Hy, *&P = R.P, *&L = R.L;
+    PHINode *&lx = R.lx, *&ly = R.ly, *&lz = R.lz;
+    ICmpInst *&inX = R.inX, *&inY = R.inY, *&inZ = R.inZ;
+    Hz = BasicBlock::Create(C, "cbs.hz" + sfx, F);
+    Hy = BasicBlock::Create(C, "cbs.hy" + sfx, F);
+    BasicBlock *H = BasicBlock::Create(C, "cbs.hx" + sfx, F);
+    P = BasicBlock::Create(C, "cbs.pre" + sfx, F);
+    L = BasicBlock::Create(C, "cbs.latch" + sfx, F);
+    BasicBlock *Ly = BasicBlock::Create(C, "cbs.ly" + sfx, F);
+    BasicBlock *Lz = BasicBlock::Create(C, "cbs.lz" + sfx, F);
+    B.CreateBr(Hz);
+    B.SetInsertPoint(Hz);
+    lz = B.CreatePHI(I32, 2, "lz" + sfx);
+    lz->addIncoming(ConstantInt::get(I32, 0), Pre);
+    inZ = cast<ICmpInst>(B.CreateICmpULT(lz, gsz));
+    B.CreateCondBr(inZ, Hy, st.scanStart);
+    B.SetInsertPoint(Hy);
+    ly = B.CreatePHI(I32, 2, "ly" + sfx);
+    ly->addIncoming(ConstantInt::get(I32, 0), Hz);
+    Value *rowBase = B.CreateMul(B.CreateAdd(B.CreateMul(lz, gsy), ly), gsx);
+    inY = cast<ICmpInst>(B.CreateICmpULT(ly, gsy));
+    B.CreateCondBr(inY, H, Lz);
+    B.SetInsertPoint(H);
+    lx = B.CreatePHI(I32, 2, "lx" + sfx);
+    lx->addIncoming(ConstantInt::get(I32, 0), Hy);
+    inX = cast<ICmpInst>(B.CreateICmpULT(lx, gsx));
+    B.CreateCondBr(inX, P, Ly);
+    B.SetInsertPoint(L);
+    lx->addIncoming(B.CreateAdd(lx, ConstantInt::get(I32, 1), "", true, true), L);
+    R.AG = newAccessGroup();
+    markParallelLoop(B.CreateBr(H), R.AG, /*noInterleave=*/true); // keeps barrier kernels' code small
+    B.SetInsertPoint(Ly);
+    ly->addIncoming(B.CreateAdd(ly, ConstantInt::get(I32, 1), "", true, true), Ly);
+    B.CreateBr(Hy);
+    B.SetInsertPoint(Lz);
+    lz->addIncoming(B.CreateAdd(lz, ConstantInt::get(I32, 1), "", true, true), Lz);
+    B.CreateBr(Hz);
+    B.SetInsertPoint(P);
+    Value *wi = B.CreateAdd(rowBase, lx, "wi" + sfx, true, true);
+    Value *wi64 = B.CreateZExt(wi, I64);
+    if (!uniform)
+      R.myResume = B.CreateGEP(I32, resume, wi64);
+    for (size_t j = 0; j < allocas.size(); ++j) {
+      if (uniPtr[j]) {
+        VM[allocas[j]] = uniPtr[j];
+        continue;
       }
-      SmallVector<BasicBlock *, 32> clones;
-      std::map<BasicBlock *, BasicBlock *> origOf;
-      for (BasicBlock *BB : set) {
-        BasicBlock *NB = CloneBasicBlock(BB, VM, sfx, F);
-        VM[BB] = NB;
-        origOf[NB] = BB;
-        clones.push_back(NB);
-      }
-      remapInstructionsInBlocks(clones, VM);
-      // Loads of a shared (uniform) slot that no store of this region can precede read the value the
-      // slot had when the region started: use the preloaded copy (other work-items may already have
-      // stored the next value).
-      {
-        std::set<BasicBlock *> inSet(set.begin(), set.end());
-        std::map<AllocaInst *, size_t> slotIdx;
-        for (size_t j = 0; j < allocas.size(); ++j)
-          if (uniPtr[j])
-            slotIdx[allocas[j]] = j;
-        std::map<size_t, std::set<BasicBlock *>> reached; // blocks reachable after a store
-        for (BasicBlock *BB : set)
-          for (Instruction &I : *BB)
-            if (auto *St = dyn_cast<StoreInst>(&I))
-              if (auto *A = dyn_cast<AllocaInst>(St->getPointerOperand()))
-                if (slotIdx.count(A)) {
-                  size_t j = slotIdx[A];
-                  if (barrierId.count(BB))
-                    continue;
-                  std::vector<BasicBlock *> wl(succ_begin(BB), succ_end(BB));
-                  while (!wl.empty()) {
-                    BasicBlock *Xb = wl.back();
-                    wl.pop_back();
-                    if (!inSet.count(Xb) || !reached[j].insert(Xb).second || barrierId.count(Xb))
-                      continue;
-                    for (BasicBlock *Su : successors(Xb))
-                      wl.push_back(Su);
-                  }
-                }
-        for (BasicBlock *BB : set) {
-          std::set<size_t> storedHere;
-          for (Instruction &I : *BB) {
-            if (auto *St = dyn_cast<StoreInst>(&I))
-              if (auto *A = dyn_cast<AllocaInst>(St->getPointerOperand()))
-                if (slotIdx.count(A))
-                  storedHere.insert(slotIdx[A]);
-            auto *Ld = dyn_cast<LoadInst>(&I);
-            if (!Ld)
-              continue;
-            auto *A = dyn_cast<AllocaInst>(Ld->getPointerOperand());
-            if (!A || !slotIdx.count(A))
-              continue;
-            size_t j = slotIdx[A];
-            if (storedHere.count(j) || reached[j].count(BB))
-              continue;
-            auto *Lc = cast<Instruction>(VM[Ld]);
-            Lc->replaceAllUsesWith(preVal[j]);
-            Lc->eraseFromParent();
-          }
-        }
-      }
-      if (AG)
-        for (BasicBlock *NB : clones)
-          for (Instruction &I : *NB)
-            addAccessGroup(I, AG);
-      BasicBlock *RE = cast<BasicBlock>(VM[regionEntry[k]]);
-      if (uniform && !once)
-        hoistSlotStores(RE, Pre, NE, std::set<Value *>(uniPtr.begin(), uniPtr.end()), clones);
-      auto leavesRegion = [&](BasicBlock *Sc) {
-        auto it = origOf.find(Sc);
-        if (it == origOf.end())
-          return false;
-        BasicBlock *Ob = it->second;
-        return barrierId.count(Ob) || firstCallTo(Ob, EM) || isa<ReturnInst>(&*Sc->getFirstNonPHIIt());
-      };
-      if (uniform && !once && regionReach.size() == 1)
-        narrowToGuards(
-            RE, leavesRegion, {Pre, NE}, Pre, {lx, ly, lz}, {inX, inY, inZ}, {X(o, F, E_GSX), X(o, F, E_GSY), X(o, F, E_GSZ)},
-            {Hy, Hz, Pre});
-      if (once) {
-        B.CreateBr(RE);
-      } else if (uniform) {
-        B.CreateBr(RE);
-        speculateSharedStores(F, clones, AG, leavesRegion); // (needs the region reachable)
-      } else {
-        // Convergent case (every work-item waits here): no per-item check. Only worth the duplicated
-        // loop at O3 with large groups; the check is cheap and if-converted by the vectoriser anyway.
-        BasicBlock *Chk = BasicBlock::Create(C, "cbs.check" + sfx, F);
-        if (kUniformFastPath)
-          B.CreateCondBr(uniV, RE, Chk);
-        else
-          B.CreateBr(Chk);
-        B.SetInsertPoint(Chk);
-        LoadInst *rl = B.CreateLoad(I32, myResume);
-        addAccessGroup(*rl, AG);
-        B.CreateCondBr(B.CreateICmpEQ(rl, ConstantInt::get(I32, k)), RE, L);
-      }
-      // where a work-item goes after leaving the region, and how it records its resume point
-      BasicBlock *after = once ? sched : L;
-      auto leave = [&](BasicBlock *NB, int id) {
-        IRBuilder<> B2(NB);
-        if (uniform) {
-          if (regionReach.size() != 1)
-            B2.CreateStore(ConstantInt::get(I32, id), next);
-        } else {
-          addAccessGroup(*B2.CreateStore(ConstantInt::get(I32, id), myResume), AG);
-        }
-        B2.CreateBr(after);
-      };
-      for (size_t c = 0; c < set.size(); ++c) {
-        BasicBlock *NB = clones[c];
-        if (barrierId.count(set[c])) {
-          NB->getTerminator()->eraseFromParent();
-          NB->front().eraseFromParent();
-          leave(NB, barrierId[set[c]]);
-        } else if (firstCallTo(NB, EM)) {
-          while (!NB->empty())
-            NB->back().eraseFromParent();
-          leave(NB, RESUME_EXIT);
-        } else if (isa<ReturnInst>(NB->getTerminator())) {
-          NB->getTerminator()->eraseFromParent();
-          leave(NB, RESUME_EXIT);
-        }
+      Value *base = B.CreateMul(nwi64, ConstantInt::get(I64, offs[j]));
+      VM[allocas[j]] = B.CreateGEP(I8, scratch, B.CreateAdd(base, B.CreateMul(wi64, ConstantInt::get(I64, sizes[j]))));
+    }
+    VM[X(o, F, E_LX)] = lx;
+    VM[X(o, F, E_LY)] = ly;
+    VM[X(o, F, E_LZ)] = lz;
+    VM[X(o, F, E_LWI)] = wi;
+    VM[scratch] = xchg;
+  }
+
+  // Step 5, region (takes R.set, R.VM; gives R.clones, R.origOf, the clones' mappings in R.VM): the
+  // region's blocks cloned, their operands remapped to the loop's ids and slots.
+  void cbsCloneRegion(CbsState &st, CbsRegion &R) {
+    for (BasicBlock *BB : R.set) {
+      BasicBlock *NB = CloneBasicBlock(BB, R.VM, R.sfx, st.F);
+      R.VM[BB] = NB;
+      R.origOf[NB] = BB;
+      R.clones.push_back(NB);
+    }
+    remapInstructionsInBlocks(R.clones, R.VM);
+  }
+
+  // Step 5, region (takes R.set, R.VM, R.preVal; changes the clones): loads of a shared (uniform) slot
+  // that no store of this region can precede read the value the slot had when the region started:
+  // use the preloaded copy (other work-items may already have stored the next value).
+  void cbsUsePreloads(CbsState &st, CbsRegion &R) {
+    auto &allocas = st.allocas;
+    auto &uniPtr = st.uniPtr;
+    auto &barrierId = st.barrierId;
+    auto &set = R.set;
+    auto &preVal = R.preVal;
+    ValueToValueMapTy &VM = R.VM;
+    std::set<BasicBlock *> inSet(set.begin(), set.end());
+    std::map<AllocaInst *, size_t> slotIdx;
+    for (size_t j = 0; j < allocas.size(); ++j)
+      if (uniPtr[j])
+        slotIdx[allocas[j]] = j;
+    std::map<size_t, std::set<BasicBlock *>> reached; // blocks reachable after a store
+    for (BasicBlock *BB : set)
+      for (Instruction &I : *BB)
+        if (auto *St = dyn_cast<StoreInst>(&I))
+          if (auto *A = dyn_cast<AllocaInst>(St->getPointerOperand()))
+            if (slotIdx.count(A)) {
+              size_t j = slotIdx[A];
+              if (barrierId.count(BB))
+                continue;
+              std::vector<BasicBlock *> wl(succ_begin(BB), succ_end(BB));
+              while (!wl.empty()) {
+                BasicBlock *Xb = wl.back();
+                wl.pop_back();
+                if (!inSet.count(Xb) || !reached[j].insert(Xb).second || barrierId.count(Xb))
+                  continue;
+                for (BasicBlock *Su : successors(Xb))
+                  wl.push_back(Su);
+              }
+            }
+    for (BasicBlock *BB : set) {
+      std::set<size_t> storedHere;
+      for (Instruction &I : *BB) {
+        if (auto *St = dyn_cast<StoreInst>(&I))
+          if (auto *A = dyn_cast<AllocaInst>(St->getPointerOperand()))
+            if (slotIdx.count(A))
+              storedHere.insert(slotIdx[A]);
+        auto *Ld = dyn_cast<LoadInst>(&I);
+        if (!Ld)
+          continue;
+        auto *A = dyn_cast<AllocaInst>(Ld->getPointerOperand());
+        if (!A || !slotIdx.count(A))
+          continue;
+        size_t j = slotIdx[A];
+        if (storedHere.count(j) || reached[j].count(BB))
+          continue;
+        auto *Lc = cast<Instruction>(VM[Ld]);
+        Lc->replaceAllUsesWith(preVal[j]);
+        Lc->eraseFromParent();
       }
     }
-    // the original body is now unreachable
-    for (BasicBlock *BB : origBlocks)
+  }
+
+  // Step 5, region (takes R; changes the clones, Pre; B's block gets its branch into the region):
+  // the clones join the x loop's access group; under uniform barriers the region's one-time slot
+  // stores move to Pre (hoistSlotStores), the loop is narrowed to the ids that pass a guard
+  // (narrowToGuards) and conditional shared stores become selects (speculateSharedStores); in the
+  // general case a work-item runs the region only if its resume id is the region's.
+  void cbsEnterRegion(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
+    Function *F = st.F, *EM = st.EM;
+    unsigned o = st.o;
+    bool uniform = st.uniform, once = R.once;
+    auto &barrierId = st.barrierId;
+    auto &uniPtr = st.uniPtr;
+    auto &origOf = R.origOf;
+    auto &clones = R.clones;
+    MDNode *AG = R.AG;
+    BasicBlock *Pre = R.Pre, *NE = st.NE;
+    if (AG)
+      for (BasicBlock *NB : clones)
+        for (Instruction &I : *NB)
+          addAccessGroup(I, AG);
+    BasicBlock *RE = cast<BasicBlock>(R.VM[st.regionEntry[R.k]]);
+    if (uniform && !once)
+      hoistSlotStores(RE, Pre, NE, std::set<Value *>(uniPtr.begin(), uniPtr.end()), clones);
+    auto leavesRegion = [&](BasicBlock *Sc) {
+      auto it = origOf.find(Sc);
+      if (it == origOf.end())
+        return false;
+      BasicBlock *Ob = it->second;
+      return barrierId.count(Ob) || firstCallTo(Ob, EM) || isa<ReturnInst>(&*Sc->getFirstNonPHIIt());
+    };
+    if (uniform && !once && R.reach->size() == 1)
+      narrowToGuards(
+          RE, leavesRegion, {Pre, NE}, Pre, {R.lx, R.ly, R.lz}, {R.inX, R.inY, R.inZ},
+          {X(o, F, E_GSX), X(o, F, E_GSY), X(o, F, E_GSZ)}, {R.Hy, R.Hz, Pre});
+    if (once) {
+      B.CreateBr(RE);
+    } else if (uniform) {
+      B.CreateBr(RE);
+      speculateSharedStores(F, clones, AG, leavesRegion); // (needs the region reachable)
+    } else {
+      // Convergent case (every work-item waits here): no per-item check. Only worth the duplicated
+      // loop at O3 with large groups; the check is cheap and if-converted by the vectoriser anyway.
+      BasicBlock *Chk = BasicBlock::Create(C, "cbs.check" + R.sfx, F);
+      if (kUniformFastPath)
+        B.CreateCondBr(st.uniV, RE, Chk);
+      else
+        B.CreateBr(Chk);
+      B.SetInsertPoint(Chk);
+      LoadInst *rl = B.CreateLoad(I32, R.myResume);
+      addAccessGroup(*rl, AG);
+      B.CreateCondBr(B.CreateICmpEQ(rl, ConstantInt::get(I32, R.k)), RE, R.L);
+    }
+  }
+
+  // Step 5, region (takes R; changes the clones): where a work-item goes after leaving the region
+  // (the scheduler for a region run once, else the x loop's latch), and how it records its resume
+  // point: in `next` under uniform barriers (unless Pre did already), else in its resume id.
+  void cbsLeaveRegion(CbsState &st, CbsRegion &R) {
+    bool uniform = st.uniform;
+    auto &barrierId = st.barrierId;
+    auto &set = R.set;
+    auto &clones = R.clones;
+    const std::set<BasicBlock *> &regionReach = *R.reach;
+    BasicBlock *after = R.once ? st.sched : R.L;
+    auto leave = [&](BasicBlock *NB, int id) {
+      IRBuilder<> B2(NB);
+      if (uniform) {
+        if (regionReach.size() != 1)
+          B2.CreateStore(ConstantInt::get(I32, id), st.next);
+      } else {
+        addAccessGroup(*B2.CreateStore(ConstantInt::get(I32, id), R.myResume), R.AG);
+      }
+      B2.CreateBr(after);
+    };
+    for (size_t c = 0; c < set.size(); ++c) {
+      BasicBlock *NB = clones[c];
+      if (barrierId.count(set[c])) {
+        NB->getTerminator()->eraseFromParent();
+        NB->front().eraseFromParent();
+        leave(NB, barrierId[set[c]]);
+      } else if (firstCallTo(NB, st.EM)) {
+        while (!NB->empty())
+          NB->back().eraseFromParent();
+        leave(NB, RESUME_EXIT);
+      } else if (isa<ReturnInst>(NB->getTerminator())) {
+        NB->getTerminator()->eraseFromParent();
+        leave(NB, RESUME_EXIT);
+      }
+    }
+  }
+
+  // Step 5, last (takes st.origBlocks, st.allocas; gives false with an error if a marker is left):
+  // the original body, now unreachable, and its allocas removed.
+  bool cbsFinish(CbsState &st) {
+    Function *F = st.F, *BM = st.BM, *EM = st.EM;
+    for (BasicBlock *BB : st.origBlocks)
       BB->dropAllReferences();
-    for (BasicBlock *BB : origBlocks)
+    for (BasicBlock *BB : st.origBlocks)
       BB->eraseFromParent();
-    for (AllocaInst *AI : allocas) {
+    for (AllocaInst *AI : st.allocas) {
       AI->replaceAllUsesWith(PoisonValue::get(AI->getType()));
       AI->eraseFromParent();
     }

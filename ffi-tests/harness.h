@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <OffloadAPI.h>
 
@@ -208,6 +209,39 @@ HARNESS_UNUSED static void gate_open(struct gate *g) {
   g->open = 1;
   pthread_cond_broadcast(&g->c);
   pthread_mutex_unlock(&g->m);
+}
+
+/* A thread body that opens the gate `p` after 20 ms (while the thread that started it is blocked in a call
+ * that must wait for the gated work). */
+HARNESS_UNUSED static void *gate_open_later(void *p) {
+  usleep(20000);
+  gate_open((struct gate *)p);
+  return NULL;
+}
+
+/* Whether the n bytes at p all equal v. */
+HARNESS_UNUSED static bool harness_all_bytes(const void *p, unsigned char v, size_t n) {
+  const unsigned char *b = (const unsigned char *)p;
+  for (size_t i = 0; i < n; i++)
+    if (b[i] != v) return false;
+  return true;
+}
+
+/* The whole file at `path` in a malloc'ed buffer the caller frees (its size in *size), or NULL. */
+HARNESS_UNUSED static unsigned char *harness_read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *b = (unsigned char *)malloc(n > 0 ? (size_t)n : 1);
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+    free(b);
+    b = NULL;
+  }
+  fclose(f);
+  *size = (size_t)n;
+  return b;
 }
 
 /* ---- helpers shared by the tests (they call the API: define HARNESS_NO_API_HELPERS to leave them out) - */

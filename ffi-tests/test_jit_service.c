@@ -21,10 +21,6 @@
 
 extern char **environ;
 
-#define NEED_CPU()                                                                                  \
-  if (!t_cpu)                                                                                       \
-  SKIP("no CPU device")
-
 #define VAL_A 0xAAAA0001u
 #define VAL_B 0xBBBB0002u
 static const char *TGT = "nvptx64";

@@ -16,26 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define NEED_CPU()                                                                                  \
-  if (!t_cpu)                                                                                       \
-  SKIP("no CPU device")
-
 static ol_program_handle_t progs[2], private_prog; // kmem.{nvptx64,amdgcn}, kmem_private.nvptx64
 static ol_queue_handle_t queue;
 
-static ol_symbol_handle_t kern(int t, const char *name) {
-  ol_symbol_handle_t k = NULL;
-  OK(olGetSymbol(t < 0 ? private_prog : progs[t], name, OL_SYMBOL_KIND_KERNEL, &k));
-  return k;
-}
-
-static void *dalloc(size_t n) {
-  void *p = NULL;
-  OK(olMemAlloc(t_cpu, OL_ALLOC_TYPE_MANAGED, n, &p));
-  if (p)
-    memset(p, 0, n);
-  return p;
-}
+static ol_symbol_handle_t kern(int t, const char *name) { return t_kernel(t < 0 ? private_prog : progs[t], name); }
 
 static ol_kernel_launch_size_args_t grid1(uint32_t groups, uint32_t wg, size_t dyn) {
   ol_kernel_launch_size_args_t a = {1, {groups, 1, 1}, {wg, 1, 1}, dyn};
@@ -82,7 +66,7 @@ static void *small_stack_body(void *arg) {
   int *bad = arg;
   {
     int t = -1;
-    uint32_t *out = dalloc(4 * 4);
+    uint32_t *out = t_dalloc(4 * 4);
     void *args = out;
     ol_kernel_launch_size_args_t la = grid1(4, 1, 0);
     for (int rep = 0; rep < 4; rep++) {
@@ -122,7 +106,7 @@ static void private_17m_is_out_of_resources(void) {
   NEED_CPU();
   {
     int t = -1;
-    uint32_t *out = dalloc(4);
+    uint32_t *out = t_dalloc(4);
     struct {
       uint32_t *out;
       uint32_t i;
@@ -146,7 +130,7 @@ static int dyn_overrun_child(void) {
   setup();
   if (!t_cpu)
     return 4;
-  uint32_t *out = dalloc(64);
+  uint32_t *out = t_dalloc(64);
   struct {
     uint32_t n;
     uint32_t *out;
@@ -196,7 +180,7 @@ static void expect_report(ol_result_t r, const char *kernel, const char *where, 
 static void memcheck_oob_global_store(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
-    uint32_t *p = dalloc(64);
+    uint32_t *p = t_dalloc(64);
     struct {
       uint32_t *p;
       uint32_t n, which;
@@ -231,7 +215,7 @@ static ol_result_t launch_out_idx(int t, const char *name, uint32_t *out, uint32
 static void memcheck_static_shared_overrun(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
-    uint32_t *out = dalloc(64 * 4);
+    uint32_t *out = t_dalloc(64 * 4);
     expect_report(launch_out_idx(t, "static_overrun", out, 16), "'static_overrun'", "work-item (0, 0, 0)",
                   "4-byte write at", "64 bytes of static shared memory");
     OK(launch_out_idx(t, "static_overrun", out, 15));
@@ -244,7 +228,7 @@ static void memcheck_static_shared_overrun(void) {
 static void memcheck_static_shared_atomic_overrun(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
-    uint32_t *out = dalloc(64 * 4);
+    uint32_t *out = t_dalloc(64 * 4);
     expect_report(launch_out_idx(t, "static_atomic_overrun", out, 16), "'static_atomic_overrun'",
                   "work-item (0, 0, 0)", "4-byte atomic access at", "64 bytes of static shared memory");
     OK(launch_out_idx(t, "static_atomic_overrun", out, 3));
@@ -257,7 +241,7 @@ static void memcheck_static_shared_atomic_overrun(void) {
 static void memcheck_dyn_shared_overrun(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
-    uint32_t *out = dalloc(64);
+    uint32_t *out = t_dalloc(64);
     struct {
       uint32_t n;
       uint32_t *out;
@@ -278,7 +262,7 @@ static void memcheck_store_to_freed_memory(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
     size_t size = 1 << 20;
-    uint32_t *p = dalloc(size);
+    uint32_t *p = t_dalloc(size);
     OK(olMemFree(p));
     struct {
       uint32_t *p;

@@ -1,10 +1,6 @@
 // Programs, symbols and the JIT cache on the CPU device (issue: programs, symbols and the JIT).
 #include "ol_test.h"
 
-#define NEED_CPU()                                                                                  \
-  if (!t_cpu)                                                                                       \
-  SKIP("no CPU device")
-
 static ol_program_handle_t create(const char *name, const char *target) {
   size_t n;
   void *img = t_load(name, target, &n);

@@ -2,10 +2,6 @@
 #include "ol_test.h"
 #include <unistd.h>
 
-#define NEED_CPU()                                                                                  \
-  if (!t_cpu)                                                                                       \
-  SKIP("no CPU device")
-
 static bool is_empty(ol_queue_handle_t q) {
   bool e = false;
   OK(olGetQueueInfo(q, OL_QUEUE_INFO_EMPTY, sizeof e, &e));

@@ -13,10 +13,6 @@
 #define FFI_TESTS_PROGRAM "build/ffi-tests/tiny.nvptx64.bc"
 #endif
 
-#define NEED_CPU()                                                                                  \
-  if (!t_cpu)                                                                                       \
-  SKIP("no CPU device")
-
 static double seconds = 10;
 static volatile int stop;
 static void *img[2];

@@ -8,10 +8,6 @@
 
 #include "../bench/kernels/suite_ref.h"
 
-#define NEED_CPU()                                                                                  \
-  if (!t_cpu)                                                                                       \
-  SKIP("no CPU device")
-
 // One program per target, compiled once (the JIT of barrier kernels is the slow part of this test).
 static ol_program_handle_t progs[2];
 static ol_queue_handle_t queue;

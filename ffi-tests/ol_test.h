@@ -55,20 +55,33 @@ HARNESS_UNUSED static ol_kernel_launch_size_args_t t_grid(uint32_t gx, uint32_t 
   return a;
 }
 
-// What each of t_twenty_threads' threads gets: the shared queue, and whether to create its own instead.
 struct t_thread_queue {
-  ol_queue_handle_t q;
+  void (*body)(ol_queue_handle_t q);
+  ol_device_handle_t dev;
+  ol_queue_handle_t shared;
   int own;
 };
 
-// Runs `body` on 20 threads at once (LLVM's tests submit from 20 threads), each given a struct
-// t_thread_queue {shared, own}, and joins them.
-HARNESS_UNUSED static void t_twenty_threads(void *(*body)(void *), ol_queue_handle_t shared, int own) {
+static void *t_thread_queue_main(void *p) {
+  struct t_thread_queue *a = (struct t_thread_queue *)p;
+  ol_queue_handle_t q = a->shared;
+  if (a->own)
+    OK(olCreateQueue(a->dev, &q));
+  a->body(q);
+  if (a->own)
+    OK(olDestroyQueue(q));
+  return NULL;
+}
+
+// Runs body(q) on 20 threads at once (LLVM's tests submit from 20 threads) and joins them: q is `shared`,
+// or with `own` a queue of `dev` each thread creates (and destroys) itself.
+HARNESS_UNUSED static void t_twenty_threads(void (*body)(ol_queue_handle_t q), ol_device_handle_t dev,
+                                            ol_queue_handle_t shared, int own) {
   pthread_t th[20];
   struct t_thread_queue a[20];
   for (int i = 0; i < 20; i++) {
-    a[i] = (struct t_thread_queue){shared, own};
-    pthread_create(&th[i], NULL, body, &a[i]);
+    a[i] = (struct t_thread_queue){body, dev, shared, own};
+    pthread_create(&th[i], NULL, t_thread_queue_main, &a[i]);
   }
   for (int i = 0; i < 20; i++)
     pthread_join(th[i], NULL);
@@ -84,6 +97,17 @@ static void *t_load(const char *name, const char *target, size_t *size) {
     fprintf(stderr, "cannot read %s (run ffi-tests/build-device.sh)\n", path);
     exit(2);
   }
+  return p;
+}
+
+// A program on `dev` from device code `name` built for `target` (NULL after a failed check); the image is
+// freed once it is created (the library must have copied what it needs).
+HARNESS_UNUSED static ol_program_handle_t t_create(ol_device_handle_t dev, const char *name, const char *target) {
+  size_t n;
+  void *img = t_load(name, target, &n);
+  ol_program_handle_t p = NULL;
+  OK(olCreateProgram(dev, img, n, &p));
+  free(img);
   return p;
 }
 

@@ -557,11 +557,7 @@ static void launch_globals(void) {
     bad += host[i] != 100 + i;
   CHECK(bad == 0);
   // a second program from the same bytes has its own globals, constructed again
-  size_t n;
-  void *img = t_load("kernels", "nvptx64", &n);
-  ol_program_handle_t p2 = NULL;
-  OK(olCreateProgram(gpu, img, n, &p2));
-  free(img);
+  ol_program_handle_t p2 = t_create(gpu, "kernels", "nvptx64");
   if (p2) {
     OK(olLaunchKernel(queue, gpu, t_kernel(p2, "read_global"), &args, sizeof args, &la));
     OK(olMemcpy(queue, host, t_host, out, gpu, sizeof host));
@@ -728,11 +724,7 @@ static void events_across_cpu_and_cuda(void) {
 
 static void stale_handles(void) {
   NEED_GPU();
-  size_t n;
-  void *img = t_load("kernels", "nvptx64", &n);
-  ol_program_handle_t p = NULL;
-  OK(olCreateProgram(gpu, img, n, &p));
-  free(img);
+  ol_program_handle_t p = t_create(gpu, "kernels", "nvptx64");
   REQUIRE(p);
   ol_symbol_handle_t k = t_kernel(p, "noargs");
   OK(olDestroyProgram(p));
@@ -769,11 +761,7 @@ static void stale_handles(void) {
   OK(olMemFree(slow));
 }
 
-static void *saxpy_thread(void *arg) {
-  struct t_thread_queue *t = arg;
-  ol_queue_handle_t q = t->q;
-  if (t->own)
-    OK(olCreateQueue(gpu, &q));
+static void saxpy_on(ol_queue_handle_t q) {
   const uint32_t n = 4096;
   for (int rep = 0; rep < 5; rep++) {
     float *x = galloc(OL_ALLOC_TYPE_DEVICE, n * 4), *y = galloc(OL_ALLOC_TYPE_DEVICE, n * 4);
@@ -800,15 +788,12 @@ static void *saxpy_thread(void *arg) {
     OK(olMemFree(x));
     OK(olMemFree(y));
   }
-  if (t->own)
-    OK(olDestroyQueue(q));
-  return NULL;
 }
 
 static void twenty_threads(void) {
   NEED_GPU();
   for (int own = 1; own >= 0; own--) {
-    t_twenty_threads(saxpy_thread, queue, own);
+    t_twenty_threads(saxpy_on, gpu, queue, own);
     printf("  20 threads %s: done\n", own ? "each with its own queue" : "on one queue");
   }
 }
@@ -816,8 +801,9 @@ static void twenty_threads(void) {
 // ---- misuse a GPU driver reports (issue 12): an error or the correct data ---------------------------------
 
 // olMemFree while a 1 MiB copy into the block is still queued behind a kernel and a gate: the next
-// allocation is not that block, and the copy does not land in it. (NVIDIA's cuMemFree synchronises; the
-// fake's frees at once, so here the library's deferred free is what keeps the queued copy away.)
+// allocation is not that block, and the copy does not land in it (harness_free_behind_queued_copy, which
+// test_misuse runs on the CPU device). NVIDIA's cuMemFree synchronises; the fake's frees at once, so here
+// the library's deferred free is what keeps the queued copy away.
 static void free_behind_queued_work(void) {
   NEED_GPU();
   enum { N = 1 << 20 };
@@ -833,21 +819,11 @@ static void free_behind_queued_work(void) {
   ol_alloc_type_t types[] = {OL_ALLOC_TYPE_DEVICE, OL_ALLOC_TYPE_HOST, OL_ALLOC_TYPE_MANAGED};
   for (int t = 0; t < 3; t++) {
     struct gate g = GATE_INIT;
-    unsigned char *a = galloc(types[t], N), *b = NULL;
+    unsigned char *a = galloc(types[t], N);
     REQUIRE(a);
     OK(olLaunchKernel(queue, gpu, t_kernel(prog, "spin"), &sargs, sizeof sargs, &one));
     OK(olLaunchHostFunction(queue, gate_wait, &g));
-    OK(olMemcpy(queue, a, gpu, z, t_host, N));
-    OK(olMemFree(a));
-    b = galloc(types[t], N);
-    REQUIRE(b);
-    CHECKF(b != a, "type %d: the freed block was handed out again while a copy into it was queued", t);
-    OK(olMemFill(NULL, b, 1, &(uint8_t){'B'}, N));
-    gate_open(&g);
-    OK(olSyncQueue(queue));
-    from_gpu(back, b, N);
-    CHECKF(harness_all_bytes(back, 'B', N), "type %d: the new allocation was overwritten by the queued copy", t);
-    OK(olMemFree(b));
+    harness_free_behind_queued_copy(gpu, t_host, queue, types[t], a, z, N, &g, back, t);
   }
   OK(olMemFree(spin_out));
   free(z);
@@ -859,19 +835,9 @@ static void free_behind_queued_work(void) {
 static void unregister_waits_for_queued_work(void) {
   NEED_GPU();
   enum { N = 1 << 20 };
-  struct gate g = GATE_INIT;
   unsigned char *h = calloc(1, N), *d = galloc(OL_ALLOC_TYPE_DEVICE, N);
-  void *pinned = NULL;
   REQUIRE(h && d);
-  OK(olMemFill(NULL, d, 1, &(uint8_t){'Z'}, N));
-  OK(olMemRegister(gpu, h, N, 0, &pinned));
-  OK(olLaunchHostFunction(queue, gate_wait, &g));
-  OK(olMemcpy(queue, pinned, t_host, d, gpu, N));
-  pthread_t t;
-  REQUIRE(pthread_create(&t, NULL, gate_open_later, &g) == 0);
-  OK(olMemUnregister(gpu, h));
-  CHECKF(harness_all_bytes(h, 'Z', N), "olMemUnregister returned before the queued copy into the range was done");
-  pthread_join(t, NULL);
+  harness_unregister_waits_for_queued_copy(gpu, t_host, queue, d, h, N);
   OK(olSyncQueue(queue));
   OK(olMemFree(d));
   free(h);

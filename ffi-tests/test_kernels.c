@@ -310,11 +310,7 @@ static void lanes(void) {
   }
 }
 
-static void *launch_thread(void *arg) {
-  struct t_thread_queue *l = arg;
-  ol_queue_handle_t q = l->q;
-  if (l->own)
-    OK(olCreateQueue(t_cpu, &q));
+static void launch_on(ol_queue_handle_t q) {
   for (int rep = 0; rep < 10; rep++) {
     uint32_t *out = NULL;
     OK(olMemAlloc(t_cpu, OL_ALLOC_TYPE_MANAGED, 64 * 4, (void **)&out));
@@ -329,26 +325,19 @@ static void *launch_thread(void *arg) {
       CHECK(out[i] == i);
     OK(olMemFree(out));
   }
-  if (l->own)
-    OK(olDestroyQueue(q));
-  return NULL;
 }
 
 static void twenty_threads_launching(void) {
   NEED_CPU();
   for (int own = 0; own < 2; own++)
-    t_twenty_threads(launch_thread, queue, own);
+    t_twenty_threads(launch_on, t_cpu, queue, own);
 }
 
 int main(void) {
   t_init();
   if (t_cpu) {
-    for (int t = 0; t < 2; t++) {
-      size_t n;
-      void *img = t_load("kernels", t_targets[t], &n);
-      OK(olCreateProgram(t_cpu, img, n, &progs[t]));
-      free(img);
-    }
+    for (int t = 0; t < 2; t++)
+      progs[t] = t_create(t_cpu, "kernels", t_targets[t]);
     OK(olCreateQueue(t_cpu, &queue));
     if (!progs[0] || !progs[1] || !queue) {
       fprintf(stderr, "cannot set up the kernel tests\n");

@@ -59,22 +59,11 @@ TEST(free_behind_queued_work_is_not_reused) {
   for (int round = 0; round < 6; round++) {
     ol_alloc_type_t t = types[round % 3];
     struct gate g = GATE_INIT;
-    unsigned char *a = NULL, *b = NULL;
+    unsigned char *a = NULL;
     REQUIRE_OK(olMemAlloc(cpu, t, N, (void **)&a));
     CHECK_OK(olLaunchHostFunction(q, gate_wait, &g)); /* the queue is busy until the gate opens */
     if (with_kernel) CHECK_OK(olLaunchKernel(q, cpu, k, &args, sizeof args, &la));
-    CHECK_OK(olMemcpy(q, a, cpu, z, host, N));
-    CHECK_OK(olMemFree(a));
-    CHECK_ERR(OL_ERRC_INVALID_ARGUMENT, olMemFree(a)); /* the address is unknown at once */
-    REQUIRE_OK(olMemAlloc(cpu, t, N, (void **)&b));
-    CHECKF(b != a, "round %d: the freed block %p was handed out again while a copy into it was queued", round,
-           (void *)a);
-    unsigned char pat = 'B';
-    CHECK_OK(olMemFill(NULL, b, 1, &pat, N));
-    gate_open(&g);
-    CHECK_OK(olSyncQueue(q));
-    CHECKF(harness_all_bytes(b, 'B', N), "round %d: the new allocation was overwritten by the queued copy", round);
-    CHECK_OK(olMemFree(b));
+    harness_free_behind_queued_copy(cpu, host, q, t, a, z, N, &g, NULL, round);
   }
   for (int i = 0; with_kernel && i < 128; i++)
     CHECKF(out[i] == (uint32_t)(i % 64 + 100 * (i / 64)), "out[%d] = %u", i, out[i]);
@@ -114,26 +103,15 @@ TEST(free_behind_queued_work_then_shutdown) {
 TEST(unregister_waits_for_queued_work) {
   SETUP();
   enum { N = 1 << 20 };
-  struct gate g = GATE_INIT;
   ol_queue_handle_t q = NULL;
   unsigned char *a = NULL, *h = calloc(1, N);
-  void *pinned = NULL;
   REQUIRE(h);
   REQUIRE_OK(olCreateQueue(cpu, &q));
   REQUIRE_OK(olMemAlloc(cpu, OL_ALLOC_TYPE_DEVICE, N, (void **)&a));
-  unsigned char pat = 'Z';
-  CHECK_OK(olMemFill(NULL, a, 1, &pat, N));
-  REQUIRE_OK(olMemRegister(cpu, h, N, 0, &pinned));
-  CHECK_OK(olLaunchHostFunction(q, gate_wait, &g));
-  CHECK_OK(olMemcpy(q, pinned, host, a, cpu, N));
-  pthread_t t;
-  REQUIRE(pthread_create(&t, NULL, gate_open_later, &g) == 0);
-  CHECK_OK(olMemUnregister(cpu, h));
-  CHECKF(harness_all_bytes(h, 'Z', N), "olMemUnregister returned before the queued copy into the range was done");
+  harness_unregister_waits_for_queued_copy(cpu, host, q, a, h, N);
   bool empty = false;
   CHECK_OK(olGetQueueInfo(q, OL_QUEUE_INFO_EMPTY, sizeof empty, &empty));
   CHECK(empty);
-  pthread_join(t, NULL);
   CHECK_ERR_TEXT(OL_ERRC_INVALID_ARGUMENT, "cannot find locked buffer", olMemUnregister(cpu, h));
   free(h);
   CHECK_OK(olSyncQueue(q));

@@ -185,10 +185,7 @@ static void twenty_threads_mixed(void) {
   alarm((unsigned)seconds + 120);
   img[0] = t_load("seed_a", "nvptx64", &img_n[0]);
   img[1] = t_load("seed_b", "amdgcn", &img_n[1]);
-  size_t n;
-  void *k = t_load("kernels", "nvptx64", &n);
-  OK(olCreateProgram(t_cpu, k, n, &kprog));
-  free(k);
+  kprog = t_create(t_cpu, "kernels", "nvptx64");
   OK(olGetSymbol(kprog, "saxpy", OL_SYMBOL_KIND_KERNEL, &k_saxpy));
   void *(*kinds[4])(void *) = {programs, launches, copies, events};
   pthread_t t[20];

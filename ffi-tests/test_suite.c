@@ -99,12 +99,9 @@ int main(void) {
   t_init();
   if (t_cpu) {
     for (int t = 0; t < 2; t++) {
-      size_t n;
-      void *img = t_load("suite", t_targets[t], &n);
       watch(300, "compiling the suite", t_targets[t], NULL);
-      CHECK_OK(olCreateProgram(t_cpu, img, n, &progs[t]));
+      progs[t] = t_create(t_cpu, "suite", t_targets[t]);
       alarm(0);
-      free(img);
     }
     CHECK_OK(olCreateQueue(t_cpu, &queue));
     if (!progs[0] || !progs[1] || !queue) {

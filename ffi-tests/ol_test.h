@@ -113,15 +113,25 @@ HARNESS_UNUSED static ol_program_handle_t t_create(ol_device_handle_t dev, const
 
 HARNESS_UNUSED static const char *t_targets[] = {"nvptx64", "amdgcn"};
 
+// A seed_a / seed_b program's global `which` (0xAAAA0001 / 0xBBBB0002), read through its address; its symbol
+// in *g when g is not NULL.
+HARNESS_UNUSED static uint32_t t_seed_global(ol_program_handle_t p, ol_symbol_handle_t *g) {
+  ol_symbol_handle_t sym = NULL;
+  void *addr = NULL;
+  uint32_t v = 0;
+  OK(olGetSymbol(p, "which", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &sym));
+  OK(olGetSymbolInfo(sym, OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS, sizeof addr, &addr));
+  OK(olMemcpy(NULL, &v, t_host, addr, t_cpu, sizeof v));
+  if (g)
+    *g = sym;
+  return v;
+}
+
 // The value a seed_a / seed_b program holds (0xAAAA0001 / 0xBBBB0002), read through its global and checked
 // through its kernel: which image's code runs.
 HARNESS_UNUSED static uint32_t t_seed_value(ol_program_handle_t p) {
-  ol_symbol_handle_t g = NULL, k = NULL;
-  void *addr = NULL;
-  uint32_t v = 0, out = 0;
-  OK(olGetSymbol(p, "which", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &g));
-  OK(olGetSymbolInfo(g, OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS, sizeof addr, &addr));
-  OK(olMemcpy(NULL, &v, t_host, addr, t_cpu, sizeof v));
+  ol_symbol_handle_t k = NULL;
+  uint32_t v = t_seed_global(p, NULL), out = 0;
   // and through the kernel
   OK(olGetSymbol(p, "get", OL_SYMBOL_KIND_KERNEL, &k));
   uint32_t *dev = NULL;

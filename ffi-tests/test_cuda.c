@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include "device/mixed.h"
 #include "fake_cuda/fake_cuda.h"
 
 static ol_device_handle_t gpu;
@@ -490,14 +491,6 @@ static void launch_grids_2d_3d(void) {
   ERR(OL_ERRC_INVALID_ARGUMENT, olLaunchKernel(queue, gpu, t_kernel(prog, "noargs"), NULL, 0, &huge));
   OK(olSyncQueue(queue));
 }
-
-struct mixed {
-  char c;
-  double d;
-  short s;
-  int *p;
-  float f;
-};
 
 static void launch_struct_argument(void) {
   NEED_GPU();

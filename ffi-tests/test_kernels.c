@@ -1,6 +1,8 @@
 // GPU-style kernels on the CPU device: each kernel built for nvptx64 and amdgcn, results checked exactly.
 #include "ol_test.h"
 
+#include "device/mixed.h"
+
 static ol_program_handle_t progs[2];
 static ol_queue_handle_t queue;
 
@@ -133,14 +135,6 @@ static void atomics_across_groups(void) {
     OK(olMemFree(sum));
   }
 }
-
-struct mixed {
-  char c;
-  double d;
-  short s;
-  int *p;
-  float f;
-};
 
 static void struct_argument(void) {
   NEED_CPU();

@@ -215,13 +215,7 @@ static void *program_thread(void *arg) {
     OK(olCreateProgram(t_cpu, th->img[which], th->n[which], &p));
     if (!p)
       continue;
-    ol_symbol_handle_t g = NULL;
-    void *addr = NULL;
-    uint32_t v = 0;
-    OK(olGetSymbol(p, "which", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &g));
-    OK(olGetSymbolInfo(g, OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS, sizeof addr, &addr));
-    OK(olMemcpy(NULL, &v, t_host, addr, t_cpu, sizeof v));
-    CHECK(v == (which ? 0xBBBB0002u : 0xAAAA0001u));
+    CHECK(t_seed_global(p, NULL) == (which ? 0xBBBB0002u : 0xAAAA0001u));
     OK(olDestroyProgram(p));
   }
   return NULL;

@@ -36,11 +36,7 @@ static void *programs(void *arg) {
     if (!p)
       return NULL;
     ol_symbol_handle_t g = NULL, k = NULL;
-    void *addr = NULL;
-    uint32_t v = 0;
-    OK(olGetSymbol(p, "which", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &g));
-    OK(olGetSymbolInfo(g, OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS, sizeof addr, &addr));
-    OK(olMemcpy(NULL, &v, t_host, addr, t_cpu, sizeof v));
+    uint32_t v = t_seed_global(p, &g);
     CHECK(v == (which ? 0xBBBB0002u : 0xAAAA0001u));
     OK(olGetSymbol(p, "get", OL_SYMBOL_KIND_KERNEL, &k));
     uint32_t *out = NULL;

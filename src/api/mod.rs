@@ -76,6 +76,10 @@ pub(crate) fn to_c(r: OlResult<()>) -> ol_result_t {
 /// checks (`PropSize == 0`, `Size == 0`, ...) are what the variable skips, as in LLVM 22.
 #[inline(always)]
 pub(crate) fn validate(ctx: &Context, checks: &[(bool, ol_errc_t, &'static str)]) -> OlResult<()> {
+    // The common case, every check passing, needs only the conditions.
+    if checks.iter().all(|&(failed, _, _)| !failed) {
+        return Ok(());
+    }
     for &(failed, code, expr) in checks {
         if failed && (ctx.validate || expr.contains("NULL")) {
             return Err(OlError::validation(code, expr));

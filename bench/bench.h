@@ -1,6 +1,8 @@
-// Helpers shared by the CPU-device benchmarks (cpu_kernels.c, program_cache.c, suite.c): a clock, file
-// loading, the CPU device lookup, error-checking wrappers, and running one side of a comparison in a
-// child process of the same run (each side prints `key value` lines on stdout; the parent reads them).
+// Helpers shared by the benchmarks that link our library (cpu_kernels.c, program_cache.c, suite.c,
+// jit_process.c, cuda_launch.c): a clock, file and kernel loading, the device lookup, error-checking
+// wrappers, and running one side of a comparison in a child process of the same run (each side prints
+// `key value` lines on stdout; the parent reads them). offload_calls.c dlopen()s the libraries it compares
+// and so keeps to itself.
 #ifndef OFFLOAD_RS_BENCH_H
 #define OFFLOAD_RS_BENCH_H
 
@@ -13,6 +15,15 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "kernels/suite_shape.h"
+
+#define BENCH_STR_(x) #x
+#define BENCH_STR(x) BENCH_STR_(x)
+// The -D options that give the OpenCL C kernels suite_shape.h's shapes (SUITE_WG, ...).
+#define SUITE_CL_OPTIONS                                                                            \
+  "-DSUITE_WG=" BENCH_STR(SUITE_WG) " -DSUITE_TILE=" BENCH_STR(SUITE_TILE) " -DSUITE_BINS=" BENCH_STR(   \
+      SUITE_BINS) " -DSUITE_HIST_PER_ITEM=" BENCH_STR(SUITE_HIST_PER_ITEM)
 
 #define OL(call)                                                                                    \
   do {                                                                                              \
@@ -64,11 +75,12 @@ static inline double median(double *v, int n) {
   return v[n / 2];
 }
 
-// The whole file, NUL-terminated (for OpenCL C source); exits on error.
+// The whole file, NUL-terminated (for OpenCL C and PTX source); exits on error.
 static inline void *read_file(const char *path, size_t *size) {
   FILE *f = fopen(path, "rb");
   if (!f) {
     perror(path);
+    fprintf(stderr, "(run bench/build.sh first)\n");
     exit(2);
   }
   fseek(f, 0, SEEK_END);
@@ -82,21 +94,68 @@ static inline void *read_file(const char *path, size_t *size) {
   return p;
 }
 
-static inline bool find_cpu_cb(ol_device_handle_t d, void *out) {
+// The file `name` of the benchmark kernels' directory: $BENCH_KERNELS, default build/bench (bench/build.sh
+// puts the bitcode there and copies the OpenCL C beside it).
+static inline const char *kernel_path(char *buf, size_t n, const char *name) {
+  const char *dir = getenv("BENCH_KERNELS");
+  snprintf(buf, n, "%s/%s", dir ? dir : "build/bench", name);
+  return buf;
+}
+
+#ifdef CL_SUCCESS
+// The OpenCL C sources of a program made of saxpy_reduce.cl and `file` (bench.cl or suite.cl), in
+// kernel_path's directory, for clCreateProgramWithSource(ctx, 2, src, ...) and SUITE_CL_OPTIONS.
+static inline void cl_read_sources(const char *file, const char *src[2]) {
+  char path[512];
+  size_t sz;
+  src[0] = read_file(kernel_path(path, sizeof path, "saxpy_reduce.cl"), &sz);
+  src[1] = read_file(kernel_path(path, sizeof path, file), &sz);
+}
+
+// The program of cl_read_sources' `src`, built for dev with SUITE_CL_OPTIONS; exits with the build log on
+// failure.
+static inline cl_program cl_build(cl_context ctx, cl_device_id dev, const char *src[2]) {
+  cl_int err;
+  cl_program prog = clCreateProgramWithSource(ctx, 2, src, NULL, &err);
+  CL(err);
+  err = clBuildProgram(prog, 1, &dev, SUITE_CL_OPTIONS, NULL, NULL);
+  if (err != CL_SUCCESS) {
+    char log[16384];
+    clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
+    fprintf(stderr, "clBuildProgram: %d\n%s\n", err, log);
+    exit(3);
+  }
+  return prog;
+}
+#endif
+
+struct find_backend {
+  uint32_t backend;
+  ol_device_handle_t dev;
+};
+
+static inline bool find_backend_cb(ol_device_handle_t d, void *ud) {
+  struct find_backend *f = ud;
   ol_platform_handle_t p;
   uint32_t backend = 0;
   if (olGetDeviceInfo(d, OL_DEVICE_INFO_PLATFORM, sizeof p, &p) == NULL &&
-      olGetPlatformInfo(p, OL_PLATFORM_INFO_BACKEND, sizeof backend, &backend) == NULL && backend == 0x100) {
-    *(ol_device_handle_t *)out = d;
+      olGetPlatformInfo(p, OL_PLATFORM_INFO_BACKEND, sizeof backend, &backend) == NULL && backend == f->backend) {
+    f->dev = d;
     return false;
   }
   return true;
 }
 
+// The first device whose platform backend is `backend` (after olInit), or NULL.
+static inline ol_device_handle_t find_device(uint32_t backend) {
+  struct find_backend f = {backend, NULL};
+  OL(olIterateDevices(find_backend_cb, &f));
+  return f.dev;
+}
+
 // The CPU device (platform backend 0x100) after olInit; exits if there is none.
 static inline ol_device_handle_t find_cpu_device(void) {
-  ol_device_handle_t d = NULL;
-  OL(olIterateDevices(find_cpu_cb, &d));
+  ol_device_handle_t d = find_device(0x100);
   if (!d) {
     fprintf(stderr, "no CPU device\n");
     exit(4);
@@ -133,6 +192,25 @@ static inline int run_child(const char *self, const char *mode, const char *arg,
   int st;
   waitpid(pid, &st, 0);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+// One side of a comparison: `self <name> <arg>` (what run_child starts) runs run(arg); without <arg>, arg
+// is `dflt`.
+struct side_mode {
+  const char *name;
+  void (*run)(const char *arg);
+  const char *dflt;
+};
+
+// Runs the side argv[1] names and returns true (a child of run_child, or a side run by hand); false when
+// argv[1] names none (the parent).
+static inline bool run_side_mode(int argc, char **argv, const struct side_mode *modes, size_t n) {
+  for (size_t i = 0; argc > 1 && i < n; i++)
+    if (!strcmp(argv[1], modes[i].name)) {
+      modes[i].run(argc > 2 ? argv[2] : modes[i].dflt);
+      return true;
+    }
+  return false;
 }
 
 // The value printed for key, or -1.

@@ -11,7 +11,7 @@ mkdir -p "$out"
 inc=/usr/lib/llvm-22/include/offload
 clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -flto -O2 \
   -c bench/kernels/bench.c -o "$out/bench.nvptx64.bc"
-cp bench/kernels/bench.cl "$out/bench.cl"
+cp bench/kernels/saxpy_reduce.cl bench/kernels/bench.cl "$out/"
 cc -O2 -Wall -I"$inc" bench/cpu_kernels.c -o "$out/cpu_kernels" -Lbuild/lib -lLLVMOffload -lOpenCL -lpthread \
   -Wl,-rpath,"$PWD/build/lib"
 echo "built $out/cpu_kernels"
@@ -21,7 +21,7 @@ clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpul
   -c bench/kernels/suite.c -o "$out/suite.nvptx64.bc"
 clang-22 --target=amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -ffreestanding -flto -O2 \
   -c bench/kernels/suite.c -o "$out/suite.amdgcn.bc"
-cp bench/kernels/suite.cl "$out/suite.cl"
+cp bench/kernels/suite.cl "$out/"
 clang-22 -O3 -march=native -Wall -Wextra -c bench/kernels/suite_hand.c -o "$out/suite_hand.o"
 cc -O2 -Wall -I"$inc" bench/suite.c "$out/suite_hand.o" -o "$out/suite" -Lbuild/lib -lLLVMOffload -lOpenCL \
   -lpthread -lm -Wl,-rpath,"$PWD/build/lib"

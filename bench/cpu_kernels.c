@@ -15,7 +15,7 @@
 #include "bench.h"
 
 #define N (16u * 1024u * 1024u)
-#define WG 256u
+#define WG ((uint32_t)SUITE_WG) // reduce's group size (saxpy_reduce.h)
 #define REPS 15
 #define LAT_REPS 2000
 #define PIPE_REPS 10000
@@ -149,18 +149,16 @@ static void run_offload(const char *bc_path) {
 // ---------------------------------------------------------------------------------------------------
 // PoCL
 
-static void run_pocl(const char *cl_path) {
+static void run_pocl(const char *cl_file) {
   cl_device_id dev;
   cl_context ctx;
   cl_command_queue q;
   cl_int err;
   cl_open(&dev, &ctx, &q);
-  size_t sz;
-  const char *src = read_file(cl_path, &sz);
+  const char *src[2];
+  cl_read_sources(cl_file, src);
   double t0 = now_ns();
-  cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
-  CL(err);
-  CL(clBuildProgram(prog, 1, &dev, "", NULL, NULL));
+  cl_program prog = cl_build(ctx, dev, src);
   printf("program_create_cold_ns %.0f\n", now_ns() - t0);
   cl_kernel saxpy = clCreateKernel(prog, "saxpy", &err);
   CL(err);
@@ -239,9 +237,7 @@ static void run_pocl(const char *cl_path) {
   }
   printf("launch_event_sync_ns %.0f\n", (now_ns() - t0) / LAT_REPS);
   t0 = now_ns();
-  cl_program prog2 = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
-  CL(err);
-  CL(clBuildProgram(prog2, 1, &dev, "", NULL, NULL));
+  cl_program prog2 = cl_build(ctx, dev, src);
   printf("program_create_warm_ns %.0f\n", now_ns() - t0);
   clReleaseProgram(prog2);
 }
@@ -260,7 +256,8 @@ static void *cp_thread(void *a) {
   return NULL;
 }
 
-static void run_memcpy(void) {
+static void run_memcpy(const char *unused) {
+  (void)unused;
   size_t bytes = (size_t)N * sizeof(float) * 3 / 2; // copy moves 2 bytes of traffic per byte: 3*N*4 total
   char *s = aligned_alloc(4096, bytes), *d = aligned_alloc(4096, bytes);
   memset(s, 1, bytes);
@@ -281,31 +278,29 @@ static void run_memcpy(void) {
 
 // ---------------------------------------------------------------------------------------------------
 
+// The checker is read at olInit: the plain side runs with it unset, the second side with it on.
+static void run_offload_plain(const char *bc_path) {
+  unsetenv("OFFLOAD_RS_MEMCHECK");
+  run_offload(bc_path);
+}
+
+static void run_offload_memcheck(const char *bc_path) {
+  setenv("OFFLOAD_RS_MEMCHECK", "1", 1);
+  run_offload(bc_path);
+}
+
 int main(int argc, char **argv) {
-  const char *dir = getenv("BENCH_KERNELS") ? getenv("BENCH_KERNELS") : "build/bench";
-  char bc[512], cl[512];
-  snprintf(bc, sizeof bc, "%s/bench.nvptx64.bc", dir);
-  snprintf(cl, sizeof cl, "%s/bench.cl", dir);
-  if (argc > 1 && (!strcmp(argv[1], "offload") || !strcmp(argv[1], "offload-memcheck"))) {
-    // The checker is read at olInit: the plain side runs with it unset, the second side with it on.
-    if (!strcmp(argv[1], "offload-memcheck"))
-      setenv("OFFLOAD_RS_MEMCHECK", "1", 1);
-    else
-      unsetenv("OFFLOAD_RS_MEMCHECK");
-    run_offload(argc > 2 ? argv[2] : bc);
+  char bc[512];
+  kernel_path(bc, sizeof bc, "bench.nvptx64.bc");
+  const struct side_mode modes[] = {{"offload", run_offload_plain, bc},
+                                    {"offload-memcheck", run_offload_memcheck, bc},
+                                    {"pocl", run_pocl, "bench.cl"},
+                                    {"memcpy", run_memcpy, ""}};
+  if (run_side_mode(argc, argv, modes, sizeof modes / sizeof *modes))
     return 0;
-  }
-  if (argc > 1 && !strcmp(argv[1], "pocl")) {
-    run_pocl(argc > 2 ? argv[2] : cl);
-    return 0;
-  }
-  if (argc > 1 && !strcmp(argv[1], "memcpy")) {
-    run_memcpy();
-    return 0;
-  }
   struct side o, p, m, c;
   int ro = run_child("/proc/self/exe", "offload", bc, &o);
-  int rp = run_child("/proc/self/exe", "pocl", cl, &p);
+  int rp = run_child("/proc/self/exe", "pocl", "bench.cl", &p);
   int rm = run_child("/proc/self/exe", "memcpy", "", &m);
   int rc = run_child("/proc/self/exe", "offload-memcheck", bc, &c);
   printf("CPU device (offload-rs) vs PoCL 3.1, %u floats, work-groups of %u, %ld cores\n", N, WG,

@@ -15,14 +15,8 @@
  * hand-off to a thread, far below a real driver's, so the ratio overstates our share; the difference
  * (ours - raw) is what our layer adds per launch. */
 #include <dlfcn.h>
-#include <stdbool.h>
-#include <stdint.h>
 
-#include <OffloadAPI.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+#include "bench.h"
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -49,20 +43,6 @@ static CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsi
       exit(1);                                                                                                     \
     }                                                                                                              \
   } while (0)
-#define OL(call)                                                                                                   \
-  do {                                                                                                             \
-    ol_result_t r_ = (call);                                                                                       \
-    if (r_) {                                                                                                      \
-      fprintf(stderr, "%s failed: %d %s\n", #call, r_->Code, r_->Details ? r_->Details : "");                    \
-      exit(1);                                                                                                     \
-    }                                                                                                              \
-  } while (0)
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e9 + t.tv_nsec;
-}
 
 static void *sym(void *h, const char *name) {
   void *p = dlsym(h, name);
@@ -80,38 +60,14 @@ struct saxpy_args {
   uint32_t n;
 };
 
-static ol_device_handle_t cuda_dev;
-static bool find_cuda(ol_device_handle_t d, void *u) {
-  (void)u;
-  ol_platform_handle_t p;
-  ol_platform_backend_t b;
-  if (olGetDeviceInfo(d, OL_DEVICE_INFO_PLATFORM, sizeof p, &p) || olGetPlatformInfo(p, OL_PLATFORM_INFO_BACKEND, sizeof b, &b))
-    return true;
-  if (b == OL_PLATFORM_BACKEND_CUDA) {
-    cuda_dev = d;
-    return false;
-  }
-  return true;
-}
-
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s kernels.ptx [launches]\n", argv[0]);
     return 2;
   }
   int n = argc > 2 ? atoi(argv[2]) : 20000;
-  FILE *f = fopen(argv[1], "rb");
-  if (!f) {
-    perror(argv[1]);
-    return 2;
-  }
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  rewind(f);
-  char *ptx = calloc(1, len + 1);
-  if (fread(ptx, 1, len, f) != (size_t)len)
-    return 2;
-  fclose(f);
+  size_t len;
+  char *ptx = read_file(argv[1], &len); // NUL-terminated: the PTX text is passed with its NUL
 
   void *h = dlopen("libcuda.so.1", RTLD_NOW);
   if (!h) {
@@ -133,13 +89,13 @@ int main(int argc, char **argv) {
 
   // ---- our side
   OL(olInit());
-  OL(olIterateDevices(find_cuda, NULL));
+  ol_device_handle_t cuda_dev = find_device(OL_PLATFORM_BACKEND_CUDA);
   if (!cuda_dev) {
     fprintf(stderr, "SKIP: our library lists no CUDA device\n");
     return 0;
   }
   ol_program_handle_t prog;
-  OL(olCreateProgram(cuda_dev, ptx, (size_t)len + 1, &prog));
+  OL(olCreateProgram(cuda_dev, ptx, len + 1, &prog));
   ol_symbol_handle_t k;
   OL(olGetSymbol(prog, "saxpy", OL_SYMBOL_KIND_KERNEL, &k));
   ol_queue_handle_t q;
@@ -173,30 +129,30 @@ int main(int argc, char **argv) {
   printf("%-28s %12s %12s %8s\n", "", "raw ns", "ours ns", "ours/raw");
   for (int round = 0; round < 3; round++) {
     // enqueue: n launches, one sync
-    double t0 = now();
+    double t0 = now_ns();
     for (int i = 0; i < n; i++)
       CU(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
     CU(cuStreamSynchronize(s));
-    double raw_enq = (now() - t0) / n;
-    t0 = now();
+    double raw_enq = (now_ns() - t0) / n;
+    t0 = now_ns();
     for (int i = 0; i < n; i++)
       OL(olLaunchKernel(q, cuda_dev, k, &args, sizeof args, &dims));
     OL(olSyncQueue(q));
-    double ours_enq = (now() - t0) / n;
+    double ours_enq = (now_ns() - t0) / n;
     // round trip: launch + sync
     int m = n / 10 > 0 ? n / 10 : 1;
-    t0 = now();
+    t0 = now_ns();
     for (int i = 0; i < m; i++) {
       CU(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
       CU(cuStreamSynchronize(s));
     }
-    double raw_rt = (now() - t0) / m;
-    t0 = now();
+    double raw_rt = (now_ns() - t0) / m;
+    t0 = now_ns();
     for (int i = 0; i < m; i++) {
       OL(olLaunchKernel(q, cuda_dev, k, &args, sizeof args, &dims));
       OL(olSyncQueue(q));
     }
-    double ours_rt = (now() - t0) / m;
+    double ours_rt = (now_ns() - t0) / m;
     printf("round %d: launch (async)     %12.0f %12.0f %8.2f\n", round, raw_enq, ours_enq, ours_enq / raw_enq);
     printf("round %d: launch + sync      %12.0f %12.0f %8.2f\n", round, raw_rt, ours_rt, ours_rt / raw_rt);
   }

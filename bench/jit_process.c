@@ -1,6 +1,6 @@
 // The JIT as a compile service (issue 13), per process: what a new process pays to create bench.c's program
-// with our disk cache cold and warm, beside PoCL 3.1 building bench.cl with its default kernel cache cold and
-// warm; and what a cold compile costs from a client with 4 GiB resident that a thread keeps writing,
+// with our disk cache cold and warm, beside PoCL 3.1 building the same kernels (saxpy_reduce.cl, bench.cl)
+// with its default kernel cache cold and warm; and what a cold compile costs from a client with 4 GiB resident that a thread keeps writing,
 // against the same compile from a small client (the old fork()-per-compile grew with the client).
 //
 //   make lib && bash bench/build.sh && build/bench/jit_process [runs, default 5]
@@ -11,64 +11,34 @@
 // JIT_PROCESS_NO_WRITER=1 JIT_PROCESS_CHILD=big|small OFFLOAD_RS_JIT_CACHE_DIR=off build/bench/jit_process: one
 // compile without the writer thread (to tell resident size from memory traffic).
 #define _GNU_SOURCE
-#include <stdbool.h>
+#define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
-#include <OffloadAPI.h>
 #include <pthread.h>
 #include <spawn.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "bench.h"
 
 extern char **environ;
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+static double now_ms(void) { return now_ns() / 1e6; }
+
+// bench.c's program (the bitcode bench/build.sh built).
+static void *bench_image(size_t *n) {
+  char path[512];
+  return read_file(kernel_path(path, sizeof path, "bench.nvptx64.bc"), n);
 }
 
-static void *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fprintf(stderr, "cannot open %s (run bench/build.sh)\n", path);
-    exit(2);
-  }
-  fseek(f, 0, SEEK_END);
-  *n = (size_t)ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *p = malloc(*n + 1);
-  if (fread(p, 1, *n, f) != *n)
-    exit(2);
-  p[*n] = 0;
-  fclose(f);
-  return p;
-}
-
-static ol_device_handle_t cpu;
-static bool find_cpu(ol_device_handle_t d, void *u) {
-  (void)u;
-  ol_platform_handle_t p;
-  uint32_t b = 0;
-  if (!olGetDeviceInfo(d, OL_DEVICE_INFO_PLATFORM, sizeof p, &p) &&
-      !olGetPlatformInfo(p, OL_PLATFORM_INFO_BACKEND, sizeof b, &b) && b == 0x100) {
-    cpu = d;
-    return false;
-  }
-  return true;
+// olInit and the CPU device, with bench.c's image in *img; NULL when olInit fails or there is no CPU device.
+static ol_device_handle_t open_cpu(void **img, size_t *n) {
+  *img = bench_image(n);
+  return olInit() ? NULL : find_device(0x100);
 }
 
 static int ours_create(void) {
   size_t n;
-  void *img = slurp("build/bench/bench.nvptx64.bc", &n);
-  if (olInit())
-    return 3;
-  olIterateDevices(find_cpu, NULL);
+  void *img;
+  ol_device_handle_t cpu = open_cpu(&img, &n);
   ol_program_handle_t p;
   ol_result_t r = cpu ? olCreateProgram(cpu, img, n, &p) : NULL;
   if (!cpu || r) {
@@ -81,16 +51,16 @@ static int ours_create(void) {
 }
 
 static int pocl_create(void) {
-  size_t n;
-  const char *src = slurp("bench/kernels/bench.cl", &n);
+  const char *src[2];
+  cl_read_sources("bench.cl", src);
   cl_platform_id plat;
   cl_device_id dev;
   cl_int err;
   if (clGetPlatformIDs(1, &plat, NULL) || clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL))
     return 4;
   cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-  cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
-  if (err || clBuildProgram(prog, 1, &dev, "", NULL, NULL))
+  cl_program prog = clCreateProgramWithSource(ctx, 2, src, NULL, &err);
+  if (err || clBuildProgram(prog, 1, &dev, SUITE_CL_OPTIONS, NULL, NULL))
     return 4;
   cl_kernel k = clCreateKernel(prog, "saxpy", &err); // PoCL compiles the kernel for the device here
   if (err)
@@ -129,10 +99,8 @@ static int compile_in(bool big) {
   if (!getenv("JIT_PROCESS_NO_WRITER"))
     pthread_create(&t, NULL, writer, mem);
   size_t n;
-  void *img = slurp("build/bench/bench.nvptx64.bc", &n);
-  if (olInit())
-    return 3;
-  olIterateDevices(find_cpu, NULL);
+  void *img;
+  ol_device_handle_t cpu = open_cpu(&img, &n);
   // A first compile starts the helper; the second is timed (the cache is off and destroying the program
   // dropped its in-memory entry, so it compiles again).
   ol_program_handle_t p;
@@ -189,15 +157,6 @@ static double run(const char *child, const char *var, const char *val, double *i
   if (inner)
     *inner = k > 0 ? atof(buf) : 0;
   return ms;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp);
-  return v[n / 2];
 }
 
 int main(int argc, char **argv) {

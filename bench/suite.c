@@ -140,7 +140,7 @@ static void run_ours(const char *bc_path) {
 // ---------------------------------------------------------------------------------------------------
 // PoCL
 
-static void run_pocl(const char *cl_path) {
+static void run_pocl(const char *cl_file) {
   int warm = env_int("SUITE_WARMUP", 2), reps = env_int("SUITE_REPS", 10);
   reps = reps > MAX_REPS ? MAX_REPS : reps;
   cl_device_id dev;
@@ -148,21 +148,10 @@ static void run_pocl(const char *cl_path) {
   cl_command_queue q;
   cl_int err;
   cl_open(&dev, &ctx, &q);
-  size_t sz;
-  const char *src = read_file(cl_path, &sz);
-  char opts[256];
-  snprintf(opts, sizeof opts, "-DSUITE_WG=%d -DSUITE_TILE=%d -DSUITE_BINS=%d -DSUITE_HIST_PER_ITEM=%d", SUITE_WG,
-           SUITE_TILE, SUITE_BINS, SUITE_HIST_PER_ITEM);
+  const char *src[2];
+  cl_read_sources(cl_file, src);
   double t0 = now_ns();
-  cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
-  CL(err);
-  err = clBuildProgram(prog, 1, &dev, opts, NULL, NULL);
-  if (err != CL_SUCCESS) {
-    char log[16384];
-    clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
-    fprintf(stderr, "clBuildProgram: %d\n%s\n", err, log);
-    exit(3);
-  }
+  cl_program prog = cl_build(ctx, dev, src);
   printf("compile_ns %.0f\n", now_ns() - t0);
   for (int k = 0; k < SUITE_COUNT; k++) {
     if (!selected(k))
@@ -229,7 +218,8 @@ static void run_pocl(const char *cl_path) {
 // ---------------------------------------------------------------------------------------------------
 // hand-written work-group loops
 
-static void run_hand(void) {
+static void run_hand(const char *unused) {
+  (void)unused;
   int warm = env_int("SUITE_WARMUP", 2), reps = env_int("SUITE_REPS", 10);
   reps = reps > MAX_REPS ? MAX_REPS : reps;
   // As many threads as the CPU device's pool uses (Rust's available_parallelism: the affinity mask).
@@ -323,23 +313,14 @@ static double key_of(const struct side *rounds, int n, const char *kernel, const
 }
 
 int main(int argc, char **argv) {
-  const char *dir = getenv("BENCH_KERNELS") ? getenv("BENCH_KERNELS") : "build/bench";
   const char *target = getenv("SUITE_TARGET") ? getenv("SUITE_TARGET") : "nvptx64";
-  char bc[512], cl[512];
-  snprintf(bc, sizeof bc, "%s/suite.%s.bc", dir, target);
-  snprintf(cl, sizeof cl, "%s/suite.cl", dir);
-  if (argc > 1 && !strcmp(argv[1], "ours")) {
-    run_ours(argc > 2 ? argv[2] : bc);
+  char bc[512], name[64];
+  snprintf(name, sizeof name, "suite.%s.bc", target);
+  kernel_path(bc, sizeof bc, name);
+  const char *cl = "suite.cl";
+  const struct side_mode modes[] = {{"ours", run_ours, bc}, {"pocl", run_pocl, cl}, {"hand", run_hand, ""}};
+  if (run_side_mode(argc, argv, modes, sizeof modes / sizeof *modes))
     return 0;
-  }
-  if (argc > 1 && !strcmp(argv[1], "pocl")) {
-    run_pocl(argc > 2 ? argv[2] : cl);
-    return 0;
-  }
-  if (argc > 1 && !strcmp(argv[1], "hand")) {
-    run_hand();
-    return 0;
-  }
   // SUITE_ROUNDS rounds of the three sides one after another, so that a noisy period hits all three.
   int rounds = env_int("SUITE_ROUNDS", 1);
   rounds = rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <OffloadAPI.h>
 
@@ -210,6 +211,39 @@ HARNESS_UNUSED static void gate_open(struct gate *g) {
   pthread_mutex_unlock(&g->m);
 }
 
+/* A thread body that opens the gate `p` after 20 ms (while the thread that started it is blocked in a call
+ * that must wait for the gated work). */
+HARNESS_UNUSED static void *gate_open_later(void *p) {
+  usleep(20000);
+  gate_open((struct gate *)p);
+  return NULL;
+}
+
+/* Whether the n bytes at p all equal v. */
+HARNESS_UNUSED static bool harness_all_bytes(const void *p, unsigned char v, size_t n) {
+  const unsigned char *b = (const unsigned char *)p;
+  for (size_t i = 0; i < n; i++)
+    if (b[i] != v) return false;
+  return true;
+}
+
+/* The whole file at `path` in a malloc'ed buffer the caller frees (its size in *size), or NULL. */
+HARNESS_UNUSED static unsigned char *harness_read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *b = (unsigned char *)malloc(n > 0 ? (size_t)n : 1);
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+    free(b);
+    b = NULL;
+  }
+  fclose(f);
+  *size = (size_t)n;
+  return b;
+}
+
 /* ---- helpers shared by the tests (they call the API: define HARNESS_NO_API_HELPERS to leave them out) - */
 #ifndef HARNESS_NO_API_HELPERS
 
@@ -249,6 +283,51 @@ HARNESS_UNUSED static ol_device_handle_t harness_find_backend(uint32_t backend) 
   for (size_t i = 0; i < l.count; i++)
     if (harness_backend_of(l.devices[i]) == backend) return l.devices[i];
   return NULL;
+}
+
+/* One round of "olMemFree while queued work still uses the memory" (issue 12, finding 1), on any device. The
+ * caller has allocated `a` (n bytes of `type` on dev) and keeps q busy until gate g opens. A copy of the n
+ * bytes at z into `a` is queued and `a` freed at once (from then on it is unknown: a second free is
+ * INVALID_ARGUMENT); the next allocation `b` must not be `a`, and after g opens and q syncs, b still holds the
+ * 'B's it was filled with (read in place, or into `back` with olMemcpy when b may not be host memory). */
+HARNESS_UNUSED static void harness_free_behind_queued_copy(ol_device_handle_t dev, ol_device_handle_t host,
+                                                           ol_queue_handle_t q, ol_alloc_type_t type, void *a,
+                                                           const void *z, size_t n, struct gate *g,
+                                                           unsigned char *back, int round) {
+  unsigned char *b = NULL, pat = 'B';
+  CHECK_OK(olMemcpy(q, a, dev, z, host, n));
+  CHECK_OK(olMemFree(a));
+  CHECK_ERR(OL_ERRC_INVALID_ARGUMENT, olMemFree(a));
+  REQUIRE_OK(olMemAlloc(dev, type, n, (void **)&b));
+  CHECKF(b != a, "round %d: the freed block %p was handed out again while a copy into it was queued", round, a);
+  CHECK_OK(olMemFill(NULL, b, 1, &pat, n));
+  gate_open(g);
+  CHECK_OK(olSyncQueue(q));
+  if (back) CHECK_OK(olMemcpy(NULL, back, host, b, dev, n));
+  CHECKF(harness_all_bytes(back ? back : b, 'B', n), "round %d: the new allocation was overwritten by the queued copy",
+         round);
+  CHECK_OK(olMemFree(b));
+}
+
+/* olMemUnregister returns only after the work queued before it is done (issue 12, finding 1), on any device:
+ * device memory `d` (n bytes on dev) is filled with 'Z', the zeroed host memory h registered, and a copy of d
+ * into the registered range queued on q behind a gate that another thread opens 20 ms later; when
+ * olMemUnregister returns, the copy has landed. */
+HARNESS_UNUSED static void harness_unregister_waits_for_queued_copy(ol_device_handle_t dev, ol_device_handle_t host,
+                                                                    ol_queue_handle_t q, void *d, unsigned char *h,
+                                                                    size_t n) {
+  struct gate g = GATE_INIT;
+  unsigned char pat = 'Z';
+  void *pinned = NULL;
+  CHECK_OK(olMemFill(NULL, d, 1, &pat, n));
+  REQUIRE_OK(olMemRegister(dev, h, n, 0, &pinned));
+  CHECK_OK(olLaunchHostFunction(q, gate_wait, &g));
+  CHECK_OK(olMemcpy(q, pinned, host, d, dev, n));
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, gate_open_later, &g) == 0);
+  CHECK_OK(olMemUnregister(dev, h));
+  CHECKF(harness_all_bytes(h, 'Z', n), "olMemUnregister returned before the queued copy into the range was done");
+  pthread_join(t, NULL);
 }
 
 #endif /* HARNESS_NO_API_HELPERS */

@@ -342,26 +342,10 @@ TEST(host_functions_run_in_queue_order) {
   TEARDOWN();
 }
 
-static unsigned char *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-    free(b);
-    b = NULL;
-  }
-  fclose(f);
-  *size = (size_t)n;
-  return b;
-}
-
 TEST(program_kernel_launch_and_destroyed_handles) {
   SETUP();
   size_t n = 0;
-  unsigned char *bc = read_file(FFI_TESTS_PROGRAM, &n);
+  unsigned char *bc = harness_read_file(FFI_TESTS_PROGRAM, &n);
   if (!bc) {
     olShutDown();
     SKIP("%s not built", FFI_TESTS_PROGRAM);

@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include "device/mixed.h"
 #include "fake_cuda/fake_cuda.h"
 
 static ol_device_handle_t gpu;
@@ -21,18 +22,6 @@ static fake_cuda_stats_fn fake_stats;
 #define NEED_GPU()                                                                                  \
   if (!gpu || !prog || !queue)                                                                      \
   SKIP("no CUDA device")
-
-static ol_kernel_launch_size_args_t grid(uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by,
-                                         uint32_t bz, size_t dyn) {
-  ol_kernel_launch_size_args_t a = {3, {gx, gy, gz}, {bx, by, bz}, dyn};
-  return a;
-}
-
-static ol_symbol_handle_t kern(ol_program_handle_t p, const char *name) {
-  ol_symbol_handle_t k = NULL;
-  OK(olGetSymbol(p, name, OL_SYMBOL_KIND_KERNEL, &k));
-  return k;
-}
 
 static void *galloc(ol_alloc_type_t type, size_t n) {
   void *p = NULL;
@@ -306,7 +295,7 @@ static void program_and_symbols(void) {
   const char *kernels[] = {"saxpy", "reduce", "coords2d", "coords3d", "structarg", "read_ctor", "noargs"};
   for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
     ol_symbol_kind_t kind = 99;
-    OK(olGetSymbolInfo(kern(prog, kernels[i]), OL_SYMBOL_INFO_KIND, sizeof kind, &kind));
+    OK(olGetSymbolInfo(t_kernel(prog, kernels[i]), OL_SYMBOL_INFO_KIND, sizeof kind, &kind));
     CHECK(kind == OL_SYMBOL_KIND_KERNEL);
   }
   ol_symbol_handle_t s = NULL;
@@ -343,8 +332,8 @@ static void constructors_run_at_load(void) {
     if (!p)
       break;
     void *args = out;
-    ol_kernel_launch_size_args_t la = grid(1, 1, 1, 64, 1, 1, 0);
-    OK(olLaunchKernel(NULL, gpu, kern(p, "read_ctor_out"), &args, sizeof args, &la));
+    ol_kernel_launch_size_args_t la = t_grid(1, 1, 1, 64, 1, 1, 0);
+    OK(olLaunchKernel(NULL, gpu, t_kernel(p, "read_ctor_out"), &args, sizeof args, &la));
     from_gpu(host, out, sizeof host);
     uint32_t bad = 0;
     for (uint32_t i = 0; i < 64; i++)
@@ -371,8 +360,8 @@ static void launch_saxpy(void) {
     float *x, *y;
     uint32_t n;
   } args = {2.0f, dx, dy, n};
-  ol_kernel_launch_size_args_t la = grid((n + 255) / 256, 1, 1, 256, 1, 1, 0);
-  OK(olLaunchKernel(queue, gpu, kern(prog, "saxpy"), &args, sizeof args, &la));
+  ol_kernel_launch_size_args_t la = t_grid((n + 255) / 256, 1, 1, 256, 1, 1, 0);
+  OK(olLaunchKernel(queue, gpu, t_kernel(prog, "saxpy"), &args, sizeof args, &la));
   OK(olSyncQueue(queue));
   from_gpu(y, dy, n * 4);
   uint32_t bad = 0;
@@ -386,14 +375,14 @@ static void launch_saxpy(void) {
   memcpy(packed + 4, &args.x, 8);
   memcpy(packed + 12, &args.y, 8);
   memcpy(packed + 20, &args.n, 4);
-  OK(olLaunchKernel(queue, gpu, kern(prog, "saxpy"), packed, sizeof packed, &la));
+  OK(olLaunchKernel(queue, gpu, t_kernel(prog, "saxpy"), packed, sizeof packed, &la));
   OK(olSyncQueue(queue));
   from_gpu(y, dy, n * 4);
   bad = 0;
   for (uint32_t i = 0; i < n; i++)
     bad += y[i] != 3.0f * (float)(i % 1024) + 3.0f;
   CHECKF(bad == 0, "packed: %u wrong results", bad);
-  ERR(OL_ERRC_INVALID_ARGUMENT, olLaunchKernel(queue, gpu, kern(prog, "saxpy"), packed, 13, &la));
+  ERR(OL_ERRC_INVALID_ARGUMENT, olLaunchKernel(queue, gpu, t_kernel(prog, "saxpy"), packed, 13, &la));
   OK(olMemFree(dx));
   OK(olMemFree(dy));
   free(x);
@@ -412,8 +401,8 @@ static void launch_reduction(void) {
     struct {
       uint32_t *in, *out;
     } args = {din, dout};
-    ol_kernel_launch_size_args_t la = grid(groups, 1, 1, wg, 1, 1, 0);
-    OK(olLaunchKernel(queue, gpu, kern(prog, "reduce"), &args, sizeof args, &la));
+    ol_kernel_launch_size_args_t la = t_grid(groups, 1, 1, wg, 1, 1, 0);
+    OK(olLaunchKernel(queue, gpu, t_kernel(prog, "reduce"), &args, sizeof args, &la));
     OK(olSyncQueue(queue));
     from_gpu(out, dout, groups * 4);
     uint32_t bad = 0;
@@ -438,8 +427,8 @@ static void launch_grids_2d_3d(void) {
     uint32_t *out = galloc(OL_ALLOC_TYPE_MANAGED, w * h * 8);
     REQUIRE(out);
     void *args = out;
-    ol_kernel_launch_size_args_t la = grid(gx, gy, 1, bx, by, 1, 0);
-    OK(olLaunchKernel(NULL, gpu, kern(prog, "coords2d"), &args, sizeof args, &la));
+    ol_kernel_launch_size_args_t la = t_grid(gx, gy, 1, bx, by, 1, 0);
+    OK(olLaunchKernel(NULL, gpu, t_kernel(prog, "coords2d"), &args, sizeof args, &la));
     uint32_t bad = 0;
     for (uint32_t y = 0; y < h; y++)
       for (uint32_t x = 0; x < w; x++)
@@ -453,8 +442,8 @@ static void launch_grids_2d_3d(void) {
     size_t bytes = (size_t)w * h * d * 32;
     uint32_t *dev = galloc(OL_ALLOC_TYPE_DEVICE, bytes), *out = malloc(bytes);
     void *args = dev;
-    ol_kernel_launch_size_args_t la = grid(g[0], g[1], g[2], b[0], b[1], b[2], 0);
-    OK(olLaunchKernel(queue, gpu, kern(prog, "coords3d"), &args, sizeof args, &la));
+    ol_kernel_launch_size_args_t la = t_grid(g[0], g[1], g[2], b[0], b[1], b[2], 0);
+    OK(olLaunchKernel(queue, gpu, t_kernel(prog, "coords3d"), &args, sizeof args, &la));
     OK(olMemcpy(queue, out, t_host, dev, gpu, bytes));
     OK(olSyncQueue(queue));
     uint32_t bad = 0;
@@ -473,8 +462,8 @@ static void launch_grids_2d_3d(void) {
   uint32_t wg = 128, groups = 9;
   uint32_t *out = galloc(OL_ALLOC_TYPE_MANAGED, wg * groups * 4);
   void *args = out;
-  ol_kernel_launch_size_args_t la = grid(groups, 1, 1, wg, 1, 1, wg * 4);
-  OK(olLaunchKernel(queue, gpu, kern(prog, "dynshared"), &args, sizeof args, &la));
+  ol_kernel_launch_size_args_t la = t_grid(groups, 1, 1, wg, 1, 1, wg * 4);
+  OK(olLaunchKernel(queue, gpu, t_kernel(prog, "dynshared"), &args, sizeof args, &la));
   OK(olSyncQueue(queue));
   uint32_t bad = 0;
   for (uint32_t g = 0; g < groups; g++)
@@ -491,25 +480,17 @@ static void launch_grids_2d_3d(void) {
     struct {
       uint32_t *in, *out;
     } ra = {in, sum};
-    ol_kernel_launch_size_args_t big = grid(1, 1, 1, wg, 1, 1, 46000);
-    OK(olLaunchKernel(queue, gpu, kern(prog, "reduce"), &ra, sizeof ra, &big));
+    ol_kernel_launch_size_args_t big = t_grid(1, 1, 1, wg, 1, 1, 46000);
+    OK(olLaunchKernel(queue, gpu, t_kernel(prog, "reduce"), &ra, sizeof ra, &big));
     OK(olSyncQueue(queue));
     CHECK(*sum == wg * (wg - 1) / 2);
     OK(olMemFree(in));
     OK(olMemFree(sum));
   }
-  ol_kernel_launch_size_args_t huge = grid(1, 1, 1, 4096, 1, 1, 0);
-  ERR(OL_ERRC_INVALID_ARGUMENT, olLaunchKernel(queue, gpu, kern(prog, "noargs"), NULL, 0, &huge));
+  ol_kernel_launch_size_args_t huge = t_grid(1, 1, 1, 4096, 1, 1, 0);
+  ERR(OL_ERRC_INVALID_ARGUMENT, olLaunchKernel(queue, gpu, t_kernel(prog, "noargs"), NULL, 0, &huge));
   OK(olSyncQueue(queue));
 }
-
-struct mixed {
-  char c;
-  double d;
-  short s;
-  int *p;
-  float f;
-};
 
 static void launch_struct_argument(void) {
   NEED_GPU();
@@ -524,8 +505,8 @@ static void launch_struct_argument(void) {
     short s2;
     int64_t *out;
   } args = {-7, {'q', 2.25, -300, pv, 1.5f}, 4242, out};
-  ol_kernel_launch_size_args_t la = grid(1, 1, 1, 32, 1, 1, 0);
-  OK(olLaunchKernel(queue, gpu, kern(prog, "structarg"), &args, sizeof args, &la));
+  ol_kernel_launch_size_args_t la = t_grid(1, 1, 1, 32, 1, 1, 0);
+  OK(olLaunchKernel(queue, gpu, t_kernel(prog, "structarg"), &args, sizeof args, &la));
   OK(olSyncQueue(queue));
   CHECK(out[0] == -7 && out[1] == 'q' && out[2] == 9 && out[3] == -300 && out[4] == -12345 && out[5] == 3 &&
         out[6] == 4242);
@@ -536,10 +517,10 @@ static void launch_struct_argument(void) {
 static void launch_globals(void) {
   NEED_GPU();
   uint32_t *out = galloc(OL_ALLOC_TYPE_DEVICE, 64 * 4), host[64];
-  ol_kernel_launch_size_args_t la = grid(1, 1, 1, 64, 1, 1, 0);
-  OK(olLaunchKernel(queue, gpu, kern(prog, "write_global"), NULL, 0, &la));
+  ol_kernel_launch_size_args_t la = t_grid(1, 1, 1, 64, 1, 1, 0);
+  OK(olLaunchKernel(queue, gpu, t_kernel(prog, "write_global"), NULL, 0, &la));
   void *args = out;
-  OK(olLaunchKernel(queue, gpu, kern(prog, "read_global"), &args, sizeof args, &la));
+  OK(olLaunchKernel(queue, gpu, t_kernel(prog, "read_global"), &args, sizeof args, &la));
   OK(olMemcpy(queue, host, t_host, out, gpu, sizeof host));
   OK(olSyncQueue(queue));
   uint32_t bad = 0;
@@ -555,27 +536,23 @@ static void launch_globals(void) {
   for (uint32_t i = 0; i < 64; i++)
     host[i] = 1000 + i;
   OK(olMemcpy(queue, addr, gpu, host, t_host, sizeof host));
-  OK(olLaunchKernel(queue, gpu, kern(prog, "read_global"), &args, sizeof args, &la));
+  OK(olLaunchKernel(queue, gpu, t_kernel(prog, "read_global"), &args, sizeof args, &la));
   OK(olMemcpy(queue, host, t_host, out, gpu, sizeof host));
   OK(olSyncQueue(queue));
   bad = 0;
   for (uint32_t i = 0; i < 64; i++)
     bad += host[i] != 1000 + i;
   CHECK(bad == 0);
-  OK(olLaunchKernel(NULL, gpu, kern(prog, "read_ctor"), &args, sizeof args, &la));
+  OK(olLaunchKernel(NULL, gpu, t_kernel(prog, "read_ctor"), &args, sizeof args, &la));
   from_gpu(host, out, sizeof host);
   bad = 0;
   for (uint32_t i = 0; i < 64; i++)
     bad += host[i] != 100 + i;
   CHECK(bad == 0);
   // a second program from the same bytes has its own globals, constructed again
-  size_t n;
-  void *img = t_load("kernels", "nvptx64", &n);
-  ol_program_handle_t p2 = NULL;
-  OK(olCreateProgram(gpu, img, n, &p2));
-  free(img);
+  ol_program_handle_t p2 = t_create(gpu, "kernels", "nvptx64");
   if (p2) {
-    OK(olLaunchKernel(queue, gpu, kern(p2, "read_global"), &args, sizeof args, &la));
+    OK(olLaunchKernel(queue, gpu, t_kernel(p2, "read_global"), &args, sizeof args, &la));
     OK(olMemcpy(queue, host, t_host, out, gpu, sizeof host));
     OK(olSyncQueue(queue));
     CHECK(host[5] == 0); // fresh global_var
@@ -600,9 +577,9 @@ static void queues_events_host_functions(void) {
     uint64_t iters;
     uint64_t *out;
   } sargs = {2000000, spin_out};
-  ol_kernel_launch_size_args_t one = grid(1, 1, 1, 1, 1, 1, 0);
+  ol_kernel_launch_size_args_t one = t_grid(1, 1, 1, 1, 1, 1, 0);
   OK(olLaunchHostFunction(queue, record_cb, (void *)1));
-  OK(olLaunchKernel(queue, gpu, kern(prog, "spin"), &sargs, sizeof sargs, &one));
+  OK(olLaunchKernel(queue, gpu, t_kernel(prog, "spin"), &sargs, sizeof sargs, &one));
   OK(olLaunchHostFunction(queue, record_cb, (void *)2));
   ol_event_handle_t ev = NULL;
   OK(olCreateEvent(queue, &ev));
@@ -639,12 +616,12 @@ static void queues_events_host_functions(void) {
       OK(olDestroyEvent(prev));
     }
     if (i % 2) // make the dependency real: the other queue is slow
-      OK(olLaunchKernel(q, gpu, kern(prog, "spin"), &sargs, sizeof sargs, &one));
+      OK(olLaunchKernel(q, gpu, t_kernel(prog, "spin"), &sargs, sizeof sargs, &one));
     struct {
       uint32_t idx;
       uint32_t *p;
     } a = {i, fib};
-    OK(olLaunchKernel(q, gpu, kern(prog, "sequence"), &a, sizeof a, &one));
+    OK(olLaunchKernel(q, gpu, t_kernel(prog, "sequence"), &a, sizeof a, &one));
     prev = NULL;
     OK(olCreateEvent(q, &prev));
   }
@@ -663,7 +640,7 @@ static void queues_events_host_functions(void) {
   OK(olSyncQueue(q2));
   OK(olDestroyQueue(q2));
   ERR(OL_ERRC_INVALID_QUEUE, olSyncQueue(q2));
-  ERR(OL_ERRC_INVALID_QUEUE, olLaunchKernel(q2, gpu, kern(prog, "noargs"), NULL, 0, &one));
+  ERR(OL_ERRC_INVALID_QUEUE, olLaunchKernel(q2, gpu, t_kernel(prog, "noargs"), NULL, 0, &one));
   OK(olMemFree(fib));
   OK(olMemFree(spin_out));
 }
@@ -686,15 +663,15 @@ static void events_across_cpu_and_cuda(void) {
   OK(olMemAlloc(t_cpu, OL_ALLOC_TYPE_MANAGED, 8, (void **)&slow));
   REQUIRE(cq && buf && slow);
   memset(buf, 0xff, 64 * 4);
-  ol_kernel_launch_size_args_t one = grid(1, 1, 1, 1, 1, 1, 0), g64 = grid(1, 1, 1, 64, 1, 1, 0);
+  ol_kernel_launch_size_args_t one = t_grid(1, 1, 1, 1, 1, 1, 0), g64 = t_grid(1, 1, 1, 64, 1, 1, 0);
   // CPU queue: slow kernel, then foo writes buf[i] = i; event
   struct {
     uint64_t iters;
     uint64_t *out;
   } sargs = {20000000, slow};
-  OK(olLaunchKernel(cq, t_cpu, kern(cpu_prog, "spin"), &sargs, sizeof sargs, &one));
+  OK(olLaunchKernel(cq, t_cpu, t_kernel(cpu_prog, "spin"), &sargs, sizeof sargs, &one));
   void *fargs = buf;
-  OK(olLaunchKernel(cq, t_cpu, kern(cpu_prog, "foo"), &fargs, sizeof fargs, &g64));
+  OK(olLaunchKernel(cq, t_cpu, t_kernel(cpu_prog, "foo"), &fargs, sizeof fargs, &g64));
   ol_event_handle_t cev = NULL;
   OK(olCreateEvent(cq, &cev));
   // CUDA queue waits for it, then copies buf to device memory and back
@@ -713,7 +690,7 @@ static void events_across_cpu_and_cuda(void) {
     uint64_t iters;
     uint64_t *out;
   } gargs = {5000000, gslow};
-  OK(olLaunchKernel(queue, gpu, kern(prog, "spin"), &gargs, sizeof gargs, &one));
+  OK(olLaunchKernel(queue, gpu, t_kernel(prog, "spin"), &gargs, sizeof gargs, &one));
   OK(olMemFill(queue, buf, 4, &(uint32_t){77}, 64 * 4));
   ol_event_handle_t gev = NULL;
   OK(olCreateEvent(queue, &gev));
@@ -740,15 +717,11 @@ static void events_across_cpu_and_cuda(void) {
 
 static void stale_handles(void) {
   NEED_GPU();
-  size_t n;
-  void *img = t_load("kernels", "nvptx64", &n);
-  ol_program_handle_t p = NULL;
-  OK(olCreateProgram(gpu, img, n, &p));
-  free(img);
+  ol_program_handle_t p = t_create(gpu, "kernels", "nvptx64");
   REQUIRE(p);
-  ol_symbol_handle_t k = kern(p, "noargs");
+  ol_symbol_handle_t k = t_kernel(p, "noargs");
   OK(olDestroyProgram(p));
-  ol_kernel_launch_size_args_t one = grid(1, 1, 1, 1, 1, 1, 0);
+  ol_kernel_launch_size_args_t one = t_grid(1, 1, 1, 1, 1, 1, 0);
   ERR(OL_ERRC_INVALID_ARGUMENT, olLaunchKernel(queue, gpu, k, NULL, 0, &one));
   ERR(OL_ERRC_INVALID_ARGUMENT, olDestroyProgram(p));
   ERR(OL_ERRC_INVALID_ARGUMENT, olGetSymbol(p, "noargs", OL_SYMBOL_KIND_KERNEL, &k));
@@ -756,7 +729,7 @@ static void stale_handles(void) {
   OK(olCreateQueue(gpu, &q));
   OK(olDestroyQueue(q));
   ERR(OL_ERRC_INVALID_QUEUE, olDestroyQueue(q));
-  ERR(OL_ERRC_INVALID_QUEUE, olLaunchKernel(q, gpu, kern(prog, "noargs"), NULL, 0, &one));
+  ERR(OL_ERRC_INVALID_QUEUE, olLaunchKernel(q, gpu, t_kernel(prog, "noargs"), NULL, 0, &one));
   // a queue destroyed with work pending finishes that work
   uint32_t *out = galloc(OL_ALLOC_TYPE_MANAGED, 64 * 4);
   uint64_t *slow = galloc(OL_ALLOC_TYPE_MANAGED, 8);
@@ -765,10 +738,10 @@ static void stale_handles(void) {
     uint64_t iters;
     uint64_t *out;
   } sargs = {2000000, slow};
-  OK(olLaunchKernel(q, gpu, kern(prog, "spin"), &sargs, sizeof sargs, &one));
+  OK(olLaunchKernel(q, gpu, t_kernel(prog, "spin"), &sargs, sizeof sargs, &one));
   void *args = out;
-  ol_kernel_launch_size_args_t g64 = grid(1, 1, 1, 64, 1, 1, 0);
-  OK(olLaunchKernel(q, gpu, kern(prog, "foo"), &args, sizeof args, &g64));
+  ol_kernel_launch_size_args_t g64 = t_grid(1, 1, 1, 64, 1, 1, 0);
+  OK(olLaunchKernel(q, gpu, t_kernel(prog, "foo"), &args, sizeof args, &g64));
   ol_event_handle_t ev = NULL;
   OK(olCreateEvent(q, &ev));
   OK(olDestroyQueue(q)); // does not wait (LLVM 22); its event stays valid
@@ -781,16 +754,7 @@ static void stale_handles(void) {
   OK(olMemFree(slow));
 }
 
-struct thr {
-  ol_queue_handle_t q;
-  int own;
-};
-
-static void *saxpy_thread(void *arg) {
-  struct thr *t = arg;
-  ol_queue_handle_t q = t->q;
-  if (t->own)
-    OK(olCreateQueue(gpu, &q));
+static void saxpy_on(ol_queue_handle_t q) {
   const uint32_t n = 4096;
   for (int rep = 0; rep < 5; rep++) {
     float *x = galloc(OL_ALLOC_TYPE_DEVICE, n * 4), *y = galloc(OL_ALLOC_TYPE_DEVICE, n * 4);
@@ -806,8 +770,8 @@ static void *saxpy_thread(void *arg) {
       float *x, *y;
       uint32_t n;
     } args = {0.5f, x, y, n};
-    ol_kernel_launch_size_args_t la = grid(n / 128, 1, 1, 128, 1, 1, 0);
-    OK(olLaunchKernel(q, gpu, kern(prog, "saxpy"), &args, sizeof args, &la));
+    ol_kernel_launch_size_args_t la = t_grid(n / 128, 1, 1, 128, 1, 1, 0);
+    OK(olLaunchKernel(q, gpu, t_kernel(prog, "saxpy"), &args, sizeof args, &la));
     OK(olMemcpy(q, hy, t_host, y, gpu, n * 4));
     OK(olSyncQueue(q));
     uint32_t bad = 0;
@@ -817,38 +781,22 @@ static void *saxpy_thread(void *arg) {
     OK(olMemFree(x));
     OK(olMemFree(y));
   }
-  if (t->own)
-    OK(olDestroyQueue(q));
-  return NULL;
 }
 
 static void twenty_threads(void) {
   NEED_GPU();
   for (int own = 1; own >= 0; own--) {
-    pthread_t th[20];
-    struct thr a[20];
-    for (int i = 0; i < 20; i++) {
-      a[i] = (struct thr){queue, own};
-      pthread_create(&th[i], NULL, saxpy_thread, &a[i]);
-    }
-    for (int i = 0; i < 20; i++)
-      pthread_join(th[i], NULL);
+    t_twenty_threads(saxpy_on, gpu, queue, own);
     printf("  20 threads %s: done\n", own ? "each with its own queue" : "on one queue");
   }
 }
 
 // ---- misuse a GPU driver reports (issue 12): an error or the correct data ---------------------------------
 
-static bool all_bytes(const unsigned char *b, unsigned char v, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (b[i] != v)
-      return false;
-  return true;
-}
-
 // olMemFree while a 1 MiB copy into the block is still queued behind a kernel and a gate: the next
-// allocation is not that block, and the copy does not land in it. (NVIDIA's cuMemFree synchronises; the
-// fake's frees at once, so here the library's deferred free is what keeps the queued copy away.)
+// allocation is not that block, and the copy does not land in it (harness_free_behind_queued_copy, which
+// test_misuse runs on the CPU device). NVIDIA's cuMemFree synchronises; the fake's frees at once, so here
+// the library's deferred free is what keeps the queued copy away.
 static void free_behind_queued_work(void) {
   NEED_GPU();
   enum { N = 1 << 20 };
@@ -860,35 +808,19 @@ static void free_behind_queued_work(void) {
     uint64_t iters;
     uint64_t *out;
   } sargs = {100000, spin_out};
-  ol_kernel_launch_size_args_t one = grid(1, 1, 1, 1, 1, 1, 0);
+  ol_kernel_launch_size_args_t one = t_grid(1, 1, 1, 1, 1, 1, 0);
   ol_alloc_type_t types[] = {OL_ALLOC_TYPE_DEVICE, OL_ALLOC_TYPE_HOST, OL_ALLOC_TYPE_MANAGED};
   for (int t = 0; t < 3; t++) {
     struct gate g = GATE_INIT;
-    unsigned char *a = galloc(types[t], N), *b = NULL;
+    unsigned char *a = galloc(types[t], N);
     REQUIRE(a);
-    OK(olLaunchKernel(queue, gpu, kern(prog, "spin"), &sargs, sizeof sargs, &one));
+    OK(olLaunchKernel(queue, gpu, t_kernel(prog, "spin"), &sargs, sizeof sargs, &one));
     OK(olLaunchHostFunction(queue, gate_wait, &g));
-    OK(olMemcpy(queue, a, gpu, z, t_host, N));
-    OK(olMemFree(a));
-    b = galloc(types[t], N);
-    REQUIRE(b);
-    CHECKF(b != a, "type %d: the freed block was handed out again while a copy into it was queued", t);
-    OK(olMemFill(NULL, b, 1, &(uint8_t){'B'}, N));
-    gate_open(&g);
-    OK(olSyncQueue(queue));
-    from_gpu(back, b, N);
-    CHECKF(all_bytes(back, 'B', N), "type %d: the new allocation was overwritten by the queued copy", t);
-    OK(olMemFree(b));
+    harness_free_behind_queued_copy(gpu, t_host, queue, types[t], a, z, N, &g, back, t);
   }
   OK(olMemFree(spin_out));
   free(z);
   free(back);
-}
-
-static void *open_gate_later(void *g) {
-  usleep(20000);
-  gate_open(g);
-  return NULL;
 }
 
 // olMemUnregister returns only after the work queued before it is done: a copy into the registered range
@@ -896,19 +828,9 @@ static void *open_gate_later(void *g) {
 static void unregister_waits_for_queued_work(void) {
   NEED_GPU();
   enum { N = 1 << 20 };
-  struct gate g = GATE_INIT;
   unsigned char *h = calloc(1, N), *d = galloc(OL_ALLOC_TYPE_DEVICE, N);
-  void *pinned = NULL;
   REQUIRE(h && d);
-  OK(olMemFill(NULL, d, 1, &(uint8_t){'Z'}, N));
-  OK(olMemRegister(gpu, h, N, 0, &pinned));
-  OK(olLaunchHostFunction(queue, gate_wait, &g));
-  OK(olMemcpy(queue, pinned, t_host, d, gpu, N));
-  pthread_t t;
-  REQUIRE(pthread_create(&t, NULL, open_gate_later, &g) == 0);
-  OK(olMemUnregister(gpu, h));
-  CHECKF(all_bytes(h, 'Z', N), "olMemUnregister returned before the queued copy into the range was done");
-  pthread_join(t, NULL);
+  harness_unregister_waits_for_queued_copy(gpu, t_host, queue, d, h, N);
   OK(olSyncQueue(queue));
   OK(olMemFree(d));
   free(h);

@@ -21,10 +21,6 @@
 
 extern char **environ;
 
-#define NEED_CPU()                                                                                  \
-  if (!t_cpu)                                                                                       \
-  SKIP("no CPU device")
-
 #define VAL_A 0xAAAA0001u
 #define VAL_B 0xBBBB0002u
 static const char *TGT = "nvptx64";
@@ -49,14 +45,7 @@ static const char *use_cache(const char *name) {
   return dir;
 }
 
-static ol_program_handle_t make(const char *image) {
-  size_t n;
-  void *img = t_load(image, TGT, &n);
-  ol_program_handle_t p = NULL;
-  OK(olCreateProgram(t_cpu, img, n, &p));
-  free(img);
-  return p;
-}
+static ol_program_handle_t make(const char *image) { return t_create(t_cpu, image, TGT); }
 
 // Which program runs when `image` is loaded (0 when it cannot be).
 static uint32_t which_of(const char *image) {

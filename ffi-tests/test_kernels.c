@@ -1,38 +1,18 @@
 // GPU-style kernels on the CPU device: each kernel built for nvptx64 and amdgcn, results checked exactly.
 #include "ol_test.h"
 
-#define NEED_CPU()                                                                                  \
-  if (!t_cpu)                                                                                       \
-  SKIP("no CPU device")
+#include "device/mixed.h"
 
 static ol_program_handle_t progs[2];
 static ol_queue_handle_t queue;
 
-static ol_symbol_handle_t kern(int t, const char *name) {
-  ol_symbol_handle_t k = NULL;
-  OK(olGetSymbol(progs[t], name, OL_SYMBOL_KIND_KERNEL, &k));
-  return k;
-}
-
-static void *dalloc(size_t n) {
-  void *p = NULL;
-  OK(olMemAlloc(t_cpu, OL_ALLOC_TYPE_MANAGED, n, &p));
-  if (p)
-    memset(p, 0, n);
-  return p;
-}
-
-static ol_kernel_launch_size_args_t grid(uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by,
-                                         uint32_t bz, size_t dyn) {
-  ol_kernel_launch_size_args_t a = {3, {gx, gy, gz}, {bx, by, bz}, dyn};
-  return a;
-}
+static ol_symbol_handle_t kern(int t, const char *name) { return t_kernel(progs[t], name); }
 
 static void saxpy(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
     const uint32_t n = 1000000;
-    float *x = dalloc(n * 4), *y = dalloc(n * 4);
+    float *x = t_dalloc(n * 4), *y = t_dalloc(n * 4);
     for (uint32_t i = 0; i < n; i++) {
       x[i] = (float)(i % 1024);
       y[i] = 3.0f;
@@ -42,7 +22,7 @@ static void saxpy(void) {
       float *x, *y;
       uint32_t n;
     } args = {2.0f, x, y, n};
-    ol_kernel_launch_size_args_t la = grid((n + 255) / 256, 1, 1, 256, 1, 1, 0);
+    ol_kernel_launch_size_args_t la = t_grid((n + 255) / 256, 1, 1, 256, 1, 1, 0);
     OK(olLaunchKernel(queue, t_cpu, kern(t, "saxpy"), &args, sizeof args, &la));
     OK(olSyncQueue(queue));
     uint32_t bad = 0;
@@ -60,13 +40,13 @@ static void reduction_with_barriers(void) {
   for (int t = 0; t < 2; t++)
     for (int s = 0; s < 4; s++) {
       uint32_t wg = sizes[s], groups = 97, n = wg * groups;
-      uint32_t *in = dalloc(n * 4), *out = dalloc(groups * 4);
+      uint32_t *in = t_dalloc(n * 4), *out = t_dalloc(groups * 4);
       for (uint32_t i = 0; i < n; i++)
         in[i] = i * 7 + 1;
       struct {
         uint32_t *in, *out;
       } args = {in, out};
-      ol_kernel_launch_size_args_t la = grid(groups, 1, 1, wg, 1, 1, 0);
+      ol_kernel_launch_size_args_t la = t_grid(groups, 1, 1, wg, 1, 1, 0);
       OK(olLaunchKernel(queue, t_cpu, kern(t, "reduce"), &args, sizeof args, &la));
       OK(olSyncQueue(queue));
       for (uint32_t g = 0; g < groups; g++) {
@@ -84,9 +64,9 @@ static void grid_2d(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
     uint32_t gx = 5, gy = 3, bx = 8, by = 4, w = gx * bx, h = gy * by;
-    uint32_t *out = dalloc(w * h * 8);
+    uint32_t *out = t_dalloc(w * h * 8);
     void *args = out;
-    ol_kernel_launch_size_args_t la = grid(gx, gy, 1, bx, by, 1, 0);
+    ol_kernel_launch_size_args_t la = t_grid(gx, gy, 1, bx, by, 1, 0);
     OK(olLaunchKernel(NULL, t_cpu, kern(t, "coords2d"), &args, sizeof args, &la));
     for (uint32_t y = 0; y < h; y++)
       for (uint32_t x = 0; x < w; x++)
@@ -100,9 +80,9 @@ static void grid_3d(void) {
   for (int t = 0; t < 2; t++) {
     uint32_t g[3] = {3, 2, 4}, b[3] = {4, 3, 2};
     uint32_t w = g[0] * b[0], h = g[1] * b[1], d = g[2] * b[2];
-    uint32_t *out = dalloc((size_t)w * h * d * 32);
+    uint32_t *out = t_dalloc((size_t)w * h * d * 32);
     void *args = out;
-    ol_kernel_launch_size_args_t la = grid(g[0], g[1], g[2], b[0], b[1], b[2], 0);
+    ol_kernel_launch_size_args_t la = t_grid(g[0], g[1], g[2], b[0], b[1], b[2], 0);
     OK(olLaunchKernel(queue, t_cpu, kern(t, "coords3d"), &args, sizeof args, &la));
     OK(olSyncQueue(queue));
     uint32_t bad = 0;
@@ -122,9 +102,9 @@ static void dynamic_shared_memory(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
     uint32_t wg = 128, groups = 9, n = wg * groups;
-    uint32_t *out = dalloc(n * 4);
+    uint32_t *out = t_dalloc(n * 4);
     void *args = out;
-    ol_kernel_launch_size_args_t la = grid(groups, 1, 1, wg, 1, 1, wg * 4);
+    ol_kernel_launch_size_args_t la = t_grid(groups, 1, 1, wg, 1, 1, wg * 4);
     OK(olLaunchKernel(queue, t_cpu, kern(t, "dynshared"), &args, sizeof args, &la));
     OK(olSyncQueue(queue));
     for (uint32_t g = 0; g < groups; g++)
@@ -138,13 +118,13 @@ static void atomics_across_groups(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
     uint32_t groups = 500, wg = 64, n = groups * wg;
-    uint32_t *counter = dalloc(4), *maxv = dalloc(4);
-    uint64_t *sum = dalloc(8);
+    uint32_t *counter = t_dalloc(4), *maxv = t_dalloc(4);
+    uint64_t *sum = t_dalloc(8);
     struct {
       uint32_t *c, *m;
       uint64_t *s;
     } args = {counter, maxv, sum};
-    ol_kernel_launch_size_args_t la = grid(groups, 1, 1, wg, 1, 1, 0);
+    ol_kernel_launch_size_args_t la = t_grid(groups, 1, 1, wg, 1, 1, 0);
     OK(olLaunchKernel(queue, t_cpu, kern(t, "atomics"), &args, sizeof args, &la));
     OK(olSyncQueue(queue));
     CHECK(*counter == n);
@@ -156,19 +136,11 @@ static void atomics_across_groups(void) {
   }
 }
 
-struct mixed {
-  char c;
-  double d;
-  short s;
-  int *p;
-  float f;
-};
-
 static void struct_argument(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
-    int64_t *out = dalloc(8 * 8);
-    int *pv = dalloc(4);
+    int64_t *out = t_dalloc(8 * 8);
+    int *pv = t_dalloc(4);
     *pv = -12345;
     struct {
       char c0;
@@ -176,7 +148,7 @@ static void struct_argument(void) {
       short s2;
       int64_t *out;
     } args = {'A', {'z', 2.5, -300, pv, 1.5f}, 4242, out};
-    ol_kernel_launch_size_args_t la = grid(1, 1, 1, 4, 1, 1, 0);
+    ol_kernel_launch_size_args_t la = t_grid(1, 1, 1, 4, 1, 1, 0);
     OK(olLaunchKernel(queue, t_cpu, kern(t, "structarg"), &args, sizeof args, &la));
     OK(olSyncQueue(queue));
     CHECK(out[0] == 'A');
@@ -195,9 +167,9 @@ static void divergent_no_barrier(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
     uint32_t wg = 96, groups = 7, n = wg * groups;
-    uint32_t *out = dalloc(n * 4);
+    uint32_t *out = t_dalloc(n * 4);
     void *args = out;
-    ol_kernel_launch_size_args_t la = grid(groups, 1, 1, wg, 1, 1, 0);
+    ol_kernel_launch_size_args_t la = t_grid(groups, 1, 1, wg, 1, 1, 0);
     OK(olLaunchKernel(queue, t_cpu, kern(t, "divergent"), &args, sizeof args, &la));
     OK(olSyncQueue(queue));
     for (uint32_t g = 0; g < n; g++) {
@@ -217,8 +189,8 @@ static void divergent_no_barrier(void) {
 static void global_variable_kernels(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
-    uint32_t *out = dalloc(64 * 4);
-    ol_kernel_launch_size_args_t la = grid(1, 1, 1, 64, 1, 1, 0);
+    uint32_t *out = t_dalloc(64 * 4);
+    ol_kernel_launch_size_args_t la = t_grid(1, 1, 1, 64, 1, 1, 0);
     OK(olLaunchKernel(queue, t_cpu, kern(t, "write_global"), NULL, 0, &la));
     void *args = out;
     OK(olLaunchKernel(queue, t_cpu, kern(t, "read_global"), &args, sizeof args, &la));
@@ -236,9 +208,9 @@ static void early_exit(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
     uint32_t n = 4 * 32;
-    uint32_t *out = dalloc(n * 4);
+    uint32_t *out = t_dalloc(n * 4);
     void *args = out;
-    ol_kernel_launch_size_args_t la = grid(4, 1, 1, 32, 1, 1, 0);
+    ol_kernel_launch_size_args_t la = t_grid(4, 1, 1, 32, 1, 1, 0);
     OK(olLaunchKernel(NULL, t_cpu, kern(t, "early_exit"), &args, sizeof args, &la));
     for (uint32_t i = 0; i < n; i++)
       CHECK(out[i] == ((i & 1) ? 0u : 7u));
@@ -249,9 +221,9 @@ static void early_exit(void) {
 // LLVM's argument convention is a naturally aligned struct; the UR adapter packs without padding.
 static void packed_and_natural_arguments(void) {
   NEED_CPU();
-  uint32_t *buf = dalloc(16 * 4);
+  uint32_t *buf = t_dalloc(16 * 4);
   ol_symbol_handle_t k = kern(0, "sequence");
-  ol_kernel_launch_size_args_t la = grid(1, 1, 1, 1, 1, 1, 0);
+  ol_kernel_launch_size_args_t la = t_grid(1, 1, 1, 1, 1, 1, 0);
   for (uint32_t i = 0; i < 8; i++) {
     if (i % 2 == 0) {
       struct {
@@ -278,16 +250,16 @@ static void packed_and_natural_arguments(void) {
 
 static void launch_errors(void) {
   NEED_CPU();
-  ol_kernel_launch_size_args_t la = grid(1, 1, 1, 1, 1, 1, 0);
+  ol_kernel_launch_size_args_t la = t_grid(1, 1, 1, 1, 1, 1, 0);
   ol_symbol_handle_t g = NULL;
   OK(olGetSymbol(progs[0], "global_var", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &g));
   ERR(OL_ERRC_SYMBOL_KIND, olLaunchKernel(queue, t_cpu, g, NULL, 0, &la));
   ERR(OL_ERRC_INVALID_NULL_HANDLE, olLaunchKernel(queue, t_cpu, NULL, NULL, 0, &la));
   ERR(OL_ERRC_INVALID_NULL_POINTER, olLaunchKernel(queue, t_cpu, kern(0, "noargs"), NULL, 0, NULL));
   ERR(OL_ERRC_UNSUPPORTED, olLaunchKernel(NULL, t_host, kern(0, "noargs"), NULL, 0, &la));
-  ol_kernel_launch_size_args_t huge = grid(1, 1, 1, 4096, 1, 1, 0);
+  ol_kernel_launch_size_args_t huge = t_grid(1, 1, 1, 4096, 1, 1, 0);
   ERR(OL_ERRC_INVALID_ARGUMENT, olLaunchKernel(queue, t_cpu, kern(0, "noargs"), NULL, 0, &huge));
-  ol_kernel_launch_size_args_t zero = grid(1, 1, 1, 0, 1, 1, 0);
+  ol_kernel_launch_size_args_t zero = t_grid(1, 1, 1, 0, 1, 1, 0);
   ol_result_t r = olLaunchKernel(queue, t_cpu, kern(0, "noargs"), NULL, 0, &zero);
   CHECK(r == NULL || r->Code == OL_ERRC_INVALID_ARGUMENT);
   OK(olSyncQueue(queue));
@@ -314,9 +286,9 @@ static void lanes(void) {
     ol_symbol_handle_t k = NULL;
     OK(olGetSymbol(p, "lanes", OL_SYMBOL_KIND_KERNEL, &k));
     uint32_t wg = 128;
-    uint32_t *out = dalloc(wg * 16);
+    uint32_t *out = t_dalloc(wg * 16);
     void *args = out;
-    ol_kernel_launch_size_args_t la = grid(1, 1, 1, wg, 1, 1, 0);
+    ol_kernel_launch_size_args_t la = t_grid(1, 1, 1, wg, 1, 1, 0);
     OK(olLaunchKernel(NULL, t_cpu, k, &args, sizeof args, &la));
     uint32_t lanes = out[0];
     CHECK(lanes == 1 || lanes == 32 || lanes == 64);
@@ -332,16 +304,7 @@ static void lanes(void) {
   }
 }
 
-struct lt {
-  ol_queue_handle_t q;
-  int own;
-};
-
-static void *launch_thread(void *arg) {
-  struct lt *l = arg;
-  ol_queue_handle_t q = l->q;
-  if (l->own)
-    OK(olCreateQueue(t_cpu, &q));
+static void launch_on(ol_queue_handle_t q) {
   for (int rep = 0; rep < 10; rep++) {
     uint32_t *out = NULL;
     OK(olMemAlloc(t_cpu, OL_ALLOC_TYPE_MANAGED, 64 * 4, (void **)&out));
@@ -349,41 +312,26 @@ static void *launch_thread(void *arg) {
       break;
     memset(out, 0xff, 64 * 4);
     void *args = out;
-    ol_kernel_launch_size_args_t la = grid(1, 1, 1, 64, 1, 1, 0);
+    ol_kernel_launch_size_args_t la = t_grid(1, 1, 1, 64, 1, 1, 0);
     OK(olLaunchKernel(q, t_cpu, kern(rep % 2, "foo"), &args, sizeof args, &la));
     OK(olSyncQueue(q));
     for (uint32_t i = 0; i < 64; i++)
       CHECK(out[i] == i);
     OK(olMemFree(out));
   }
-  if (l->own)
-    OK(olDestroyQueue(q));
-  return NULL;
 }
 
 static void twenty_threads_launching(void) {
   NEED_CPU();
-  for (int own = 0; own < 2; own++) {
-    pthread_t t[20];
-    struct lt l[20];
-    for (int i = 0; i < 20; i++) {
-      l[i] = (struct lt){queue, own};
-      pthread_create(&t[i], NULL, launch_thread, &l[i]);
-    }
-    for (int i = 0; i < 20; i++)
-      pthread_join(t[i], NULL);
-  }
+  for (int own = 0; own < 2; own++)
+    t_twenty_threads(launch_on, t_cpu, queue, own);
 }
 
 int main(void) {
   t_init();
   if (t_cpu) {
-    for (int t = 0; t < 2; t++) {
-      size_t n;
-      void *img = t_load("kernels", t_targets[t], &n);
-      OK(olCreateProgram(t_cpu, img, n, &progs[t]));
-      free(img);
-    }
+    for (int t = 0; t < 2; t++)
+      progs[t] = t_create(t_cpu, "kernels", t_targets[t]);
     OK(olCreateQueue(t_cpu, &queue));
     if (!progs[0] || !progs[1] || !queue) {
       fprintf(stderr, "cannot set up the kernel tests\n");

@@ -16,26 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define NEED_CPU()                                                                                  \
-  if (!t_cpu)                                                                                       \
-  SKIP("no CPU device")
-
 static ol_program_handle_t progs[2], private_prog; // kmem.{nvptx64,amdgcn}, kmem_private.nvptx64
 static ol_queue_handle_t queue;
 
-static ol_symbol_handle_t kern(int t, const char *name) {
-  ol_symbol_handle_t k = NULL;
-  OK(olGetSymbol(t < 0 ? private_prog : progs[t], name, OL_SYMBOL_KIND_KERNEL, &k));
-  return k;
-}
-
-static void *dalloc(size_t n) {
-  void *p = NULL;
-  OK(olMemAlloc(t_cpu, OL_ALLOC_TYPE_MANAGED, n, &p));
-  if (p)
-    memset(p, 0, n);
-  return p;
-}
+static ol_symbol_handle_t kern(int t, const char *name) { return t_kernel(t < 0 ? private_prog : progs[t], name); }
 
 static ol_kernel_launch_size_args_t grid1(uint32_t groups, uint32_t wg, size_t dyn) {
   ol_kernel_launch_size_args_t a = {1, {groups, 1, 1}, {wg, 1, 1}, dyn};
@@ -46,16 +30,9 @@ static void setup(void) {
   t_init();
   if (!t_cpu)
     return;
-  for (int t = 0; t < 2; t++) {
-    size_t n;
-    void *img = t_load("kmem", t_targets[t], &n);
-    OK(olCreateProgram(t_cpu, img, n, &progs[t]));
-    free(img);
-  }
-  size_t n;
-  void *img = t_load("kmem_private", "nvptx64", &n);
-  OK(olCreateProgram(t_cpu, img, n, &private_prog));
-  free(img);
+  for (int t = 0; t < 2; t++)
+    progs[t] = t_create(t_cpu, "kmem", t_targets[t]);
+  private_prog = t_create(t_cpu, "kmem_private", "nvptx64");
   OK(olCreateQueue(t_cpu, &queue));
 }
 
@@ -82,7 +59,7 @@ static void *small_stack_body(void *arg) {
   int *bad = arg;
   {
     int t = -1;
-    uint32_t *out = dalloc(4 * 4);
+    uint32_t *out = t_dalloc(4 * 4);
     void *args = out;
     ol_kernel_launch_size_args_t la = grid1(4, 1, 0);
     for (int rep = 0; rep < 4; rep++) {
@@ -122,7 +99,7 @@ static void private_17m_is_out_of_resources(void) {
   NEED_CPU();
   {
     int t = -1;
-    uint32_t *out = dalloc(4);
+    uint32_t *out = t_dalloc(4);
     struct {
       uint32_t *out;
       uint32_t i;
@@ -146,7 +123,7 @@ static int dyn_overrun_child(void) {
   setup();
   if (!t_cpu)
     return 4;
-  uint32_t *out = dalloc(64);
+  uint32_t *out = t_dalloc(64);
   struct {
     uint32_t n;
     uint32_t *out;
@@ -193,28 +170,20 @@ static void expect_report(ol_result_t r, const char *kernel, const char *where, 
   printf("     %s\n", r->Details);
 }
 
-static void memcheck_oob_global_store(void) {
-  NEED_CPU();
-  for (int t = 0; t < 2; t++) {
-    uint32_t *p = dalloc(64);
-    struct {
-      uint32_t *p;
-      uint32_t n, which;
-    } args = {p, 16, 37};
-    ol_kernel_launch_size_args_t la = grid1(3, 32, 0);
-    OK(olLaunchKernel(queue, t_cpu, kern(t, "store_at"), &args, sizeof args, &la));
-    char near[128];
-    snprintf(near, sizeof near, "nearest allocation: 64 bytes of CPU device memory at %p", (void *)p);
-    char addr[64];
-    snprintf(addr, sizeof addr, "4-byte write at %p", (void *)(p + 16));
-    expect_report(olSyncQueue(queue), "'store_at'", "work-group (1, 0, 0), work-item (5, 0, 0)", addr, near);
-    // the library goes on: an in-bounds launch succeeds
-    args.n = 3;
-    OK(olLaunchKernel(queue, t_cpu, kern(t, "store_at"), &args, sizeof args, &la));
-    OK(olSyncQueue(queue));
-    CHECK(p[3] == 7);
-    OK(olMemFree(p));
-  }
+// Launches kernel `name` of target t (kern's numbering) on the shared queue and returns the sync's result.
+static ol_result_t launch_sync(int t, const char *name, const void *args, size_t size, ol_kernel_launch_size_args_t la) {
+  OK(olLaunchKernel(queue, t_cpu, kern(t, name), args, size, &la));
+  return olSyncQueue(queue);
+}
+
+// Launches store_at ({p, n, which}: the work-item with global id `which` stores 7 at p[n]) on `groups` groups
+// of `wg` and returns the sync's result.
+static ol_result_t store_at(int t, uint32_t *p, uint32_t n, uint32_t which, uint32_t groups, uint32_t wg) {
+  struct {
+    uint32_t *p;
+    uint32_t n, which;
+  } args = {p, n, which};
+  return launch_sync(t, "store_at", &args, sizeof args, grid1(groups, wg, 0));
 }
 
 // Launches kernel `name` ({out, idx}) on 2 groups of 64 and returns the sync's result.
@@ -223,15 +192,39 @@ static ol_result_t launch_out_idx(int t, const char *name, uint32_t *out, uint32
     uint32_t *out;
     uint32_t idx;
   } args = {out, idx};
-  ol_kernel_launch_size_args_t la = grid1(2, 64, 0);
-  OK(olLaunchKernel(queue, t_cpu, kern(t, name), &args, sizeof args, &la));
-  return olSyncQueue(queue);
+  return launch_sync(t, name, &args, sizeof args, grid1(2, 64, 0));
+}
+
+// Launches dyn_touch ({n, out}: touches n bytes of 64 bytes of dynamic shared memory) on 2 groups of 32.
+static ol_result_t dyn_touch(int t, uint32_t n, uint32_t *out) {
+  struct {
+    uint32_t n;
+    uint32_t *out;
+  } args = {n, out};
+  return launch_sync(t, "dyn_touch", &args, sizeof args, grid1(2, 32, 64));
+}
+
+static void memcheck_oob_global_store(void) {
+  NEED_CPU();
+  for (int t = 0; t < 2; t++) {
+    uint32_t *p = t_dalloc(64);
+    char near[128];
+    snprintf(near, sizeof near, "nearest allocation: 64 bytes of CPU device memory at %p", (void *)p);
+    char addr[64];
+    snprintf(addr, sizeof addr, "4-byte write at %p", (void *)(p + 16));
+    expect_report(store_at(t, p, 16, 37, 3, 32), "'store_at'", "work-group (1, 0, 0), work-item (5, 0, 0)", addr,
+                  near);
+    // the library goes on: an in-bounds launch succeeds
+    OK(store_at(t, p, 3, 37, 3, 32));
+    CHECK(p[3] == 7);
+    OK(olMemFree(p));
+  }
 }
 
 static void memcheck_static_shared_overrun(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
-    uint32_t *out = dalloc(64 * 4);
+    uint32_t *out = t_dalloc(64 * 4);
     expect_report(launch_out_idx(t, "static_overrun", out, 16), "'static_overrun'", "work-item (0, 0, 0)",
                   "4-byte write at", "64 bytes of static shared memory");
     OK(launch_out_idx(t, "static_overrun", out, 15));
@@ -244,7 +237,7 @@ static void memcheck_static_shared_overrun(void) {
 static void memcheck_static_shared_atomic_overrun(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
-    uint32_t *out = dalloc(64 * 4);
+    uint32_t *out = t_dalloc(64 * 4);
     expect_report(launch_out_idx(t, "static_atomic_overrun", out, 16), "'static_atomic_overrun'",
                   "work-item (0, 0, 0)", "4-byte atomic access at", "64 bytes of static shared memory");
     OK(launch_out_idx(t, "static_atomic_overrun", out, 3));
@@ -257,18 +250,10 @@ static void memcheck_static_shared_atomic_overrun(void) {
 static void memcheck_dyn_shared_overrun(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
-    uint32_t *out = dalloc(64);
-    struct {
-      uint32_t n;
-      uint32_t *out;
-    } args = {4096, out};
-    ol_kernel_launch_size_args_t la = grid1(2, 32, 64);
-    OK(olLaunchKernel(queue, t_cpu, kern(t, "dyn_touch"), &args, sizeof args, &la));
-    expect_report(olSyncQueue(queue), "'dyn_touch'", "work-item (0, 0, 0)", "byte write at",
+    uint32_t *out = t_dalloc(64);
+    expect_report(dyn_touch(t, 4096, out), "'dyn_touch'", "work-item (0, 0, 0)", "byte write at",
                   "64 bytes of dynamic shared memory");
-    args.n = 64;
-    OK(olLaunchKernel(queue, t_cpu, kern(t, "dyn_touch"), &args, sizeof args, &la));
-    OK(olSyncQueue(queue));
+    OK(dyn_touch(t, 64, out));
     CHECK(out[0] == 63 && out[1] == 63);
     OK(olMemFree(out));
   }
@@ -278,17 +263,11 @@ static void memcheck_store_to_freed_memory(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
     size_t size = 1 << 20;
-    uint32_t *p = dalloc(size);
+    uint32_t *p = t_dalloc(size);
     OK(olMemFree(p));
-    struct {
-      uint32_t *p;
-      uint32_t n, which;
-    } args = {p, 100, 0};
-    ol_kernel_launch_size_args_t la = grid1(1, 1, 0);
-    OK(olLaunchKernel(queue, t_cpu, kern(t, "store_at"), &args, sizeof args, &la));
     char freed[160];
     snprintf(freed, sizeof freed, "inside %zu bytes of CPU device memory at %p that were freed", size, (void *)p);
-    expect_report(olSyncQueue(queue), "'store_at'", "work-group (0, 0, 0), work-item (0, 0, 0)", "4-byte write",
+    expect_report(store_at(t, p, 100, 0, 1, 1), "'store_at'", "work-group (0, 0, 0), work-item (0, 0, 0)", "4-byte write",
                   freed);
   }
 }

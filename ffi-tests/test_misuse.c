@@ -21,35 +21,6 @@
 
 static const ol_alloc_type_t types[] = {OL_ALLOC_TYPE_HOST, OL_ALLOC_TYPE_DEVICE, OL_ALLOC_TYPE_MANAGED};
 
-static void *gate_open_later(void *p) {
-  usleep(20000);
-  gate_open(p);
-  return NULL;
-}
-
-static bool all_bytes(const void *p, unsigned char v, size_t n) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++)
-    if (b[i] != v) return false;
-  return true;
-}
-
-static unsigned char *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-    free(b);
-    b = NULL;
-  }
-  fclose(f);
-  *size = (size_t)n;
-  return b;
-}
-
 /* ---- 1. frees and unregistrations behind queued work ------------------------------------------------ */
 
 /* The issue's scenario: a 1 MiB copy of 'Z' into `a` queued behind a kernel on a busy queue; olMemFree(a)
@@ -62,7 +33,7 @@ TEST(free_behind_queued_work_is_not_reused) {
   enum { N = 1 << 20 };
   bool with_kernel = getenv("OFFLOAD_RS_TESTS_SMALL") == NULL;
   size_t n = 0;
-  unsigned char *bc = with_kernel ? read_file(FFI_TESTS_PROGRAM, &n) : NULL;
+  unsigned char *bc = with_kernel ? harness_read_file(FFI_TESTS_PROGRAM, &n) : NULL;
   if (with_kernel && !bc) {
     olShutDown();
     SKIP("%s not built", FFI_TESTS_PROGRAM);
@@ -88,22 +59,11 @@ TEST(free_behind_queued_work_is_not_reused) {
   for (int round = 0; round < 6; round++) {
     ol_alloc_type_t t = types[round % 3];
     struct gate g = GATE_INIT;
-    unsigned char *a = NULL, *b = NULL;
+    unsigned char *a = NULL;
     REQUIRE_OK(olMemAlloc(cpu, t, N, (void **)&a));
     CHECK_OK(olLaunchHostFunction(q, gate_wait, &g)); /* the queue is busy until the gate opens */
     if (with_kernel) CHECK_OK(olLaunchKernel(q, cpu, k, &args, sizeof args, &la));
-    CHECK_OK(olMemcpy(q, a, cpu, z, host, N));
-    CHECK_OK(olMemFree(a));
-    CHECK_ERR(OL_ERRC_INVALID_ARGUMENT, olMemFree(a)); /* the address is unknown at once */
-    REQUIRE_OK(olMemAlloc(cpu, t, N, (void **)&b));
-    CHECKF(b != a, "round %d: the freed block %p was handed out again while a copy into it was queued", round,
-           (void *)a);
-    unsigned char pat = 'B';
-    CHECK_OK(olMemFill(NULL, b, 1, &pat, N));
-    gate_open(&g);
-    CHECK_OK(olSyncQueue(q));
-    CHECKF(all_bytes(b, 'B', N), "round %d: the new allocation was overwritten by the queued copy", round);
-    CHECK_OK(olMemFree(b));
+    harness_free_behind_queued_copy(cpu, host, q, t, a, z, N, &g, NULL, round);
   }
   for (int i = 0; with_kernel && i < 128; i++)
     CHECKF(out[i] == (uint32_t)(i % 64 + 100 * (i / 64)), "out[%d] = %u", i, out[i]);
@@ -143,26 +103,15 @@ TEST(free_behind_queued_work_then_shutdown) {
 TEST(unregister_waits_for_queued_work) {
   SETUP();
   enum { N = 1 << 20 };
-  struct gate g = GATE_INIT;
   ol_queue_handle_t q = NULL;
   unsigned char *a = NULL, *h = calloc(1, N);
-  void *pinned = NULL;
   REQUIRE(h);
   REQUIRE_OK(olCreateQueue(cpu, &q));
   REQUIRE_OK(olMemAlloc(cpu, OL_ALLOC_TYPE_DEVICE, N, (void **)&a));
-  unsigned char pat = 'Z';
-  CHECK_OK(olMemFill(NULL, a, 1, &pat, N));
-  REQUIRE_OK(olMemRegister(cpu, h, N, 0, &pinned));
-  CHECK_OK(olLaunchHostFunction(q, gate_wait, &g));
-  CHECK_OK(olMemcpy(q, pinned, host, a, cpu, N));
-  pthread_t t;
-  REQUIRE(pthread_create(&t, NULL, gate_open_later, &g) == 0);
-  CHECK_OK(olMemUnregister(cpu, h));
-  CHECKF(all_bytes(h, 'Z', N), "olMemUnregister returned before the queued copy into the range was done");
+  harness_unregister_waits_for_queued_copy(cpu, host, q, a, h, N);
   bool empty = false;
   CHECK_OK(olGetQueueInfo(q, OL_QUEUE_INFO_EMPTY, sizeof empty, &empty));
   CHECK(empty);
-  pthread_join(t, NULL);
   CHECK_ERR_TEXT(OL_ERRC_INVALID_ARGUMENT, "cannot find locked buffer", olMemUnregister(cpu, h));
   free(h);
   CHECK_OK(olSyncQueue(q));
@@ -213,7 +162,7 @@ TEST(copies_and_fills_past_the_end_are_refused) {
     PAST_END(d4k, 4096, olMemFill(q, d4k + 4092, 4, &pat4, 8));
     PAST_END(d4k, 4096, olMemcpy(NULL, big2, host, d4k + 8, cpu, SIZE_MAX - 4));
     CHECK_OK(olSyncQueue(q)); /* nothing was enqueued, the queue is fine */
-    CHECK(all_bytes(d64, 7, 64));
+    CHECK(harness_all_bytes(d64, 7, 64));
     bool intact = true;
     for (int i = 0; i < 4096; i++) intact &= d4k[i] == (unsigned char)i;
     CHECKF(intact, "a refused copy or fill wrote into the allocation");
@@ -240,7 +189,7 @@ TEST(copies_and_fills_past_the_end_are_refused) {
   /* memory in no known allocation stays the caller's business, as in LLVM */
   CHECK_OK(olMemcpy(NULL, dev, cpu, big, host, 8192));
   CHECK_OK(olMemcpy(NULL, big2, host, big, host, BIG));
-  CHECK(all_bytes(big2, 'X', BIG) && all_bytes(dev, 'X', 8192));
+  CHECK(harness_all_bytes(big2, 'X', BIG) && harness_all_bytes(dev, 'X', 8192));
   CHECK_OK(olMemFree(dev));
   CHECK_OK(olDestroyQueue(q));
   free(big);
@@ -394,7 +343,7 @@ TEST(alloc_type_77_is_allocated_like_managed_as_in_llvm22) {
   memset(p, 3, 4096); /* host-accessible like MANAGED memory */
   unsigned char pat = 9;
   CHECK_OK(olMemFill(NULL, p, 1, &pat, 4096));
-  CHECK(all_bytes(p, 9, 4096));
+  CHECK(harness_all_bytes(p, 9, 4096));
   CHECK_OK(olMemFree(p));
   TEARDOWN();
 }

@@ -1,19 +1,6 @@
 // Programs, symbols and the JIT cache on the CPU device (issue: programs, symbols and the JIT).
 #include "ol_test.h"
 
-#define NEED_CPU()                                                                                  \
-  if (!t_cpu)                                                                                       \
-  SKIP("no CPU device")
-
-static ol_program_handle_t create(const char *name, const char *target) {
-  size_t n;
-  void *img = t_load(name, target, &n);
-  ol_program_handle_t p = NULL;
-  OK(olCreateProgram(t_cpu, img, n, &p));
-  free(img); // the library must have copied what it needs
-  return p;
-}
-
 static void create_destroy_both_targets(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
@@ -33,7 +20,7 @@ static void create_destroy_both_targets(void) {
 static void symbols(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
-    ol_program_handle_t p = create("kernels", t_targets[t]);
+    ol_program_handle_t p = t_create(t_cpu, "kernels", t_targets[t]);
     if (!p)
       return;
     ol_symbol_handle_t k1 = NULL, k2 = NULL, g = NULL, s = NULL;
@@ -81,7 +68,7 @@ static void symbols(void) {
 static void globals_and_ctors(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
-    ol_program_handle_t p = create("kernels", t_targets[t]);
+    ol_program_handle_t p = t_create(t_cpu, "kernels", t_targets[t]);
     if (!p)
       return;
     ol_symbol_handle_t g = NULL, c = NULL;
@@ -101,7 +88,7 @@ static void globals_and_ctors(void) {
     for (int i = 0; i < 64; i++)
       CHECK(out[i] == 100);
     // a second program from the same bytes has its own globals, and its constructors ran too
-    ol_program_handle_t p2 = create("kernels", t_targets[t]);
+    ol_program_handle_t p2 = t_create(t_cpu, "kernels", t_targets[t]);
     ol_symbol_handle_t g2 = NULL;
     OK(olGetSymbol(p2, "global_var", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &g2));
     void *ga2 = NULL;
@@ -158,7 +145,7 @@ static void garbage_rejected(void) {
     free(img);
   }
   // the library is still usable
-  ol_program_handle_t ok = create("kernels", "nvptx64");
+  ol_program_handle_t ok = t_create(t_cpu, "kernels", "nvptx64");
   CHECK(ok != NULL);
   if (ok)
     OK(olDestroyProgram(ok));
@@ -228,13 +215,7 @@ static void *program_thread(void *arg) {
     OK(olCreateProgram(t_cpu, th->img[which], th->n[which], &p));
     if (!p)
       continue;
-    ol_symbol_handle_t g = NULL;
-    void *addr = NULL;
-    uint32_t v = 0;
-    OK(olGetSymbol(p, "which", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &g));
-    OK(olGetSymbolInfo(g, OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS, sizeof addr, &addr));
-    OK(olMemcpy(NULL, &v, t_host, addr, t_cpu, sizeof v));
-    CHECK(v == (which ? 0xBBBB0002u : 0xAAAA0001u));
+    CHECK(t_seed_global(p, NULL) == (which ? 0xBBBB0002u : 0xAAAA0001u));
     OK(olDestroyProgram(p));
   }
   return NULL;

@@ -2,10 +2,6 @@
 #include "ol_test.h"
 #include <unistd.h>
 
-#define NEED_CPU()                                                                                  \
-  if (!t_cpu)                                                                                       \
-  SKIP("no CPU device")
-
 static bool is_empty(ol_queue_handle_t q) {
   bool e = false;
   OK(olGetQueueInfo(q, OL_QUEUE_INFO_EMPTY, sizeof e, &e));
@@ -82,11 +78,7 @@ static void host_functions_in_order(void) {
 // LLVM's olWaitEvents test: 16 queues, each waits on the previous one's event, kernel `sequence`.
 static void cross_queue_wait_events(void) {
   NEED_CPU();
-  size_t n;
-  void *img = t_load("kernels", "nvptx64", &n);
-  ol_program_handle_t p = NULL;
-  OK(olCreateProgram(t_cpu, img, n, &p));
-  free(img);
+  ol_program_handle_t p = t_create(t_cpu, "kernels", "nvptx64");
   if (!p)
     return;
   ol_symbol_handle_t k = NULL;

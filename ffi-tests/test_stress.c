@@ -13,10 +13,6 @@
 #define FFI_TESTS_PROGRAM "build/ffi-tests/tiny.nvptx64.bc"
 #endif
 
-#define NEED_CPU()                                                                                  \
-  if (!t_cpu)                                                                                       \
-  SKIP("no CPU device")
-
 static double seconds = 10;
 static volatile int stop;
 static void *img[2];
@@ -40,11 +36,7 @@ static void *programs(void *arg) {
     if (!p)
       return NULL;
     ol_symbol_handle_t g = NULL, k = NULL;
-    void *addr = NULL;
-    uint32_t v = 0;
-    OK(olGetSymbol(p, "which", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &g));
-    OK(olGetSymbolInfo(g, OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS, sizeof addr, &addr));
-    OK(olMemcpy(NULL, &v, t_host, addr, t_cpu, sizeof v));
+    uint32_t v = t_seed_global(p, &g);
     CHECK(v == (which ? 0xBBBB0002u : 0xAAAA0001u));
     OK(olGetSymbol(p, "get", OL_SYMBOL_KIND_KERNEL, &k));
     uint32_t *out = NULL;
@@ -189,10 +181,7 @@ static void twenty_threads_mixed(void) {
   alarm((unsigned)seconds + 120);
   img[0] = t_load("seed_a", "nvptx64", &img_n[0]);
   img[1] = t_load("seed_b", "amdgcn", &img_n[1]);
-  size_t n;
-  void *k = t_load("kernels", "nvptx64", &n);
-  OK(olCreateProgram(t_cpu, k, n, &kprog));
-  free(k);
+  kprog = t_create(t_cpu, "kernels", "nvptx64");
   OK(olGetSymbol(kprog, "saxpy", OL_SYMBOL_KIND_KERNEL, &k_saxpy));
   void *(*kinds[4])(void *) = {programs, launches, copies, events};
   pthread_t t[20];

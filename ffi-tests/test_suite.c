@@ -8,10 +8,6 @@
 
 #include "../bench/kernels/suite_ref.h"
 
-#define NEED_CPU()                                                                                  \
-  if (!t_cpu)                                                                                       \
-  SKIP("no CPU device")
-
 // One program per target, compiled once (the JIT of barrier kernels is the slow part of this test).
 static ol_program_handle_t progs[2];
 static ol_queue_handle_t queue;
@@ -103,12 +99,9 @@ int main(void) {
   t_init();
   if (t_cpu) {
     for (int t = 0; t < 2; t++) {
-      size_t n;
-      void *img = t_load("suite", t_targets[t], &n);
       watch(300, "compiling the suite", t_targets[t], NULL);
-      CHECK_OK(olCreateProgram(t_cpu, img, n, &progs[t]));
+      progs[t] = t_create(t_cpu, "suite", t_targets[t]);
       alarm(0);
-      free(img);
     }
     CHECK_OK(olCreateQueue(t_cpu, &queue));
     if (!progs[0] || !progs[1] || !queue) {

@@ -4,6 +4,8 @@
 #include <gpuintrin.h>
 #include <stdint.h>
 
+#include "mixed.h"
+
 #define VISIBLE __attribute__((visibility("default")))
 
 static inline uint32_t gid_x(void) { return __gpu_block_id_x() * __gpu_num_threads_x() + __gpu_thread_id_x(); }
@@ -75,14 +77,7 @@ __gpu_kernel void atomics(uint32_t *counter, uint32_t *maxv, uint64_t *sum) {
   __atomic_fetch_add(sum, (uint64_t)g, __ATOMIC_RELAXED);
 }
 
-// A struct argument of mixed sizes passed by value, plus scalars around it.
-struct mixed {
-  char c;
-  double d;
-  short s;
-  int *p;
-  float f;
-};
+// A struct argument of mixed sizes passed by value (struct mixed), plus scalars around it.
 __gpu_kernel void structarg(char c0, struct mixed m, short s2, int64_t *out) {
   if (gid_x() != 0)
     return;

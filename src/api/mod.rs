@@ -23,6 +23,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::{self, OlError, OlResult};
 use crate::ffi::*;
+use crate::plugin;
 use crate::runtime::{self, Context, pin};
 use crate::trace;
 
@@ -55,12 +56,7 @@ pub(crate) fn guarded(name: &str, f: impl FnOnce() -> OlResult<()>) -> OlResult<
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(payload) => {
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(OlError::new(OL_ERRC_UNKNOWN, format!("internal error in {name}: {msg}")))
+            Err(OlError::new(OL_ERRC_UNKNOWN, format!("internal error in {name}: {}", plugin::panic_text(&*payload))))
         }
     }
 }
@@ -80,6 +76,10 @@ pub(crate) fn to_c(r: OlResult<()>) -> ol_result_t {
 /// checks (`PropSize == 0`, `Size == 0`, ...) are what the variable skips, as in LLVM 22.
 #[inline(always)]
 pub(crate) fn validate(ctx: &Context, checks: &[(bool, ol_errc_t, &'static str)]) -> OlResult<()> {
+    // The common case, every check passing, needs only the conditions.
+    if checks.iter().all(|&(failed, _, _)| !failed) {
+        return Ok(());
+    }
     for &(failed, code, expr) in checks {
         if failed && (ctx.validate || expr.contains("NULL")) {
             return Err(OlError::validation(code, expr));

@@ -13,6 +13,17 @@ pub mod host_ranges;
 use std::any::Any;
 use std::sync::Arc;
 
+/// The text of a caught panic's payload (a `&str` or `String` message), for the error that reports it.
+pub(crate) fn panic_text(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic payload".into()
+    }
+}
+
 /// Errors raised by a plugin. The `From<PluginError> for OlError` impl in `error.rs` is the only place
 /// where these become `ol_errc_t` codes.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -55,6 +55,11 @@ pub struct AllocTable {
     deferred: Mutex<Vec<Deferred>>,
     /// The bytes in `deferred` (0 when it is empty), read without the lock on the alloc/free fast path.
     deferred_bytes: AtomicUsize,
+    /// [span_lo, span_hi): from the lowest base to the highest end of the live allocations (0, 0 when
+    /// there are none), stored under `map`'s lock after each change and read without it, so that a copy
+    /// whose ranges start outside it (e.g. host to host) skips the lock: no allocation can contain them.
+    span_lo: AtomicUsize,
+    span_hi: AtomicUsize,
 }
 
 /// Deferred blocks still held that one reclaim polls at most.
@@ -120,6 +125,20 @@ fn kind_of(raw: u32) -> AllocKind {
 }
 
 impl AllocTable {
+    /// Records the span of `map` (locked by the caller, just changed). Ranges never overlap, so the entry
+    /// with the highest base also has the highest end.
+    fn note_span(&self, map: &BTreeMap<usize, Allocation>) {
+        let (lo, hi) = match (map.first_key_value(), map.last_key_value()) {
+            (Some((_, first)), Some((_, last))) => (first.base, last.base.saturating_add(last.size)),
+            _ => (0, 0),
+        };
+        // Relaxed suffices: a caller can only hold a pointer into an allocation after olMemAlloc
+        // returned it, which happens-before its copy, and coherence then shows it this store or a later one
+        // (each a correct span of a table still holding that allocation).
+        self.span_lo.store(lo, Ordering::Relaxed);
+        self.span_hi.store(hi, Ordering::Relaxed);
+    }
+
     fn overlaps(map: &BTreeMap<usize, Allocation>, base: usize, size: usize) -> bool {
         let end = base.saturating_add(size);
         if let Some((_, a)) = map.range(..end).next_back() {
@@ -165,6 +184,7 @@ impl AllocTable {
                 continue;
             }
             map.insert(p, Allocation { base: p, size, device: dev.clone(), raw_type, kind });
+            self.note_span(&map);
             result = Ok(p);
             break;
         }
@@ -176,11 +196,13 @@ impl AllocTable {
 
     /// `olMemFree`: the block returns to its allocator once the work queued before now has finished.
     pub fn free(&self, addr: usize) -> OlResult<()> {
-        let rec = self
-            .map
-            .lock()
-            .remove(&addr)
-            .ok_or_else(|| OlError::invalid_argument("address is not a known allocation"))?;
+        let rec = {
+            let mut map = self.map.lock();
+            let rec =
+                map.remove(&addr).ok_or_else(|| OlError::invalid_argument("address is not a known allocation"))?;
+            self.note_span(&map);
+            rec
+        };
         let fences = queue_fences();
         if fences.is_empty() {
             rec.device.plugin()?.free(rec.base, rec.kind)?;
@@ -247,8 +269,24 @@ impl AllocTable {
 
     /// INVALID_SIZE when one of the `size`-byte ranges starting at `ranges` (each named: "olMemcpy
     /// destination") starts inside a known allocation or registered host range and runs past its end. One
-    /// table lock for all; the registered ranges are only looked at while some exist.
+    /// table lock for all, and none when every range starts outside the allocations' span; the registered
+    /// ranges are only looked at while some exist.
+    #[inline(always)]
     pub fn check_ranges<const N: usize>(
+        &self,
+        devices: &[Arc<Device>],
+        ranges: [(&str, usize); N],
+        size: usize,
+    ) -> OlResult<()> {
+        let (lo, hi) = (self.span_lo.load(Ordering::Relaxed), self.span_hi.load(Ordering::Relaxed));
+        if REGISTERED.load(Ordering::Relaxed) == 0 && ranges.iter().all(|&(_, ptr)| ptr < lo || ptr >= hi) {
+            return Ok(());
+        }
+        self.check_ranges_locked(devices, ranges, size)
+    }
+
+    #[inline(never)]
+    fn check_ranges_locked<const N: usize>(
         &self,
         devices: &[Arc<Device>],
         ranges: [(&str, usize); N],
@@ -267,7 +305,7 @@ impl AllocTable {
                         AllocKind::Device => "device",
                         AllocKind::Managed => "managed",
                     };
-                    past_end(what, ptr, size, a.base, a.size, &format!("the {ty} allocation"))?;
+                    past_end(what, ptr, size, a.base, a.size, format_args!("the {ty} allocation"))?;
                 }
             }
         }
@@ -282,7 +320,7 @@ impl AllocTable {
                 super::DeviceKind::Plugin(p) => p.registered_range(ptr),
                 super::DeviceKind::Host => None,
             }) {
-                past_end(what, ptr, size, base, len, "the registered host range")?;
+                past_end(what, ptr, size, base, len, format_args!("the registered host range"))?;
             }
         }
         Ok(())
@@ -306,7 +344,12 @@ impl AllocTable {
     pub fn release_all(&self) {
         let deferred = std::mem::take(&mut *self.deferred.lock());
         self.deferred_bytes.store(0, Ordering::Relaxed);
-        let all = std::mem::take(&mut *self.map.lock());
+        let all = {
+            let mut map = self.map.lock();
+            let all = std::mem::take(&mut *map);
+            self.note_span(&map);
+            all
+        };
         for a in all.into_values().chain(deferred.into_iter().map(|d| d.alloc)) {
             if let Ok(p) = a.device.plugin() {
                 let _ = p.free(a.base, a.kind);
@@ -315,8 +358,16 @@ impl AllocTable {
     }
 }
 
-/// INVALID_SIZE unless `[ptr, ptr+size)` ends inside `[base, base+len)` (which contains `ptr`).
-fn past_end(what: &str, ptr: usize, size: usize, base: usize, len: usize, owner: &str) -> OlResult<()> {
+/// INVALID_SIZE unless `[ptr, ptr+size)` ends inside `[base, base+len)` (which contains `ptr`). `owner` is
+/// formatted only into the error: a range that fits costs no allocation.
+fn past_end(
+    what: &str,
+    ptr: usize,
+    size: usize,
+    base: usize,
+    len: usize,
+    owner: std::fmt::Arguments<'_>,
+) -> OlResult<()> {
     let end = base + len;
     if ptr.checked_add(size).is_some_and(|e| e <= end) {
         return Ok(());
@@ -359,11 +410,13 @@ pub fn unregister(dev: &Device, ptr: usize) -> OlResult<()> {
     Ok(())
 }
 
-/// `olMemcpy` after validation.
+/// `olMemcpy` after validation. Host to host (LLVM 22's plain `memcpy`, the small-copy path callers
+/// measure) is inlined into the entry point; copies that involve a device go out of line.
 ///
 /// # Safety
 /// `src` must be valid for reading and `dst` for writing `size` bytes on their devices, until the copy
 /// has run (it may be queued).
+#[inline(always)]
 pub unsafe fn memcpy(
     ctx: &Context,
     queue: Option<&Arc<Queue>>,
@@ -373,26 +426,45 @@ pub unsafe fn memcpy(
     src_dev: &Arc<Device>,
     size: usize,
 ) -> OlResult<()> {
+    if !(dst_dev.is_host() && src_dev.is_host()) {
+        // SAFETY: this function's contract.
+        return unsafe { memcpy_device(ctx, queue, dst, dst_dev, src, src_dev, size) };
+    }
     if size > 0 {
         ctx.allocs.check_ranges(&ctx.devices, [("olMemcpy destination", dst), ("olMemcpy source", src)], size)?;
     }
-    if dst_dev.is_host() && src_dev.is_host() {
-        if queue.is_some() {
-            // LLVM 22's text, typo included, so clients matching on it keep working.
-            return Err(OlError::invalid_argument(
-                "ane of DstDevice and SrcDevice must be a non-host device if queue is specified",
-            ));
-        }
-        if size > 0 {
-            // SAFETY: host<->host copy of caller-provided pointers (validated non-NULL), exactly as LLVM
-            // 22 does with memcpy; the caller guarantees both ranges are valid for `size` bytes.
-            unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, size) };
-        }
-        return Ok(());
+    if queue.is_some() {
+        // LLVM 22's text, typo included, so clients matching on it keep working.
+        return Err(OlError::invalid_argument(
+            "ane of DstDevice and SrcDevice must be a non-host device if queue is specified",
+        ));
     }
+    if size > 0 {
+        // SAFETY: host<->host copy of caller-provided pointers (validated non-NULL), exactly as LLVM 22
+        // does with memcpy; the caller guarantees both ranges are valid for `size` bytes.
+        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, size) };
+    }
+    Ok(())
+}
+
+/// [`memcpy`] when one side is a device.
+///
+/// # Safety
+/// As for [`memcpy`].
+#[inline(never)]
+unsafe fn memcpy_device(
+    ctx: &Context,
+    queue: Option<&Arc<Queue>>,
+    dst: usize,
+    dst_dev: &Arc<Device>,
+    src: usize,
+    src_dev: &Arc<Device>,
+    size: usize,
+) -> OlResult<()> {
     if size == 0 {
         return Ok(());
     }
+    ctx.allocs.check_ranges(&ctx.devices, [("olMemcpy destination", dst), ("olMemcpy source", src)], size)?;
     match queue {
         Some(q) => {
             let exec = q.device.plugin()?;
@@ -582,6 +654,40 @@ mod tests {
         opener.join().unwrap();
         table.free(c).unwrap();
         table.release_all();
+    }
+
+    /// The lock-free span filter in front of the table never hides a live allocation: as blocks come and
+    /// go (the lowest and the highest included), a range starting in each live one and running past its
+    /// end is INVALID_SIZE, and ranges in freed blocks or outside are the caller's business.
+    #[test]
+    fn range_checks_see_every_live_allocation() {
+        let pdev: Arc<dyn plugin::Device> = Arc::new(SmallDevice { info: plugin::cpu::device().info().clone() });
+        let dev = Arc::new(Device { handle: 1, platform: 2, kind: super::super::DeviceKind::Plugin(pdev) });
+        let devices = [dev.clone()];
+        let table = AllocTable::default();
+        let check = |p: usize, size: usize| table.check_ranges(&devices, [("olMemcpy destination", p)], size);
+        let host = [0u8; 64];
+        assert!(check(host.as_ptr() as usize, 1 << 20).is_ok(), "an empty table holds nothing");
+        let mut live: Vec<usize> = (0..4).map(|_| table.alloc(&dev, 1, 4096).unwrap()).collect();
+        live.sort();
+        // free the lowest, then the highest, then one in the middle, checking every block each time
+        let mut freed = Vec::new();
+        for step in 0..3 {
+            for &p in &live {
+                assert_eq!(check(p + 4000, 200).unwrap_err().code, OL_ERRC_INVALID_SIZE, "{p:#x} is live");
+                assert!(check(p, 4096).is_ok());
+            }
+            for &p in &freed {
+                assert!(check(p + 4000, 200).is_ok(), "{p:#x} was freed");
+            }
+            let victim = [0, live.len() - 1, 1][step];
+            let p = live.remove(victim);
+            table.free(p).unwrap();
+            freed.push(p);
+        }
+        assert_eq!(check(live[0] + 1, 4096).unwrap_err().code, OL_ERRC_INVALID_SIZE);
+        table.free(live[0]).unwrap();
+        assert!(check(live[0] + 1, 4096).is_ok(), "every block freed");
     }
 
     #[test]

@@ -27,7 +27,7 @@
 use super::launch::PreparedLaunch;
 use super::memory;
 use super::pool::{WORKER_STACK, spin_until};
-use crate::plugin::{Event, PluginError, PluginResult, Queue};
+use crate::plugin::{Event, PluginError, PluginResult, Queue, panic_text};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::any::Any;
 use std::cell::Cell;
@@ -136,16 +136,6 @@ fn refuse_host_fn_deadlock(q: &Arc<QueueShared>, target: u64) -> PluginResult<()
         ));
     }
     Ok(())
-}
-
-fn panic_text(p: &(dyn Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        s.to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic payload".into()
-    }
 }
 
 struct QState {

@@ -261,27 +261,33 @@ pub fn map_error(code: CUresult, msg: String) -> PluginError {
 mod tests {
     use super::*;
 
-    unsafe extern "C" fn fake_name(code: CUresult, out: *mut *const c_char) -> CUresult {
-        let s: &'static CStr = match code {
-            CUDA_ERROR_NOT_FOUND => c"CUDA_ERROR_NOT_FOUND",
-            CUDA_ERROR_OUT_OF_MEMORY => c"CUDA_ERROR_OUT_OF_MEMORY",
-            CUDA_ERROR_INVALID_VALUE => c"CUDA_ERROR_INVALID_VALUE",
-            _ => return CUDA_ERROR_INVALID_VALUE,
+    /// A fake driver code with its cuGetErrorName and cuGetErrorString texts.
+    type FakeRow = (CUresult, &'static CStr, &'static CStr);
+    const FAKE_TEXTS: [FakeRow; 3] = [
+        (CUDA_ERROR_NOT_FOUND, c"CUDA_ERROR_NOT_FOUND", c"named symbol not found"),
+        (CUDA_ERROR_OUT_OF_MEMORY, c"CUDA_ERROR_OUT_OF_MEMORY", c"out of memory"),
+        (CUDA_ERROR_INVALID_VALUE, c"CUDA_ERROR_INVALID_VALUE", c"invalid argument"),
+    ];
+
+    /// Writes `code`'s text (`pick` of its FAKE_TEXTS row) to `*out`, as the driver's two lookups do.
+    ///
+    /// # Safety
+    /// `out` must be valid for writing a pointer.
+    unsafe fn fake_text(code: CUresult, out: *mut *const c_char, pick: fn(&FakeRow) -> &'static CStr) -> CUresult {
+        let Some(row) = FAKE_TEXTS.iter().find(|t| t.0 == code) else {
+            return CUDA_ERROR_INVALID_VALUE;
         };
-        // SAFETY: test fake; `out` is a valid out-pointer from error_texts.
-        unsafe { *out = s.as_ptr() };
+        // SAFETY: test fake; `out` is a valid out-pointer from error_texts (the caller's contract).
+        unsafe { *out = pick(row).as_ptr() };
         CUDA_SUCCESS
     }
+    unsafe extern "C" fn fake_name(code: CUresult, out: *mut *const c_char) -> CUresult {
+        // SAFETY: forwarded from error_texts' out-pointer.
+        unsafe { fake_text(code, out, |t| t.1) }
+    }
     unsafe extern "C" fn fake_string(code: CUresult, out: *mut *const c_char) -> CUresult {
-        let s: &'static CStr = match code {
-            CUDA_ERROR_NOT_FOUND => c"named symbol not found",
-            CUDA_ERROR_OUT_OF_MEMORY => c"out of memory",
-            CUDA_ERROR_INVALID_VALUE => c"invalid argument",
-            _ => return CUDA_ERROR_INVALID_VALUE,
-        };
         // SAFETY: as above.
-        unsafe { *out = s.as_ptr() };
-        CUDA_SUCCESS
+        unsafe { fake_text(code, out, |t| t.2) }
     }
 
     fn fake() -> Driver {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::plugin::{Event, Kernel, LaunchDims, PluginError, PluginResult, Queue};
+use crate::plugin::{Event, Kernel, LaunchDims, PluginError, PluginResult, Queue, panic_text};
 
 use super::driver::*;
 use super::image;
@@ -60,14 +60,7 @@ unsafe extern "C" fn host_trampoline(p: *mut c_void) {
     let err = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e),
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Some(PluginError::Backend(format!("host function panicked: {msg}")))
-        }
+        Err(panic) => Some(PluginError::Backend(format!("host function panicked: {}", panic_text(&*panic)))),
     };
     if let Some(e) = err {
         let mut slot = error.lock();

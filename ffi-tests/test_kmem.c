@@ -9,7 +9,8 @@
 //   global store, static and dynamic shared-memory overruns (stores, and atomics, which the CPU device
 //   makes plain code on shared memory) and a store to freed device memory are each
 //   returned at the next sync naming the kernel, work-group, work-item, address, size and nearest
-//   allocation; the library stays usable and correct kernels report nothing.
+//   allocation; a program constructor writing past its global fails olCreateProgram with the checker's
+//   report; the library stays usable and correct kernels report nothing.
 // Device code: ffi-tests/device/kmem.c.
 #include "ol_test.h"
 #include <signal.h>
@@ -300,6 +301,30 @@ static void memcheck_private_memory_is_allowed(void) {
   CHECK(bad == 0);
 }
 
+// A constructor writing far past its global (device/ctor_oob.c): the load fails with the checker's report
+// (without the checker it faults, as on a GPU); the library goes on.
+static void memcheck_constructor_oob_write_fails_the_load(void) {
+  NEED_CPU();
+  for (int t = 0; t < 2; t++) {
+    size_t n;
+    void *img = t_load("ctor_oob", t_targets[t], &n);
+    ol_program_handle_t p = NULL;
+    ol_result_t r = olCreateProgram(t_cpu, img, n, &p);
+    free(img);
+    CHECKF(r && r->Code == OL_ERRC_BACKEND_FAILURE, "got %s", r ? r->Details : "success");
+    CHECK(p == NULL);
+    if (r) {
+      CHECKF(strstr(r->Details, "memcheck: the program's constructors: invalid 4-byte write at"), "%s", r->Details);
+      CHECKF(strstr(r->Details, "the program's globals"), "%s", r->Details);
+      printf("     %s\n", r->Details);
+    }
+    uint32_t *out = dalloc(64 * 4);
+    OK(launch_out_idx(t, "static_overrun", out, 15));
+    CHECK(out[15] == 1 && out[3] == 3);
+    OK(olMemFree(out));
+  }
+}
+
 int main(void) {
   // first, before this process has any thread: the child that faults
   RUN(dyn_shared_overrun_faults_or_errors);
@@ -316,6 +341,7 @@ int main(void) {
   RUN(memcheck_dyn_shared_overrun);
   RUN(memcheck_store_to_freed_memory);
   RUN(memcheck_private_memory_is_allowed);
+  RUN(memcheck_constructor_oob_write_fails_the_load);
   RUN(private_17m_is_out_of_resources);
   teardown();
   return t_finish();

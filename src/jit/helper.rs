@@ -177,6 +177,7 @@ pub(crate) fn encode_result(r: Result<Vec<u8>, JitError>) -> Vec<u8> {
         Err(JitError::Link(m)) => (3, m.into_bytes()),
         Err(JitError::Io(m)) => (4, m.into_bytes()),
         Err(JitError::NotFound(m)) => (5, m.into_bytes()),
+        Err(JitError::Run(m)) => (6, m.into_bytes()),
     };
     let mut v = Vec::with_capacity(body.len() + 1);
     v.push(tag);
@@ -196,6 +197,7 @@ pub(crate) fn decode_result(mut v: Vec<u8>) -> Result<Vec<u8>, JitError> {
         3 => Err(JitError::Link(msg())),
         4 => Err(JitError::Io(msg())),
         5 => Err(JitError::NotFound(msg())),
+        6 => Err(JitError::Run(msg())),
         _ => Err(JitError::Compile(msg())),
     }
 }

@@ -10,7 +10,8 @@
 //   makes plain code on shared memory) and a store to freed device memory are each
 //   returned at the next sync naming the kernel, work-group, work-item, address, size and nearest
 //   allocation; a program constructor writing past its global fails olCreateProgram with the checker's
-//   report; the library stays usable and correct kernels report nothing.
+//   report; a store to memory freed while the kernel was still queued is a use after free; the library
+//   stays usable and correct kernels report nothing.
 // Device code: ffi-tests/device/kmem.c.
 #include "ol_test.h"
 #include <signal.h>
@@ -325,6 +326,38 @@ static void memcheck_constructor_oob_write_fails_the_load(void) {
   }
 }
 
+// A kernel queued behind a host function, its buffer freed before it runs (olMemFree defers the release
+// behind the queued work): its store is a use after free, reported at the sync; the free itself works.
+static void memcheck_store_to_memory_freed_behind_queued_work(void) {
+  NEED_CPU();
+  for (int t = 0; t < 2; t++) {
+    size_t size = 1 << 20;
+    uint32_t *p = dalloc(size);
+    struct gate g = GATE_INIT;
+    OK(olLaunchHostFunction(queue, gate_wait, &g));
+    struct {
+      uint32_t *p;
+      uint32_t n, which;
+    } args = {p, 100, 0};
+    ol_kernel_launch_size_args_t la = grid1(1, 1, 0);
+    OK(olLaunchKernel(queue, t_cpu, kern(t, "store_at"), &args, sizeof args, &la));
+    OK(olMemFree(p));
+    gate_open(&g);
+    char freed[160];
+    snprintf(freed, sizeof freed, "inside %zu bytes of CPU device memory at %p that were freed", size, (void *)p);
+    expect_report(olSyncQueue(queue), "'store_at'", "work-group (0, 0, 0), work-item (0, 0, 0)", "4-byte write",
+                  freed);
+    // the library goes on: a new allocation and an in-bounds store
+    uint32_t *q = dalloc(64);
+    args.p = q;
+    args.n = 3;
+    OK(olLaunchKernel(queue, t_cpu, kern(t, "store_at"), &args, sizeof args, &la));
+    OK(olSyncQueue(queue));
+    CHECK(q[3] == 7);
+    OK(olMemFree(q));
+  }
+}
+
 int main(void) {
   // first, before this process has any thread: the child that faults
   RUN(dyn_shared_overrun_faults_or_errors);
@@ -342,6 +375,7 @@ int main(void) {
   RUN(memcheck_store_to_freed_memory);
   RUN(memcheck_private_memory_is_allowed);
   RUN(memcheck_constructor_oob_write_fails_the_load);
+  RUN(memcheck_store_to_memory_freed_behind_queued_work);
   RUN(private_17m_is_out_of_resources);
   teardown();
   return t_finish();

@@ -96,6 +96,10 @@ impl Device for CpuDevice {
         self.memory.free(ptr)
     }
 
+    fn freed_by_user(&self, ptr: usize) {
+        memcheck::untrack(ptr);
+    }
+
     fn register_host(&self, ptr: usize, size: usize) -> PluginResult<usize> {
         self.memory.register_host(ptr, size)
     }

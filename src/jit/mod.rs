@@ -468,6 +468,15 @@ fn bitcode_payload(image: &[u8]) -> Option<&[u8]> {
     None
 }
 
+/// LLVM's reader trusts some of the module's numbers to size allocations: absurd ones are rejected
+/// before it runs (an out-of-memory abort would take the client with it in process). Run on a cache miss
+/// only, before compiling: a cache hit is bytes this build checked and compiled before (its key holds the
+/// image's hash and the build id), and the check costs about 15 µs per KiB (bitcode.rs's
+/// `bitcode_check_cost`), several times a hit's load.
+fn check_before_compile(bc: &[u8]) -> Result<(), JitError> {
+    bitcode::check(bc).map_err(|e| JitError::InvalidBinary(format!("malformed LLVM bitcode ({}): {e}", describe(bc))))
+}
+
 /// The target triple of a bitcode image (wrapped or raw), read without LLVM (see bitcode.rs).
 pub fn bitcode_triple(image: &[u8]) -> Result<String, String> {
     bitcode::triple(bitcode_payload(image).ok_or("not LLVM bitcode")?)
@@ -534,10 +543,7 @@ pub fn load_with(image: &[u8], checker: Option<Checker>) -> Result<LoadedImage, 
         // compile validates.
         Examined::Bitcode { payload, triple } => {
             compile::supported_arch(&triple).ok_or_else(|| compile::unsupported(&triple))?;
-            // LLVM's reader trusts some of the module's numbers to size allocations: absurd ones are
-            // rejected here, before it runs (an out-of-memory abort would take the client with it in process).
-            bitcode::check(payload)
-                .map_err(|e| JitError::InvalidBinary(format!("malformed LLVM bitcode ({}): {e}", describe(image))))?;
+            // (the bitcode pre-check, `check_before_compile`, runs on a cache miss only)
             let co = cache::get_or_compile(payload, None)?;
             let mut obj = elf::LoadedObject::load(&co.object)?;
             if let Some((hook, _)) = obj.data_symbol("__ol_rs_memcheck_hook") {

@@ -10,7 +10,7 @@
 //   makes plain code on shared memory) and a store to freed device memory are each
 //   returned at the next sync naming the kernel, work-group, work-item, address, size and nearest
 //   allocation; a program constructor writing past its global fails olCreateProgram with the checker's
-//   report; a store to memory freed while the kernel was still queued is a use after free; the library
+//   report (a destructor's, olDestroyProgram); a store to memory freed while the kernel was still queued is a use after free; the library
 //   stays usable and correct kernels report nothing.
 // Device code: ffi-tests/device/kmem.c.
 #include "ol_test.h"
@@ -358,6 +358,33 @@ static void memcheck_store_to_memory_freed_behind_queued_work(void) {
   }
 }
 
+// A destructor writing far past its global (device/dtor_oob.c, its bound set before the destroy):
+// olDestroyProgram returns the checker's report; the program is destroyed all the same.
+static void memcheck_destructor_oob_write_fails_the_destroy(void) {
+  NEED_CPU();
+  for (int t = 0; t < 2; t++) {
+    size_t n;
+    void *img = t_load("dtor_oob", t_targets[t], &n);
+    ol_program_handle_t p = NULL;
+    OK(olCreateProgram(t_cpu, img, n, &p));
+    free(img);
+    ol_symbol_handle_t g = NULL;
+    OK(olGetSymbol(p, "dtor_oob_n", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &g));
+    void *addr = NULL;
+    OK(olGetSymbolInfo(g, OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS, sizeof addr, &addr));
+    uint32_t far = 1u << 24;
+    OK(olMemcpy(NULL, addr, t_cpu, &far, t_host, sizeof far));
+    ol_result_t r = olDestroyProgram(p);
+    CHECKF(r && r->Code == OL_ERRC_BACKEND_FAILURE, "got %s", r ? r->Details : "success");
+    if (r) {
+      CHECKF(strstr(r->Details, "memcheck: the program's destructors: invalid 4-byte write at"), "%s", r->Details);
+      printf("     %s\n", r->Details);
+    }
+    r = olDestroyProgram(p);
+    CHECKF(r && r->Code == OL_ERRC_INVALID_ARGUMENT, "destroyed twice: %s", r ? r->Details : "success");
+  }
+}
+
 int main(void) {
   // first, before this process has any thread: the child that faults
   RUN(dyn_shared_overrun_faults_or_errors);
@@ -376,6 +403,7 @@ int main(void) {
   RUN(memcheck_private_memory_is_allowed);
   RUN(memcheck_constructor_oob_write_fails_the_load);
   RUN(memcheck_store_to_memory_freed_behind_queued_work);
+  RUN(memcheck_destructor_oob_write_fails_the_destroy);
   RUN(private_17m_is_out_of_resources);
   teardown();
   return t_finish();

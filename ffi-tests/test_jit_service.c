@@ -313,7 +313,8 @@ TEST(compile_while_holding_an_atfork_lock) {
          g_child);
 }
 
-// Our helper processes: `offload-rs-jit serve` whose environment carries this run's mark.
+// Our helper processes: `offload-rs-jit detach-serve` (the server keeps the command line it was started
+// with) whose environment carries this run's mark.
 static int helpers(pid_t *out, int max) {
   char mark[64];
   snprintf(mark, sizeof mark, "JIT_SERVICE_MARK=%d", (int)getpid());

@@ -9,7 +9,9 @@
 //   global store, static and dynamic shared-memory overruns (stores, and atomics, which the CPU device
 //   makes plain code on shared memory) and a store to freed device memory are each
 //   returned at the next sync naming the kernel, work-group, work-item, address, size and nearest
-//   allocation; the library stays usable and correct kernels report nothing.
+//   allocation; a program constructor writing past its global fails olCreateProgram with the checker's
+//   report (a destructor's, olDestroyProgram); a store to memory freed while the kernel was still queued is a use after free; the library
+//   stays usable and correct kernels report nothing.
 // Device code: ffi-tests/device/kmem.c.
 #include "ol_test.h"
 #include <signal.h>
@@ -279,6 +281,89 @@ static void memcheck_private_memory_is_allowed(void) {
   CHECK(bad == 0);
 }
 
+// A constructor writing far past its global (device/ctor_oob.c): the load fails with the checker's report
+// (without the checker it faults, as on a GPU); the library goes on.
+static void memcheck_constructor_oob_write_fails_the_load(void) {
+  NEED_CPU();
+  for (int t = 0; t < 2; t++) {
+    size_t n;
+    void *img = t_load("ctor_oob", t_targets[t], &n);
+    ol_program_handle_t p = NULL;
+    ol_result_t r = olCreateProgram(t_cpu, img, n, &p);
+    free(img);
+    CHECKF(r && r->Code == OL_ERRC_BACKEND_FAILURE, "got %s", r ? r->Details : "success");
+    CHECK(p == NULL);
+    if (r) {
+      CHECKF(strstr(r->Details, "memcheck: the program's constructors: invalid 4-byte write at"), "%s", r->Details);
+      CHECKF(strstr(r->Details, "the program's globals"), "%s", r->Details);
+      printf("     %s\n", r->Details);
+    }
+    uint32_t *out = dalloc(64 * 4);
+    OK(launch_out_idx(t, "static_overrun", out, 15));
+    CHECK(out[15] == 1 && out[3] == 3);
+    OK(olMemFree(out));
+  }
+}
+
+// A kernel queued behind a host function, its buffer freed before it runs (olMemFree defers the release
+// behind the queued work): its store is a use after free, reported at the sync; the free itself works.
+static void memcheck_store_to_memory_freed_behind_queued_work(void) {
+  NEED_CPU();
+  for (int t = 0; t < 2; t++) {
+    size_t size = 1 << 20;
+    uint32_t *p = dalloc(size);
+    struct gate g = GATE_INIT;
+    OK(olLaunchHostFunction(queue, gate_wait, &g));
+    struct {
+      uint32_t *p;
+      uint32_t n, which;
+    } args = {p, 100, 0};
+    ol_kernel_launch_size_args_t la = grid1(1, 1, 0);
+    OK(olLaunchKernel(queue, t_cpu, kern(t, "store_at"), &args, sizeof args, &la));
+    OK(olMemFree(p));
+    gate_open(&g);
+    char freed[160];
+    snprintf(freed, sizeof freed, "inside %zu bytes of CPU device memory at %p that were freed", size, (void *)p);
+    expect_report(olSyncQueue(queue), "'store_at'", "work-group (0, 0, 0), work-item (0, 0, 0)", "4-byte write",
+                  freed);
+    // the library goes on: a new allocation and an in-bounds store
+    uint32_t *q = dalloc(64);
+    args.p = q;
+    args.n = 3;
+    OK(olLaunchKernel(queue, t_cpu, kern(t, "store_at"), &args, sizeof args, &la));
+    OK(olSyncQueue(queue));
+    CHECK(q[3] == 7);
+    OK(olMemFree(q));
+  }
+}
+
+// A destructor writing far past its global (device/dtor_oob.c, its bound set before the destroy):
+// olDestroyProgram returns the checker's report; the program is destroyed all the same.
+static void memcheck_destructor_oob_write_fails_the_destroy(void) {
+  NEED_CPU();
+  for (int t = 0; t < 2; t++) {
+    size_t n;
+    void *img = t_load("dtor_oob", t_targets[t], &n);
+    ol_program_handle_t p = NULL;
+    OK(olCreateProgram(t_cpu, img, n, &p));
+    free(img);
+    ol_symbol_handle_t g = NULL;
+    OK(olGetSymbol(p, "dtor_oob_n", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &g));
+    void *addr = NULL;
+    OK(olGetSymbolInfo(g, OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS, sizeof addr, &addr));
+    uint32_t far = 1u << 24;
+    OK(olMemcpy(NULL, addr, t_cpu, &far, t_host, sizeof far));
+    ol_result_t r = olDestroyProgram(p);
+    CHECKF(r && r->Code == OL_ERRC_BACKEND_FAILURE, "got %s", r ? r->Details : "success");
+    if (r) {
+      CHECKF(strstr(r->Details, "memcheck: the program's destructors: invalid 4-byte write at"), "%s", r->Details);
+      printf("     %s\n", r->Details);
+    }
+    r = olDestroyProgram(p);
+    CHECKF(r && r->Code == OL_ERRC_INVALID_ARGUMENT, "destroyed twice: %s", r ? r->Details : "success");
+  }
+}
+
 int main(void) {
   // first, before this process has any thread: the child that faults
   RUN(dyn_shared_overrun_faults_or_errors);
@@ -295,6 +380,9 @@ int main(void) {
   RUN(memcheck_dyn_shared_overrun);
   RUN(memcheck_store_to_freed_memory);
   RUN(memcheck_private_memory_is_allowed);
+  RUN(memcheck_constructor_oob_write_fails_the_load);
+  RUN(memcheck_store_to_memory_freed_behind_queued_work);
+  RUN(memcheck_destructor_oob_write_fails_the_destroy);
   RUN(private_17m_is_out_of_resources);
   teardown();
   return t_finish();

@@ -366,6 +366,41 @@ TEST(alloc_larger_than_global_mem_is_out_of_resources) {
   TEARDOWN();
 }
 
+/* The last olShutDown called from a host function while another thread is in olSyncQueue of that queue
+ * (the host function waits until the syncing thread has had time to enter the sync): refused like every
+ * olShutDown from a host function, never a hang or a deadlock; the sync returns, and the library is
+ * intact (the main thread's own olShutDown, the last, then works). A watchdog fails instead of hanging. */
+struct shutdown_in_host_fn {
+  struct gate *g;
+  ol_result_t shutdown;
+};
+static void shuts_down_after_gate(void *p) {
+  struct shutdown_in_host_fn *s = p;
+  gate_wait(s->g);
+  usleep(20000); /* let the main thread get into olSyncQueue */
+  s->shutdown = olShutDown();
+}
+
+TEST(last_shutdown_from_host_function_while_another_thread_syncs) {
+  SETUP();
+  struct gate g = GATE_INIT;
+  struct shutdown_in_host_fn s = {&g, NULL};
+  ol_queue_handle_t q = NULL;
+  REQUIRE_OK(olCreateQueue(cpu, &q));
+  CHECK_OK(olLaunchHostFunction(q, shuts_down_after_gate, &s));
+  alarm(120); /* a hang fails the test instead of blocking CI */
+  gate_open(&g);
+  CHECK_OK(olSyncQueue(q));
+  alarm(0);
+  REFUSED(s.shutdown);
+  /* the refused olShutDown dropped no reference: the queue still works */
+  void *m = NULL;
+  CHECK_OK(olMemAlloc(cpu, OL_ALLOC_TYPE_DEVICE, 64, &m));
+  CHECK_OK(olMemFree(m));
+  CHECK_OK(olDestroyQueue(q));
+  TEARDOWN();
+}
+
 int main(void) {
   RUN(free_behind_queued_work_is_not_reused);
   RUN(free_behind_queued_work_then_shutdown);
@@ -375,5 +410,6 @@ int main(void) {
   RUN(host_function_waiting_for_itself_through_another_queue_gets_an_error);
   RUN(alloc_type_77_is_allocated_like_managed_as_in_llvm22);
   RUN(alloc_larger_than_global_mem_is_out_of_resources);
+  RUN(last_shutdown_from_host_function_while_another_thread_syncs);
   return harness_summary();
 }

@@ -15,8 +15,12 @@
 //! attribute group's parameter index (`AttributeList::get` allocates index + 1 sets), a type table's
 //! `NUMENTRY` and a function's `DECLAREBLOCKS` (tables of that many entries, each of which needs a record
 //! of the same block), the string count of `METADATA_STRINGS` (each string needs a length in the record's
-//! offset table) and the case, clause and handler counts of `SWITCH` (old format), `LANDINGPAD` and
-//! `CATCHSWITCH` (operand space reserved before the operands are read; each needs an operand).
+//! offset table) and the case, clause and handler counts of `SWITCH` (old format), `LANDINGPAD` (both
+//! formats) and `CATCHSWITCH` (operand space reserved before the operands are read; each needs an
+//! operand). The attribute sets that all attribute groups and lists make LLVM allocate together are
+//! bounded linearly in the input ([`ATTR_SETS_PER_BIT`]): each alone is, but many could add up to its
+//! square. Value and metadata forward references need nothing here: LLVM's reader refuses an index past
+//! the stream's size in bytes (`RefsUpperBound` of its value and metadata lists).
 //! The blocks [`triple`] reads on its way to the triple record get the same checks.
 
 const MODULE_BLOCK: u64 = 8;
@@ -25,7 +29,9 @@ const BLOCKINFO_BLOCK: u64 = 0;
 const MODULE_CODE_TRIPLE: u64 = 2;
 const BLOCKINFO_CODE_SETBID: u64 = 1;
 const MAX_TRIPLE: usize = 1024;
+const PARAMATTR_BLOCK: u64 = 9;
 const PARAMATTR_GROUP_BLOCK: u64 = 10;
+const PARAMATTR_CODE_ENTRY: u64 = 2;
 const FUNCTION_BLOCK: u64 = 12;
 const METADATA_BLOCK: u64 = 15;
 const TYPE_BLOCK: u64 = 17;
@@ -34,12 +40,27 @@ const TYPE_CODE_NUMENTRY: u64 = 1;
 const METADATA_STRINGS: u64 = 35;
 const FUNC_CODE_DECLAREBLOCKS: u64 = 1;
 const FUNC_CODE_INST_SWITCH: u64 = 12;
+const FUNC_CODE_INST_LANDINGPAD_OLD: u64 = 40;
 const FUNC_CODE_INST_LANDINGPAD: u64 = 47;
 const FUNC_CODE_INST_CATCHSWITCH: u64 = 52;
 /// The old `SWITCH` record's marker in the high bits of its first operand.
 const SWITCH_INST_MAGIC: u64 = 0x4B5;
-/// Operands [`check_record`] looks at.
+/// Operands [`check_record`] looks at (all of an attribute list's).
 const CHECKED_OPS: usize = 5;
+/// Attribute sets (8 bytes each) that the attribute groups and lists of a module may make LLVM allocate
+/// in all, per bit of input, plus [`ATTR_SETS_SLACK`]: linear in the input, where each record alone
+/// (bounded by the input) could add up to its square.
+const ATTR_SETS_PER_BIT: usize = 8;
+const ATTR_SETS_SLACK: usize = 1 << 20;
+
+/// What [`check_record`] adds up over the whole module.
+#[derive(Default)]
+struct Tally {
+    /// attribute group id -> the sets of its `AttributeList` (parameter index + 2)
+    groups: std::collections::HashMap<u64, u64>,
+    /// attribute sets allocated so far by groups and lists
+    attr_sets: u64,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -72,14 +93,14 @@ impl<'a> Bits<'a> {
         if (width as usize) > self.left() {
             return Err("truncated bitcode".into());
         }
-        let mut v = 0u64;
-        for i in 0..width as usize {
-            let p = self.pos + i;
-            let bit = (self.data[p / 8] >> (p % 8)) & 1;
-            v |= u64::from(bit) << i;
-        }
+        // the (at most 9) bytes holding the field, little-endian, in one window
+        let (byte, off) = (self.pos / 8, self.pos % 8);
+        let mut window = [0u8; 16];
+        let n = (self.data.len() - byte).min(16);
+        window[..n].copy_from_slice(&self.data[byte..byte + n]);
+        let v = (u128::from_le_bytes(window) >> off) as u64;
         self.pos += width as usize;
-        Ok(v)
+        Ok(if width == 64 { v } else { v & ((1u64 << width) - 1) })
     }
 
     fn vbr(&mut self, width: u32) -> R<u64> {
@@ -251,8 +272,27 @@ fn read_record_counted(b: &mut Bits, id: u64, abbrevs: &[Abbrev], keep: usize) -
 /// Rejects a record of block `block` whose numbers LLVM's reader would trust to size an allocation (see
 /// the module comment). `ops` holds the first [`CHECKED_OPS`] of its `n` operands; `declared` takes a
 /// table size the block's records must fill (checked at the block's end).
-fn check_record(block: u64, code: u64, ops: &[u64], n: usize, input_bits: usize, declared: &mut u64) -> R<()> {
+fn check_record(
+    block: u64,
+    code: u64,
+    ops: &[u64],
+    n: usize,
+    input_bits: usize,
+    declared: &mut u64,
+    tally: &mut Tally,
+) -> R<()> {
     let op = |i: usize| ops.get(i).copied();
+    let add_sets = |tally: &mut Tally, sets: u64| {
+        tally.attr_sets = tally.attr_sets.saturating_add(sets);
+        let max = (input_bits * ATTR_SETS_PER_BIT + ATTR_SETS_SLACK) as u64;
+        if tally.attr_sets > max {
+            return Err(format!(
+                "attribute groups and lists of {} attribute sets in all, more than the bitcode can declare ({max})",
+                tally.attr_sets
+            ));
+        }
+        Ok(())
+    };
     let within = |what: &str, v: Option<u64>, max: usize| match v {
         Some(v) if v > max as u64 => Err(format!("{what} {v} is more than the record can hold ({max})")),
         _ => Ok(()),
@@ -265,6 +305,17 @@ fn check_record(block: u64, code: u64, ops: &[u64], n: usize, input_bits: usize,
             if let Some(idx) = idx.filter(|&i| i != u32::MAX && i as usize > input_bits) {
                 return Err(format!("attribute group for parameter index {idx}, more than the bitcode can declare"));
             }
+            // AttributeList::get(index, ...) makes index + 2 sets (the function's, the return value's,
+            // one per parameter up to the index); a list of groups as many as its largest group's
+            let sets = idx.map_or(1, |i| if i == u32::MAX { 1 } else { u64::from(i) + 2 });
+            if let Some(g) = op(0) {
+                tally.groups.insert(g, sets);
+            }
+            add_sets(tally, sets)?;
+        }
+        (PARAMATTR_BLOCK, PARAMATTR_CODE_ENTRY) => {
+            let sets = ops.iter().filter_map(|g| tally.groups.get(g)).copied().max().unwrap_or(0);
+            add_sets(tally, sets)?;
         }
         (TYPE_BLOCK, TYPE_CODE_NUMENTRY) | (FUNCTION_BLOCK, FUNC_CODE_DECLAREBLOCKS) => {
             *declared = (*declared).max(op(0).unwrap_or(0));
@@ -279,6 +330,12 @@ fn check_record(block: u64, code: u64, ops: &[u64], n: usize, input_bits: usize,
             within("switch case count", op(4), n)?;
         }
         (FUNCTION_BLOCK, FUNC_CODE_INST_LANDINGPAD) => within("landingpad clause count", op(2), n)?,
+        // [ty, persfn (value, and its type when a forward reference), cleanup, clauses, ...]: the clause
+        // count is operand 3 or 4; in a well-formed record both are at most the operand count
+        (FUNCTION_BLOCK, FUNC_CODE_INST_LANDINGPAD_OLD) => {
+            within("landingpad clause count", op(3), n)?;
+            within("landingpad clause count", op(4), n)?;
+        }
         (FUNCTION_BLOCK, FUNC_CODE_INST_CATCHSWITCH) => within("catchswitch handler count", op(1), n)?,
         _ => {}
     }
@@ -321,7 +378,14 @@ fn block_header(b: &mut Bits) -> R<(u64, u32, usize)> {
 
 /// Reads a block's entries up to its END_BLOCK (after the header), nested blocks included: by their
 /// contents, as LLVM's reader parses them, not by their declared length.
-fn skip_contents(b: &mut Bits, width: u32, info: &mut Vec<(u64, Abbrev)>, id: u64, depth: u32) -> R<()> {
+fn skip_contents(
+    b: &mut Bits,
+    width: u32,
+    info: &mut Vec<(u64, Abbrev)>,
+    id: u64,
+    depth: u32,
+    tally: &mut Tally,
+) -> R<()> {
     if depth > 32 {
         return Err("blocks nested too deeply".into());
     }
@@ -342,13 +406,14 @@ fn skip_contents(b: &mut Bits, width: u32, info: &mut Vec<(u64, Abbrev)>, id: u6
                 if nid == BLOCKINFO_BLOCK {
                     read_blockinfo(b, w, info)?;
                 } else {
-                    skip_contents(b, w, info, nid, depth + 1)?;
+                    skip_contents(b, w, info, nid, depth + 1, tally)?;
                 }
             }
             2 => abbrevs.push(read_abbrev(b)?),
             rid => {
-                let (code, ops, n) = read_record_counted(b, rid, &abbrevs, CHECKED_OPS)?;
-                check_record(id, code, &ops, n, input_bits, &mut declared)?;
+                let keep = if id == PARAMATTR_BLOCK { usize::MAX } else { CHECKED_OPS };
+                let (code, ops, n) = read_record_counted(b, rid, &abbrevs, keep)?;
+                check_record(id, code, &ops, n, input_bits, &mut declared, tally)?;
                 records += 1;
             }
         }
@@ -371,7 +436,7 @@ pub(crate) fn triple(bc: &[u8]) -> Result<String, String> {
 /// record: an error for what LLVM must not be given (see the module comment).
 pub(crate) fn check(bc: &[u8]) -> Result<(), String> {
     let (mut b, width, mut info) = first_module(bc)?;
-    skip_contents(&mut b, width, &mut info, MODULE_BLOCK, 0)
+    skip_contents(&mut b, width, &mut info, MODULE_BLOCK, 0, &mut Tally::default())
 }
 
 /// (reader, abbreviation width, BLOCKINFO abbreviations so far) just inside the first module block.
@@ -401,7 +466,7 @@ fn first_module(bc: &[u8]) -> R<ModuleStart<'_>> {
                 if id == BLOCKINFO_BLOCK {
                     read_blockinfo(&mut b, width, &mut info)?;
                 } else if id == IDENTIFICATION_BLOCK {
-                    skip_contents(&mut b, width, &mut info, id, 0)?;
+                    skip_contents(&mut b, width, &mut info, id, 0, &mut Tally::default())?;
                 } else if id == MODULE_BLOCK {
                     // (its length is only checked: LLVM skips it by length, then parses it by contents)
                     return Ok((b, width, info));
@@ -420,6 +485,7 @@ fn first_module(bc: &[u8]) -> R<ModuleStart<'_>> {
 }
 
 fn module_triple(b: &mut Bits, width: u32, info: &mut Vec<(u64, Abbrev)>) -> R<String> {
+    let mut tally = Tally::default();
     let mut abbrevs: Vec<Abbrev> = info.iter().filter(|(id, _)| *id == MODULE_BLOCK).map(|(_, a)| a.clone()).collect();
     loop {
         match b.fixed(width)? {
@@ -430,7 +496,7 @@ fn module_triple(b: &mut Bits, width: u32, info: &mut Vec<(u64, Abbrev)>) -> R<S
                 if id == BLOCKINFO_BLOCK {
                     read_blockinfo(b, w, info)?;
                 } else {
-                    skip_contents(b, w, info, id, 1)?;
+                    skip_contents(b, w, info, id, 1, &mut tally)?;
                 }
             }
             2 => abbrevs.push(read_abbrev(b)?),
@@ -592,6 +658,103 @@ mod tests {
         rejected(&f(FUNC_CODE_INST_SWITCH, &[magic, 0, 0, 0, huge]), "switch case count");
         rejected(&f(FUNC_CODE_INST_LANDINGPAD, &[0, 0, huge]), "landingpad clause count");
         rejected(&f(FUNC_CODE_INST_CATCHSWITCH, &[0, huge]), "catchswitch handler count");
+    }
+
+    /// A module with an attribute group block (`groups`: (group id, parameter index)) and an attribute
+    /// list block of `lists` lists, each of the group ids `list`.
+    fn attributes(groups: &[(u64, u64)], lists: usize, list: &[u64]) -> Vec<u8> {
+        let mut w = W::new();
+        w.enter(MODULE_BLOCK).enter(PARAMATTR_GROUP_BLOCK);
+        for &(g, idx) in groups {
+            w.record(PARAMATTR_GRP_CODE_ENTRY, &[g, idx, 0, 18]);
+        }
+        w.end().enter(PARAMATTR_BLOCK);
+        for _ in 0..lists {
+            w.record(PARAMATTR_CODE_ENTRY, list);
+        }
+        w.end();
+        let t: Vec<u64> = b"amdgcn-amd-amdhsa".iter().map(|&c| u64::from(c)).collect();
+        w.record(MODULE_CODE_TRIPLE, &t).end();
+        let mut v = w.bytes();
+        v.extend([0; 8]);
+        v
+    }
+
+    #[test]
+    fn check_bounds_the_attribute_sets_of_the_whole_module() {
+        // many groups, each index within the input, together its square: 2000 x 50000 sets
+        let many: Vec<(u64, u64)> = (1..=2000).map(|g| (g, 50_000)).collect();
+        let m = attributes(&many, 0, &[]);
+        assert!(m.len() * 8 > 50_000, "each index alone is accepted");
+        rejected(&m, "attribute sets in all");
+        let small: Vec<(u64, u64)> = (1..=2000).map(|g| (g, 5)).collect();
+        assert_eq!(check(&attributes(&small, 0, &[])), Ok(()));
+        // one group of a large index, used by many lists (each list as many sets as its largest group)
+        let mut groups = vec![(1, 3), (2, 20_000)];
+        groups.extend((3..=4000).map(|g| (g, 0)));
+        assert_eq!(check(&attributes(&groups, 3000, &[1, 3])), Ok(()));
+        rejected(&attributes(&groups, 3000, &[1, 2]), "attribute sets in all");
+    }
+
+    #[test]
+    fn check_rejects_the_old_landingpad_clause_count() {
+        let f = |ops: &[u64]| {
+            module(FUNCTION_BLOCK, &[(FUNC_CODE_DECLAREBLOCKS, &[1]), (FUNC_CODE_INST_LANDINGPAD_OLD, ops)])
+        };
+        // [ty, persfn, cleanup, clauses, (kind, value)...], and with the persfn's type after it
+        assert_eq!(check(&f(&[0, 1, 0, 1, 0, 5])), Ok(()));
+        assert_eq!(check(&f(&[0, 9, 7, 0, 1, 0, 5])), Ok(()));
+        rejected(&f(&[0, 1, 0, 1 << 40]), "landingpad clause count");
+        rejected(&f(&[0, 9, 7, 0, 1 << 31]), "landingpad clause count");
+    }
+
+    /// What [`check`] costs on every load (cache hits included), per KiB of bitcode, on bench.c's and the
+    /// classic-kernel suite's nvptx64 bitcode (compiled here with clang-22, as bench/build.sh does),
+    /// against blake3 of the same bytes (the cache key a hit computes anyway) in the same run; best of
+    /// 200. `cargo test --release --lib -- --ignored --nocapture bitcode_check_cost`
+    #[test]
+    #[ignore]
+    fn bitcode_check_cost() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = std::env::temp_dir().join(format!("offload-rs-check-cost-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        for name in ["bench", "suite"] {
+            let out = dir.join(format!("{name}.nvptx64.bc"));
+            let st = std::process::Command::new("clang-22")
+                .args(["--target=nvptx64-nvidia-cuda", "-march=sm_90", "--cuda-feature=+ptx80", "-nogpulib"])
+                .args(["-ffreestanding", "-flto", "-O2", "-c"])
+                .arg(root.join(format!("bench/kernels/{name}.c")))
+                .arg("-o")
+                .arg(&out)
+                .status()
+                .expect("clang-22");
+            assert!(st.success());
+            let bc = std::fs::read(&out).expect("bitcode");
+            let best = |f: &dyn Fn()| {
+                (0..200)
+                    .map(|_| {
+                        let t = std::time::Instant::now();
+                        f();
+                        t.elapsed().as_nanos() as f64
+                    })
+                    .fold(f64::MAX, f64::min)
+            };
+            let c = best(&|| assert_eq!(check(std::hint::black_box(&bc)), Ok(())));
+            let h = best(&|| {
+                std::hint::black_box(blake3::hash(std::hint::black_box(&bc)));
+            });
+            let kib = bc.len() as f64 / 1024.0;
+            println!(
+                "{name}.nvptx64.bc ({kib:.1} KiB): check {:.0} ns ({:.0} ns/KiB), blake3 {:.0} ns ({:.0} ns/KiB): \
+                 check/blake3 {:.1}",
+                c,
+                c / kib,
+                h,
+                h / kib,
+                c / h
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

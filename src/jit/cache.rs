@@ -214,6 +214,7 @@ fn produce(
         cache().hits.fetch_add(1, Ordering::Relaxed);
         return Ok(Arc::new(CompiledObject { object, kernels, key }));
     }
+    super::check_before_compile(bc)?;
     let (object, kernels) = super::helper::compile_cpu(bc, opt, memcheck, spec)?;
     cache().compiles.fetch_add(1, Ordering::Relaxed);
     if let Some(d) = &dir {

@@ -21,7 +21,8 @@
 //!   that died while idle is replaced. A helper exits when its socket closes (the client exited or
 //!   dropped it). After a client's `fork()`, the child starts its own helpers.
 //! * **Timeouts**: 600 s per compile (then the helper is killed and the compile fails), 60 s for a new
-//!   helper's hello.
+//!   helper to start: the spawned process to exit (it only forks the server) and the server's hello. A
+//!   spawned process still running then is killed and reaped, and that compile runs here (fallback).
 //! * **Fallback**: when no helper can be started (none installed, another build's, `RLIMIT_NPROC`, a
 //!   pids cgroup), the compile runs in the calling process (one line under `OFFLOAD_RS_DEBUG`): the
 //!   answer is the same, only a crash of LLVM is no longer contained. `OFFLOAD_RS_JIT_IN_PROCESS=1`
@@ -46,8 +47,8 @@ use super::JitError;
 
 /// How long one compile may take before its helper is killed.
 pub(crate) const COMPILE_TIMEOUT: Duration = Duration::from_secs(600);
-/// How long a new helper may take to say hello.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a new helper may take to start: the spawned process to exit, then the server's hello.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// Largest frame either side accepts (a response is an object file or PTX text).
 const MAX_FRAME: u64 = 1 << 30;
 const HELLO_MAGIC: &[u8; 8] = b"OLRSJIT1";
@@ -177,6 +178,7 @@ pub(crate) fn encode_result(r: Result<Vec<u8>, JitError>) -> Vec<u8> {
         Err(JitError::Link(m)) => (3, m.into_bytes()),
         Err(JitError::Io(m)) => (4, m.into_bytes()),
         Err(JitError::NotFound(m)) => (5, m.into_bytes()),
+        Err(JitError::Run(m)) => (6, m.into_bytes()),
     };
     let mut v = Vec::with_capacity(body.len() + 1);
     v.push(tag);
@@ -196,6 +198,7 @@ pub(crate) fn decode_result(mut v: Vec<u8>) -> Result<Vec<u8>, JitError> {
         3 => Err(JitError::Link(msg())),
         4 => Err(JitError::Io(msg())),
         5 => Err(JitError::NotFound(msg())),
+        6 => Err(JitError::Run(msg())),
         _ => Err(JitError::Compile(msg())),
     }
 }
@@ -415,7 +418,7 @@ impl Pool {
             if st.busy < self.max {
                 st.busy += 1;
                 drop(st);
-                let r = spawn(path);
+                let r = spawn(path, START_TIMEOUT);
                 if r.is_err() {
                     self.state.lock().busy -= 1;
                     self.cv.notify_one();
@@ -510,12 +513,15 @@ fn own_file() -> Option<PathBuf> {
 
 /// Starts a helper: posix_spawn `path detach-serve`, which forks the server and exits; reads its hello.
 /// (A helper of an older build does not know the mode and exits at once: the compile then runs here.)
-fn spawn(path: &CStr) -> Result<Conn, String> {
+/// Both within `timeout`: a spawned process still running then is killed and reaped.
+fn spawn(path: &CStr, timeout: Duration) -> Result<Conn, String> {
+    let deadline = Instant::now() + timeout;
     let (ours, theirs) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
-    spawn_process(path, &[path, c"detach-serve"], theirs.as_raw_fd(), true)?;
+    let pid = spawn_process(path, &[path, c"detach-serve"], theirs.as_raw_fd())?;
     drop(theirs);
+    reap_by(pid, deadline).map_err(|e| format!("the helper {}: {e}", path.to_string_lossy()))?;
     let mut ours = ours;
-    let (_, hello) = read_frame_by(&mut ours, Some(Instant::now() + HELLO_TIMEOUT))
+    let (_, hello) = read_frame_by(&mut ours, Some(deadline))
         .map_err(|e| format!("the helper {} did not start ({e:?})", path.to_string_lossy()))?;
     let ok = hello.len() == 8 + 64 + 4 && &hello[..8] == HELLO_MAGIC;
     if !ok {
@@ -533,15 +539,15 @@ fn spawn(path: &CStr) -> Result<Conn, String> {
 }
 
 /// `posix_spawn(path, argv)` with clean state: default signal dispositions, empty mask, own process
-/// group, stdin from /dev/null, `fd` as descriptor 3, nothing else but stdout/stderr. Waits for it to
-/// exit when `wait`.
-fn spawn_process(path: &CStr, argv: &[&CStr], fd: i32, wait: bool) -> Result<(), String> {
+/// group, stdin from /dev/null, `fd` as descriptor 3, nothing else but stdout/stderr. Returns its pid
+/// (the caller reaps it: [`reap_by`]).
+fn spawn_process(path: &CStr, argv: &[&CStr], fd: i32) -> Result<libc::pid_t, String> {
     let mut argv_p: Vec<*mut libc::c_char> = argv.iter().map(|a| a.as_ptr() as *mut libc::c_char).collect();
     argv_p.push(std::ptr::null_mut());
     let devnull = c"/dev/null";
     // SAFETY: the attribute and file-action objects are initialised before use and destroyed after;
     // every pointer handed to posix_spawn (path, argv, environ) is NUL-terminated and outlives the
-    // call; the child is reaped here (or by init if the application reaps it first: ECHILD).
+    // call.
     unsafe {
         let mut fa: libc::posix_spawn_file_actions_t = std::mem::zeroed();
         let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
@@ -572,14 +578,38 @@ fn spawn_process(path: &CStr, argv: &[&CStr], fd: i32, wait: bool) -> Result<(),
         if rc != 0 {
             return Err(format!("posix_spawn {}: {}", path.to_string_lossy(), std::io::Error::from_raw_os_error(rc)));
         }
+        Ok(pid)
+    }
+}
+
+/// Waits for our child `pid` to exit, until `deadline`; then kills (SIGKILL) and reaps it and says so.
+/// Already reaped by the application (`waitpid(-1)`: ECHILD) counts as exited.
+fn reap_by(pid: libc::pid_t, deadline: Instant) -> Result<(), String> {
+    let mut pause = Duration::from_micros(100);
+    loop {
         let mut status = 0;
-        while wait && libc::waitpid(pid, &mut status, 0) < 0 {
-            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                break;
-            }
+        // SAFETY: waitpid on a pid we spawned, with a status out-parameter of ours.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid || (r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted) {
+            return Ok(());
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child, not yet reaped (so the pid cannot have been reused).
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let mut status = 0;
+    // SAFETY: as above; a killed process exits, so this wait ends.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break;
         }
     }
-    Ok(())
+    Err("it did not exit in time: killed".to_string())
 }
 
 /// The helper executable's `main` (`src/bin/offload-rs-jit.rs`).
@@ -663,5 +693,29 @@ mod tests {
         assert!(Request::decode(&[2, 0, 255, 255, 255, 255]).is_none());
         let e = decode_result(encode_result(Err(JitError::InvalidBinary("x".into()))));
         assert!(matches!(e, Err(JitError::InvalidBinary(m)) if m == "x"));
+    }
+
+    /// A helper executable that never exits (here a script that writes its pid and sleeps) costs at most
+    /// the start timeout: it is then killed and reaped, and the start is an error (the compile then runs
+    /// in the calling process).
+    #[test]
+    fn a_helper_that_never_exits_is_killed_and_reaped() {
+        let dir = std::env::temp_dir().join(format!("offload-rs-helper-sleeper-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let script = dir.join("sleeper");
+        let pidfile = dir.join("pid");
+        std::fs::write(&script, format!("#!/bin/sh\necho $$ > '{}'\nexec sleep 1000\n", pidfile.display()))
+            .expect("write script");
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o700)).expect("chmod");
+        let path = CString::new(script.as_os_str().as_bytes()).expect("path");
+        let e = spawn(&path, Duration::from_secs(2)).err().expect("a start that never ends is an error");
+        assert!(e.contains("did not exit in time: killed"), "{e}");
+        let pid: libc::pid_t = std::fs::read_to_string(&pidfile).expect("pid file").trim().parse().expect("pid");
+        // SAFETY: signal 0 only checks whether the process exists (a zombie would still exist).
+        let r = unsafe { libc::kill(pid, 0) };
+        assert!(
+            r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH),
+            "pid {pid} is still there"
+        );
     }
 }

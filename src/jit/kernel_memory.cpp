@@ -8,7 +8,9 @@
 //       ok = __ol_rs_memcheck_hook(generic ptr, size, kind, tid.x, tid.y, tid.z)
 //       if (ok) <the access>          ; a skipped load yields zero
 //   where `__ol_rs_memcheck_hook` is a global function pointer the loader fills in. kind: 0 read,
-//   1 write, 2 atomic.
+//   1 write, 2 atomic. Functions reachable from the global constructors/destructors are instrumented
+//   too, with work-item id 0 (they run outside any launch, where there is no work-item id; the loader
+//   runs them under the checker, see src/plugin/cpu/memcheck.rs run_structors).
 #include "llvm-c/Core.h"
 #include "llvm-c/TargetMachine.h"
 #include "llvm/IR/Constants.h"
@@ -40,8 +42,8 @@ namespace {
 enum { ARCH_NVPTX = 0, ARCH_AMDGCN = 1, ARCH_SPIRV = 2, ARCH_HOST = 3 };
 enum { K_READ = 0, K_WRITE = 1, K_ATOMIC = 2 };
 
-// Functions called (directly) from the global constructors/destructors: they run outside any launch,
-// where there is no work-item id, so they are left alone.
+// Functions called (directly or not) from the global constructors/destructors: they run outside any
+// launch, where there is no work-item id, so their checks pass id 0.
 std::set<Function *> structorReachable(Module &M) {
   std::vector<Function *> work;
   for (const char *gv : {"llvm.global_ctors", "llvm.global_dtors"})
@@ -88,7 +90,12 @@ struct Instrumenter {
       : M(M), arch(arch), C(M.getContext()), DL(M.getDataLayout()), I32(Type::getInt32Ty(C)),
         I64(Type::getInt64Ty(C)), I1(Type::getInt1Ty(C)), Ptr(PointerType::get(C, 0)) {}
 
+  // the function being instrumented is reachable from a constructor or destructor
+  bool inStructor = false;
+
   Value *tid(IRBuilder<> &B, int d) {
+    if (inStructor)
+      return ConstantInt::get(I32, 0);
     const char *xyz[] = {"x", "y", "z"};
     if (arch == ARCH_NVPTX) {
       FunctionCallee f = M.getOrInsertFunction(std::string("llvm.nvvm.read.ptx.sreg.tid.") + xyz[d],
@@ -169,18 +176,20 @@ struct Instrumenter {
     hook = new GlobalVariable(M, Ptr, false, GlobalValue::ExternalLinkage, ConstantPointerNull::get(cast<PointerType>(Ptr)),
                               "__ol_rs_memcheck_hook");
     hook->setVisibility(GlobalValue::DefaultVisibility);
-    std::set<Function *> skip = structorReachable(M);
+    std::set<Function *> structors = structorReachable(M);
     std::vector<Instruction *> all;
     for (Function &F : M) {
-      if (F.isDeclaration() || skip.count(&F))
+      if (F.isDeclaration())
         continue;
       for (BasicBlock &BB : F)
         for (Instruction &I : BB)
           if (Access a; access(I, a))
             all.push_back(&I);
     }
-    for (Instruction *I : all)
+    for (Instruction *I : all) {
+      inStructor = structors.count(I->getFunction()) != 0;
       instrument(I);
+    }
     (void)err;
     return true;
   }

@@ -124,7 +124,7 @@ static MEMCHECK: AtomicBool = AtomicBool::new(false);
 
 /// Compile later loads with the kernel memory checker (`OFFLOAD_RS_MEMCHECK=1`, set at `olInit`): every
 /// load, store, atomic and memory intrinsic of a kernel calls the function the loader puts in the
-/// image's `__ol_rs_memcheck_hook` (see [`LoadedImage::memcheck_hook`]) and is skipped when it returns
+/// image's `__ol_rs_memcheck_hook` ([`Checker::hook`], written by [`load_with`]) and is skipped when it returns
 /// false. A separate JIT option, part of the cache key.
 pub fn set_memcheck(on: bool) {
     MEMCHECK.store(on, Ordering::Relaxed);
@@ -145,6 +145,30 @@ pub fn specialisation_enabled() -> bool {
 /// The memcheck hook's signature: (address, size, kind 0 read / 1 write / 2 atomic, work-item x, y, z)
 /// -> whether the access may happen.
 pub type MemcheckHook = unsafe extern "C" fn(addr: usize, size: u64, kind: u32, x: u32, y: u32, z: u32) -> bool;
+
+/// Runs the constructors or destructors (`which`) of the instance mapped at `program`: `call` makes the
+/// call; the runner sets up what the checks of an instrumented image need around it and returns the
+/// first invalid access they found.
+pub type StructorRunner = fn(which: &'static str, program: Mapping, call: &mut dyn FnMut()) -> Result<(), String>;
+
+/// Where a JIT'd instance lives, (start, length) each: the whole mapping (code, constants, globals), its
+/// writable part (the global variables; code and constants are read-only) and, inside that, what device
+/// code must not write (the memory checker's own hook pointer).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mapping {
+    pub all: (usize, usize),
+    pub writable: (usize, usize),
+    pub reserved: (usize, usize),
+}
+
+/// The memory checker as the loader uses it on an image compiled with it ([`load_with`]).
+#[derive(Clone, Copy)]
+pub struct Checker {
+    /// what every instrumented access calls (written into the image's `__ol_rs_memcheck_hook`)
+    pub hook: MemcheckHook,
+    /// runs the image's constructors at load and its destructors when it goes
+    pub structors: StructorRunner,
+}
 
 /// What an image looks like.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,6 +191,9 @@ pub enum JitError {
     Io(String),
     #[error("{0}")]
     NotFound(String),
+    /// device code the loader ran (a constructor or destructor) went wrong: the memory checker's report
+    #[error("{0}")]
+    Run(String),
 }
 
 /// A work-group function: runs every work-item of one group.
@@ -373,8 +400,8 @@ impl LoadedImage {
         }
     }
 
-    /// Address of the image's `__ol_rs_memcheck_hook` (a [`MemcheckHook`] pointer the plugin fills in
-    /// before any launch) when it was compiled with the memory checker.
+    /// Address of the image's `__ol_rs_memcheck_hook` (the [`MemcheckHook`] pointer [`load_with`] filled
+    /// in) when it was compiled with the memory checker.
     pub fn memcheck_hook(&self) -> Option<usize> {
         match &*self.inst {
             Instance::Jit(obj, _) => obj.data_symbol("__ol_rs_memcheck_hook").map(|(a, _)| a),
@@ -382,11 +409,21 @@ impl LoadedImage {
         }
     }
 
-    /// The memory of a JIT'd instance (its code, constants and global variables): (start, length).
-    pub fn mapped_range(&self) -> Option<(usize, usize)> {
+    /// The memory of a JIT'd instance (its code, constants and global variables).
+    pub fn mapping(&self) -> Option<Mapping> {
         match &*self.inst {
-            Instance::Jit(obj, _) => Some(obj.mapped_range()),
+            Instance::Jit(obj, _) => Some(obj.mapping()),
             Instance::Native(_) => None,
+        }
+    }
+
+    /// Drops this image; when nothing else (a kernel) keeps its instance alive, its destructors run now
+    /// and what the memory checker found in them is the result (otherwise they run when the last kernel
+    /// goes, and a violation is only skipped).
+    pub fn close(self) -> Result<(), JitError> {
+        match Arc::into_inner(self.inst) {
+            Some(Instance::Jit(obj, _)) => obj.run_fini().map_err(JitError::Run),
+            _ => Ok(()),
         }
     }
 
@@ -429,6 +466,15 @@ fn bitcode_payload(image: &[u8]) -> Option<&[u8]> {
         }
     }
     None
+}
+
+/// LLVM's reader trusts some of the module's numbers to size allocations: absurd ones are rejected
+/// before it runs (an out-of-memory abort would take the client with it in process). Run on a cache miss
+/// only, before compiling: a cache hit is bytes this build checked and compiled before (its key holds the
+/// image's hash and the build id), and the check costs about 15 µs per KiB (bitcode.rs's
+/// `bitcode_check_cost`), several times a hit's load.
+fn check_before_compile(bc: &[u8]) -> Result<(), JitError> {
+    bitcode::check(bc).map_err(|e| JitError::InvalidBinary(format!("malformed LLVM bitcode ({}): {e}", describe(bc))))
 }
 
 /// The target triple of a bitcode image (wrapped or raw), read without LLVM (see bitcode.rs).
@@ -483,21 +529,33 @@ pub fn is_valid_for_cpu(image: &[u8]) -> bool {
     }
 }
 
-/// Compiles (through the cache) and loads a fresh instance of `image`.
+/// Compiles (through the cache) and loads a fresh instance of `image`, running its constructors.
 pub fn load(image: &[u8]) -> Result<LoadedImage, JitError> {
+    load_with(image, None)
+}
+
+/// [`load`]; when the image was compiled with the memory checker, `checker` is what its checks call and
+/// runs its constructors (a violation fails the load, [`JitError::Run`]) and destructors.
+pub fn load_with(image: &[u8], checker: Option<Checker>) -> Result<LoadedImage, JitError> {
     match examine(image) {
         // What olIsValidBinary rejects is not loaded either (the same bounded reader, no LLVM, found the
         // triple). Beyond that, no parse here: the cache key is the content; on a miss the (isolated)
         // compile validates.
         Examined::Bitcode { payload, triple } => {
             compile::supported_arch(&triple).ok_or_else(|| compile::unsupported(&triple))?;
-            // LLVM's reader trusts some of the module's numbers to size allocations: absurd ones are
-            // rejected here, before it runs (an out-of-memory abort would take the client with it in process).
-            bitcode::check(payload)
-                .map_err(|e| JitError::InvalidBinary(format!("malformed LLVM bitcode ({}): {e}", describe(image))))?;
+            // (the bitcode pre-check, `check_before_compile`, runs on a cache miss only)
             let co = cache::get_or_compile(payload, None)?;
-            let obj = elf::LoadedObject::load(&co.object)?;
-            obj.run_init();
+            let mut obj = elf::LoadedObject::load(&co.object)?;
+            if let Some((hook, _)) = obj.data_symbol("__ol_rs_memcheck_hook") {
+                let c = checker.ok_or_else(|| {
+                    JitError::Run("the image was compiled with the memory checker; it cannot run without it".into())
+                })?;
+                // SAFETY: `hook` is the address of the image's pointer-sized, pointer-aligned global
+                // `__ol_rs_memcheck_hook` (writable data of the fresh instance, read by no code yet).
+                unsafe { std::ptr::write_volatile(hook as *mut MemcheckHook, c.hook) };
+                obj.set_structor_runner(c.structors);
+            }
+            obj.run_init().map_err(JitError::Run)?;
             let frames = stack::frame_sizes(&co.object);
             let source = co.kernels.iter().any(|k| k.specialisable).then(|| Arc::from(payload));
             Ok(LoadedImage { inst: Arc::new(Instance::Jit(obj, co)), frames, source })

@@ -128,6 +128,10 @@ pub trait Device: Send + Sync {
 
     fn alloc(&self, size: usize, kind: AllocKind) -> PluginResult<usize>;
     fn free(&self, ptr: usize, kind: AllocKind) -> PluginResult<()>;
+    /// The user freed the allocation at `ptr`, whose [`Device::free`] waits behind queued work (the
+    /// runtime defers it): from now on an access to it is a use after free for a memory checker.
+    /// Default: nothing.
+    fn freed_by_user(&self, _ptr: usize) {}
     /// Page-lock (or just account for) user host memory; returns the device-accessible pointer.
     fn register_host(&self, ptr: usize, size: usize) -> PluginResult<usize>;
     fn unregister_host(&self, ptr: usize) -> PluginResult<()>;

@@ -5,7 +5,8 @@
 //!   but the block goes back to its plugin's allocator only when the work enqueued on every queue before
 //!   the free has finished (a fence: one event per queue that had pending work, any device, any plugin).
 //!   Until then no allocator can hand the block out again, so a copy or kernel still queued when the
-//!   memory was freed writes into memory nobody else owns, never into a later allocation. Deferring
+//!   memory was freed writes into memory nobody else owns, never into a later allocation (and, under
+//!   `OFFLOAD_RS_MEMCHECK=1`, is reported as a use after free: the block is not the user's). Deferring
 //!   rather than waiting (what `cuMemFree` does) keeps `olMemFree` non-blocking, as LLVM 22's is, and safe
 //!   to call from a host function. Deferred blocks are released by later `olMemAlloc`/`olMemFree` calls
 //!   and at `olShutDown`; a plugin error on a deferred free is not reported (the caller has moved on).
@@ -207,6 +208,10 @@ impl AllocTable {
         if fences.is_empty() {
             rec.device.plugin()?.free(rec.base, rec.kind)?;
         } else {
+            // not the user's any more: the memory checker reports what queued work does with it
+            if let Ok(p) = rec.device.plugin() {
+                p.freed_by_user(rec.base);
+            }
             let mut d = self.deferred.lock();
             d.push(Deferred { alloc: rec, fences });
             self.deferred_bytes.store(d.iter().map(|x| x.alloc.size).sum(), Ordering::Relaxed);

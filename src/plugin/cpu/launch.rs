@@ -44,8 +44,8 @@ pub struct CpuKernel {
     scratch_bytes_per_wi: usize,
     /// stack one work-group needs (`None`: unknown, native code)
     stack_bytes: Option<usize>,
-    /// compiled with the memory checker: the program's mapping (start, length)
-    memcheck: Option<(usize, usize)>,
+    /// compiled with the memory checker: the program's mapping
+    memcheck: Option<crate::jit::Mapping>,
     /// keeps the JIT'd code alive
     _entry: Option<KernelEntry>,
     /// versions compiled for one group size at its first launch (None: that compile failed)
@@ -53,8 +53,8 @@ pub struct CpuKernel {
 }
 
 impl CpuKernel {
-    /// A kernel of a loaded program whose instance occupies `program` (start, length).
-    pub fn from_entry(entry: KernelEntry, program: Option<(usize, usize)>) -> CpuKernel {
+    /// A kernel of a loaded program whose instance occupies `program`.
+    pub fn from_entry(entry: KernelEntry, program: Option<crate::jit::Mapping>) -> CpuKernel {
         CpuKernel {
             name: entry.name.clone(),
             wg_fn: entry.wg_fn,
@@ -62,7 +62,7 @@ impl CpuKernel {
             static_local_bytes: entry.static_local_bytes,
             scratch_bytes_per_wi: entry.scratch_bytes_per_wi,
             stack_bytes: entry.stack_bytes,
-            memcheck: if entry.memcheck { Some(program.unwrap_or((0, 0))) } else { None },
+            memcheck: if entry.memcheck { Some(program.unwrap_or_default()) } else { None },
             _entry: Some(entry),
             specialised: Mutex::new(HashMap::new()),
         }

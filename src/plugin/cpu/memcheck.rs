@@ -8,8 +8,15 @@
 //!   work-items and the launch's argument buffer (this launch's buffers on this thread);
 //! * the work-item's private memory: the stack of the work-group function between the check and the
 //!   frame that called it;
-//! * the program's globals (the whole mapping of the loaded instance: code, constants, variables);
+//! * the program's globals (the whole mapping of the loaded instance, code, constants and variables, for
+//!   a read; its writable part, the variables, for a write or an atomic, but never the hook pointer the
+//!   checks call through);
 //! * the allocation table: every live allocation of the CPU device and every registered host range.
+//!
+//! The program's constructors (at `olCreateProgram`) and destructors (at `olDestroyProgram`) are
+//! instrumented too and run under [`run_structors`], with the program's globals, the allocation table
+//! and their stack allowed: a violation there is skipped and fails that call (`OL_ERRC_BACKEND_FAILURE`,
+//! "memcheck: the program's constructors: ..."), as a faulting constructor kernel fails a GPU's load.
 //!
 //! Anything else is a violation. The first one stops the launch: the access itself is skipped (a skipped
 //! load reads zero), the work-groups not yet started are not run, and the launch's error, returned at the
@@ -20,6 +27,7 @@
 //! Off (the default), nothing is compiled in and nothing here runs: the allocation hooks only test one
 //! flag that stays false.
 
+use crate::jit::Mapping;
 use parking_lot::{Mutex, RwLock};
 use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
@@ -80,19 +88,23 @@ pub(crate) fn untrack(ptr: usize) {
     }
 }
 
-/// The launch-wide part of the checker's state.
+/// The launch-wide part of the checker's state (or that of one run of a program's constructors or
+/// destructors).
 pub(crate) struct LaunchCheck {
+    /// the kernel's name, or which structors run
     kernel: String,
+    structors: bool,
     /// the program's mapping
-    program: (usize, usize),
+    program: Mapping,
     stopped: AtomicBool,
     violation: Mutex<Option<String>>,
 }
 
 impl LaunchCheck {
-    pub(crate) fn new(kernel: &str, program: (usize, usize)) -> LaunchCheck {
+    pub(crate) fn new(kernel: &str, program: Mapping) -> LaunchCheck {
         LaunchCheck {
             kernel: kernel.to_string(),
+            structors: false,
             program,
             stopped: AtomicBool::new(false),
             violation: Mutex::new(None),
@@ -108,6 +120,27 @@ impl LaunchCheck {
     pub(crate) fn take_violation(&self) -> Option<String> {
         self.violation.lock().take()
     }
+}
+
+/// Runs the constructors or destructors (`which`) of an instrumented program mapped at `program`
+/// (`call` calls them; the [`crate::jit::StructorRunner`] of the CPU device): their accesses are checked
+/// like a kernel's, with no shared memory, scratch or arguments (their ids read 0). The first violation
+/// is skipped, makes every later checked access a skipped one, and is returned.
+pub(crate) fn run_structors(which: &'static str, program: Mapping, call: &mut dyn FnMut()) -> Result<(), String> {
+    let launch = LaunchCheck { structors: true, ..LaunchCheck::new(which, program) };
+    let top = 0u8;
+    let frame = GroupFrame {
+        launch: &launch,
+        regions: [(0, 0); 4],
+        stack_top: std::hint::black_box(&top) as *const u8 as usize,
+        group: Cell::new([0; 3]),
+        hits: Cell::new(Hits::EMPTY),
+    };
+    {
+        let _registered = enter(&frame);
+        call();
+    }
+    launch.take_violation().map_or(Ok(()), Err)
 }
 
 /// What the check needs about the work-groups running on this thread. Lives on the stack of the launch
@@ -185,7 +218,14 @@ pub(crate) unsafe extern "C" fn check_access(addr: usize, size: u64, kind: u32, 
         return false;
     }
     let end = addr.saturating_add(usize::try_from(size).unwrap_or(usize::MAX));
-    if f.regions.iter().any(|&r| inside(addr, end, r)) || inside(addr, end, f.launch.program) {
+    let m = &f.launch.program;
+    let program_ok = if kind == 0 {
+        inside(addr, end, m.all)
+    } else {
+        // never the checker's own hook pointer: an overwritten hook would run anything
+        inside(addr, end, m.writable) && (end <= m.reserved.0 || addr >= m.reserved.0.saturating_add(m.reserved.1))
+    };
+    if program_ok || f.regions.iter().any(|&r| inside(addr, end, r)) {
         return true;
     }
     let probe = 0u8;
@@ -226,11 +266,15 @@ fn report(f: &GroupFrame<'_>, addr: usize, size: u64, kind: u32, wi: [u32; 3]) {
     };
     let g = f.group.get();
     let near = nearest(f, addr, size);
-    let msg = format!(
-        "memcheck: kernel '{}', work-group ({}, {}, {}), work-item ({}, {}, {}): invalid {size}-byte {what} at \
-         {addr:#x}; {near}",
-        f.launch.kernel, g[0], g[1], g[2], wi[0], wi[1], wi[2]
-    );
+    let whom = if f.launch.structors {
+        format!("the program's {}", f.launch.kernel)
+    } else {
+        format!(
+            "kernel '{}', work-group ({}, {}, {}), work-item ({}, {}, {})",
+            f.launch.kernel, g[0], g[1], g[2], wi[0], wi[1], wi[2]
+        )
+    };
+    let msg = format!("memcheck: {whom}: invalid {size}-byte {what} at {addr:#x}; {near}");
     *f.launch.violation.lock() = Some(msg);
 }
 
@@ -243,9 +287,16 @@ fn nearest(f: &GroupFrame<'_>, addr: usize, size: u64) -> String {
     {
         return format!("it is inside {len} bytes of {} at {p:#x} that were freed (use after free)", kind.describe());
     }
+    let (r, rlen) = f.launch.program.reserved;
+    if rlen > 0 && addr < r.saturating_add(rlen) && end > r {
+        return format!(
+            "it overlaps the memory checker's own {rlen}-byte hook pointer at {r:#x} in the program's globals"
+        );
+    }
     let mut cands: Vec<(usize, usize, String)> =
         f.regions.iter().zip(REGION_NAMES).filter(|(r, _)| r.1 > 0).map(|(r, n)| (r.0, r.1, n.to_string())).collect();
-    cands.push((f.launch.program.0, f.launch.program.1, "the program's globals".to_string()));
+    let (p, len) = f.launch.program.writable;
+    cands.push((p, len, "the program's globals".to_string()));
     if let Some((&p, &(len, k))) = t.live.range(..=addr).next_back() {
         cands.push((p, len, k.describe().to_string()));
     }

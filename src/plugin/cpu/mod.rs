@@ -96,6 +96,10 @@ impl Device for CpuDevice {
         self.memory.free(ptr)
     }
 
+    fn freed_by_user(&self, ptr: usize) {
+        memcheck::untrack(ptr);
+    }
+
     fn register_host(&self, ptr: usize, size: usize) -> PluginResult<usize> {
         self.memory.register_host(ptr, size)
     }
@@ -120,13 +124,8 @@ impl Device for CpuDevice {
     }
 
     fn load_program(&self, image: &[u8]) -> PluginResult<Arc<dyn Program>> {
-        let img = jit::load(image).map_err(map_jit_error)?;
-        if let Some(hook) = img.memcheck_hook() {
-            let f: jit::MemcheckHook = memcheck::check_access;
-            // SAFETY: `hook` is the address of the image's pointer-sized, pointer-aligned global
-            // `__ol_rs_memcheck_hook` (writable data of the fresh instance, read by no code yet).
-            unsafe { std::ptr::write_volatile(hook as *mut jit::MemcheckHook, f) };
-        }
+        let checker = jit::Checker { hook: memcheck::check_access, structors: memcheck::run_structors };
+        let img = jit::load_with(image, Some(checker)).map_err(map_jit_error)?;
         Ok(Arc::new(CpuProgram { image: Mutex::new(Some(Arc::new(img))), kernels: Mutex::new(HashMap::new()) }))
     }
 
@@ -174,6 +173,7 @@ pub fn map_jit_error(e: JitError) -> PluginError {
             PluginError::Compile(format!("failure to jit IR image: {m}"))
         }
         JitError::NotFound(m) => PluginError::NotFound(m),
+        JitError::Run(m) => PluginError::Backend(m),
     }
 }
 
@@ -202,7 +202,7 @@ impl Program for CpuProgram {
             .kernels
             .lock()
             .entry(name.to_string())
-            .or_insert_with(|| Arc::new(CpuKernel::from_entry(entry, image.mapped_range())))
+            .or_insert_with(|| Arc::new(CpuKernel::from_entry(entry, image.mapping())))
             .clone();
         Ok(k)
     }
@@ -219,7 +219,11 @@ impl Program for CpuProgram {
         // kernels keep the code alive through their entries; the image (and its destructors) goes now
         let image = self.image.lock().take();
         self.kernels.lock().clear();
-        drop(image);
-        Ok(())
+        // the destructors run now unless a launch still holds a kernel; the memory checker's finding in
+        // them is this call's error
+        match image.and_then(Arc::into_inner) {
+            Some(img) => img.close().map_err(map_jit_error),
+            None => Ok(()),
+        }
     }
 }

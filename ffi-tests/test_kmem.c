@@ -298,7 +298,7 @@ static void memcheck_constructor_oob_write_fails_the_load(void) {
       CHECKF(strstr(r->Details, "the program's globals"), "%s", r->Details);
       printf("     %s\n", r->Details);
     }
-    uint32_t *out = dalloc(64 * 4);
+    uint32_t *out = t_dalloc(64 * 4);
     OK(launch_out_idx(t, "static_overrun", out, 15));
     CHECK(out[15] == 1 && out[3] == 3);
     OK(olMemFree(out));
@@ -311,7 +311,7 @@ static void memcheck_store_to_memory_freed_behind_queued_work(void) {
   NEED_CPU();
   for (int t = 0; t < 2; t++) {
     size_t size = 1 << 20;
-    uint32_t *p = dalloc(size);
+    uint32_t *p = t_dalloc(size);
     struct gate g = GATE_INIT;
     OK(olLaunchHostFunction(queue, gate_wait, &g));
     struct {
@@ -327,7 +327,7 @@ static void memcheck_store_to_memory_freed_behind_queued_work(void) {
     expect_report(olSyncQueue(queue), "'store_at'", "work-group (0, 0, 0), work-item (0, 0, 0)", "4-byte write",
                   freed);
     // the library goes on: a new allocation and an in-bounds store
-    uint32_t *q = dalloc(64);
+    uint32_t *q = t_dalloc(64);
     args.p = q;
     args.n = 3;
     OK(olLaunchKernel(queue, t_cpu, kern(t, "store_at"), &args, sizeof args, &la));

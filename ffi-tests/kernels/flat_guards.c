@@ -18,6 +18,22 @@ static inline uint32_t flat_group(void) {
   return __gpu_block_id_x() + __gpu_block_id_y() * __gpu_num_blocks_x();
 }
 
+// The classic tree reduction (bench/kernels/suite.c's reduce) over the flat id: out[g] is the group's
+// values added pairwise, k = n / 2, n / 4, ... (their sum when n is a power of two).
+__gpu_kernel void flat_tree_sum(const uint32_t *in, uint32_t *out) {
+  static __gpu_local uint32_t s[FG_LEN];
+  uint32_t f = flat_id(), n = flat_size(), g = flat_group();
+  s[f] = in[g * n + f];
+  __gpu_sync_threads();
+  for (uint32_t k = n / 2; k > 0; k >>= 1) {
+    if (f < k)
+      s[f] += s[f + k];
+    __gpu_sync_threads();
+  }
+  if (f == 0)
+    out[g] = s[0];
+}
+
 // Two tree reductions of one group's n values: interleaved (f % 2k == 0 && f + k < n) and sequential
 // (f < k && f + k < n, k from the power of two at or above n, halving); out[2g], out[2g + 1].
 __gpu_kernel void flat_reduce(const uint32_t *in, uint32_t *out) {

@@ -1655,8 +1655,18 @@ struct Lowering {
           if (rg.dim >= 3) {
             // runs of x + B: x mod P in [o, o + len) cyclically, o = (off - B) mod P; runs starting at
             // o - P from the period at or below x's lower bound cover the one that wraps around
+            // (B mod P per row without a division: Lemire's fastmod, B < 2^32 as x + B does not wrap,
+            // with its multiplier computed once per group; P >= 2^32 leaves B as it is)
             Value *B64 = rowBase(rowIds[rg.dim - 3], false);
-            Value *o = RowB.CreateURem(RowB.CreateAdd(rg.off, RowB.CreateSub(rg.P, RowB.CreateURem(B64, rg.P))), rg.P);
+            Type *I128 = Type::getInt128Ty(C);
+            Value *big = PB.CreateICmpUGT(rg.P, ConstantInt::get(I64, 0xffffffffu));
+            Value *P32 = PB.CreateBinaryIntrinsic(Intrinsic::umin, rg.P, ConstantInt::get(I64, 0xffffffffu));
+            Value *Mul = PB.CreateAdd(PB.CreateUDiv(ConstantInt::get(I64, ~0ULL), P32), ConstantInt::get(I64, 1));
+            Value *frac = RowB.CreateZExt(RowB.CreateMul(Mul, B64), I128);
+            Value *Bm = RowB.CreateTrunc(RowB.CreateLShr(RowB.CreateMul(frac, RowB.CreateZExt(P32, I128)), 64), I64);
+            Bm = RowB.CreateSelect(big, B64, Bm);
+            Value *o = RowB.CreateSelect(RowB.CreateICmpUGE(rg.off, Bm), RowB.CreateSub(rg.off, Bm),
+                                         RowB.CreateSub(RowB.CreateAdd(rg.off, rg.P), Bm));
             rg.off = RowB.CreateSub(o, rg.P);
             rg.dim = 0;
             rg.bit = nullptr;

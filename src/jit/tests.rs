@@ -1899,6 +1899,22 @@ fn flat_id_guards_match_the_host() {
                     assert_eq!((out[2 * g], out[2 * g + 1]), (e0, e1), "{t:?} flat_reduce {shape:?} group {g}");
                 }
             }
+            for k in &both("flat_tree_sum") {
+                let mut out = vec![0u32; groups];
+                let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out)]);
+                launch(k, grid, shape, &args, 0);
+                for g in 0..groups {
+                    let mut s = input[g * nu..(g + 1) * nu].to_vec();
+                    let mut kk = nu / 2;
+                    while kk > 0 {
+                        for f in 0..kk {
+                            s[f] = s[f].wrapping_add(s[f + kk]);
+                        }
+                        kk /= 2;
+                    }
+                    assert_eq!(out[g], s[0], "{t:?} flat_tree_sum {shape:?} group {g}");
+                }
+            }
             let ks = both("flat_guards");
             for (kk, j, m, q) in [
                 (n / 2, 4u32, 2u32, 3u32),

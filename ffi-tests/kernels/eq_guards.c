@@ -1,5 +1,7 @@
 // Equality guards on the global x index with uniform operands (src/jit/lower.cpp, splitAtEqualities):
 // the x work-item loop is cut at each point, so the items between the points run without the checks.
+// Only guards that decide a branch split (the ones here that load `out`, which the caller fills with 9);
+// the others are selects.
 // Guards at the first and last x (a stencil's border), at an argument c (a middle x, the group's
 // ends, or outside the range), `!=`, on the local id, and a y guard left as it is; after an
 // `x >= w` bounds check (narrowToGuards), so both splits combine.
@@ -15,7 +17,7 @@ __gpu_kernel void eq_guards(uint32_t *out, uint32_t w, uint32_t c) {
     return;
   uint32_t v = x * 3 + 1;
   if (x == 0 || x == w - 1)
-    v += 1000;
+    v += 1000 + out[y * row + x];
   if (x != c)
     v += 20000;
   if (y == c)
@@ -36,13 +38,13 @@ __gpu_kernel void eq_guards64(uint32_t *out, uint64_t w, uint64_t c) {
     return;
   uint32_t v = (uint32_t)x * 3 + 1;
   if (x == 0 || x == w - 1)
-    v += 1000;
+    v += 1000 + out[y * row + x];
   if (x != c)
     v += 20000;
   if (y == c)
     v += 300000;
   if (x + 2 == c)
-    v += 50000000;
+    v += 50000000 + out[y * row + x];
   out[y * row + x] = v;
 }
 
@@ -59,12 +61,12 @@ __gpu_kernel void eq_guards_bar(const uint32_t *in, uint32_t *out, uint32_t w, u
   __gpu_sync_threads();
   uint32_t v = s[f];
   if (tx == 0 || tx == nx - 1)
-    v += 1000;
+    v += 1000 + in[y * row + x];
   if (x == c)
     v += 20000;
   if (x + 2 == c)
     v += 300000;
   if (x == w - 1)
-    v += 4000000;
+    v += 4000000 + in[y * row + x];
   out[y * row + x] = v;
 }

@@ -1450,12 +1450,24 @@ struct Lowering {
       for (BasicBlock *Su : successors(Bb))
         wl.push_back(Su);
     }
+    // Only comparisons that decide a branch (directly or through i1 logic) pay for a segment loop: a
+    // branch around loads and stores keeps the loop from vectorising, a select is cheap in it.
+    std::function<bool(Value *, int)> decidesBranch = [&](Value *V, int depth) {
+      for (User *U : V->users()) {
+        if (isa<BranchInst>(U))
+          return true;
+        if (depth < 4 && U->getType()->isIntegerTy(1) && (isa<BinaryOperator>(U) || isa<SelectInst>(U)) &&
+            decidesBranch(U, depth + 1))
+          return true;
+      }
+      return false;
+    };
     IRBuilder<> PB(Pre->getTerminator());
     std::vector<std::pair<ICmpInst *, Value *>> found; // comparison, its point (i64)
     for (BasicBlock *Bb : blocks)
       for (Instruction &I : *Bb) {
         auto *Cmp = dyn_cast<ICmpInst>(&I);
-        if (!Cmp || !Cmp->isEquality() || Cmp->use_empty() || found.size() >= kMaxEqualityPoints)
+        if (!Cmp || !Cmp->isEquality() || !decidesBranch(Cmp, 0) || found.size() >= kMaxEqualityPoints)
           continue;
         Type *Ty = Cmp->getOperand(0)->getType();
         if (!Ty->isIntegerTy(32) && !Ty->isIntegerTy(64))

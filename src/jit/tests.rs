@@ -1781,7 +1781,7 @@ fn equality_guards_match_the_host() {
                                 if x < w {
                                     e = x * 3 + 1;
                                     if x == 0 || x == w.wrapping_sub(1) {
-                                        e += 1000;
+                                        e += 1000 + 9;
                                     }
                                     if x != c {
                                         e += 20000;
@@ -1820,10 +1820,10 @@ fn equality_guards_match_the_host() {
                                 let mut e = 9u32;
                                 if x < w {
                                     e = x as u32 * 3 + 1;
-                                    e += if x == 0 || x == w.wrapping_sub(1) { 1000 } else { 0 };
+                                    e += if x == 0 || x == w.wrapping_sub(1) { 1000 + 9 } else { 0 };
                                     e += if x != c { 20000 } else { 0 };
                                     e += if y == c { 300000 } else { 0 };
-                                    e += if x.wrapping_add(2) == c { 50000000 } else { 0 };
+                                    e += if x.wrapping_add(2) == c { 50000000 + 9 } else { 0 };
                                 }
                                 assert_eq!(
                                     out[(y * row64 + x) as usize],
@@ -1848,10 +1848,11 @@ fn equality_guards_match_the_host() {
                             for x in 0..row {
                                 let tx = x % nx;
                                 let mut e = input[(y * row + x) as usize];
-                                e += if tx == 0 || tx == nx - 1 { 1000 } else { 0 };
+                                let own = input[(y * row + x) as usize];
+                                e += if tx == 0 || tx == nx - 1 { 1000 + own } else { 0 };
                                 e += if x == c { 20000 } else { 0 };
                                 e += if x.wrapping_add(2) == c { 300000 } else { 0 };
-                                e += if x == w.wrapping_sub(1) { 4000000 } else { 0 };
+                                e += if x == w.wrapping_sub(1) { 4000000 + own } else { 0 };
                                 assert_eq!(
                                     out[(y * row + x) as usize],
                                     e,

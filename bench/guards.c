@@ -13,6 +13,7 @@
 //
 // Each kernel runs 2 warm-ups, then 10 timed launch + sync; the best and the median are printed, generic
 // (OFFLOAD_RS_JIT_SPECIALISE=0, in its own child process) and specialised to the group shape (the default).
+// The kernels are read from $BENCH_KERNELS (default build/bench, bench/build.sh puts them there).
 // The reductions' results are checked. Another build of the library is measured with
 // LD_LIBRARY_PATH=<its lib dir> build/bench/guards (the same binary and kernels).
 #define _GNU_SOURCE
@@ -53,10 +54,10 @@ static void timed(const char *key, ol_symbol_handle_t k, const void *args, size_
   printf("%s_best_ms %.3f\n%s_median_ms %.3f\n", key, best, key, median(v, REPS));
 }
 
-static void side(const char *dir) {
+static void side(void) {
   char flat[512], eq[512];
-  snprintf(flat, sizeof flat, "%s/flat_guards.nvptx64.bc", dir);
-  snprintf(eq, sizeof eq, "%s/eq_guards.nvptx64.bc", dir);
+  kernel_path(flat, sizeof flat, "flat_guards.nvptx64.bc");
+  kernel_path(eq, sizeof eq, "eq_guards.nvptx64.bc");
   OL(olInit());
   dev = find_cpu_device();
   OL(olCreateQueue(dev, &q));
@@ -125,22 +126,15 @@ static void side(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-  char dir[512];
-  snprintf(dir, sizeof dir, "%s", argv[0]);
-  char *slash = strrchr(dir, '/');
-  if (slash)
-    *slash = 0;
-  else
-    snprintf(dir, sizeof dir, ".");
   if (argc == 3 && !strcmp(argv[1], "side")) {
-    side(argv[2]);
+    side();
     return 0;
   }
   struct side gen, spec;
   setenv("OFFLOAD_RS_JIT_SPECIALISE", "0", 1);
-  int rg = run_child(argv[0], "side", dir, &gen);
+  int rg = run_child(argv[0], "side", "ours", &gen);
   unsetenv("OFFLOAD_RS_JIT_SPECIALISE");
-  int rs = run_child(argv[0], "side", dir, &spec);
+  int rs = run_child(argv[0], "side", "ours", &spec);
   if (rg || rs) {
     fprintf(stderr, "a side failed (%d, %d)\n", rg, rs);
     return 1;

@@ -4,6 +4,7 @@
 #   build/bench/suite                the classic-kernel suite: CPU device vs PoCL 3.1 vs hand-written loops
 #   build/bench/jit_process          per-process program create, disk caches cold/warm vs PoCL; big client
 #   build/bench/cuda_launch          olLaunchKernel vs raw cuLaunchKernel (a GPU, or ffi-tests/fake_cuda)
+#   build/bench/guards               guards on work-item ids (flat ids, equality splits) next to their peers
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=build/bench
@@ -31,6 +32,13 @@ echo "built $out/program_cache"
 cc -O2 -Wall -I"$inc" bench/jit_process.c -o "$out/jit_process" -Lbuild/lib -lLLVMOffload -lOpenCL -lpthread \
   -Wl,-rpath,"$PWD/build/lib"
 echo "built $out/jit_process"
+# guards on work-item ids: the test kernels of ffi-tests/kernels/flat_guards.c and eq_guards.c
+for k in flat_guards eq_guards; do
+  clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -flto -O2 \
+    -c ffi-tests/kernels/$k.c -o "$out/$k.nvptx64.bc"
+done
+cc -O2 -Wall -I"$inc" bench/guards.c -o "$out/guards" -Lbuild/lib -lLLVMOffload -Wl,-rpath,"$PWD/build/lib"
+echo "built $out/guards"
 # olLaunchKernel vs raw cuLaunchKernel (needs a CUDA driver, or the fake: see bench/cuda_launch.c)
 clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -O2 \
   -S ffi-tests/device/kernels.c -o "$out/kernels.ptx"

@@ -24,14 +24,16 @@
 //     being the one clang folded into the bitcode); __gpu_local variables -> offsets into local memory
 //     (lowerLocals); then the WG function:
 //     * without barriers: a top-tested z/y/x work-item loop around the inlined body, the x loop marked
-//       parallel and narrowed to the ids that pass an `i < n`-style guard (narrowToGuards), then cut
-//       into segments at `x == c`-style guards so that the segments between them run without the
-//       checks (splitAtEqualities);
+//       parallel and narrowed to the ids that pass an `i < n`-style guard (narrowToGuards; a guard on
+//       the flat id `tx + ty * nx` narrows each row's x loop), then the y and x loops cut into segments
+//       at `y == c` / `x == c`-style guards (i32, or i64 size_t indices) so that the segments between
+//       them run without the checks (splitAtEqualities);
 //     * with barriers (buildCbs): blocks split at barriers into regions, each cloned into its own
 //       work-item loop; values live across barriers kept per work-item in scratch, recomputed, or shared
 //       when uniform; under uniform barriers the regions follow each other through a group-level `next`
 //       (guarded regions loop only over the ids that pass: ranges such as `t < k`, `t + c >= n`, and runs
-//       such as `(t ^ j) > t`, `(t & m) == 0`, `t % q == 0`, matchRunGuard / addRunLoop; conditional
+//       such as `(t ^ j) > t`, `(t & m) == 0`, `t % q == 0`, matchRunGuard / addRunLoop, also on the
+//       flat id of 2-D and 3-D groups, per row; equality guards split the x loop; conditional
 //       shared-memory stores to elements the work-item read become selects, speculateSharedStores);
 //       otherwise a per-work-item resume id and a scan pick the next region; barrier-free loops with a
 //       uniform trip count get implicit barriers, so the work-item loop runs inside them
@@ -1374,13 +1376,39 @@ struct Lowering {
     return true;
   }
 
-  // Index-set splitting at equality guards: in the x work-item loop (`id`, its header's bound check
+  // Is V the same for every work-item of one row of the x loop: a pure function of the row's ids
+  // `rowIds` (y, z) and of uniform values (`ty * nx`, `(tz * ny + ty) * nx`)? Then its uniform parts
+  // are moved to the end of Pre (hoistIfUniform) and the rest to the end of Row, the x loop's entry
+  // block (which the y and z loop headers dominate).
+  static bool hoistIfRowUniform(Value *V, std::array<PHINode *, 2> rowIds, const std::set<BasicBlock *> &groupLevel,
+                                BasicBlock *Pre, BasicBlock *Row, int depth = 0) {
+    if (hoistIfUniform(V, groupLevel, Pre))
+      return true;
+    auto *I = dyn_cast<Instruction>(V);
+    if (!I)
+      return false;
+    if (I == rowIds[0] || I == rowIds[1] || I->getParent() == Row ||
+        (rowIds[1] && I->getParent() == rowIds[1]->getParent()))
+      return true;
+    if (depth > 6 || isa<PHINode>(I) || I->mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(I) ||
+        !(isa<BinaryOperator>(I) || isa<CastInst>(I)))
+      return false;
+    for (Value *Op : I->operands())
+      if (!hoistIfRowUniform(Op, rowIds, groupLevel, Pre, Row, depth + 1))
+        return false;
+    I->moveBefore(Row->getTerminator()->getIterator());
+    return true;
+  }
+
+  // Index-set splitting at equality guards: in a work-item loop (`id`, its header's bound check
   // `inDim`, entered from `from`, body from `body` up to the latch `latch`), comparisons
-  // `id + c == b` / `!=` with c and b uniform (i32, so exactly `id == (b - c) mod 2^32`) are answered
-  // per segment: the x range is cut at each such point p into [.., p), [p, p + 1), [p + 1, ..), a
-  // segment loop around the x loop, and within a segment starting at s the comparison is `s == p`,
-  // invariant in the x loop (unswitched by O3), so the segments between the points run without it
-  // and vectorise (a stencil's `x == 0 || x == w - 1`). Values are computed at the end of Pre.
+  // `id + c == b` / `!=` with c and b uniform (i32, so exactly `id == (b - c) mod 2^32`; or i64 on
+  // zext(id), size_t index arithmetic: `id == b - c` mod 2^64) are answered per segment: the id's range
+  // is cut at each such point p into [.., p), [p, p + 1), [p + 1, ..), a segment loop around the id's
+  // loop, and within a segment starting at s the comparison is `s == p`, invariant in the loop
+  // (unswitched by O3), so the segments between the points run without it and vectorise (a stencil's
+  // `x == 0 || x == w - 1`). Uniform values are computed at the end of Pre, the segment bounds at the
+  // end of `from` (the range may be per row, narrowToGuards).
   static constexpr size_t kMaxEqualityPoints = 4;
   void splitAtEqualities(BasicBlock *body, BasicBlock *latch, const std::set<BasicBlock *> &groupLevel, BasicBlock *Pre,
                          PHINode *id, ICmpInst *inDim, BasicBlock *from) {
@@ -1391,9 +1419,12 @@ struct Lowering {
       Value *inner;
       if (match(V, m_Trunc(m_ZExt(m_Value(inner)))) && inner->getType() == V->getType())
         return inner;
+      if (V->getType()->isIntegerTy(64) && (match(V, m_ZExt(m_Value(inner))) || match(V, m_SExt(m_Value(inner)))) &&
+          inner == id) // ids are below 1024: sext is zext
+        return inner;
       return V;
     };
-    // V == id + c: c (nullptr for 0)
+    // V == id + c (V i32, or i64 with id zero-extended): c (nullptr for 0)
     auto affine = [&](Value *V, Value *&c) {
       V = peel(V);
       c = nullptr;
@@ -1419,13 +1450,27 @@ struct Lowering {
       for (BasicBlock *Su : successors(Bb))
         wl.push_back(Su);
     }
+    // Only comparisons that decide a branch (directly or through i1 logic) pay for a segment loop: a
+    // branch around loads and stores keeps the loop from vectorising, a select is cheap in it.
+    std::function<bool(Value *, int)> decidesBranch = [&](Value *V, int depth) {
+      for (User *U : V->users()) {
+        if (isa<BranchInst>(U))
+          return true;
+        if (depth < 4 && U->getType()->isIntegerTy(1) && (isa<BinaryOperator>(U) || isa<SelectInst>(U)) &&
+            decidesBranch(U, depth + 1))
+          return true;
+      }
+      return false;
+    };
     IRBuilder<> PB(Pre->getTerminator());
     std::vector<std::pair<ICmpInst *, Value *>> found; // comparison, its point (i64)
     for (BasicBlock *Bb : blocks)
       for (Instruction &I : *Bb) {
         auto *Cmp = dyn_cast<ICmpInst>(&I);
-        if (!Cmp || !Cmp->isEquality() || !Cmp->getOperand(0)->getType()->isIntegerTy(32) ||
-            found.size() >= kMaxEqualityPoints)
+        if (!Cmp || !Cmp->isEquality() || !decidesBranch(Cmp, 0) || found.size() >= kMaxEqualityPoints)
+          continue;
+        Type *Ty = Cmp->getOperand(0)->getType();
+        if (!Ty->isIntegerTy(32) && !Ty->isIntegerTy(64))
           continue;
         Value *c = nullptr, *A = Cmp->getOperand(0), *Bv = Cmp->getOperand(1);
         if (!affine(A, c)) {
@@ -1436,15 +1481,16 @@ struct Lowering {
         if (!hoistIfUniform(Bv, groupLevel, Pre))
           continue;
         Value *p = c ? PB.CreateSub(Bv, c) : Bv;
-        found.push_back({Cmp, PB.CreateZExt(p, I64)});
+        found.push_back({Cmp, PB.CreateZExtOrBitCast(p, I64)});
       }
     if (found.empty())
       return;
     auto *HT = cast<BranchInst>(H->getTerminator());
     BasicBlock *exitBB = HT->getSuccessor(1);
     Function *F = H->getParent();
-    Value *lo = PB.CreateZExt(id->getIncomingValueForBlock(from), I64);
-    Value *hi = PB.CreateZExt(inDim->getOperand(1), I64);
+    IRBuilder<> FB(from->getTerminator());
+    Value *lo = FB.CreateZExt(id->getIncomingValueForBlock(from), I64);
+    Value *hi = FB.CreateZExt(inDim->getOperand(1), I64);
     BasicBlock *SH = BasicBlock::Create(C, "eq.seg", F, H), *SL = BasicBlock::Create(C, "eq.seg.next", F, H);
     from->getTerminator()->replaceSuccessorWith(H, SH);
     H->replacePhiUsesWith(from, SH);
@@ -1543,6 +1589,42 @@ struct Lowering {
     RunGuard run[3];
     IRBuilder<> PB(Pre->getTerminator());
     Value *zero64 = ConstantInt::get(I64, 0);
+    // Row-affine ids (2-D and 3-D groups): V = x + B, an add without wrap-around (nuw; nsw for signed
+    // comparisons) of the x id and a B that is the same in a whole row of the x loop (the flat id
+    // x + y * nx + z * nx * ny). Each row's x loop is narrowed to the ids whose x + B passes, with the
+    // bounds computed per row at the end of from[0] (RowB); B as i64 (zext or sext), nullptr if V is not.
+    IRBuilder<> RowB(from[0]->getTerminator());
+    std::map<std::pair<Value *, bool>, Value *> rowBaseMemo;
+    auto rowBase = [&](Value *V, bool sgn) -> Value * {
+      V = peel(V);
+      auto key = std::make_pair(V, sgn);
+      if (auto it = rowBaseMemo.find(key); it != rowBaseMemo.end())
+        return it->second;
+      Value *r = nullptr;
+      auto *BO = dyn_cast<BinaryOperator>(V);
+      if (BO && BO->getOpcode() == Instruction::Add && (sgn ? BO->hasNoSignedWrap() : BO->hasNoUnsignedWrap()))
+        for (int s = 0; s < 2 && !r; ++s) {
+          Value *Bv = BO->getOperand(1 - s);
+          if (peel(BO->getOperand(s)) == ids[0] &&
+              hoistIfRowUniform(Bv, {ids[1], ids[2]}, groupLevel, Pre, from[0]))
+            r = sgn ? RowB.CreateSExt(Bv, I64) : RowB.CreateZExt(Bv, I64);
+        }
+      rowBaseMemo[key] = r;
+      return r;
+    };
+    // matchRunGuard's ids: the dimension of a work-item id, 3 + i for the i-th row-affine id seen
+    std::vector<Value *> rowIds;
+    auto runDim = [&](Value *V) {
+      int d = idDim(V);
+      if (d >= 0 || !rowBase(V, false))
+        return d;
+      V = peel(V);
+      auto it = std::find(rowIds.begin(), rowIds.end(), V);
+      if (it == rowIds.end())
+        it = rowIds.insert(rowIds.end(), V);
+      return 3 + (int)(it - rowIds.begin());
+    };
+    bool rowX = false; // x's bounds are per row (built with RowB)
     Value *lo[3], *hi[3], *gs64[3];
     bool touched[3] = {false, false, false};
     for (int d = 0; d < 3; ++d) {
@@ -1573,6 +1655,7 @@ struct Lowering {
       parts(BI->getCondition(), want, ps);
       bool allKnown = true;
       Value *allExact = ConstantInt::getTrue(C);
+      Value *rowExact = ConstantInt::getTrue(C); // per-row conditions: never part of *assumed
       for (auto &[V, w] : ps) {
         auto *Cmp = dyn_cast<ICmpInst>(V);
         if (!Cmp || !Cmp->getOperand(0)->getType()->isIntegerTy(32)) {
@@ -1580,7 +1663,27 @@ struct Lowering {
           continue;
         }
         RunGuard rg;
-        if (matchRunGuard(Cmp, w, idDim, avail, PB, rg)) {
+        if (matchRunGuard(Cmp, w, runDim, avail, PB, rg)) {
+          if (rg.dim >= 3) {
+            // runs of x + B: x mod P in [o, o + len) cyclically, o = (off - B) mod P; runs starting at
+            // o - P from the period at or below x's lower bound cover the one that wraps around
+            // (B mod P per row without a division: Lemire's fastmod, B < 2^32 as x + B does not wrap,
+            // with its multiplier computed once per group; P >= 2^32 leaves B as it is)
+            Value *B64 = rowBase(rowIds[rg.dim - 3], false);
+            Type *I128 = Type::getInt128Ty(C);
+            Value *big = PB.CreateICmpUGT(rg.P, ConstantInt::get(I64, 0xffffffffu));
+            Value *P32 = PB.CreateBinaryIntrinsic(Intrinsic::umin, rg.P, ConstantInt::get(I64, 0xffffffffu));
+            Value *Mul = PB.CreateAdd(PB.CreateUDiv(ConstantInt::get(I64, ~0ULL), P32), ConstantInt::get(I64, 1));
+            Value *frac = RowB.CreateZExt(RowB.CreateMul(Mul, B64), I128);
+            Value *Bm = RowB.CreateTrunc(RowB.CreateLShr(RowB.CreateMul(frac, RowB.CreateZExt(P32, I128)), 64), I64);
+            Bm = RowB.CreateSelect(big, B64, Bm);
+            Value *o = RowB.CreateSelect(RowB.CreateICmpUGE(rg.off, Bm), RowB.CreateSub(rg.off, Bm),
+                                         RowB.CreateSub(RowB.CreateAdd(rg.off, rg.P), Bm));
+            rg.off = RowB.CreateSub(o, rg.P);
+            rg.dim = 0;
+            rg.bit = nullptr;
+            rowX = true;
+          }
           if (run[rg.dim].dim >= 0) { // one run form per dimension
             allKnown = false;
             continue;
@@ -1593,12 +1696,39 @@ struct Lowering {
         }
         ICmpInst::Predicate pr = w ? Cmp->getPredicate() : Cmp->getInversePredicate();
         Value *A = Cmp->getOperand(0), *Bv = Cmp->getOperand(1), *c = nullptr;
+        bool sgn = ICmpInst::isSigned(pr);
+        Value *rowOff = nullptr; // B of a row-affine id: V = x + B + c
+        bool rowNoWrap = false;  // V = x + B + c without wrap-around for every x (its adds' flags)
+        auto rowAffine = [&](Value *V) {
+          c = ConstantInt::get(I32, 0);
+          if ((rowOff = rowBase(V, sgn)))
+            return rowNoWrap = true;
+          auto *BO = dyn_cast<BinaryOperator>(peel(V));
+          if (BO && BO->getOpcode() == Instruction::Add)
+            for (int s = 0; s < 2; ++s)
+              if ((rowOff = rowBase(BO->getOperand(s), sgn)) && avail(BO->getOperand(1 - s))) {
+                c = BO->getOperand(1 - s);
+                rowNoWrap = sgn ? BO->hasNoSignedWrap() : BO->hasNoUnsignedWrap();
+                return true;
+              }
+          rowOff = nullptr;
+          return false;
+        };
         int d = -1;
+        bool swapped = false;
         if (!affine(A, d, c)) {
-          if (!affine(Bv, d, c)) {
+          if (affine(Bv, d, c))
+            swapped = true;
+          else if (rowAffine(A))
+            d = 0;
+          else if (rowAffine(Bv))
+            d = 0, swapped = true;
+          else {
             allKnown = false;
             continue;
           }
+        }
+        if (swapped) {
           std::swap(A, Bv);
           pr = ICmpInst::getSwappedPredicate(pr);
         }
@@ -1606,36 +1736,52 @@ struct Lowering {
           allKnown = false;
           continue;
         }
-        bool sgn = ICmpInst::isSigned(pr);
-        Value *c64 = sgn ? PB.CreateSExt(c, I64) : PB.CreateZExt(c, I64);
-        Value *b64 = sgn ? PB.CreateSExt(Bv, I64) : PB.CreateZExt(Bv, I64);
-        Value *base = PB.CreateSub(b64, c64); // id + c <pred> b  <=>  id <pred> b - c, without wrap-around
+        rowX = rowX || rowOff;
+        IRBuilder<> &XB = d == 0 && rowX ? RowB : PB;
+        Value *c64 = sgn ? XB.CreateSExt(c, I64) : XB.CreateZExt(c, I64);
+        if (rowOff)
+          c64 = XB.CreateAdd(c64, rowOff);
+        Value *b64 = sgn ? XB.CreateSExt(Bv, I64) : XB.CreateZExt(Bv, I64);
+        Value *base = XB.CreateSub(b64, c64); // id + c <pred> b  <=>  id <pred> b - c, without wrap-around
         Value *one = ConstantInt::get(I64, 1);
         Value *l = zero64, *h = gs64[d];
         switch (ICmpInst::getUnsignedPredicate(pr)) {
         case ICmpInst::ICMP_ULT: h = base; break;
-        case ICmpInst::ICMP_ULE: h = PB.CreateAdd(base, one); break;
-        case ICmpInst::ICMP_UGT: l = PB.CreateAdd(base, one); break;
+        case ICmpInst::ICMP_ULE: h = XB.CreateAdd(base, one); break;
+        case ICmpInst::ICMP_UGT: l = XB.CreateAdd(base, one); break;
         case ICmpInst::ICMP_UGE: l = base; break;
-        case ICmpInst::ICMP_EQ: l = base; h = PB.CreateAdd(base, one); break;
+        case ICmpInst::ICMP_EQ: l = base; h = XB.CreateAdd(base, one); break;
         default: allKnown = false; continue;
         }
         Value *limit = ConstantInt::get(I64, sgn ? (1ULL << 31) : (1ULL << 32));
         // group sizes are at most 1024 per dimension (launch validation), so a constant c decides here
-        Value *exact = PB.CreateICmpSLE(
-            PB.CreateAdd(c64, isa<ConstantInt>(c) ? ConstantInt::get(I64, 1024) : gs64[d]), limit);
-        l = PB.CreateBinaryIntrinsic(Intrinsic::smin, PB.CreateBinaryIntrinsic(Intrinsic::smax, l, zero64), gs64[d]);
-        h = PB.CreateBinaryIntrinsic(Intrinsic::smin, h, gs64[d]);
-        lo[d] = PB.CreateBinaryIntrinsic(Intrinsic::smax, lo[d], PB.CreateSelect(exact, l, zero64));
-        hi[d] = PB.CreateBinaryIntrinsic(Intrinsic::smin, hi[d], PB.CreateSelect(exact, h, gs64[d]));
+        // (a row-affine V whose adds have the flags: every work-item of the row evaluates it, so it
+        // does not wrap around)
+        Value *exact = XB.CreateICmpSLE(
+            XB.CreateAdd(c64, isa<ConstantInt>(c64) ? ConstantInt::get(I64, 1024) : gs64[d]), limit);
+        if (rowOff && sgn) // B + c may also be below -2^31
+          exact = XB.CreateAnd(exact, XB.CreateICmpSGE(c64, ConstantInt::get(I64, -(1LL << 31))));
+        if (rowOff && rowNoWrap)
+          exact = ConstantInt::getTrue(C);
+        l = XB.CreateBinaryIntrinsic(Intrinsic::smin, XB.CreateBinaryIntrinsic(Intrinsic::smax, l, zero64), gs64[d]);
+        h = XB.CreateBinaryIntrinsic(Intrinsic::smin, h, gs64[d]);
+        lo[d] = XB.CreateBinaryIntrinsic(Intrinsic::smax, lo[d], XB.CreateSelect(exact, l, zero64));
+        hi[d] = XB.CreateBinaryIntrinsic(Intrinsic::smin, hi[d], XB.CreateSelect(exact, h, gs64[d]));
         touched[d] = true;
-        allExact = PB.CreateAnd(allExact, exact);
+        if (&XB == &RowB)
+          rowExact = RowB.CreateAnd(rowExact, exact);
+        else
+          allExact = PB.CreateAnd(allExact, exact);
       }
       if (allKnown) {
         auto *K = dyn_cast<ConstantInt>(allExact);
         if (assumed && !(K && K->isOne())) {
           *assumed = PB.CreateAnd(*assumed, allExact);
           K = ConstantInt::getTrue(C);
+        }
+        if (!match(rowExact, m_One())) {
+          allExact = K && K->isOne() ? rowExact : RowB.CreateAnd(allExact, rowExact);
+          K = nullptr;
         }
         if (K && K->isOne()) {
           BranchInst::Create(T, BI->getIterator());
@@ -1649,17 +1795,18 @@ struct Lowering {
       cur = T->getSinglePredecessor() == cur ? T : nullptr;
     }
     for (int d = 0; d < 3; ++d) {
+      IRBuilder<> &DB = d == 0 && rowX ? RowB : PB;
       if (run[d].dim >= 0) {
-        addRunLoop(ids[d], inDim[d], from[d], lo[d], PB.CreateBinaryIntrinsic(Intrinsic::smax, hi[d], lo[d]), run[d], PB);
+        addRunLoop(ids[d], inDim[d], from[d], lo[d], DB.CreateBinaryIntrinsic(Intrinsic::smax, hi[d], lo[d]), run[d], DB);
         if (run[d].bit && match(run[d].exact, m_One()))
           rewriteDisjointBit(ids[d], run[d].bit);
         continue;
       }
       if (!touched[d])
         continue;
-      ids[d]->setIncomingValueForBlock(from[d], PB.CreateTrunc(lo[d], I32));
+      ids[d]->setIncomingValueForBlock(from[d], DB.CreateTrunc(lo[d], I32));
       // an empty range has hi <= lo; never below 0, which would read as a huge unsigned bound
-      inDim[d]->setOperand(1, PB.CreateTrunc(PB.CreateBinaryIntrinsic(Intrinsic::smax, hi[d], lo[d]), I32));
+      inDim[d]->setOperand(1, DB.CreateTrunc(DB.CreateBinaryIntrinsic(Intrinsic::smax, hi[d], lo[d]), I32));
     }
   }
 
@@ -2638,6 +2785,7 @@ struct Lowering {
     cbsUsePreloads(st, R);
     cbsEnterRegion(st, B, R);
     cbsLeaveRegion(st, R);
+    cbsSplitEqualities(st, R);
   }
 
   // Step 5, region k (takes st.regionEntry, st.barrierId; gives its original blocks): the blocks
@@ -2929,6 +3077,13 @@ struct Lowering {
     }
   }
 
+  // Step 5, region (takes R's loop nest, with its exits at the latch, cbsLeaveRegion): under uniform
+  // barriers, the x loop is cut into segments at equality guards (splitAtEqualities).
+  void cbsSplitEqualities(CbsState &st, CbsRegion &R) {
+    if (st.uniform && !R.once)
+      splitAtEqualities(R.P, R.L, {R.Pre, st.NE}, R.Pre, R.lx, R.inX, R.Hy);
+  }
+
   // Step 5, last (takes st.origBlocks, st.allocas; gives false with an error if a marker is left):
   // the original body, now unreachable, and its allocas removed.
   bool cbsFinish(CbsState &st) {
@@ -3147,6 +3302,7 @@ struct Lowering {
         narrowToGuards(
             A.P, [&](BasicBlock *Sc) { return Sc == L; }, {E}, E, {A.x, A.y, A.z}, {A.inX, A.inY, A.inZ},
             {gs[0], gs[1], gs[2]}, {A.hy, A.hz, E}, &assumed);
+        splitAtEqualities(A.P, L, {E}, E, A.y, A.inY, A.hz);
         splitAtEqualities(A.P, L, {E}, E, A.x, A.inX, A.hy);
         if (!isa<ConstantInt>(assumed)) {
           Nest Bn = buildNest(E);

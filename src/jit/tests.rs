@@ -1755,8 +1755,9 @@ fn neighbour_indices_wrap_around_power_of_two_groups() {
 }
 
 /// ffi-tests/kernels/eq_guards.c: equality guards on the x index (first, last, a middle x, the group's
-/// ends, outside the range; `!=`, the local id, id + 2) split the x loop, generic and specialised, on 1-D
-/// and 2-D groups, with and without a bounds check that cuts the range.
+/// ends, outside the range; `!=`, the local id, id + 2) and the y index split the x and y loops, generic
+/// and specialised, on 1-D and 2-D groups, with and without a bounds check that cuts the range; with
+/// 64-bit (size_t) indices, and in a region loop after a barrier.
 #[test]
 fn equality_guards_match_the_host() {
     let _g = shared();
@@ -1782,7 +1783,7 @@ fn equality_guards_match_the_host() {
                                 if x < w {
                                     e = x * 3 + 1;
                                     if x == 0 || x == w.wrapping_sub(1) {
-                                        e += 1000;
+                                        e += 1000 + 9;
                                     }
                                     if x != c {
                                         e += 20000;
@@ -1804,6 +1805,172 @@ fn equality_guards_match_the_host() {
                                 );
                             }
                         }
+                    }
+                }
+            }
+            let k64 = img.kernel("eq_guards64").expect("eq_guards64");
+            let s64 = k64.specialise([nx, ny, 1]).unwrap_or_else(|e| panic!("eq_guards64 {nx}x{ny}: {e}"));
+            let (row64, wide) = (u64::from(row), 1u64 << 33);
+            for w in [row64, row64 - 1, 1, 0, wide] {
+                for c in [0u64, u64::from(nx / 2), row64 - 1, row64, wide + 1, w.wrapping_sub(1), u64::MAX, 2, 1] {
+                    for kk in [&k64, &s64] {
+                        let mut out = vec![9u32; (row * rows) as usize];
+                        let args = pack(&kk.params, &[&ptr(&mut out), &b(&w), &b(&c)]);
+                        launch(kk, grid, [nx, ny, 1], &args, 0);
+                        for y in 0..u64::from(rows) {
+                            for x in 0..row64 {
+                                let mut e = 9u32;
+                                if x < w {
+                                    e = x as u32 * 3 + 1;
+                                    e += if x == 0 || x == w.wrapping_sub(1) { 1000 + 9 } else { 0 };
+                                    e += if x != c { 20000 } else { 0 };
+                                    e += if y == c { 300000 } else { 0 };
+                                    e += if x.wrapping_add(2) == c { 50000000 + 9 } else { 0 };
+                                }
+                                assert_eq!(
+                                    out[(y * row64 + x) as usize],
+                                    e,
+                                    "{t:?} eq_guards64 {nx}x{ny} w={w} c={c} x={x} y={y}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+            let kb = img.kernel("eq_guards_bar").expect("eq_guards_bar");
+            let sb = kb.specialise([nx, ny, 1]).unwrap_or_else(|e| panic!("eq_guards_bar {nx}x{ny}: {e}"));
+            let input: Vec<u32> = (0..row * rows).map(|i| i * 7 % 23).collect();
+            for w in [row, row - 1, 1, 0, nx + 2] {
+                for c in [0u32, nx / 2, nx - 1, nx, row / 2 + 1, w.wrapping_sub(1), row + 10, u32::MAX, 1] {
+                    for kk in [&kb, &sb] {
+                        let mut out = vec![9u32; (row * rows) as usize];
+                        let args = pack(&kk.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&w), &b(&c)]);
+                        launch(kk, grid, [nx, ny, 1], &args, 0);
+                        for y in 0..rows {
+                            for x in 0..row {
+                                let tx = x % nx;
+                                let mut e = input[(y * row + x) as usize];
+                                let own = input[(y * row + x) as usize];
+                                e += if tx == 0 || tx == nx - 1 { 1000 + own } else { 0 };
+                                e += if x == c { 20000 } else { 0 };
+                                e += if x.wrapping_add(2) == c { 300000 } else { 0 };
+                                e += if x == w.wrapping_sub(1) { 4000000 + own } else { 0 };
+                                assert_eq!(
+                                    out[(y * row + x) as usize],
+                                    e,
+                                    "{t:?} eq_guards_bar {nx}x{ny} w={w} c={c} x={x} y={y}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// ffi-tests/kernels/flat_guards.c: guards on the flat id f = tx + ty * nx + tz * nx * ny of 2-D and 3-D
+/// groups (f < k, f >= k, (f ^ j) > f, (f & m) == 0, f % q == 0, two tree reductions, and a kernel without
+/// barriers) narrow each row's x loop; against results computed here, generic and specialised, with
+/// bounds outside the range, zero and the whole range, and 1-D groups.
+#[test]
+fn flat_id_guards_match_the_host() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("flat_guards", t) else {
+            return;
+        };
+        for shape in [[16u32, 16, 1], [7, 3, 1], [3, 5, 2], [1, 1, 1], [256, 1, 1]] {
+            let n = shape.iter().product::<u32>();
+            let nu = n as usize;
+            let grid = [2u32, 2, 1];
+            let groups = 4usize;
+            let both = |name: &str| {
+                let k = img.kernel(name).unwrap_or_else(|| panic!("{name}"));
+                let s = k.specialise(shape).unwrap_or_else(|e| panic!("{name} {shape:?}: {e}"));
+                [k, s]
+            };
+            let input: Vec<u32> = (0..groups * nu).map(|i| (i * 13 % 37) as u32).collect();
+            for k in &both("flat_reduce") {
+                let mut out = vec![0u32; 2 * groups];
+                let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out)]);
+                launch(k, grid, shape, &args, 0);
+                for g in 0..groups {
+                    let v = &input[g * nu..(g + 1) * nu];
+                    let e0 = v.iter().fold(0u32, |a, &x| a.wrapping_add(x));
+                    let e1 = v.iter().fold(0u32, |a, &x| a.wrapping_add(x * 3 + 1));
+                    assert_eq!((out[2 * g], out[2 * g + 1]), (e0, e1), "{t:?} flat_reduce {shape:?} group {g}");
+                }
+            }
+            for k in &both("flat_tree_sum") {
+                let mut out = vec![0u32; groups];
+                let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out)]);
+                launch(k, grid, shape, &args, 0);
+                for g in 0..groups {
+                    let mut s = input[g * nu..(g + 1) * nu].to_vec();
+                    let mut kk = nu / 2;
+                    while kk > 0 {
+                        for f in 0..kk {
+                            s[f] = s[f].wrapping_add(s[f + kk]);
+                        }
+                        kk /= 2;
+                    }
+                    assert_eq!(out[g], s[0], "{t:?} flat_tree_sum {shape:?} group {g}");
+                }
+            }
+            let ks = both("flat_guards");
+            for (kk, j, m, q) in [
+                (n / 2, 4u32, 2u32, 3u32),
+                (0, 0, 0, 1),
+                (n, 1, 1, 2),
+                (n + 5, 5, 3, 5),
+                (u32::MAX, 16, 6, 7),
+                (1, 64, 4, n.max(1)),
+                (n.saturating_sub(1), 8, 7, 4),
+            ] {
+                for k in &ks {
+                    let mut out = vec![0u32; groups * nu];
+                    let args = pack(&k.params, &[&ptr(&mut out), &b(&kk), &b(&j), &b(&m), &b(&q)]);
+                    launch(k, grid, shape, &args, 0);
+                    for f in 0..n {
+                        let mut r = [0u32; 5];
+                        if f < kk {
+                            r[0] = f + 1;
+                        } else {
+                            r[1] = f * 2 + 3;
+                        }
+                        if f ^ j > f {
+                            r[2] += f + 5;
+                        }
+                        if f ^ j < f {
+                            r[2] += 7;
+                        }
+                        if f & m == 0 {
+                            r[3] = f * 5 + 1;
+                        }
+                        if f % q == 0 {
+                            r[4] = f + 9;
+                        }
+                        let e = r.iter().fold(0u32, |acc, &x| acc.wrapping_mul(31).wrapping_add(x));
+                        for g in 0..groups {
+                            assert_eq!(
+                                out[g * nu + f as usize],
+                                e,
+                                "{t:?} flat_guards {shape:?} k={kk} j={j} m={m} q={q} group {g} item {f}"
+                            );
+                        }
+                    }
+                }
+            }
+            for k in &both("flat_guards_nobar") {
+                for (kk, m) in [(n / 2, 0u32), (0, 0), (n, 2), (n + 3, 3), (u32::MAX, 1), (5, 4)] {
+                    let mut out = vec![7u32; groups * nu];
+                    let args = pack(&k.params, &[&ptr(&mut out), &b(&kk), &b(&m)]);
+                    launch(k, grid, shape, &args, 0);
+                    for (i, v) in out.iter().enumerate() {
+                        let f = (i % nu) as u32;
+                        let e = if f < kk && f & m == 0 { f * 3 + 1 } else { 7 };
+                        assert_eq!(*v, e, "{t:?} flat_guards_nobar {shape:?} k={kk} m={m} item {i}");
                     }
                 }
             }

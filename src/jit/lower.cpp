@@ -9,15 +9,15 @@
 // Why C++: the lowering needs what LLVM's C API lacks: CloneFunctionInto, InlineFunction,
 // DemoteRegToStack, dominator and post-dominator trees, loop info, ConstantExpr -> instruction
 // conversion, IRBuilder inside inlined code (shared/reference/cpu-kernels.md section 7). The module-wide
-// steps that the C API could express (normaliseFunctions, lowerStructors, the GPU intrinsic names of
-// replaceIntrinsics, the order of the steps in run()) are still here: moving them to Rust is open
-// (issue 11, item 7). The recursion check is in Rust (src/jit/callgraph.rs) and runs before this.
+// steps before it are in Rust and run first (src/jit/compile.rs calls them in order): the recursion
+// check (src/jit/callgraph.rs); the warp width, the normalisation of every function (host target
+// attributes, calling conventions, addrspace(5) allocas), the one kernel of a launch-time
+// specialisation, llvm.global_ctors/dtors -> __ol_rs_init/__ol_rs_fini, host bitcode's exports
+// (src/jit/normalise.rs). Still here although the C API could express them: the GPU intrinsic names of
+// replaceIntrinsics and the clean-up of run() (issue 11, item 7).
 //
-// Steps (Lowering::run):
-//  1. normaliseFunctions: host target-cpu/features, C calling convention, addrspace(5) allocas -> host
-//     allocas (their lifetime markers moved along); for a launch-time specialisation only the requested
-//     kernel is lowered and the constructors are dropped; lowerStructors: llvm.global_ctors/dtors ->
-//     __ol_rs_init/__ol_rs_fini;
+// Steps (Lowering::run), on a module the Rust steps above have normalised:
+//  1. (in Rust, see above)
 //  2. per kernel (lowerKernel): the kernel cloned into K.body(params..., extras) with every callee inlined
 //     and every GPU intrinsic replaced (replaceIntrinsics: an extra argument, inline code, or a barrier /
 //     exit marker; warp collectives are two barriers around an exchange through scratch, the warp width
@@ -158,100 +158,6 @@ struct Lowering {
   static bool isGpuIntrinsicName(StringRef n) {
     return n.starts_with("llvm.nvvm.") || n.starts_with("llvm.amdgcn.") || n.starts_with("llvm.r600.") ||
            n.starts_with("llvm.spv.");
-  }
-
-  // ---------------------------------------------------------------- module-wide normalisation
-  void normaliseFunctions() {
-    for (Function &F : M) {
-      F.removeFnAttr("target-cpu");
-      F.removeFnAttr("target-features");
-      F.removeFnAttr("no-builtins");
-      F.removeFnAttr("uniform-work-group-size");
-      if (!F.isDeclaration()) {
-        F.removeFnAttr(Attribute::OptimizeNone);
-        F.removeFnAttr(Attribute::NoInline);
-        if (!cpu.empty())
-          F.addFnAttr("target-cpu", cpu);
-        if (!features.empty())
-          F.addFnAttr("target-features", features);
-      }
-      if (!isGpuKernelCC(F.getCallingConv()) && F.getCallingConv() != CallingConv::C &&
-          F.getCallingConv() != CallingConv::Fast)
-        F.setCallingConv(CallingConv::C);
-      // Private allocas (amdgcn addrspace(5)) -> host allocas + no-op cast.
-      for (BasicBlock &BB : F) {
-        for (Instruction &I : make_early_inc_range(BB)) {
-          auto *AI = dyn_cast<AllocaInst>(&I);
-          if (!AI || AI->getAddressSpace() == 0)
-            continue;
-          IRBuilder<> B(AI);
-          AllocaInst *N = B.CreateAlloca(AI->getAllocatedType(), 0, AI->getArraySize(), AI->getName());
-          N->setAlignment(AI->getAlign());
-          // lifetime markers must name the alloca itself (not a cast of it): move them to the new one
-          for (User *U : make_early_inc_range(AI->users()))
-            if (auto *II = dyn_cast<IntrinsicInst>(U); II && II->isLifetimeStartOrEnd()) {
-              IRBuilder<> LB(II);
-              if (II->getIntrinsicID() == Intrinsic::lifetime_start)
-                LB.CreateLifetimeStart(N);
-              else
-                LB.CreateLifetimeEnd(N);
-              II->eraseFromParent();
-            }
-          Value *Cst = B.CreateAddrSpaceCast(N, AI->getType());
-          AI->replaceAllUsesWith(Cst);
-          AI->eraseFromParent();
-        }
-      }
-      for (BasicBlock &BB : F)
-        for (Instruction &I : BB)
-          if (auto *CB = dyn_cast<CallBase>(&I))
-            if (isGpuKernelCC(CB->getCallingConv()))
-              CB->setCallingConv(CallingConv::C);
-    }
-    // amdgcn globals are hidden by default; make them findable by name.
-    for (GlobalVariable &G : M.globals())
-      if (!G.hasLocalLinkage() && G.getAddressSpace() != 3)
-        G.setVisibility(GlobalValue::DefaultVisibility);
-  }
-
-  // llvm.global_ctors/dtors -> __ol_rs_init / __ol_rs_fini (priority order; dtors in reverse).
-  bool lowerStructors(StringRef gvName, StringRef fnName, bool reverse) {
-    GlobalVariable *GV = M.getGlobalVariable(gvName);
-    Function *F = Function::Create(FunctionType::get(Void, false), GlobalValue::ExternalLinkage, fnName, M);
-    F->setVisibility(GlobalValue::DefaultVisibility);
-    BasicBlock *BB = BasicBlock::Create(C, "entry", F);
-    IRBuilder<> B(BB);
-    if (GV && GV->hasInitializer()) {
-      std::vector<std::pair<uint64_t, Value *>> list;
-      if (auto *CA = dyn_cast<ConstantArray>(GV->getInitializer())) {
-        for (Use &U : CA->operands()) {
-          auto *CS = dyn_cast<ConstantStruct>(U.get());
-          if (!CS || CS->getNumOperands() < 2)
-            continue;
-          auto *Prio = dyn_cast<ConstantInt>(CS->getOperand(0));
-          Value *Fn = CS->getOperand(1)->stripPointerCasts();
-          if (isa<ConstantPointerNull>(Fn))
-            continue;
-          list.push_back({Prio ? Prio->getZExtValue() : 65535, Fn});
-        }
-      }
-      std::stable_sort(list.begin(), list.end(),
-                       [](const auto &a, const auto &b) { return a.first < b.first; });
-      if (reverse)
-        std::reverse(list.begin(), list.end());
-      for (auto &p : list) {
-        if (auto *Fn = dyn_cast<Function>(p.second)) {
-          CallInst *CI = B.CreateCall(FunctionType::get(Void, false), Fn);
-          CI->setCallingConv(CallingConv::C);
-        } else {
-          return fail(("unsupported entry in " + gvName + ": not a function").str());
-        }
-      }
-    }
-    B.CreateRetVoid();
-    if (GV)
-      GV->eraseFromParent();
-    return true;
   }
 
   // ---------------------------------------------------------------- per-kernel lowering
@@ -3164,69 +3070,13 @@ struct Lowering {
     return true;
   }
 
+  // After the module-wide steps in Rust (src/jit/normalise.rs: normalisation, the kernel of a
+  // specialisation, constructors/destructors): every kernel lowered, then the clean-up.
   bool run() {
-    // warp width folded by clang: nvptx 32, amdgcn 64 unless wavefrontsize32.
     std::vector<Function *> kernels;
     for (Function &F : M)
       if (!F.isDeclaration() && isGpuKernelCC(F.getCallingConv()))
         kernels.push_back(&F);
-    if (arch == ARCH_NVPTX) {
-      warp = 32;
-    } else if (arch == ARCH_AMDGCN) {
-      warp = 64;
-      for (Function *K : kernels) {
-        Attribute a = K->getFnAttribute("target-features");
-        if (a.isValid() && a.getValueAsString().contains("+wavefrontsize32"))
-          warp = 32;
-      }
-    } else if (arch == ARCH_SPIRV) {
-      warp = 32; // not folded by clang for spirv64 (llvm.spv.subgroup.size): we choose 32
-    } else {
-      warp = 1;
-    }
-    if (arch == ARCH_HOST) {
-      // Host bitcode: exported `void name(ptr)` functions are work-group functions already.
-      normaliseFunctions();
-      if (!lowerStructors("llvm.global_ctors", "__ol_rs_init", false) ||
-          !lowerStructors("llvm.global_dtors", "__ol_rs_fini", true))
-        return false;
-      for (Function &F : M) {
-        if (F.isDeclaration() || F.hasLocalLinkage() || F.getName().starts_with("__ol_rs"))
-          continue;
-        FunctionType *FT = F.getFunctionType();
-        if (FT->getReturnType()->isVoidTy() && FT->getNumParams() == 1 && FT->getParamType(0)->isPointerTy()) {
-          F.setVisibility(GlobalValue::DefaultVisibility);
-          KInfo ki;
-          ki.name = ki.wgName = F.getName().str();
-          lowered.push_back(ki);
-        }
-      }
-      return true;
-    }
-    if (kernels.empty() && arch != ARCH_HOST) {
-      // a module with only globals is still loadable
-    }
-    normaliseFunctions();
-    if (!specKernel.empty()) {
-      std::vector<Function *> only;
-      for (Function *K : kernels)
-        if (K->getName() == specKernel)
-          only.push_back(K);
-      if (only.empty())
-        return fail("internal: no kernel '" + specKernel + "' to specialise");
-      for (Function *K : kernels)
-        if (K != only[0]) {
-          K->setCallingConv(CallingConv::C);
-          K->setLinkage(GlobalValue::InternalLinkage);
-        }
-      kernels = only;
-      for (const char *gv : {"llvm.global_ctors", "llvm.global_dtors"})
-        if (GlobalVariable *G = M.getGlobalVariable(gv))
-          G->eraseFromParent();
-    }
-    if (!lowerStructors("llvm.global_ctors", "__ol_rs_init", false) ||
-        !lowerStructors("llvm.global_dtors", "__ol_rs_fini", true))
-      return false;
     std::vector<KInfo> infos;
     for (Function *K : kernels) {
       KInfo ki;
@@ -3321,8 +3171,10 @@ struct Lowering {
 struct OlRsLowerOptions {
   const char *spec_kernel; // NULL: the generic lowering of every kernel
   uint32_t spec_group_size[3];
+  uint32_t warp_size; // the warp width the kernels were built for
 };
-static_assert(sizeof(OlRsLowerOptions) == 24 && offsetof(OlRsLowerOptions, spec_group_size) == 8,
+static_assert(sizeof(OlRsLowerOptions) == 24 && offsetof(OlRsLowerOptions, spec_group_size) == 8 &&
+                  offsetof(OlRsLowerOptions, warp_size) == 20,
               "OlRsLowerOptions must match LowerOptions in src/jit/compile.rs");
 
 // One kernel parameter's size and alignment, and one kernel's metadata: must match `ParamAbi` and
@@ -3359,6 +3211,8 @@ extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, int arch, const char *cpu, cons
   *err_out = nullptr;
   Module *M = unwrap(MR);
   Lowering L(*M, arch, cpu ? cpu : "", features ? features : "");
+  if (opts)
+    L.warp = opts->warp_size;
   if (opts && opts->spec_kernel) {
     L.specKernel = opts->spec_kernel;
     for (int d = 0; d < 3; ++d)

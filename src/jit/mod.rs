@@ -105,6 +105,7 @@ mod disk;
 mod elf;
 pub mod helper;
 mod native;
+mod normalise;
 mod nvptx;
 mod pipeline;
 mod stack;

@@ -41,6 +41,8 @@ struct LowerOptions {
     spec_group_size: [u32; 3],
     /// the warp width the kernels were built for ([`super::normalise::warp_width`])
     warp_size: u32,
+    /// the GPU intrinsic table
+    classify_intrinsic: unsafe extern "C" fn(name: *const c_char, len: usize) -> super::intrinsics::Intrinsic,
 }
 
 /// One kernel parameter as the lowering reports it (must match `OlRsParam` in lower.cpp).
@@ -66,8 +68,9 @@ struct KernelInfo {
 }
 
 const _: () = {
-    assert!(std::mem::size_of::<LowerOptions>() == 24 && std::mem::offset_of!(LowerOptions, spec_group_size) == 8);
+    assert!(std::mem::size_of::<LowerOptions>() == 32 && std::mem::offset_of!(LowerOptions, spec_group_size) == 8);
     assert!(std::mem::offset_of!(LowerOptions, warp_size) == 20);
+    assert!(std::mem::offset_of!(LowerOptions, classify_intrinsic) == 24);
     assert!(std::mem::size_of::<ParamAbi>() == 16);
     assert!(std::mem::size_of::<KernelInfo>() == 56);
     assert!(std::mem::offset_of!(KernelInfo, symbol) == 8);
@@ -243,6 +246,7 @@ pub(crate) fn compile_in_process(
         spec_kernel: spec_name.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
         spec_group_size: spec.map_or([0; 3], |s| s.group_size),
         warp_size: super::normalise::warp_width(&m, arch),
+        classify_intrinsic: super::intrinsics::classify_intrinsic,
     };
     let mut kernels: Vec<KernelMeta> = Vec::new();
     let mut err: *mut c_char = std::ptr::null_mut();

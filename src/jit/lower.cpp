@@ -13,8 +13,11 @@
 // check (src/jit/callgraph.rs); the warp width, the normalisation of every function (host target
 // attributes, calling conventions, addrspace(5) allocas), the one kernel of a launch-time
 // specialisation, llvm.global_ctors/dtors -> __ol_rs_init/__ol_rs_fini, host bitcode's exports
-// (src/jit/normalise.rs). Still here although the C API could express them: the GPU intrinsic names of
-// replaceIntrinsics and the clean-up of run() (issue 11, item 7).
+// (src/jit/normalise.rs). The GPU intrinsic table (which names are GPU intrinsics, what each becomes) is
+// Rust data too (src/jit/intrinsics.rs), asked through OlRsLowerOptions::classify_intrinsic; the IR for
+// each operation is built here (replaceIntrinsics), inside the kernel's inlined body. Still here although
+// the C API could express it: the clean-up of run() and its error texts (issue 11, item 7; it needs
+// removeDeadConstantUsers, which the C API lacks, between the removals).
 //
 // Steps (Lowering::run), on a module the Rust steps above have normalised:
 //  1. (in Rust, see above)
@@ -89,6 +92,23 @@
 using namespace llvm;
 using namespace llvm::PatternMatch;
 
+// What a call to a GPU intrinsic becomes: the operations of `IntrinsicOp` in src/jit/intrinsics.rs
+// (same values; the meaning of `arg` is documented there), the table of names being in Rust.
+enum IntrinsicOp : uint32_t {
+  IOP_NOT_GPU, IOP_UNSUPPORTED, IOP_LOCAL_ID, IOP_GROUP_SIZE, IOP_GROUP_ID, IOP_NUM_GROUPS, IOP_WARP_SIZE,
+  IOP_LANE_ID, IOP_LANE_MASK, IOP_BARRIER, IOP_SPV_BARRIER, IOP_NO_OP, IOP_FENCE, IOP_EXIT, IOP_ACTIVE_MASK,
+  IOP_SHFL, IOP_VOTE, IOP_IMPLICITARG_PTR, IOP_DISPATCH_PTR, IOP_MBCNT, IOP_BALLOT, IOP_SPV_BALLOT,
+  IOP_READ_LANE, IOP_SPV_ID,
+};
+// Must match `Intrinsic` in src/jit/intrinsics.rs.
+struct OlRsIntrinsic {
+  uint32_t op; // IntrinsicOp
+  int32_t arg;
+};
+static_assert(sizeof(OlRsIntrinsic) == 8, "OlRsIntrinsic must match Intrinsic in src/jit/intrinsics.rs");
+// `classify_intrinsic` in src/jit/intrinsics.rs: the name need not be NUL-terminated.
+typedef OlRsIntrinsic (*OlRsClassifyFn)(const char *name, size_t len);
+
 namespace {
 
 enum Arch { ARCH_NVPTX = 0, ARCH_AMDGCN = 1, ARCH_SPIRV = 2, ARCH_HOST = 3 };
@@ -155,10 +175,12 @@ struct Lowering {
     return cc == CallingConv::PTX_Kernel || cc == CallingConv::AMDGPU_KERNEL ||
            cc == CallingConv::SPIR_KERNEL;
   }
-  static bool isGpuIntrinsicName(StringRef n) {
-    return n.starts_with("llvm.nvvm.") || n.starts_with("llvm.amdgcn.") || n.starts_with("llvm.r600.") ||
-           n.starts_with("llvm.spv.");
+  // The GPU intrinsic table is in Rust (src/jit/intrinsics.rs): what a call to the function named n becomes.
+  OlRsClassifyFn classify = nullptr;
+  OlRsIntrinsic classifyName(StringRef n) const {
+    return classify ? classify(n.data(), n.size()) : OlRsIntrinsic{IOP_NOT_GPU, 0};
   }
+  bool isGpuIntrinsicName(StringRef n) const { return classifyName(n).op != IOP_NOT_GPU; }
 
   // ---------------------------------------------------------------- per-kernel lowering
   struct KInfo {
@@ -309,10 +331,10 @@ struct Lowering {
     for (CallInst *CI : calls) {
       StringRef n = CI->getCalledFunction()->getName();
       std::string name = n.str();
+      OlRsIntrinsic in = classifyName(n);
       IRBuilder<> B(CI);
       Value *R = nullptr;
       bool erased = false;
-      auto dim = [&](StringRef s) -> int { return s.ends_with(".x") ? 0 : s.ends_with(".y") ? 1 : s.ends_with(".z") ? 2 : -1; };
       auto asTy = [&](Value *v) -> Value * {
         Type *T = CI->getType();
         if (v->getType() == T)
@@ -323,37 +345,39 @@ struct Lowering {
           return B.CreateAddrSpaceCast(v, T);
         return nullptr;
       };
-      if (n.starts_with("llvm.nvvm.read.ptx.sreg.")) {
-        StringRef r = n.drop_front(strlen("llvm.nvvm.read.ptx.sreg."));
-        int d = dim(r);
-        if (r.starts_with("tid.") && d >= 0)
-          R = X(E_LX + d);
-        else if (r.starts_with("ntid.") && d >= 0)
-          R = X(E_GSX + d);
-        else if (r.starts_with("ctaid.") && d >= 0)
-          R = X(E_GIDX + d);
-        else if (r.starts_with("nctaid.") && d >= 0)
-          R = X(E_NGX + d);
-        else if (r == "warpsize")
-          R = ConstantInt::get(I32, warp);
-        else if (r == "laneid")
-          R = B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp));
-        else if (r == "lanemask.lt" || r == "lanemask.le" || r == "lanemask.gt" || r == "lanemask.ge" ||
-                 r == "lanemask.eq") {
-          Value *lane = B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp));
-          Value *one = B.CreateShl(ConstantInt::get(I32, 1), lane);
-          if (r == "lanemask.eq") R = one;
-          else if (r == "lanemask.lt") R = B.CreateSub(one, ConstantInt::get(I32, 1));
-          else if (r == "lanemask.le") R = B.CreateOr(one, B.CreateSub(one, ConstantInt::get(I32, 1)));
-          else if (r == "lanemask.ge") R = B.CreateNot(B.CreateSub(one, ConstantInt::get(I32, 1)));
-          else R = B.CreateNot(B.CreateOr(one, B.CreateSub(one, ConstantInt::get(I32, 1))));
-        }
-        if (R) R = asTy(R);
-      } else if (n.starts_with("llvm.nvvm.barrier") || n == "llvm.nvvm.bar.sync" ||
-                 n == "llvm.nvvm.bar.warp.sync" || n == "llvm.amdgcn.s.barrier" ||
-                 n == "llvm.amdgcn.wave.barrier" || n == "llvm.amdgcn.s.barrier.signal" ||
-                 n == "llvm.amdgcn.s.barrier.signal.isfirst") {
-        if (!CI->getType()->isVoidTy() && n != "llvm.amdgcn.s.barrier.signal.isfirst")
+      switch (in.op) {
+      case IOP_LOCAL_ID:
+        R = asTy(X(E_LX + in.arg));
+        break;
+      case IOP_GROUP_SIZE:
+        R = asTy(X(E_GSX + in.arg));
+        break;
+      case IOP_GROUP_ID:
+        R = asTy(X(E_GIDX + in.arg));
+        break;
+      case IOP_NUM_GROUPS:
+        R = asTy(X(E_NGX + in.arg));
+        break;
+      case IOP_WARP_SIZE:
+        R = asTy(ConstantInt::get(I32, warp));
+        break;
+      case IOP_LANE_ID:
+        R = asTy(B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp)));
+        break;
+      case IOP_LANE_MASK: { // arg: 0 eq, 1 lt, 2 le, 3 ge, 4 gt
+        Value *lane = B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp));
+        Value *one = B.CreateShl(ConstantInt::get(I32, 1), lane);
+        if (in.arg == 0) R = one;
+        else if (in.arg == 1) R = B.CreateSub(one, ConstantInt::get(I32, 1));
+        else if (in.arg == 2) R = B.CreateOr(one, B.CreateSub(one, ConstantInt::get(I32, 1)));
+        else if (in.arg == 3) R = B.CreateNot(B.CreateSub(one, ConstantInt::get(I32, 1)));
+        else R = B.CreateNot(B.CreateOr(one, B.CreateSub(one, ConstantInt::get(I32, 1))));
+        R = asTy(R);
+        break;
+      }
+      case IOP_BARRIER: { // arg 1: returns whether this is the first work-item to arrive (never)
+        bool isFirst = in.arg == 1;
+        if (!CI->getType()->isVoidTy() && !isFirst)
           return fail("unsupported barrier intrinsic '" + name + "' (reduction barriers are not supported)");
         B.CreateCall(barrierMarker());
         collective = true;
@@ -361,23 +385,28 @@ struct Lowering {
           R = ConstantInt::getFalse(C);
         else
           erased = true;
-      } else if (n == "llvm.amdgcn.s.barrier.wait" || n == "llvm.nvvm.membar.cta" ||
-                 n == "llvm.amdgcn.sched.barrier" || n == "llvm.amdgcn.s.waitcnt" ||
-                 n == "llvm.amdgcn.sched.group.barrier") {
+        break;
+      }
+      case IOP_NO_OP:
         erased = true;
-      } else if (n == "llvm.nvvm.membar.gl" || n == "llvm.nvvm.membar.sys") {
+        break;
+      case IOP_FENCE:
         B.CreateFence(AtomicOrdering::SequentiallyConsistent);
         erased = true;
-      } else if (n == "llvm.nvvm.exit" || n == "llvm.amdgcn.endpgm") {
+        break;
+      case IOP_EXIT:
         B.CreateCall(exitMarker());
         hasExit = true;
         erased = true;
-      } else if (n == "llvm.nvvm.activemask") {
+        break;
+      case IOP_ACTIVE_MASK:
         R = laneMaskOf(B, F, I32);
-      } else if (n.starts_with("llvm.nvvm.shfl.sync.")) {
-        // (mask, a, b, c) -> a from lane j, PTX shfl semantics.
-        StringRef kind = n.drop_front(strlen("llvm.nvvm.shfl.sync."));
-        bool pred = kind.ends_with("p");
+        break;
+      case IOP_SHFL: {
+        // (mask, a, b, c) -> a from lane j, PTX shfl semantics; arg & 3: up, down, bfly, idx; arg & 4: the
+        // predicate form.
+        int mode = in.arg & 3;
+        bool pred = (in.arg & 4) != 0;
         Type *VT = pred ? cast<StructType>(CI->getType())->getElementType(0) : CI->getType();
         Value *a = CI->getArgOperand(1), *bval = CI->getArgOperand(2), *cval = CI->getArgOperand(3);
         collective = true;
@@ -387,13 +416,13 @@ struct Lowering {
           Value *minLane = B2.CreateAnd(lane, segMask);
           Value *maxLane = B2.CreateOr(minLane, B2.CreateAnd(c5, B2.CreateNot(segMask)));
           Value *j, *p;
-          if (kind.starts_with("up")) {
+          if (mode == 0) {
             j = B2.CreateSub(lane, b5);
             p = B2.CreateICmpSGE(j, maxLane);
-          } else if (kind.starts_with("down")) {
+          } else if (mode == 1) {
             j = B2.CreateAdd(lane, b5);
             p = B2.CreateICmpSLE(j, maxLane);
-          } else if (kind.starts_with("bfly")) {
+          } else if (mode == 2) {
             j = B2.CreateXor(lane, b5);
             p = B2.CreateICmpSLE(j, maxLane);
           } else {
@@ -411,34 +440,33 @@ struct Lowering {
           return B2.CreateInsertValue(s, p, 1);
         });
         R = res;
-      } else if (n.starts_with("llvm.nvvm.vote.")) {
-        StringRef kind = n.drop_front(strlen("llvm.nvvm.vote."));
+        break;
+      }
+      case IOP_VOTE: { // arg: 0 ballot, 1 any, 2 all, 3 uni
         Value *p = CI->arg_size() == 2 ? CI->getArgOperand(1) : CI->getArgOperand(0);
         collective = true;
         Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
           return ballotCompute(B2, xchg, base, nIn);
         });
         Value *exist = laneMaskOf(B, F, I64);
-        if (kind.starts_with("ballot"))
+        if (in.arg == 0)
           R = B.CreateTrunc(ballot, I32);
-        else if (kind.starts_with("any"))
+        else if (in.arg == 1)
           R = B.CreateICmpNE(ballot, ConstantInt::get(I64, 0));
-        else if (kind.starts_with("all"))
+        else if (in.arg == 2)
           R = B.CreateICmpEQ(ballot, exist);
-        else if (kind.starts_with("uni"))
+        else
           R = B.CreateOr(B.CreateICmpEQ(ballot, exist), B.CreateICmpEQ(ballot, ConstantInt::get(I64, 0)));
-      } else if (n.starts_with("llvm.amdgcn.workitem.id.")) {
-        int d = dim(n);
-        if (d >= 0) R = asTy(X(E_LX + d));
-      } else if (n.starts_with("llvm.amdgcn.workgroup.id.")) {
-        int d = dim(n);
-        if (d >= 0) R = asTy(X(E_GIDX + d));
-      } else if (n == "llvm.amdgcn.implicitarg.ptr") {
+        break;
+      }
+      case IOP_IMPLICITARG_PTR:
         R = asTy(X(E_IMPLARG));
-      } else if (n == "llvm.amdgcn.dispatch.ptr") {
+        break;
+      case IOP_DISPATCH_PTR:
         R = asTy(X(E_DISPATCH));
-      } else if (n.starts_with("llvm.amdgcn.mbcnt.lo") || n.starts_with("llvm.amdgcn.mbcnt.hi")) {
-        bool hi = n.starts_with("llvm.amdgcn.mbcnt.hi");
+        break;
+      case IOP_MBCNT: { // arg 1: the high half
+        bool hi = in.arg == 1;
         Value *mask = CI->getArgOperand(0), *acc = CI->getArgOperand(1);
         Value *lane = B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp));
         Value *l = hi ? B.CreateSelect(B.CreateICmpULE(lane, ConstantInt::get(I32, 32)), ConstantInt::get(I32, 0),
@@ -448,22 +476,22 @@ struct Lowering {
         Value *below = B.CreateTrunc(B.CreateSub(B.CreateShl(ConstantInt::get(I64, 1), l64), ConstantInt::get(I64, 1)), I32);
         Function *pop = Intrinsic::getOrInsertDeclaration(&M, Intrinsic::ctpop, {I32});
         R = B.CreateAdd(acc, B.CreateCall(pop, {B.CreateAnd(mask, below)}));
-      } else if (n.starts_with("llvm.amdgcn.ballot.")) {
+        break;
+      }
+      case IOP_BALLOT: {
         collective = true;
         Value *p = CI->getArgOperand(0);
         Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
           return ballotCompute(B2, xchg, base, nIn);
         });
         R = B.CreateTrunc(ballot, CI->getType());
-      } else if (n.starts_with("llvm.amdgcn.readfirstlane") || n.starts_with("llvm.amdgcn.readlane") ||
-                 n.starts_with("llvm.amdgcn.ds.bpermute") || n.starts_with("llvm.spv.wave.readlane")) {
+        break;
+      }
+      case IOP_READ_LANE: { // arg: 0 the first lane, 1 the lane in operand 1, 2 ds.bpermute
         collective = true;
-        bool bperm = n.starts_with("llvm.amdgcn.ds.bpermute");
+        bool bperm = in.arg == 2;
         Value *v = bperm ? CI->getArgOperand(1) : CI->getArgOperand(0);
-        Value *sel = bperm ? CI->getArgOperand(0)
-                           : ((n.starts_with("llvm.amdgcn.readlane") || n.starts_with("llvm.spv.wave.readlane"))
-                                  ? CI->getArgOperand(1)
-                                  : nullptr);
+        Value *sel = bperm ? CI->getArgOperand(0) : (in.arg == 1 ? CI->getArgOperand(1) : nullptr);
         Type *VT = CI->getType();
         R = emitExchange(B, F, toI64(B, v), [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *base, Value *nIn) {
           Value *j = ConstantInt::get(I32, 0);
@@ -473,26 +501,23 @@ struct Lowering {
           }
           return fromI64(B2, readSlot(B2, xchg, base, j), VT);
         });
-      } else if (n.starts_with("llvm.spv.thread.id.in.group") || n.starts_with("llvm.spv.group.id") ||
-                 n.starts_with("llvm.spv.workgroup.size") || n.starts_with("llvm.spv.num.workgroups")) {
+        break;
+      }
+      case IOP_SPV_ID: { // arg: 0 local id, 1 group id, 2 group size, 3 number of groups
         auto *c = CI->arg_size() == 1 ? dyn_cast<ConstantInt>(CI->getArgOperand(0)) : nullptr;
         if (!c || c->getZExtValue() > 2)
           return fail("'" + name + "' with a non-constant dimension is not supported");
         int d = (int)c->getZExtValue();
-        int base = n.starts_with("llvm.spv.thread.id") ? E_LX
-                   : n.starts_with("llvm.spv.group.id") ? E_GIDX
-                   : n.starts_with("llvm.spv.workgroup.size") ? E_GSX
-                                                             : E_NGX;
-        R = asTy(X(base + d));
-      } else if (n == "llvm.spv.subgroup.size" || n == "llvm.spv.subgroup.max.size") {
-        R = asTy(ConstantInt::get(I32, warp));
-      } else if (n == "llvm.spv.subgroup.local.invocation.id") {
-        R = asTy(B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp)));
-      } else if (n == "llvm.spv.group.memory.barrier.with.group.sync" || n == "llvm.spv.group.memory.barrier") {
+        static constexpr int base[4] = {E_LX, E_GIDX, E_GSX, E_NGX};
+        R = asTy(X(base[in.arg & 3] + d));
+        break;
+      }
+      case IOP_SPV_BARRIER:
         B.CreateCall(barrierMarker());
         collective = true;
         erased = true;
-      } else if (n.starts_with("llvm.spv.wave.ballot")) {
+        break;
+      case IOP_SPV_BALLOT: {
         collective = true;
         Value *p = CI->getArgOperand(0);
         Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
@@ -505,8 +530,10 @@ struct Lowering {
         v = B.CreateInsertElement(v, B.CreateTrunc(ballot, I32), (uint64_t)0);
         v = B.CreateInsertElement(v, B.CreateTrunc(B.CreateLShr(ballot, 32), I32), (uint64_t)1);
         R = v;
-      } else if (n == "llvm.amdgcn.s.sleep" || n == "llvm.nvvm.nanosleep") {
-        erased = true;
+        break;
+      }
+      default: // IOP_UNSUPPORTED
+        break;
       }
       if (!R && !erased)
         return fail("unsupported GPU intrinsic '" + name + "' in kernel (the CPU JIT cannot emulate it)");
@@ -3172,9 +3199,10 @@ struct OlRsLowerOptions {
   const char *spec_kernel; // NULL: the generic lowering of every kernel
   uint32_t spec_group_size[3];
   uint32_t warp_size; // the warp width the kernels were built for
+  OlRsClassifyFn classify_intrinsic; // the GPU intrinsic table (src/jit/intrinsics.rs)
 };
-static_assert(sizeof(OlRsLowerOptions) == 24 && offsetof(OlRsLowerOptions, spec_group_size) == 8 &&
-                  offsetof(OlRsLowerOptions, warp_size) == 20,
+static_assert(sizeof(OlRsLowerOptions) == 32 && offsetof(OlRsLowerOptions, spec_group_size) == 8 &&
+                  offsetof(OlRsLowerOptions, warp_size) == 20 && offsetof(OlRsLowerOptions, classify_intrinsic) == 24,
               "OlRsLowerOptions must match LowerOptions in src/jit/compile.rs");
 
 // One kernel parameter's size and alignment, and one kernel's metadata: must match `ParamAbi` and
@@ -3211,8 +3239,10 @@ extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, int arch, const char *cpu, cons
   *err_out = nullptr;
   Module *M = unwrap(MR);
   Lowering L(*M, arch, cpu ? cpu : "", features ? features : "");
-  if (opts)
+  if (opts) {
     L.warp = opts->warp_size;
+    L.classify = opts->classify_intrinsic;
+  }
   if (opts && opts->spec_kernel) {
     L.specKernel = opts->spec_kernel;
     for (int d = 0; d < 3; ++d)

@@ -104,6 +104,7 @@ mod compile;
 mod disk;
 mod elf;
 pub mod helper;
+mod intrinsics;
 mod native;
 mod normalise;
 mod nvptx;

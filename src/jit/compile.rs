@@ -277,6 +277,7 @@ pub(crate) fn compile_in_process(
         super::normalise::select_kernel(&m, &s.kernel)?;
     }
     super::normalise::lower_structors(&m)?;
+    let gpu_kernels = super::normalise::kernels(&m);
     let rc = if arch == Arch::Host {
         kernels = super::normalise::host_kernels(&m);
         0
@@ -315,6 +316,9 @@ pub(crate) fn compile_in_process(
     let err = take(err);
     if rc != 0 {
         return Err(JitError::Compile(err));
+    }
+    if arch != Arch::Host {
+        super::cleanup::clean_up(&m, arch, &gpu_kernels, &kernels)?;
     }
     let dump = |stage: &str| {
         // OFFLOAD_RS_JIT_DUMP_LOWERED=<dir>: <dir>/<image hash>.<stage>.ll
@@ -359,7 +363,7 @@ fn thread_cpu_ms() -> f64 {
     ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
 }
 
-fn truncate(s: &str) -> String {
+pub(super) fn truncate(s: &str) -> String {
     s.chars().take(2000).collect()
 }
 

@@ -2,9 +2,10 @@
 // amdgcn, spirv64 bitcode, already retargeted to the host triple and datalayout by the Rust side) become
 // work-group functions `void __ol_wg.<kernel>(const WgCtx *)` (the ABI is documented in src/jit/mod.rs).
 //
-// Entry point: ol_rs_jit_lower() (at the end of the file). It lowers the module in place and reports each
-// work-group function to Rust as an OlRsKernelInfo struct through a callback; on failure it returns a
-// message (freed with ol_rs_jit_free()). Everything else is file-local. No exceptions, no RTTI.
+// Entry point: ol_rs_jit_lower() (at the end of the file). It lowers the module's kernels in place and
+// reports each work-group function to Rust as an OlRsKernelInfo struct through a callback; on failure it
+// returns a message (freed with ol_rs_jit_free()). After it, at the end of the file too, the clean-up's
+// two primitives. Everything else is file-local. No exceptions, no RTTI.
 //
 // Why C++: the lowering needs what LLVM's C API lacks: CloneFunctionInto, InlineFunction,
 // DemoteRegToStack, dominator and post-dominator trees, loop info, ConstantExpr -> instruction
@@ -15,9 +16,11 @@
 // specialisation, llvm.global_ctors/dtors -> __ol_rs_init/__ol_rs_fini, host bitcode's exports
 // (src/jit/normalise.rs). The GPU intrinsic table (which names are GPU intrinsics, what each becomes) is
 // Rust data too (src/jit/intrinsics.rs), asked through OlRsLowerOptions::classify_intrinsic; the IR for
-// each operation is built here (replaceIntrinsics), inside the kernel's inlined body. Still here although
-// the C API could express it: the clean-up of run() and its error texts (issue 11, item 7; it needs
-// removeDeadConstantUsers, which the C API lacks, between the removals).
+// each operation is built here (replaceIntrinsics), inside the kernel's inlined body. The clean-up after
+// the per-kernel lowering is in Rust as well (src/jit/cleanup.rs), with two thin primitives from here
+// (ol_rs_jit_remove_dead_constant_users, ol_rs_jit_erase_named_metadata) for what the C API lacks.
+// What stays here needs C++-only LLVM: every step of lowerKernel (cloning, inlining, demotion,
+// dominator/post-dominator trees, loop info, ConstantExpr expansion, IRBuilder in inlined code).
 //
 // Steps (Lowering::run), on a module the Rust steps above have normalised:
 //  1. (in Rust, see above)
@@ -43,8 +46,8 @@
 //       (scopeSlots); buildCbs runs these steps as member functions cbs* (cbsCheckAllocas ... cbsFinish),
 //       each commented with what it takes and gives, on one CbsState (one CbsRegion per region);
 //     atomics on the group's own shared memory become plain loads and stores (markSharedAtomics);
-//  3. clean-up: the original kernels and unused helpers removed, GPU intrinsics left over and CUDA
-//     printf/assert are errors, the module verified.
+//  3. (in Rust, src/jit/cleanup.rs) clean-up: the original kernels and unused helpers removed, GPU
+//     intrinsics left over and CUDA printf/assert are errors, the module verified.
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -3098,7 +3101,8 @@ struct Lowering {
   }
 
   // After the module-wide steps in Rust (src/jit/normalise.rs: normalisation, the kernel of a
-  // specialisation, constructors/destructors): every kernel lowered, then the clean-up.
+  // specialisation, constructors/destructors): every kernel lowered (the clean-up follows in Rust,
+  // src/jit/cleanup.rs).
   bool run() {
     std::vector<Function *> kernels;
     for (Function &F : M)
@@ -3111,82 +3115,7 @@ struct Lowering {
         return false;
       infos.push_back(ki);
     }
-    // drop the original kernels, make helpers internal, delete dead code
-    for (Function *K : kernels) {
-      K->setCallingConv(CallingConv::C);
-      if (K->use_empty())
-        K->eraseFromParent();
-      else
-        K->setLinkage(GlobalValue::InternalLinkage);
-    }
-    std::set<std::string> keep = {"__ol_rs_init", "__ol_rs_fini"};
-    for (auto &ki : infos)
-      keep.insert(ki.wgName);
-    for (Function &F : M)
-      if (!F.isDeclaration() && !keep.count(F.getName().str()))
-        F.setLinkage(GlobalValue::InternalLinkage);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (Function &F : make_early_inc_range(M))
-        if (!F.isDeclaration() && F.hasLocalLinkage() && F.use_empty()) {
-          F.eraseFromParent();
-          changed = true;
-        }
-      // constant users (e.g. dead constant exprs) keep functions alive; drop dead constants
-      for (Function &F : M)
-        F.removeDeadConstantUsers();
-    }
-    for (GlobalVariable &G : make_early_inc_range(M.globals())) {
-      if (G.getAddressSpace() != 3)
-        continue;
-      G.removeDeadConstantUsers();
-      if (!G.use_empty()) {
-        for (User *U : G.users())
-          if (auto *I = dyn_cast<Instruction>(U))
-            return fail("__gpu_local variable '" + G.getName().str() + "' is used by function '" +
-                        I->getFunction()->getName().str() + "' which is not inlined into any kernel");
-        return fail("__gpu_local variable '" + G.getName().str() + "' is referenced by a constant initializer");
-      }
-      G.eraseFromParent();
-    }
-    // nvptx printf lowers to a GPU-ABI `vprintf(fmt, packed args)` that must not bind to glibc's.
-    for (const char *bad : {"vprintf", "__assertfail"})
-      if (Function *Fn = M.getFunction(bad))
-        if (Fn->isDeclaration() && !Fn->use_empty() && arch == ARCH_NVPTX)
-          return fail(std::string("unsupported device library call '") + bad +
-                      "' (CUDA printf/assert are not available on the CPU device)");
-    // anything GPU-specific left?
-    for (Function &F : M) {
-      if (isGpuIntrinsicName(F.getName()) && !F.use_empty()) {
-        std::string where;
-        for (User *U : F.users())
-          if (auto *I = dyn_cast<Instruction>(U)) {
-            where = I->getFunction()->getName().str();
-            break;
-          }
-        return fail("unsupported GPU intrinsic '" + F.getName().str() + "' used in function '" + where +
-                    "' (called indirectly or not reachable from a kernel)");
-      }
-      if (isGpuKernelCC(F.getCallingConv()))
-        F.setCallingConv(CallingConv::C);
-    }
-    for (Function &F : make_early_inc_range(M))
-      if (F.isDeclaration() && F.use_empty() &&
-          (isGpuIntrinsicName(F.getName()) || F.getName().starts_with("__ol_rs.")))
-        F.eraseFromParent();
-    if (Function *f = M.getFunction("__ol_rs.barrier"))
-      if (!f->use_empty())
-        return fail("internal: barrier marker left");
-    NamedMDNode *ann = M.getNamedMetadata("nvvm.annotations");
-    if (ann)
-      M.eraseNamedMetadata(ann);
     lowered = std::move(infos);
-    std::string verr;
-    raw_string_ostream os(verr);
-    if (verifyModule(M, &os)) {
-      os.flush();
-      return fail("internal: lowered module does not verify: " + verr.substr(0, 2000));
-    }
     return true;
   }
 };
@@ -3265,3 +3194,15 @@ extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, int arch, const char *cpu, cons
 }
 
 extern "C" void ol_rs_jit_free(char *p) { std::free(p); }
+
+// Thin primitives for src/jit/cleanup.rs, where LLVM's C API has no equivalent.
+// Constant users of global value V (a function or variable) that nothing uses are destroyed.
+extern "C" void ol_rs_jit_remove_dead_constant_users(LLVMValueRef V) {
+  cast<GlobalValue>(unwrap(V))->removeDeadConstantUsers();
+}
+// The module's named metadata NAME, if it has one, is erased.
+extern "C" void ol_rs_jit_erase_named_metadata(LLVMModuleRef MR, const char *name) {
+  Module *M = unwrap(MR);
+  if (NamedMDNode *N = M->getNamedMetadata(name))
+    M->eraseNamedMetadata(N);
+}

@@ -100,6 +100,7 @@
 mod bitcode;
 mod cache;
 mod callgraph;
+mod cleanup;
 mod compile;
 mod disk;
 mod elf;

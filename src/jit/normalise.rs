@@ -45,7 +45,7 @@ const FAST_CC: u32 = LLVMCallConv::LLVMFastCallConv as u32;
 /// The address space of `__gpu_local` (shared) variables.
 const SHARED_AS: u32 = 3;
 
-fn is_gpu_kernel_cc(cc: u32) -> bool {
+pub(super) fn is_gpu_kernel_cc(cc: u32) -> bool {
     GPU_KERNEL_CCS.contains(&cc)
 }
 
@@ -56,7 +56,7 @@ fn is_local(f: LLVMValueRef) -> bool {
 }
 
 /// The defined functions with a GPU kernel calling convention, in module order.
-fn kernels<'m>(m: &Module<'m>) -> Vec<FunctionValue<'m>> {
+pub(super) fn kernels<'m>(m: &Module<'m>) -> Vec<FunctionValue<'m>> {
     m.get_functions().filter(|f| f.count_basic_blocks() > 0 && is_gpu_kernel_cc(f.get_call_conventions())).collect()
 }
 

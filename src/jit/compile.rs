@@ -1,5 +1,6 @@
-//! Bitcode -> x86-64 relocatable object: parse, verify, retarget (triple/datalayout here, the rest in the
-//! C++ shim `lower.cpp`), optimise with the host TargetMachine, emit an ELF object in memory.
+//! Bitcode -> x86-64 relocatable object: parse, verify, retarget (triple/datalayout here), lower (the
+//! module-wide steps in `normalise`, each kernel in the C++ shim `lower.cpp`, then `cleanup`), optimise
+//! with the host TargetMachine, emit an ELF object in memory.
 
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::sync::OnceLock;

@@ -8,15 +8,7 @@ use std::sync::OnceLock;
 use inkwell::context::Context;
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
 
-use super::{JitError, KernelMeta, ParamLayout};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Arch {
-    Nvptx = 0,
-    Amdgcn = 1,
-    Spirv = 2,
-    Host = 3,
-}
+use super::{Arch, JitError, KernelMeta, ParamLayout};
 
 unsafe extern "C" {
     fn ol_rs_jit_lower(
@@ -320,6 +312,9 @@ pub(crate) fn compile_in_process(
     }
     if arch != Arch::Host {
         super::cleanup::clean_up(&m, arch, &gpu_kernels, &kernels)?;
+        m.verify().map_err(|e| {
+            JitError::Compile(format!("internal: lowered module does not verify: {}", truncate(&e.to_string())))
+        })?;
     }
     let dump = |stage: &str| {
         // OFFLOAD_RS_JIT_DUMP_LOWERED=<dir>: <dir>/<image hash>.<stage>.ll
@@ -364,7 +359,7 @@ fn thread_cpu_ms() -> f64 {
     ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
 }
 
-pub(super) fn truncate(s: &str) -> String {
+fn truncate(s: &str) -> String {
     s.chars().take(2000).collect()
 }
 

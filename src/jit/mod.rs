@@ -118,6 +118,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// The target a device bitcode module was built for (its value is the `arch` of lower.cpp's
+/// `ol_rs_jit_lower`); `Host` is host bitcode, whose functions are work-group functions already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arch {
+    Nvptx = 0,
+    Amdgcn = 1,
+    Spirv = 2,
+    Host = 3,
+}
+
 pub use cache::{ContentCache, cache_stats};
 pub(crate) use compile::opt_level;
 pub(crate) use helper::BUILD_ID;

@@ -21,7 +21,7 @@ use super::JitError;
 ///
 /// # Safety
 /// `v` is a live value.
-unsafe fn is_call(v: LLVMValueRef) -> bool {
+pub(super) unsafe fn is_call(v: LLVMValueRef) -> bool {
     // SAFETY: the caller's contract; the LLVMIsA* functions only inspect the value's kind.
     unsafe { !LLVMIsACallInst(v).is_null() || !LLVMIsAInvokeInst(v).is_null() || !LLVMIsACallBrInst(v).is_null() }
 }

@@ -1,5 +1,6 @@
-//! Bitcode -> x86-64 relocatable object: parse, verify, retarget (triple/datalayout here, the rest in the
-//! C++ shim `lower.cpp`), optimise with the host TargetMachine, emit an ELF object in memory.
+//! Bitcode -> x86-64 relocatable object: parse, verify, retarget (triple/datalayout here), lower (the
+//! module-wide steps in `normalise`, each kernel in the C++ shim `lower.cpp`, then `cleanup`), optimise
+//! with the host TargetMachine, emit an ELF object in memory.
 
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::sync::OnceLock;
@@ -7,15 +8,7 @@ use std::sync::OnceLock;
 use inkwell::context::Context;
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
 
-use super::{JitError, KernelMeta, ParamLayout};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Arch {
-    Nvptx = 0,
-    Amdgcn = 1,
-    Spirv = 2,
-    Host = 3,
-}
+use super::{Arch, JitError, KernelMeta, ParamLayout};
 
 unsafe extern "C" {
     fn ol_rs_jit_lower(
@@ -39,6 +32,10 @@ struct LowerOptions {
     /// NUL-terminated kernel name, or NULL for the generic lowering of every kernel
     spec_kernel: *const c_char,
     spec_group_size: [u32; 3],
+    /// the warp width the kernels were built for ([`super::normalise::warp_width`])
+    warp_size: u32,
+    /// the GPU intrinsic table
+    classify_intrinsic: unsafe extern "C" fn(name: *const c_char, len: usize) -> super::intrinsics::Intrinsic,
 }
 
 /// One kernel parameter as the lowering reports it (must match `OlRsParam` in lower.cpp).
@@ -64,7 +61,9 @@ struct KernelInfo {
 }
 
 const _: () = {
-    assert!(std::mem::size_of::<LowerOptions>() == 24 && std::mem::offset_of!(LowerOptions, spec_group_size) == 8);
+    assert!(std::mem::size_of::<LowerOptions>() == 32 && std::mem::offset_of!(LowerOptions, spec_group_size) == 8);
+    assert!(std::mem::offset_of!(LowerOptions, warp_size) == 20);
+    assert!(std::mem::offset_of!(LowerOptions, classify_intrinsic) == 24);
     assert!(std::mem::size_of::<ParamAbi>() == 16);
     assert!(std::mem::size_of::<KernelInfo>() == 56);
     assert!(std::mem::offset_of!(KernelInfo, symbol) == 8);
@@ -239,6 +238,8 @@ pub(crate) fn compile_in_process(
     let opts = LowerOptions {
         spec_kernel: spec_name.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
         spec_group_size: spec.map_or([0; 3], |s| s.group_size),
+        warp_size: super::normalise::warp_width(&m, arch),
+        classify_intrinsic: super::intrinsics::classify_intrinsic,
     };
     let mut kernels: Vec<KernelMeta> = Vec::new();
     let mut err: *mut c_char = std::ptr::null_mut();
@@ -262,20 +263,34 @@ pub(crate) fn compile_in_process(
         // host bitcode is compiled as it is; GPU kernels are fully inlined
         super::callgraph::check_recursion(&m)?;
     }
-    // SAFETY: the module pointer is valid for the call (owned by `m`); `opts` and the name it points to
-    // outlive the call; `collect_kernel` gets `&mut kernels` as its context, as it expects; the error
-    // out-pointer is valid and the shim returns a malloc'ed string that we free with ol_rs_jit_free.
-    let rc = unsafe {
-        ol_rs_jit_lower(
-            m.as_mut_ptr() as *mut c_void,
-            arch as c_int,
-            cpu.as_ptr(),
-            feat.as_ptr(),
-            &opts,
-            collect_kernel,
-            &mut kernels as *mut Vec<KernelMeta> as *mut c_void,
-            &mut err,
-        )
+    // The lowering: the module-wide steps here (src/jit/normalise.rs, the warp width read above before
+    // the normalisation drops the GPU target features), then each kernel in C++ (lower.cpp).
+    super::normalise::normalise_functions(&m, &h.cpu, &h.features);
+    if let Some(s) = spec.filter(|_| arch != Arch::Host) {
+        super::normalise::select_kernel(&m, &s.kernel)?;
+    }
+    super::normalise::lower_structors(&m)?;
+    let gpu_kernels = super::normalise::kernels(&m);
+    let rc = if arch == Arch::Host {
+        kernels = super::normalise::host_kernels(&m);
+        0
+    } else {
+        // SAFETY: the module pointer is valid for the call (owned by `m`); `opts` and the name it points
+        // to outlive the call; `collect_kernel` gets `&mut kernels` as its context, as it expects; the
+        // error out-pointer is valid and the shim returns a malloc'ed string that we free with
+        // ol_rs_jit_free.
+        unsafe {
+            ol_rs_jit_lower(
+                m.as_mut_ptr() as *mut c_void,
+                arch as c_int,
+                cpu.as_ptr(),
+                feat.as_ptr(),
+                &opts,
+                collect_kernel,
+                &mut kernels as *mut Vec<KernelMeta> as *mut c_void,
+                &mut err,
+            )
+        }
     };
     let take = |p: *mut c_char| -> String {
         if p.is_null() {
@@ -294,6 +309,12 @@ pub(crate) fn compile_in_process(
     let err = take(err);
     if rc != 0 {
         return Err(JitError::Compile(err));
+    }
+    if arch != Arch::Host {
+        super::cleanup::clean_up(&m, arch, &gpu_kernels, &kernels)?;
+        m.verify().map_err(|e| {
+            JitError::Compile(format!("internal: lowered module does not verify: {}", truncate(&e.to_string())))
+        })?;
     }
     let dump = |stage: &str| {
         // OFFLOAD_RS_JIT_DUMP_LOWERED=<dir>: <dir>/<image hash>.<stage>.ll

@@ -2,22 +2,28 @@
 // amdgcn, spirv64 bitcode, already retargeted to the host triple and datalayout by the Rust side) become
 // work-group functions `void __ol_wg.<kernel>(const WgCtx *)` (the ABI is documented in src/jit/mod.rs).
 //
-// Entry point: ol_rs_jit_lower() (at the end of the file). It lowers the module in place and reports each
-// work-group function to Rust as an OlRsKernelInfo struct through a callback; on failure it returns a
-// message (freed with ol_rs_jit_free()). Everything else is file-local. No exceptions, no RTTI.
+// Entry point: ol_rs_jit_lower() (at the end of the file). It lowers the module's kernels in place and
+// reports each work-group function to Rust as an OlRsKernelInfo struct through a callback; on failure it
+// returns a message (freed with ol_rs_jit_free()). After it, at the end of the file too, the clean-up's
+// two primitives. Everything else is file-local. No exceptions, no RTTI.
 //
 // Why C++: the lowering needs what LLVM's C API lacks: CloneFunctionInto, InlineFunction,
 // DemoteRegToStack, dominator and post-dominator trees, loop info, ConstantExpr -> instruction
 // conversion, IRBuilder inside inlined code (shared/reference/cpu-kernels.md section 7). The module-wide
-// steps that the C API could express (normaliseFunctions, lowerStructors, the GPU intrinsic names of
-// replaceIntrinsics, the order of the steps in run()) are still here: moving them to Rust is open
-// (issue 11, item 7). The recursion check is in Rust (src/jit/callgraph.rs) and runs before this.
+// steps before it are in Rust and run first (src/jit/compile.rs calls them in order): the recursion
+// check (src/jit/callgraph.rs); the warp width, the normalisation of every function (host target
+// attributes, calling conventions, addrspace(5) allocas), the one kernel of a launch-time
+// specialisation, llvm.global_ctors/dtors -> __ol_rs_init/__ol_rs_fini, host bitcode's exports
+// (src/jit/normalise.rs). The GPU intrinsic table (which names are GPU intrinsics, what each becomes) is
+// Rust data too (src/jit/intrinsics.rs), asked through OlRsLowerOptions::classify_intrinsic; the IR for
+// each operation is built here (replaceIntrinsics), inside the kernel's inlined body. The clean-up after
+// the per-kernel lowering is in Rust as well (src/jit/cleanup.rs), with two thin primitives from here
+// (ol_rs_jit_remove_dead_constant_users, ol_rs_jit_erase_named_metadata) for what the C API lacks.
+// What stays here needs C++-only LLVM: every step of lowerKernel (cloning, inlining, demotion,
+// dominator/post-dominator trees, loop info, ConstantExpr expansion, IRBuilder in inlined code).
 //
-// Steps (Lowering::run):
-//  1. normaliseFunctions: host target-cpu/features, C calling convention, addrspace(5) allocas -> host
-//     allocas (their lifetime markers moved along); for a launch-time specialisation only the requested
-//     kernel is lowered and the constructors are dropped; lowerStructors: llvm.global_ctors/dtors ->
-//     __ol_rs_init/__ol_rs_fini;
+// Steps (Lowering::run), on a module the Rust steps above have normalised:
+//  1. (in Rust, see above)
 //  2. per kernel (lowerKernel): the kernel cloned into K.body(params..., extras) with every callee inlined
 //     and every GPU intrinsic replaced (replaceIntrinsics: an extra argument, inline code, or a barrier /
 //     exit marker; warp collectives are two barriers around an exchange through scratch, the warp width
@@ -42,8 +48,8 @@
 //       (scopeSlots); buildCbs runs these steps as member functions cbs* (cbsCheckAllocas ... cbsFinish),
 //       each commented with what it takes and gives, on one CbsState (one CbsRegion per region);
 //     atomics on the group's own shared memory become plain loads and stores (markSharedAtomics);
-//  3. clean-up: the original kernels and unused helpers removed, GPU intrinsics left over and CUDA
-//     printf/assert are errors, the module verified.
+//  3. (in Rust, src/jit/cleanup.rs) clean-up: the original kernels and unused helpers removed, GPU
+//     intrinsics left over and CUDA printf/assert are errors, the module verified.
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -90,6 +96,23 @@
 
 using namespace llvm;
 using namespace llvm::PatternMatch;
+
+// What a call to a GPU intrinsic becomes: the operations of `IntrinsicOp` in src/jit/intrinsics.rs
+// (same values; the meaning of `arg` is documented there), the table of names being in Rust.
+enum IntrinsicOp : uint32_t {
+  IOP_NOT_GPU, IOP_UNSUPPORTED, IOP_LOCAL_ID, IOP_GROUP_SIZE, IOP_GROUP_ID, IOP_NUM_GROUPS, IOP_WARP_SIZE,
+  IOP_LANE_ID, IOP_LANE_MASK, IOP_BARRIER, IOP_SPV_BARRIER, IOP_NO_OP, IOP_FENCE, IOP_EXIT, IOP_ACTIVE_MASK,
+  IOP_SHFL, IOP_VOTE, IOP_IMPLICITARG_PTR, IOP_DISPATCH_PTR, IOP_MBCNT, IOP_BALLOT, IOP_SPV_BALLOT,
+  IOP_READ_LANE, IOP_SPV_ID,
+};
+// Must match `Intrinsic` in src/jit/intrinsics.rs.
+struct OlRsIntrinsic {
+  uint32_t op; // IntrinsicOp
+  int32_t arg;
+};
+static_assert(sizeof(OlRsIntrinsic) == 8, "OlRsIntrinsic must match Intrinsic in src/jit/intrinsics.rs");
+// `classify_intrinsic` in src/jit/intrinsics.rs: the name need not be NUL-terminated.
+typedef OlRsIntrinsic (*OlRsClassifyFn)(const char *name, size_t len);
 
 namespace {
 
@@ -157,104 +180,12 @@ struct Lowering {
     return cc == CallingConv::PTX_Kernel || cc == CallingConv::AMDGPU_KERNEL ||
            cc == CallingConv::SPIR_KERNEL;
   }
-  static bool isGpuIntrinsicName(StringRef n) {
-    return n.starts_with("llvm.nvvm.") || n.starts_with("llvm.amdgcn.") || n.starts_with("llvm.r600.") ||
-           n.starts_with("llvm.spv.");
+  // The GPU intrinsic table is in Rust (src/jit/intrinsics.rs): what a call to the function named n becomes.
+  OlRsClassifyFn classify = nullptr;
+  OlRsIntrinsic classifyName(StringRef n) const {
+    return classify ? classify(n.data(), n.size()) : OlRsIntrinsic{IOP_NOT_GPU, 0};
   }
-
-  // ---------------------------------------------------------------- module-wide normalisation
-  void normaliseFunctions() {
-    for (Function &F : M) {
-      F.removeFnAttr("target-cpu");
-      F.removeFnAttr("target-features");
-      F.removeFnAttr("no-builtins");
-      F.removeFnAttr("uniform-work-group-size");
-      if (!F.isDeclaration()) {
-        F.removeFnAttr(Attribute::OptimizeNone);
-        F.removeFnAttr(Attribute::NoInline);
-        if (!cpu.empty())
-          F.addFnAttr("target-cpu", cpu);
-        if (!features.empty())
-          F.addFnAttr("target-features", features);
-      }
-      if (!isGpuKernelCC(F.getCallingConv()) && F.getCallingConv() != CallingConv::C &&
-          F.getCallingConv() != CallingConv::Fast)
-        F.setCallingConv(CallingConv::C);
-      // Private allocas (amdgcn addrspace(5)) -> host allocas + no-op cast.
-      for (BasicBlock &BB : F) {
-        for (Instruction &I : make_early_inc_range(BB)) {
-          auto *AI = dyn_cast<AllocaInst>(&I);
-          if (!AI || AI->getAddressSpace() == 0)
-            continue;
-          IRBuilder<> B(AI);
-          AllocaInst *N = B.CreateAlloca(AI->getAllocatedType(), 0, AI->getArraySize(), AI->getName());
-          N->setAlignment(AI->getAlign());
-          // lifetime markers must name the alloca itself (not a cast of it): move them to the new one
-          for (User *U : make_early_inc_range(AI->users()))
-            if (auto *II = dyn_cast<IntrinsicInst>(U); II && II->isLifetimeStartOrEnd()) {
-              IRBuilder<> LB(II);
-              if (II->getIntrinsicID() == Intrinsic::lifetime_start)
-                LB.CreateLifetimeStart(N);
-              else
-                LB.CreateLifetimeEnd(N);
-              II->eraseFromParent();
-            }
-          Value *Cst = B.CreateAddrSpaceCast(N, AI->getType());
-          AI->replaceAllUsesWith(Cst);
-          AI->eraseFromParent();
-        }
-      }
-      for (BasicBlock &BB : F)
-        for (Instruction &I : BB)
-          if (auto *CB = dyn_cast<CallBase>(&I))
-            if (isGpuKernelCC(CB->getCallingConv()))
-              CB->setCallingConv(CallingConv::C);
-    }
-    // amdgcn globals are hidden by default; make them findable by name.
-    for (GlobalVariable &G : M.globals())
-      if (!G.hasLocalLinkage() && G.getAddressSpace() != 3)
-        G.setVisibility(GlobalValue::DefaultVisibility);
-  }
-
-  // llvm.global_ctors/dtors -> __ol_rs_init / __ol_rs_fini (priority order; dtors in reverse).
-  bool lowerStructors(StringRef gvName, StringRef fnName, bool reverse) {
-    GlobalVariable *GV = M.getGlobalVariable(gvName);
-    Function *F = Function::Create(FunctionType::get(Void, false), GlobalValue::ExternalLinkage, fnName, M);
-    F->setVisibility(GlobalValue::DefaultVisibility);
-    BasicBlock *BB = BasicBlock::Create(C, "entry", F);
-    IRBuilder<> B(BB);
-    if (GV && GV->hasInitializer()) {
-      std::vector<std::pair<uint64_t, Value *>> list;
-      if (auto *CA = dyn_cast<ConstantArray>(GV->getInitializer())) {
-        for (Use &U : CA->operands()) {
-          auto *CS = dyn_cast<ConstantStruct>(U.get());
-          if (!CS || CS->getNumOperands() < 2)
-            continue;
-          auto *Prio = dyn_cast<ConstantInt>(CS->getOperand(0));
-          Value *Fn = CS->getOperand(1)->stripPointerCasts();
-          if (isa<ConstantPointerNull>(Fn))
-            continue;
-          list.push_back({Prio ? Prio->getZExtValue() : 65535, Fn});
-        }
-      }
-      std::stable_sort(list.begin(), list.end(),
-                       [](const auto &a, const auto &b) { return a.first < b.first; });
-      if (reverse)
-        std::reverse(list.begin(), list.end());
-      for (auto &p : list) {
-        if (auto *Fn = dyn_cast<Function>(p.second)) {
-          CallInst *CI = B.CreateCall(FunctionType::get(Void, false), Fn);
-          CI->setCallingConv(CallingConv::C);
-        } else {
-          return fail(("unsupported entry in " + gvName + ": not a function").str());
-        }
-      }
-    }
-    B.CreateRetVoid();
-    if (GV)
-      GV->eraseFromParent();
-    return true;
-  }
+  bool isGpuIntrinsicName(StringRef n) const { return classifyName(n).op != IOP_NOT_GPU; }
 
   // ---------------------------------------------------------------- per-kernel lowering
   struct KInfo {
@@ -405,10 +336,10 @@ struct Lowering {
     for (CallInst *CI : calls) {
       StringRef n = CI->getCalledFunction()->getName();
       std::string name = n.str();
+      OlRsIntrinsic in = classifyName(n);
       IRBuilder<> B(CI);
       Value *R = nullptr;
       bool erased = false;
-      auto dim = [&](StringRef s) -> int { return s.ends_with(".x") ? 0 : s.ends_with(".y") ? 1 : s.ends_with(".z") ? 2 : -1; };
       auto asTy = [&](Value *v) -> Value * {
         Type *T = CI->getType();
         if (v->getType() == T)
@@ -419,37 +350,39 @@ struct Lowering {
           return B.CreateAddrSpaceCast(v, T);
         return nullptr;
       };
-      if (n.starts_with("llvm.nvvm.read.ptx.sreg.")) {
-        StringRef r = n.drop_front(strlen("llvm.nvvm.read.ptx.sreg."));
-        int d = dim(r);
-        if (r.starts_with("tid.") && d >= 0)
-          R = X(E_LX + d);
-        else if (r.starts_with("ntid.") && d >= 0)
-          R = X(E_GSX + d);
-        else if (r.starts_with("ctaid.") && d >= 0)
-          R = X(E_GIDX + d);
-        else if (r.starts_with("nctaid.") && d >= 0)
-          R = X(E_NGX + d);
-        else if (r == "warpsize")
-          R = ConstantInt::get(I32, warp);
-        else if (r == "laneid")
-          R = B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp));
-        else if (r == "lanemask.lt" || r == "lanemask.le" || r == "lanemask.gt" || r == "lanemask.ge" ||
-                 r == "lanemask.eq") {
-          Value *lane = B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp));
-          Value *one = B.CreateShl(ConstantInt::get(I32, 1), lane);
-          if (r == "lanemask.eq") R = one;
-          else if (r == "lanemask.lt") R = B.CreateSub(one, ConstantInt::get(I32, 1));
-          else if (r == "lanemask.le") R = B.CreateOr(one, B.CreateSub(one, ConstantInt::get(I32, 1)));
-          else if (r == "lanemask.ge") R = B.CreateNot(B.CreateSub(one, ConstantInt::get(I32, 1)));
-          else R = B.CreateNot(B.CreateOr(one, B.CreateSub(one, ConstantInt::get(I32, 1))));
-        }
-        if (R) R = asTy(R);
-      } else if (n.starts_with("llvm.nvvm.barrier") || n == "llvm.nvvm.bar.sync" ||
-                 n == "llvm.nvvm.bar.warp.sync" || n == "llvm.amdgcn.s.barrier" ||
-                 n == "llvm.amdgcn.wave.barrier" || n == "llvm.amdgcn.s.barrier.signal" ||
-                 n == "llvm.amdgcn.s.barrier.signal.isfirst") {
-        if (!CI->getType()->isVoidTy() && n != "llvm.amdgcn.s.barrier.signal.isfirst")
+      switch (in.op) {
+      case IOP_LOCAL_ID:
+        R = asTy(X(E_LX + in.arg));
+        break;
+      case IOP_GROUP_SIZE:
+        R = asTy(X(E_GSX + in.arg));
+        break;
+      case IOP_GROUP_ID:
+        R = asTy(X(E_GIDX + in.arg));
+        break;
+      case IOP_NUM_GROUPS:
+        R = asTy(X(E_NGX + in.arg));
+        break;
+      case IOP_WARP_SIZE:
+        R = asTy(ConstantInt::get(I32, warp));
+        break;
+      case IOP_LANE_ID:
+        R = asTy(B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp)));
+        break;
+      case IOP_LANE_MASK: { // arg: 0 eq, 1 lt, 2 le, 3 ge, 4 gt
+        Value *lane = B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp));
+        Value *one = B.CreateShl(ConstantInt::get(I32, 1), lane);
+        if (in.arg == 0) R = one;
+        else if (in.arg == 1) R = B.CreateSub(one, ConstantInt::get(I32, 1));
+        else if (in.arg == 2) R = B.CreateOr(one, B.CreateSub(one, ConstantInt::get(I32, 1)));
+        else if (in.arg == 3) R = B.CreateNot(B.CreateSub(one, ConstantInt::get(I32, 1)));
+        else R = B.CreateNot(B.CreateOr(one, B.CreateSub(one, ConstantInt::get(I32, 1))));
+        R = asTy(R);
+        break;
+      }
+      case IOP_BARRIER: { // arg 1: returns whether this is the first work-item to arrive (never)
+        bool isFirst = in.arg == 1;
+        if (!CI->getType()->isVoidTy() && !isFirst)
           return fail("unsupported barrier intrinsic '" + name + "' (reduction barriers are not supported)");
         B.CreateCall(barrierMarker());
         collective = true;
@@ -457,23 +390,28 @@ struct Lowering {
           R = ConstantInt::getFalse(C);
         else
           erased = true;
-      } else if (n == "llvm.amdgcn.s.barrier.wait" || n == "llvm.nvvm.membar.cta" ||
-                 n == "llvm.amdgcn.sched.barrier" || n == "llvm.amdgcn.s.waitcnt" ||
-                 n == "llvm.amdgcn.sched.group.barrier") {
+        break;
+      }
+      case IOP_NO_OP:
         erased = true;
-      } else if (n == "llvm.nvvm.membar.gl" || n == "llvm.nvvm.membar.sys") {
+        break;
+      case IOP_FENCE:
         B.CreateFence(AtomicOrdering::SequentiallyConsistent);
         erased = true;
-      } else if (n == "llvm.nvvm.exit" || n == "llvm.amdgcn.endpgm") {
+        break;
+      case IOP_EXIT:
         B.CreateCall(exitMarker());
         hasExit = true;
         erased = true;
-      } else if (n == "llvm.nvvm.activemask") {
+        break;
+      case IOP_ACTIVE_MASK:
         R = laneMaskOf(B, F, I32);
-      } else if (n.starts_with("llvm.nvvm.shfl.sync.")) {
-        // (mask, a, b, c) -> a from lane j, PTX shfl semantics.
-        StringRef kind = n.drop_front(strlen("llvm.nvvm.shfl.sync."));
-        bool pred = kind.ends_with("p");
+        break;
+      case IOP_SHFL: {
+        // (mask, a, b, c) -> a from lane j, PTX shfl semantics; arg & 3: up, down, bfly, idx; arg & 4: the
+        // predicate form.
+        int mode = in.arg & 3;
+        bool pred = (in.arg & 4) != 0;
         Type *VT = pred ? cast<StructType>(CI->getType())->getElementType(0) : CI->getType();
         Value *a = CI->getArgOperand(1), *bval = CI->getArgOperand(2), *cval = CI->getArgOperand(3);
         collective = true;
@@ -483,13 +421,13 @@ struct Lowering {
           Value *minLane = B2.CreateAnd(lane, segMask);
           Value *maxLane = B2.CreateOr(minLane, B2.CreateAnd(c5, B2.CreateNot(segMask)));
           Value *j, *p;
-          if (kind.starts_with("up")) {
+          if (mode == 0) {
             j = B2.CreateSub(lane, b5);
             p = B2.CreateICmpSGE(j, maxLane);
-          } else if (kind.starts_with("down")) {
+          } else if (mode == 1) {
             j = B2.CreateAdd(lane, b5);
             p = B2.CreateICmpSLE(j, maxLane);
-          } else if (kind.starts_with("bfly")) {
+          } else if (mode == 2) {
             j = B2.CreateXor(lane, b5);
             p = B2.CreateICmpSLE(j, maxLane);
           } else {
@@ -507,34 +445,33 @@ struct Lowering {
           return B2.CreateInsertValue(s, p, 1);
         });
         R = res;
-      } else if (n.starts_with("llvm.nvvm.vote.")) {
-        StringRef kind = n.drop_front(strlen("llvm.nvvm.vote."));
+        break;
+      }
+      case IOP_VOTE: { // arg: 0 ballot, 1 any, 2 all, 3 uni
         Value *p = CI->arg_size() == 2 ? CI->getArgOperand(1) : CI->getArgOperand(0);
         collective = true;
         Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
           return ballotCompute(B2, xchg, base, nIn);
         });
         Value *exist = laneMaskOf(B, F, I64);
-        if (kind.starts_with("ballot"))
+        if (in.arg == 0)
           R = B.CreateTrunc(ballot, I32);
-        else if (kind.starts_with("any"))
+        else if (in.arg == 1)
           R = B.CreateICmpNE(ballot, ConstantInt::get(I64, 0));
-        else if (kind.starts_with("all"))
+        else if (in.arg == 2)
           R = B.CreateICmpEQ(ballot, exist);
-        else if (kind.starts_with("uni"))
+        else
           R = B.CreateOr(B.CreateICmpEQ(ballot, exist), B.CreateICmpEQ(ballot, ConstantInt::get(I64, 0)));
-      } else if (n.starts_with("llvm.amdgcn.workitem.id.")) {
-        int d = dim(n);
-        if (d >= 0) R = asTy(X(E_LX + d));
-      } else if (n.starts_with("llvm.amdgcn.workgroup.id.")) {
-        int d = dim(n);
-        if (d >= 0) R = asTy(X(E_GIDX + d));
-      } else if (n == "llvm.amdgcn.implicitarg.ptr") {
+        break;
+      }
+      case IOP_IMPLICITARG_PTR:
         R = asTy(X(E_IMPLARG));
-      } else if (n == "llvm.amdgcn.dispatch.ptr") {
+        break;
+      case IOP_DISPATCH_PTR:
         R = asTy(X(E_DISPATCH));
-      } else if (n.starts_with("llvm.amdgcn.mbcnt.lo") || n.starts_with("llvm.amdgcn.mbcnt.hi")) {
-        bool hi = n.starts_with("llvm.amdgcn.mbcnt.hi");
+        break;
+      case IOP_MBCNT: { // arg 1: the high half
+        bool hi = in.arg == 1;
         Value *mask = CI->getArgOperand(0), *acc = CI->getArgOperand(1);
         Value *lane = B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp));
         Value *l = hi ? B.CreateSelect(B.CreateICmpULE(lane, ConstantInt::get(I32, 32)), ConstantInt::get(I32, 0),
@@ -544,22 +481,22 @@ struct Lowering {
         Value *below = B.CreateTrunc(B.CreateSub(B.CreateShl(ConstantInt::get(I64, 1), l64), ConstantInt::get(I64, 1)), I32);
         Function *pop = Intrinsic::getOrInsertDeclaration(&M, Intrinsic::ctpop, {I32});
         R = B.CreateAdd(acc, B.CreateCall(pop, {B.CreateAnd(mask, below)}));
-      } else if (n.starts_with("llvm.amdgcn.ballot.")) {
+        break;
+      }
+      case IOP_BALLOT: {
         collective = true;
         Value *p = CI->getArgOperand(0);
         Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
           return ballotCompute(B2, xchg, base, nIn);
         });
         R = B.CreateTrunc(ballot, CI->getType());
-      } else if (n.starts_with("llvm.amdgcn.readfirstlane") || n.starts_with("llvm.amdgcn.readlane") ||
-                 n.starts_with("llvm.amdgcn.ds.bpermute") || n.starts_with("llvm.spv.wave.readlane")) {
+        break;
+      }
+      case IOP_READ_LANE: { // arg: 0 the first lane, 1 the lane in operand 1, 2 ds.bpermute
         collective = true;
-        bool bperm = n.starts_with("llvm.amdgcn.ds.bpermute");
+        bool bperm = in.arg == 2;
         Value *v = bperm ? CI->getArgOperand(1) : CI->getArgOperand(0);
-        Value *sel = bperm ? CI->getArgOperand(0)
-                           : ((n.starts_with("llvm.amdgcn.readlane") || n.starts_with("llvm.spv.wave.readlane"))
-                                  ? CI->getArgOperand(1)
-                                  : nullptr);
+        Value *sel = bperm ? CI->getArgOperand(0) : (in.arg == 1 ? CI->getArgOperand(1) : nullptr);
         Type *VT = CI->getType();
         R = emitExchange(B, F, toI64(B, v), [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *base, Value *nIn) {
           Value *j = ConstantInt::get(I32, 0);
@@ -569,26 +506,23 @@ struct Lowering {
           }
           return fromI64(B2, readSlot(B2, xchg, base, j), VT);
         });
-      } else if (n.starts_with("llvm.spv.thread.id.in.group") || n.starts_with("llvm.spv.group.id") ||
-                 n.starts_with("llvm.spv.workgroup.size") || n.starts_with("llvm.spv.num.workgroups")) {
+        break;
+      }
+      case IOP_SPV_ID: { // arg: 0 local id, 1 group id, 2 group size, 3 number of groups
         auto *c = CI->arg_size() == 1 ? dyn_cast<ConstantInt>(CI->getArgOperand(0)) : nullptr;
         if (!c || c->getZExtValue() > 2)
           return fail("'" + name + "' with a non-constant dimension is not supported");
         int d = (int)c->getZExtValue();
-        int base = n.starts_with("llvm.spv.thread.id") ? E_LX
-                   : n.starts_with("llvm.spv.group.id") ? E_GIDX
-                   : n.starts_with("llvm.spv.workgroup.size") ? E_GSX
-                                                             : E_NGX;
-        R = asTy(X(base + d));
-      } else if (n == "llvm.spv.subgroup.size" || n == "llvm.spv.subgroup.max.size") {
-        R = asTy(ConstantInt::get(I32, warp));
-      } else if (n == "llvm.spv.subgroup.local.invocation.id") {
-        R = asTy(B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp)));
-      } else if (n == "llvm.spv.group.memory.barrier.with.group.sync" || n == "llvm.spv.group.memory.barrier") {
+        static constexpr int base[4] = {E_LX, E_GIDX, E_GSX, E_NGX};
+        R = asTy(X(base[in.arg & 3] + d));
+        break;
+      }
+      case IOP_SPV_BARRIER:
         B.CreateCall(barrierMarker());
         collective = true;
         erased = true;
-      } else if (n.starts_with("llvm.spv.wave.ballot")) {
+        break;
+      case IOP_SPV_BALLOT: {
         collective = true;
         Value *p = CI->getArgOperand(0);
         Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
@@ -601,8 +535,10 @@ struct Lowering {
         v = B.CreateInsertElement(v, B.CreateTrunc(ballot, I32), (uint64_t)0);
         v = B.CreateInsertElement(v, B.CreateTrunc(B.CreateLShr(ballot, 32), I32), (uint64_t)1);
         R = v;
-      } else if (n == "llvm.amdgcn.s.sleep" || n == "llvm.nvvm.nanosleep") {
-        erased = true;
+        break;
+      }
+      default: // IOP_UNSUPPORTED
+        break;
       }
       if (!R && !erased)
         return fail("unsupported GPU intrinsic '" + name + "' in kernel (the CPU JIT cannot emulate it)");
@@ -3320,69 +3256,14 @@ struct Lowering {
     return true;
   }
 
+  // After the module-wide steps in Rust (src/jit/normalise.rs: normalisation, the kernel of a
+  // specialisation, constructors/destructors): every kernel lowered (the clean-up follows in Rust,
+  // src/jit/cleanup.rs).
   bool run() {
-    // warp width folded by clang: nvptx 32, amdgcn 64 unless wavefrontsize32.
     std::vector<Function *> kernels;
     for (Function &F : M)
       if (!F.isDeclaration() && isGpuKernelCC(F.getCallingConv()))
         kernels.push_back(&F);
-    if (arch == ARCH_NVPTX) {
-      warp = 32;
-    } else if (arch == ARCH_AMDGCN) {
-      warp = 64;
-      for (Function *K : kernels) {
-        Attribute a = K->getFnAttribute("target-features");
-        if (a.isValid() && a.getValueAsString().contains("+wavefrontsize32"))
-          warp = 32;
-      }
-    } else if (arch == ARCH_SPIRV) {
-      warp = 32; // not folded by clang for spirv64 (llvm.spv.subgroup.size): we choose 32
-    } else {
-      warp = 1;
-    }
-    if (arch == ARCH_HOST) {
-      // Host bitcode: exported `void name(ptr)` functions are work-group functions already.
-      normaliseFunctions();
-      if (!lowerStructors("llvm.global_ctors", "__ol_rs_init", false) ||
-          !lowerStructors("llvm.global_dtors", "__ol_rs_fini", true))
-        return false;
-      for (Function &F : M) {
-        if (F.isDeclaration() || F.hasLocalLinkage() || F.getName().starts_with("__ol_rs"))
-          continue;
-        FunctionType *FT = F.getFunctionType();
-        if (FT->getReturnType()->isVoidTy() && FT->getNumParams() == 1 && FT->getParamType(0)->isPointerTy()) {
-          F.setVisibility(GlobalValue::DefaultVisibility);
-          KInfo ki;
-          ki.name = ki.wgName = F.getName().str();
-          lowered.push_back(ki);
-        }
-      }
-      return true;
-    }
-    if (kernels.empty() && arch != ARCH_HOST) {
-      // a module with only globals is still loadable
-    }
-    normaliseFunctions();
-    if (!specKernel.empty()) {
-      std::vector<Function *> only;
-      for (Function *K : kernels)
-        if (K->getName() == specKernel)
-          only.push_back(K);
-      if (only.empty())
-        return fail("internal: no kernel '" + specKernel + "' to specialise");
-      for (Function *K : kernels)
-        if (K != only[0]) {
-          K->setCallingConv(CallingConv::C);
-          K->setLinkage(GlobalValue::InternalLinkage);
-        }
-      kernels = only;
-      for (const char *gv : {"llvm.global_ctors", "llvm.global_dtors"})
-        if (GlobalVariable *G = M.getGlobalVariable(gv))
-          G->eraseFromParent();
-    }
-    if (!lowerStructors("llvm.global_ctors", "__ol_rs_init", false) ||
-        !lowerStructors("llvm.global_dtors", "__ol_rs_fini", true))
-      return false;
     std::vector<KInfo> infos;
     for (Function *K : kernels) {
       KInfo ki;
@@ -3390,82 +3271,7 @@ struct Lowering {
         return false;
       infos.push_back(ki);
     }
-    // drop the original kernels, make helpers internal, delete dead code
-    for (Function *K : kernels) {
-      K->setCallingConv(CallingConv::C);
-      if (K->use_empty())
-        K->eraseFromParent();
-      else
-        K->setLinkage(GlobalValue::InternalLinkage);
-    }
-    std::set<std::string> keep = {"__ol_rs_init", "__ol_rs_fini"};
-    for (auto &ki : infos)
-      keep.insert(ki.wgName);
-    for (Function &F : M)
-      if (!F.isDeclaration() && !keep.count(F.getName().str()))
-        F.setLinkage(GlobalValue::InternalLinkage);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (Function &F : make_early_inc_range(M))
-        if (!F.isDeclaration() && F.hasLocalLinkage() && F.use_empty()) {
-          F.eraseFromParent();
-          changed = true;
-        }
-      // constant users (e.g. dead constant exprs) keep functions alive; drop dead constants
-      for (Function &F : M)
-        F.removeDeadConstantUsers();
-    }
-    for (GlobalVariable &G : make_early_inc_range(M.globals())) {
-      if (G.getAddressSpace() != 3)
-        continue;
-      G.removeDeadConstantUsers();
-      if (!G.use_empty()) {
-        for (User *U : G.users())
-          if (auto *I = dyn_cast<Instruction>(U))
-            return fail("__gpu_local variable '" + G.getName().str() + "' is used by function '" +
-                        I->getFunction()->getName().str() + "' which is not inlined into any kernel");
-        return fail("__gpu_local variable '" + G.getName().str() + "' is referenced by a constant initializer");
-      }
-      G.eraseFromParent();
-    }
-    // nvptx printf lowers to a GPU-ABI `vprintf(fmt, packed args)` that must not bind to glibc's.
-    for (const char *bad : {"vprintf", "__assertfail"})
-      if (Function *Fn = M.getFunction(bad))
-        if (Fn->isDeclaration() && !Fn->use_empty() && arch == ARCH_NVPTX)
-          return fail(std::string("unsupported device library call '") + bad +
-                      "' (CUDA printf/assert are not available on the CPU device)");
-    // anything GPU-specific left?
-    for (Function &F : M) {
-      if (isGpuIntrinsicName(F.getName()) && !F.use_empty()) {
-        std::string where;
-        for (User *U : F.users())
-          if (auto *I = dyn_cast<Instruction>(U)) {
-            where = I->getFunction()->getName().str();
-            break;
-          }
-        return fail("unsupported GPU intrinsic '" + F.getName().str() + "' used in function '" + where +
-                    "' (called indirectly or not reachable from a kernel)");
-      }
-      if (isGpuKernelCC(F.getCallingConv()))
-        F.setCallingConv(CallingConv::C);
-    }
-    for (Function &F : make_early_inc_range(M))
-      if (F.isDeclaration() && F.use_empty() &&
-          (isGpuIntrinsicName(F.getName()) || F.getName().starts_with("__ol_rs.")))
-        F.eraseFromParent();
-    if (Function *f = M.getFunction("__ol_rs.barrier"))
-      if (!f->use_empty())
-        return fail("internal: barrier marker left");
-    NamedMDNode *ann = M.getNamedMetadata("nvvm.annotations");
-    if (ann)
-      M.eraseNamedMetadata(ann);
     lowered = std::move(infos);
-    std::string verr;
-    raw_string_ostream os(verr);
-    if (verifyModule(M, &os)) {
-      os.flush();
-      return fail("internal: lowered module does not verify: " + verr.substr(0, 2000));
-    }
     return true;
   }
 };
@@ -3477,8 +3283,11 @@ struct Lowering {
 struct OlRsLowerOptions {
   const char *spec_kernel; // NULL: the generic lowering of every kernel
   uint32_t spec_group_size[3];
+  uint32_t warp_size; // the warp width the kernels were built for
+  OlRsClassifyFn classify_intrinsic; // the GPU intrinsic table (src/jit/intrinsics.rs)
 };
-static_assert(sizeof(OlRsLowerOptions) == 24 && offsetof(OlRsLowerOptions, spec_group_size) == 8,
+static_assert(sizeof(OlRsLowerOptions) == 32 && offsetof(OlRsLowerOptions, spec_group_size) == 8 &&
+                  offsetof(OlRsLowerOptions, warp_size) == 20 && offsetof(OlRsLowerOptions, classify_intrinsic) == 24,
               "OlRsLowerOptions must match LowerOptions in src/jit/compile.rs");
 
 // One kernel parameter's size and alignment, and one kernel's metadata: must match `ParamAbi` and
@@ -3515,6 +3324,10 @@ extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, int arch, const char *cpu, cons
   *err_out = nullptr;
   Module *M = unwrap(MR);
   Lowering L(*M, arch, cpu ? cpu : "", features ? features : "");
+  if (opts) {
+    L.warp = opts->warp_size;
+    L.classify = opts->classify_intrinsic;
+  }
   if (opts && opts->spec_kernel) {
     L.specKernel = opts->spec_kernel;
     for (int d = 0; d < 3; ++d)
@@ -3537,3 +3350,15 @@ extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, int arch, const char *cpu, cons
 }
 
 extern "C" void ol_rs_jit_free(char *p) { std::free(p); }
+
+// Thin primitives for src/jit/cleanup.rs, where LLVM's C API has no equivalent.
+// Constant users of global value V (a function or variable) that nothing uses are destroyed.
+extern "C" void ol_rs_jit_remove_dead_constant_users(LLVMValueRef V) {
+  cast<GlobalValue>(unwrap(V))->removeDeadConstantUsers();
+}
+// The module's named metadata NAME, if it has one, is erased.
+extern "C" void ol_rs_jit_erase_named_metadata(LLVMModuleRef MR, const char *name) {
+  Module *M = unwrap(MR);
+  if (NamedMDNode *N = M->getNamedMetadata(name))
+    M->eraseNamedMetadata(N);
+}

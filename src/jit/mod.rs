@@ -100,11 +100,14 @@
 mod bitcode;
 mod cache;
 mod callgraph;
+mod cleanup;
 mod compile;
 mod disk;
 mod elf;
 pub mod helper;
+mod intrinsics;
 mod native;
+mod normalise;
 mod nvptx;
 mod pipeline;
 mod stack;
@@ -114,6 +117,16 @@ mod tests;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The target a device bitcode module was built for (its value is the `arch` of lower.cpp's
+/// `ol_rs_jit_lower`); `Host` is host bitcode, whose functions are work-group functions already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arch {
+    Nvptx = 0,
+    Amdgcn = 1,
+    Spirv = 2,
+    Host = 3,
+}
 
 pub use cache::{ContentCache, cache_stats};
 pub(crate) use compile::opt_level;

@@ -706,6 +706,55 @@ fn recursion_is_rejected() {
     }
 }
 
+/// Compiles C source `src` for nvptx64 (as `bitcode` does for the files of ffi-tests/kernels).
+fn nvptx_bitcode_of(src: &str) -> Option<Vec<u8>> {
+    let cl = clang()?;
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("offload-rs-jit-src-{}-{seq}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (c, out) = (dir.join("k.c"), dir.join("k.bc"));
+    std::fs::write(&c, src).unwrap();
+    let st = Command::new(cl)
+        .args(["--target=nvptx64-nvidia-cuda", "-march=sm_90", "--cuda-feature=+ptx80", "-nogpulib"])
+        .args(["-ffreestanding", "-flto", "-O2", "-c"])
+        .arg(&c)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(st.success(), "clang-22 failed on {src}");
+    let bc = std::fs::read(&out).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    Some(bc)
+}
+
+/// The lowering's clean-up (src/jit/cleanup.rs) refuses what cannot run on the CPU, with its texts.
+#[test]
+fn cleanup_refuses_cuda_printf_and_shared_memory_in_initialisers() {
+    let _g = shared();
+    let cases = [
+        (
+            "#include <gpuintrin.h>\nint vprintf(const char *, void *);\n\
+             __gpu_kernel void k(int *o) { o[0] = vprintf(\"%d\", o); }\n",
+            "unsupported device library call 'vprintf' (CUDA printf/assert are not available on the CPU device)",
+        ),
+        (
+            "#include <gpuintrin.h>\n__gpu_local int s[4];\n__gpu_local int *p = s;\n\
+             __gpu_kernel void k(int *o) { o[0] = 1; }\n",
+            "__gpu_local variable 's' is referenced by a constant initializer",
+        ),
+    ];
+    for (src, want) in cases {
+        let Some(bc) = nvptx_bitcode_of(src) else { return };
+        match load(&bc) {
+            Err(JitError::Compile(m)) => assert_eq!(m, want),
+            Err(e) => panic!("unexpected error kind {e:?}"),
+            Ok(_) => panic!("compiled: {src}"),
+        }
+    }
+}
+
 /// Numbers for the report (not a test of behaviour): cold compile, warm load, vectorisation.
 /// `cargo test --release --lib jit::tests::measure -- --ignored --nocapture`
 #[test]

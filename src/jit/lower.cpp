@@ -1400,7 +1400,12 @@ struct Lowering {
     };
     IRBuilder<> PB(Pre->getTerminator());
     std::vector<std::pair<ICmpInst *, Value *>> found; // comparison, its point (i64)
-    for (BasicBlock *Bb : blocks)
+    // in the function's block order, not the set's (pointer) order: the same bitcode must always give
+    // the same code, and which points are split when there are more than kMaxEqualityPoints
+    for (BasicBlock &Blk : *H->getParent()) {
+      BasicBlock *Bb = &Blk;
+      if (!blocks.count(Bb))
+        continue;
       for (Instruction &I : *Bb) {
         auto *Cmp = dyn_cast<ICmpInst>(&I);
         if (!Cmp || !Cmp->isEquality() || !decidesBranch(Cmp, 0) || found.size() >= kMaxEqualityPoints)
@@ -1419,6 +1424,7 @@ struct Lowering {
         Value *p = c ? PB.CreateSub(Bv, c) : Bv;
         found.push_back({Cmp, PB.CreateZExtOrBitCast(p, I64)});
       }
+    }
     if (found.empty())
       return;
     auto *HT = cast<BranchInst>(H->getTerminator());

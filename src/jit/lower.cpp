@@ -1075,7 +1075,122 @@ struct Lowering {
         }
         St->eraseFromParent();
       }
+      flattenDecision(N);
     }
+  }
+
+  // If-conversion of the decision in front of N: when the blocks between N's predecessors' nearest
+  // common dominator D and N form an acyclic single-entry region of a few side-effect-free,
+  // speculatable instructions (compares, casts, address arithmetic: bitonic's
+  // `(t & k) == 0 ? a > b : a < b`, which clang emits as branches), those instructions move to the end
+  // of D, each block's reachability becomes an i1 value (poison-safe logical and/or of the branch
+  // conditions) and every PHI of N and of the region a chain of selects on its incoming edges, so that
+  // D goes straight to N. Without it InstCombine folds speculateSharedStores' `select spec.ran` into
+  // the branches' PHIs and the stores become conditional again (a masked store in the vector loop, a
+  // branch in the scalar one). Returns whether it changed anything.
+  bool flattenDecision(BasicBlock *N) {
+    constexpr size_t kMaxBlocks = 8, kMaxInsts = 32;
+    Function *F = N->getParent();
+    DominatorTree DT(*F);
+    if (pred_empty(N))
+      return false;
+    BasicBlock *D = nullptr;
+    for (BasicBlock *P : predecessors(N))
+      D = D ? DT.findNearestCommonDominator(D, P) : P;
+    auto *DBr = D ? dyn_cast<BranchInst>(D->getTerminator()) : nullptr;
+    if (!DBr || !DBr->isConditional() || D == N)
+      return false;
+    // the region: what D reaches before N, in topological order (a DFS post-order, reversed)
+    std::vector<BasicBlock *> post;
+    std::set<BasicBlock *> seen, onStack;
+    bool ok = true;
+    size_t insts = 0;
+    std::function<void(BasicBlock *)> visit = [&](BasicBlock *B) {
+      if (!ok || B == N)
+        return;
+      if (onStack.count(B) || B == D) { // a cycle
+        ok = false;
+        return;
+      }
+      if (!seen.insert(B).second)
+        return;
+      auto *Br = dyn_cast<BranchInst>(B->getTerminator());
+      if (!Br || !DT.dominates(D, B) || seen.size() > kMaxBlocks) {
+        ok = false;
+        return;
+      }
+      for (Instruction &I : *B) {
+        if (I.isTerminator() || isa<PHINode>(I))
+          continue;
+        if (++insts > kMaxInsts || I.mayHaveSideEffects() || I.mayReadFromMemory() ||
+            !isSafeToSpeculativelyExecute(&I) || isa<AllocaInst>(I)) {
+          ok = false;
+          return;
+        }
+      }
+      onStack.insert(B);
+      for (BasicBlock *S : successors(B))
+        visit(S);
+      onStack.erase(B);
+      post.push_back(B);
+    };
+    for (BasicBlock *S : successors(D))
+      visit(S);
+    if (!ok)
+      return false;
+    std::set<BasicBlock *> region(post.begin(), post.end());
+    for (BasicBlock *B : post)
+      for (BasicBlock *P : predecessors(B))
+        if (P != D && !region.count(P))
+          return false; // entered from outside
+    for (BasicBlock *P : predecessors(N))
+      if (P != D && !region.count(P))
+        return false;
+    std::reverse(post.begin(), post.end());
+    // the conditions, computed at the end of D (instructions of a block after its PHIs' selects)
+    IRBuilder<> B(DBr);
+    std::map<BasicBlock *, Value *> reach = {{D, B.getTrue()}};
+    auto edge = [&](BasicBlock *P, BasicBlock *S) -> Value * {
+      auto *Br = cast<BranchInst>(P->getTerminator());
+      Value *c = reach.at(P);
+      if (!Br->isConditional() || Br->getSuccessor(0) == Br->getSuccessor(1))
+        return c;
+      Value *bc = Br->getCondition();
+      return B.CreateLogicalAnd(c, Br->getSuccessor(0) == S ? bc : B.CreateNot(bc));
+    };
+    auto toSelects = [&](BasicBlock *BB) {
+      for (PHINode &PN : make_early_inc_range(BB->phis())) {
+        Value *V = PN.getIncomingValue(PN.getNumIncomingValues() - 1);
+        for (unsigned i = PN.getNumIncomingValues() - 1; i-- > 0;)
+          V = B.CreateSelect(edge(PN.getIncomingBlock(i), BB), PN.getIncomingValue(i), V);
+        PN.replaceAllUsesWith(V);
+        PN.eraseFromParent();
+      }
+    };
+    for (BasicBlock *BB : post) {
+      Value *r = nullptr;
+      for (BasicBlock *P : predecessors(BB)) {
+        Value *e = edge(P, BB);
+        r = r ? B.CreateLogicalOr(r, e) : e;
+      }
+      reach[BB] = r;
+      toSelects(BB);
+      for (Instruction &I : make_early_inc_range(*BB))
+        if (!I.isTerminator()) {
+          I.dropPoisonGeneratingAnnotations(); // it now runs where it did not
+          I.moveBefore(DBr->getIterator());
+        }
+    }
+    toSelects(N);
+    B.CreateBr(N);
+    DBr->eraseFromParent();
+    // The emptied blocks stay (unreachable, removed at the end of buildCbs): the caller's list of the
+    // region's blocks still names them.
+    for (BasicBlock *BB : post) {
+      BB->getTerminator()->eraseFromParent();
+      new UnreachableInst(C, BB);
+    }
+    return true;
   }
 
   // A load of a shared slot (a demoted group-invariant value): rematerialisable when the slot still

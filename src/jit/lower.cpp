@@ -39,8 +39,10 @@
 //       when uniform; under uniform barriers the regions follow each other through a group-level `next`
 //       (guarded regions loop only over the ids that pass: ranges such as `t < k`, `t + c >= n`, and runs
 //       such as `(t ^ j) > t`, `(t & m) == 0`, `t % q == 0`, matchRunGuard / addRunLoop, also on the
-//       flat id of 2-D and 3-D groups, per row; equality guards split the x loop; conditional
-//       shared-memory stores to elements the work-item read become selects, speculateSharedStores);
+//       flat id of 2-D and 3-D groups, per row; run loops of 1, 2 or 4 ids get copies with constant
+//       runs, versionShortRuns; equality guards split the x loop; conditional shared-memory stores to
+//       elements the work-item read become selects, speculateSharedStores, the decision in front of
+//       them too, flattenDecision);
 //       otherwise a per-work-item resume id and a scan pick the next region; barrier-free loops with a
 //       uniform trip count get implicit barriers, so the work-item loop runs inside them
 //       (interchangeLoops); a loop's exit value that is also its header PHI's back-edge value shares
@@ -1373,8 +1375,122 @@ struct Lowering {
     RB.CreateCondBr(RB.CreateICmpSLT(s, hi), H, exitBB);
     HT->setSuccessor(1, RL);
     RB.SetInsertPoint(RL);
-    rb->addIncoming(RB.CreateAdd(rb, P), RL);
+    auto *step = cast<Instruction>(RB.CreateAdd(rb, P));
+    rb->addIncoming(step, RL);
     RB.CreateBr(RH);
+    runLoops.push_back({id, inDim, RH, exitBB, cast<Instruction>(s), step, lo, hi, P, off, len, g.bit});
+  }
+
+  // A run loop made by addRunLoop, for versionShortRuns: `s` the run's first id before clamping to lo,
+  // `step` rb + P; P, off, len as used (after the contiguous-range selects), lo/hi the id range; `bit`
+  // the run guard's disjoint bit (rewritten to + in the body) or null.
+  struct RunLoop {
+    PHINode *id;
+    ICmpInst *inDim;
+    BasicBlock *RH, *exitBB;
+    Instruction *s, *step;
+    Value *lo, *hi, *P, *off, *len, *bit;
+  };
+  std::vector<RunLoop> runLoops; // filled by addRunLoop, consumed by versionShortRuns
+
+  // Short runs (bitonic's j = 1, 2, 4 phases of `(t ^ j) > t`, `(t & m) == 0` with small m): a run loop
+  // of runs shorter than a vector is a loop of tiny scalar loops, each with its own bounds. For run
+  // lengths c = 1, 2, 4 the run loop gets a copy where P = 2c and len = c are constants, every run is
+  // whole (checked where the loop is entered: lo and hi - lo multiples of P, off + c <= P) so the id loop
+  // runs exactly c times from the run's start, and the disjoint bit (if any, checked equal to c) is the
+  // constant c: O3 then unrolls the id loop fully and vectorises the run loop with interleaved accesses
+  // (stride 2c), what clang does with the hand-written loop. A switch on the run length picks the copy;
+  // other lengths run the original. Only for a small closed loop: every block branches within it (or,
+  // from its header, to the exit) and no value defined in it is used outside.
+  void versionShortRuns(Function *F) {
+    constexpr size_t kMaxInsts = 160;
+    std::vector<RunLoop> todo;
+    todo.swap(runLoops);
+    for (const RunLoop &r : todo) {
+      std::set<BasicBlock *> blocks = {r.RH};
+      std::vector<BasicBlock *> order = {r.RH}, wl = {r.RH};
+      bool ok = true;
+      size_t insts = 0;
+      while (!wl.empty() && ok) {
+        BasicBlock *B = wl.back();
+        wl.pop_back();
+        insts += B->size();
+        for (BasicBlock *S : successors(B)) {
+          if (S == r.exitBB) {
+            ok = ok && B == r.RH;
+            continue;
+          }
+          if (blocks.insert(S).second) {
+            order.push_back(S);
+            wl.push_back(S);
+          }
+        }
+      }
+      if (!ok || insts > kMaxInsts)
+        continue;
+      BasicBlock *from = nullptr;
+      for (BasicBlock *Pd : predecessors(r.RH))
+        if (!blocks.count(Pd)) {
+          ok = ok && !from;
+          from = Pd;
+        }
+      for (BasicBlock *B : order) {
+        for (BasicBlock *Pd : predecessors(B))
+          ok = ok && (B == r.RH || blocks.count(Pd));
+        for (Instruction &I : *B)
+          for (User *U : I.users())
+            ok = ok && blocks.count(cast<Instruction>(U)->getParent());
+      }
+      if (!ok || !from)
+        continue;
+      for (PHINode &PN : r.exitBB->phis())
+        for (BasicBlock *Pd : PN.blocks())
+          ok = ok && !blocks.count(Pd); // (none expected: kept simple)
+      if (!ok)
+        continue;
+      // the dispatch on the run length, where the run loop is entered (its bounds may be per row:
+      // narrowToGuards computes those inside the y loop)
+      BasicBlock *Dsp = BasicBlock::Create(C, "cbs.runlen", F, r.RH);
+      IRBuilder<> PB(Dsp);
+      const uint64_t lens[] = {1, 2, 4};
+      Value *key = ConstantInt::get(I64, 0);
+      for (uint64_t c : lens) {
+        Value *P2 = ConstantInt::get(I64, 2 * c), *c64 = ConstantInt::get(I64, c), *z = ConstantInt::get(I64, 0);
+        Value *v = PB.CreateAnd(PB.CreateICmpEQ(r.len, c64), PB.CreateICmpEQ(r.P, P2));
+        v = PB.CreateAnd(v, PB.CreateICmpULE(r.off, c64));
+        v = PB.CreateAnd(v, PB.CreateICmpEQ(PB.CreateURem(r.lo, P2), z));
+        v = PB.CreateAnd(v, PB.CreateICmpEQ(PB.CreateURem(PB.CreateSub(r.hi, r.lo), P2), z));
+        if (r.bit)
+          v = PB.CreateAnd(v, PB.CreateICmpEQ(PB.CreateZExt(r.bit, I64), c64));
+        key = PB.CreateSelect(v, c64, key);
+      }
+      from->getTerminator()->replaceSuccessorWith(r.RH, Dsp);
+      r.RH->replacePhiUsesWith(from, Dsp);
+      SwitchInst *Sw = PB.CreateSwitch(key, r.RH, 3);
+      for (uint64_t c : lens) {
+        ValueToValueMapTy VM;
+        SmallVector<BasicBlock *, 16> copy;
+        for (BasicBlock *B : order) {
+          BasicBlock *NB = CloneBasicBlock(B, VM, ".run" + Twine(c), F);
+          VM[B] = NB;
+          copy.push_back(NB);
+        }
+        remapInstructionsInBlocks(copy, VM);
+        Sw->addCase(cast<ConstantInt>(ConstantInt::get(I64, c)), cast<BasicBlock>(VM[r.RH]));
+        auto *RH = cast<BasicBlock>(VM[r.RH]);
+        IRBuilder<> B(RH->getTerminator());
+        auto *s = cast<Instruction>(VM[r.s]);
+        Value *start = B.CreateTrunc(s, I32);
+        cast<PHINode>(VM[r.id])->setIncomingValueForBlock(RH, start);
+        // exactly c ids (no wrap: the run lies in [lo, hi), within the group)
+        cast<ICmpInst>(VM[r.inDim])->setOperand(1, B.CreateAdd(start, ConstantInt::get(I32, c), "", /*HasNUW=*/true));
+        cast<Instruction>(VM[r.step])->setOperand(1, ConstantInt::get(I64, 2 * c));
+        if (r.bit)
+          for (BasicBlock *NB : copy)
+            for (Instruction &I : *NB)
+              I.replaceUsesOfWith(r.bit, ConstantInt::get(r.bit->getType(), c));
+      }
+    }
   }
 
   // Inside a loop that runs only ids without bit m, t ^ m and t | m are t + m (affine: vectorisable).
@@ -2842,6 +2958,8 @@ struct Lowering {
     cbsUsePreloads(st, R);
     cbsEnterRegion(st, B, R);
     cbsLeaveRegion(st, R);
+    if (!runLoops.empty()) // what narrowToGuards made, once the region loop is closed
+      versionShortRuns(st.F);
     cbsSplitEqualities(st, R);
   }
 
@@ -3047,8 +3165,9 @@ struct Lowering {
   // Step 5, region (takes R; changes the clones, Pre; B's block gets its branch into the region):
   // the clones join the x loop's access group; under uniform barriers the region's one-time slot
   // stores move to Pre (hoistSlotStores), the loop is narrowed to the ids that pass a guard
-  // (narrowToGuards) and conditional shared stores become selects (speculateSharedStores); in the
-  // general case a work-item runs the region only if its resume id is the region's.
+  // (narrowToGuards) and conditional shared stores become selects (speculateSharedStores, with
+  // flattenDecision); in the general case a work-item runs the region only if its resume id is the
+  // region's. (cbsRegion then gives short run loops their copies, versionShortRuns.)
   void cbsEnterRegion(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
     Function *F = st.F, *EM = st.EM;
     unsigned o = st.o;
@@ -3073,6 +3192,7 @@ struct Lowering {
       BasicBlock *Ob = it->second;
       return barrierId.count(Ob) || firstCallTo(Ob, EM) || isa<ReturnInst>(&*Sc->getFirstNonPHIIt());
     };
+    runLoops.clear(); // (what narrowToGuards adds is versioned once the region loop is closed)
     if (uniform && !once && R.reach->size() == 1)
       narrowToGuards(
           RE, leavesRegion, {Pre, NE}, Pre, {R.lx, R.ly, R.lz}, {R.inX, R.inY, R.inZ},
@@ -3359,6 +3479,7 @@ struct Lowering {
         narrowToGuards(
             A.P, [&](BasicBlock *Sc) { return Sc == L; }, {E}, E, {A.x, A.y, A.z}, {A.inX, A.inY, A.inZ},
             {gs[0], gs[1], gs[2]}, {A.hy, A.hz, E}, &assumed);
+        runLoops.clear(); // (versionShortRuns is for barrier regions)
         splitAtEqualities(A.P, L, {E}, E, A.y, A.inY, A.hz);
         splitAtEqualities(A.P, L, {E}, E, A.x, A.inX, A.hy);
         if (!isa<ConstantInt>(assumed)) {

@@ -2026,3 +2026,110 @@ fn flat_id_guards_match_the_host() {
         }
     }
 }
+
+/// ffi-tests/kernels/swaps.c: conditional swaps of two shared elements (the stores made selects, the
+/// decision flattened, runs of 1, 2 or 4 ids in constant copies) against a sequential model, generic and
+/// specialised: conditions false everywhere (sorted input, k = 0), true everywhere (reversed), mixed;
+/// partners that are the work-item itself (j = 0 in swap_self); partners out of the power-of-two run
+/// pattern (j = 3, 5, 6: runs kept with t ^ j); group sizes 256, 64, 8, 2, 1 and 12 (whole runs for
+/// some j only, so both the copies and the original run loop are taken).
+#[test]
+fn conditional_swaps_match_the_host() {
+    let _g = shared();
+    const LEN: usize = 1024; // SW_LEN of swaps.c
+    let groups = 2usize;
+    let inputs: [Vec<f32>; 3] = [
+        (0..groups * LEN).map(|i| (i % LEN) as f32).collect(),
+        (0..groups * LEN).map(|i| (LEN - i % LEN) as f32).collect(),
+        (0..groups * LEN).map(|i| (i * 37 % 101) as f32).collect(),
+    ];
+    // one phase on one group's elements, the work-items in order (their pairs are disjoint)
+    let phase = |s: &mut [f32], n: usize, j: usize, k: usize, self_ok: bool| {
+        for t in 0..n {
+            let p = t ^ j;
+            if p > t || (self_ok && p == t) {
+                let (a, b) = (s[t], s[p]);
+                let up = t & k == 0;
+                let c = if self_ok {
+                    if up { a >= b } else { a < b }
+                } else if up {
+                    a > b
+                } else {
+                    a < b
+                };
+                if c {
+                    s[t] = if self_ok { b + 1.0 } else { b };
+                    s[p] = if self_ok { a + 2.0 } else { a };
+                }
+            }
+        }
+    };
+    let same = |got: &[f32], want: &[f32], what: &str| {
+        if let Some(i) = (0..want.len()).find(|&i| got[i] != want[i]) {
+            panic!("{what}: element {i} is {}, expected {}", got[i], want[i]);
+        }
+    };
+    for t in TARGETS {
+        let Some(img) = load_ok("swaps", t) else {
+            return;
+        };
+        for n in [256u32, 64, 8, 2, 1, 12] {
+            let nn = n as usize;
+            let both = |name: &str| {
+                let k = img.kernel(name).unwrap_or_else(|| panic!("{name}"));
+                let s = k.specialise([n, 1, 1]).unwrap_or_else(|e| panic!("{name} {n}: {e}"));
+                [k, s]
+            };
+            let run = |k: &KernelEntry, input: &[f32], x: u32, kk: u32| {
+                let mut out = vec![-1f32; groups * LEN];
+                let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out), &b(&x), &b(&kk)]);
+                launch(k, [groups as u32, 1, 1], [n, 1, 1], &args, 0);
+                out
+            };
+            let (phases, merges, selfs) = (both("swap_phase"), both("swap_merge"), both("swap_self"));
+            for (which, input) in inputs.iter().enumerate() {
+                for kk in [0u32, 2, 8] {
+                    for j in [0u32, 1, 2, 3, 4, 5, 6, 8, 32] {
+                        let mut e = input.clone();
+                        let mut es = input.clone();
+                        for g in 0..groups {
+                            phase(&mut e[g * LEN..(g + 1) * LEN], nn, j as usize, kk as usize, false);
+                            phase(&mut es[g * LEN..(g + 1) * LEN], nn, j as usize, kk as usize, true);
+                        }
+                        for (spec, k) in phases.iter().enumerate() {
+                            same(
+                                &run(k, input, j, kk),
+                                &e,
+                                &format!("{t:?} swap_phase n={n} j={j} k={kk} input {which} spec {spec}"),
+                            );
+                        }
+                        for (spec, k) in selfs.iter().enumerate() {
+                            same(
+                                &run(k, input, j, kk),
+                                &es,
+                                &format!("{t:?} swap_self n={n} j={j} k={kk} input {which} spec {spec}"),
+                            );
+                        }
+                    }
+                    for sh in [0u32, 1, 2, 3, 5, 8] {
+                        let mut e = input.clone();
+                        for g in 0..groups {
+                            let mut j = 1usize << sh;
+                            while j > 0 {
+                                phase(&mut e[g * LEN..(g + 1) * LEN], nn, j, kk as usize, false);
+                                j >>= 1;
+                            }
+                        }
+                        for (spec, k) in merges.iter().enumerate() {
+                            same(
+                                &run(k, input, sh, kk),
+                                &e,
+                                &format!("{t:?} swap_merge n={n} sh={sh} k={kk} input {which} spec {spec}"),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1441,6 +1441,8 @@ struct Lowering {
           for (User *U : I.users())
             ok = ok && blocks.count(cast<Instruction>(U)->getParent());
       }
+      for (Instruction *I : {cast<Instruction>(r.id), cast<Instruction>(r.inDim), r.s, r.step})
+        ok = ok && blocks.count(I->getParent());
       if (!ok || !from)
         continue;
       for (PHINode &PN : r.exitBB->phis())

@@ -42,7 +42,8 @@
 //       flat id of 2-D and 3-D groups, per row; run loops of 1, 2 or 4 ids get copies with constant
 //       runs, versionShortRuns; equality guards split the x loop; conditional shared-memory stores to
 //       elements the work-item read become selects, speculateSharedStores, the decision in front of
-//       them too, flattenDecision);
+//       them too, flattenDecision; a region's exit chosen by a uniform branch is decided once before
+//       its loops, the loop nest copied per side, cbsUnswitchExit);
 //       otherwise a per-work-item resume id and a scan pick the next region; barrier-free loops with a
 //       uniform trip count get implicit barriers, so the work-item loop runs inside them
 //       (interchangeLoops); a loop's exit value that is also its header PHI's back-edge value shares

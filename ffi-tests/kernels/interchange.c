@@ -76,6 +76,32 @@ __gpu_kernel void exit_values(const int32_t *in, int32_t *out, uint32_t m) {
   out[i] = (int32_t)(accs[(t + 1) % n] + prev * 5 + (f0 ^ f1));
 }
 
+// The n-body shape: a loop over the whole group (j < __gpu_num_threads_x()) between barriers, over
+// two-field elements (clang's SLP makes them <2 x float> on amdgcn, split again before the lowering,
+// scalarise_vectors), unrolled by clang with a remainder loop: the region of the unrolled loop leaves
+// through the barrier a uniform compare of the counter chooses, decided once per region
+// (cbsUnswitchExit). Small integers: every sum is exact in any order.
+struct pair {
+  float x, y;
+};
+__gpu_kernel void group_trips(const struct pair *in, struct pair *out, uint32_t rounds) {
+  static __gpu_local struct pair tile[256];
+  uint32_t t = __gpu_thread_id_x(), n = __gpu_num_threads_x(), i = __gpu_block_id_x() * n + t;
+  struct pair p = in[i];
+  float ax = 0.0f, ay = 0.0f;
+  for (uint32_t r = 0; r < rounds; r++) {
+    tile[t] = (struct pair){p.x + (float)r, p.y - (float)r};
+    __gpu_sync_threads();
+    for (uint32_t j = 0; j < n; j++) {
+      float dx = tile[j].x - p.x, dy = tile[j].y - p.y;
+      ax += dx * (float)(j & 3);
+      ay += dy;
+    }
+    __gpu_sync_threads();
+  }
+  out[i] = (struct pair){ax, ay};
+}
+
 // Shared-memory atomics of every kind, each with a result that does not depend on the order the
 // work-items run in; mixed with atomics on global memory and on a pointer that may be either.
 // out[0..12): add, sub, min, max, umin, umax, and, or, xor, xchg, cmpxchg counter, cmpxchg winners

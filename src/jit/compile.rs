@@ -266,6 +266,9 @@ pub(crate) fn compile_in_process(
     // The lowering: the module-wide steps here (src/jit/normalise.rs, the warp width read above before
     // the normalisation drops the GPU target features), then each kernel in C++ (lower.cpp).
     super::normalise::normalise_functions(&m, &h.cpu, &h.features);
+    if arch != Arch::Host {
+        super::normalise::scalarise_vectors(&m, &tm)?;
+    }
     if let Some(s) = spec.filter(|_| arch != Arch::Host) {
         super::normalise::select_kernel(&m, &s.kernel)?;
     }

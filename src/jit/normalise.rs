@@ -1,9 +1,10 @@
 //! The lowering's module-wide steps, run before the C++ per-kernel lowering (`lower.cpp`), in the order
 //! `compile` calls them: the warp width clang folded into the bitcode ([`warp_width`], read before the
 //! normalisation drops the GPU target features), the normalisation of every function
-//! ([`normalise_functions`]), for a launch-time specialisation the choice of its one kernel
-//! ([`select_kernel`]), the constructors and destructors ([`lower_structors`]), and for host bitcode the
-//! work-group functions it exports ([`host_kernels`]). Everything here is plain LLVM-C (through llvm-sys):
+//! ([`normalise_functions`]), GPU bitcode's small vectors split into elements ([`scalarise_vectors`]),
+//! for a launch-time specialisation the choice of its one kernel ([`select_kernel`]), the constructors
+//! and destructors ([`lower_structors`]), and for host bitcode the work-group functions it exports
+//! ([`host_kernels`]). Everything here is plain LLVM-C (through llvm-sys, one pass through inkwell):
 //! attributes, calling conventions, linkage, visibility, and instructions built at a position.
 
 use std::ffi::{CString, c_char, c_uint};
@@ -197,6 +198,15 @@ unsafe fn rehome_alloca(m: &Module<'_>, b: &Builder, ai: LLVMValueRef, lifetime:
 }
 
 /// Every function made a host function: the GPU target attributes, `optnone` and `noinline` dropped,
+/// Small vectors split into their elements (`scalarizer<load-store>`): amdgcn bitcode comes
+/// SLP-vectorised by clang (`<2 x float>` for two fields of a struct), and the loop vectoriser does
+/// not vectorise loops with vector-typed values, so the work-item loops would stay scalar; O3's
+/// SLP vectoriser packs what is left afterwards.
+pub(crate) fn scalarise_vectors(m: &Module<'_>, tm: &inkwell::targets::TargetMachine) -> Result<(), JitError> {
+    m.run_passes("function(scalarizer<load-store>)", tm, inkwell::passes::PassBuilderOptions::create())
+        .map_err(|e| JitError::Compile(format!("internal: scalarizer: {e}")))
+}
+
 /// the host's target-cpu/features on definitions, calling conventions other than C, fast and the GPU
 /// kernel ones (and, at call sites, the kernel ones) made C, private allocas made host allocas
 /// ([`rehome_alloca`]); non-local globals outside shared memory get default visibility (amdgcn hides

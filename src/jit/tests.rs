@@ -1373,8 +1373,8 @@ fn bitcode_triple_without_llvm_matches_llvm() {
 /// Loops inside barrier regions (interchangeLoops): a uniform trip count known only at run time (the
 /// loop runs outside the work-item loop), a trip count that differs per work-item, a uniform loop
 /// reached only by some work-items, a divergent branch inside a uniform loop, values leaving the loop
-/// (an accumulator read by another work-item after it, the PHI's last value, swapped PHIs); generic
-/// and specialised.
+/// (an accumulator read by another work-item after it, the PHI's last value, swapped PHIs), the group
+/// size as the trip count (n-body); generic and specialised.
 #[test]
 fn loops_in_barrier_regions() {
     let _g = shared();
@@ -1479,6 +1479,37 @@ fn loops_in_barrier_regions() {
             }
             assert_eq!(run(&k, &[&b(&m)]), want, "{t:?} exit_values m={m}");
             assert_eq!(run(&s, &[&b(&m)]), want, "{t:?} exit_values m={m}, specialised");
+        }
+
+        // the group size as the trip count: clang's unrolled loop and its remainder (n % 8 != 0, n < 8)
+        let k = img.kernel("group_trips").expect("group_trips");
+        for (groups, n) in [(3u32, 96u32), (2, 37), (2, 5), (1, 1)] {
+            let s = k.specialise([n, 1, 1]).expect("specialise");
+            let input: Vec<f32> = (0..groups * n * 2).map(|i| (i * 13 % 29) as f32 - 10.0).collect();
+            for rounds in [0u32, 1, 3] {
+                let mut want = Vec::new();
+                for g in 0..groups as usize {
+                    let grp = &input[g * 2 * n as usize..(g + 1) * 2 * n as usize];
+                    for tt in 0..n as usize {
+                        let (px, py) = (grp[2 * tt], grp[2 * tt + 1]);
+                        let (mut ax, mut ay) = (0f32, 0f32);
+                        for r in 0..rounds {
+                            for j in 0..n as usize {
+                                ax += (grp[2 * j] + r as f32 - px) * (j & 3) as f32;
+                                ay += grp[2 * j + 1] - r as f32 - py;
+                            }
+                        }
+                        want.extend([ax, ay]);
+                    }
+                }
+                for (kk, what) in [(&k, ""), (&s, ", specialised")] {
+                    let mut out = vec![0f32; (groups * n * 2) as usize];
+                    let (inp, outp) = (b(&(input.as_ptr() as usize)), ptr(&mut out));
+                    let args = pack(&kk.params, &[&inp, &outp, &b(&rounds)]);
+                    launch(kk, [groups, 1, 1], [n, 1, 1], &args, 0);
+                    assert_eq!(out, want, "{t:?} group_trips n={n} rounds={rounds}{what}");
+                }
+            }
         }
     }
 }

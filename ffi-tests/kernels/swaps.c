@@ -19,15 +19,10 @@ static void store_all(float *out, const __gpu_local float *s) {
     out[g * SW_LEN + i] = s[i];
 }
 
-// One compare-exchange phase of a bitonic network, j and k kernel arguments: j a power of two narrows to
-// runs of j ids (rewritten t + j only where j is known to be one, which it is not here); j = 3, 5, 6 also
-// narrow to runs (of bit hb(j)) but keep t ^ j; j = 0 runs no id.
-__gpu_kernel void swap_phase(const float *in, float *out, uint32_t j, uint32_t k) {
-  static __gpu_local float s[SW_LEN];
-  uint32_t t = __gpu_thread_id_x();
-  load_all(s, in);
-  __gpu_sync_threads();
-  uint32_t p = t ^ j;
+// The bitonic compare-exchange of this work-item t with its partner t ^ j (the one with the higher id
+// does nothing): ascending where t & k is 0, descending elsewhere.
+static void compare_exchange(__gpu_local float *s, uint32_t j, uint32_t k) {
+  uint32_t t = __gpu_thread_id_x(), p = t ^ j;
   if (p > t) {
     float a = s[t], b = s[p];
     if ((t & k) == 0 ? a > b : a < b) {
@@ -35,6 +30,16 @@ __gpu_kernel void swap_phase(const float *in, float *out, uint32_t j, uint32_t k
       s[p] = a;
     }
   }
+}
+
+// One compare-exchange phase of a bitonic network, j and k kernel arguments: j a power of two narrows to
+// runs of j ids (rewritten t + j only where j is known to be one, which it is not here); j = 3, 5, 6 also
+// narrow to runs (of bit hb(j)) but keep t ^ j; j = 0 runs no id.
+__gpu_kernel void swap_phase(const float *in, float *out, uint32_t j, uint32_t k) {
+  static __gpu_local float s[SW_LEN];
+  load_all(s, in);
+  __gpu_sync_threads();
+  compare_exchange(s, j, k);
   __gpu_sync_threads();
   store_all(out, s);
 }
@@ -43,18 +48,10 @@ __gpu_kernel void swap_phase(const float *in, float *out, uint32_t j, uint32_t k
 // shift of 1, halved), so t ^ j becomes t + j and the short runs get their constant copies.
 __gpu_kernel void swap_merge(const float *in, float *out, uint32_t sh, uint32_t k) {
   static __gpu_local float s[SW_LEN];
-  uint32_t t = __gpu_thread_id_x();
   load_all(s, in);
   __gpu_sync_threads();
   for (uint32_t j = 1u << sh; j > 0; j >>= 1) {
-    uint32_t p = t ^ j;
-    if (p > t) {
-      float a = s[t], b = s[p];
-      if ((t & k) == 0 ? a > b : a < b) {
-        s[t] = b;
-        s[p] = a;
-      }
-    }
+    compare_exchange(s, j, k);
     __gpu_sync_threads();
   }
   store_all(out, s);

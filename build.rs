@@ -11,8 +11,14 @@ use std::path::Path;
 use std::process::Command;
 
 /// The C++ sources of the shim library, and the header they share.
-const CXX_SOURCES: [&str; 2] = ["src/jit/lower.cpp", "src/jit/kernel_memory.cpp"];
-const CXX_HEADERS: [&str; 1] = ["src/jit/shim.h"];
+const CXX_SOURCES: [&str; 5] = [
+    "src/jit/lower.cpp",
+    "src/jit/kernel_memory.cpp",
+    "src/jit/passes.cpp",
+    "src/jit/target_info.cpp",
+    "src/jit/workarounds/hoist_invariant_divisions.cpp",
+];
+const CXX_HEADERS: [&str; 2] = ["src/jit/shim.h", "src/jit/workarounds/hoist_invariant_divisions.h"];
 /// The one C source outside the JIT: the API's pinning thread-local.
 const PIN_TLS: &str = "src/runtime/pin_tls.c";
 

@@ -68,6 +68,7 @@ impl From<PluginError> for OlError {
             PluginError::Compile(_) => OL_ERRC_COMPILE_FAILURE,
             PluginError::Backend(_) => OL_ERRC_BACKEND_FAILURE,
             PluginError::Driver(_) => OL_ERRC_UNKNOWN,
+            PluginError::InvalidValue(_) => OL_ERRC_INVALID_VALUE,
         };
         OlError::new(code, e.to_string())
     }

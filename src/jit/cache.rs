@@ -6,8 +6,8 @@
 //! the first installs an in-flight slot and produces outside the map lock, the others wait on its condvar
 //! and share its result (an error is shared too, then forgotten).
 //!
-//! The CPU JIT's key: blake3 of (image bytes, host triple/CPU/features, JIT options, build id, LLVM
-//! version). Below the memory cache, the on-disk cache (disk.rs), consulted on a miss before compiling.
+//! The CPU JIT's key: blake3 of (image bytes, the target's triple/CPU/features as the client chose them
+//! (target.rs) and sent them to the compile helper, JIT options, build id, LLVM version). Below the memory cache, the on-disk cache (disk.rs), consulted on a miss before compiling.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +16,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use parking_lot::{Condvar, Mutex};
 
 use super::compile;
+use super::target::CpuTarget;
 use super::{JitError, KernelMeta};
 
 pub(crate) type Key = [u8; 32];
@@ -156,8 +157,8 @@ pub fn cache_stats() -> (usize, u64, u64) {
     (c.objects.live(), c.compiles.load(Ordering::Relaxed), c.hits.load(Ordering::Relaxed))
 }
 
-pub(crate) fn key_of(bc: &[u8], opt: u32, memcheck: bool, spec: Option<&compile::Spec>) -> Key {
-    let h = compile::host();
+pub(crate) fn key_of(bc: &[u8], target: &CpuTarget, opt: u32, memcheck: bool, spec: Option<&compile::Spec>) -> Key {
+    let h = target;
     let mut k = blake3::Hasher::new();
     k.update(b"offload-rs jit\0");
     k.update(super::BUILD_ID.as_bytes());
@@ -187,11 +188,12 @@ pub(crate) fn evict(key: &Key) {
 /// Returns the compiled object for `bc` (specialised per `spec`), compiling it at most once for
 /// concurrent callers.
 pub(crate) fn get_or_compile(bc: &[u8], spec: Option<&compile::Spec>) -> Result<Arc<CompiledObject>, JitError> {
+    let target = super::target::cpu_target()?;
     let opt = compile::opt_level();
     let memcheck = super::memcheck();
-    let key = key_of(bc, opt, memcheck, spec);
+    let key = key_of(bc, target, opt, memcheck, spec);
     let c = cache();
-    let (obj, produced) = c.objects.get_or_produce(key, || produce(bc, opt, memcheck, key, spec))?;
+    let (obj, produced) = c.objects.get_or_produce(key, || produce(bc, target, opt, memcheck, key, spec))?;
     if !produced {
         c.hits.fetch_add(1, Ordering::Relaxed);
     }
@@ -200,6 +202,7 @@ pub(crate) fn get_or_compile(bc: &[u8], spec: Option<&compile::Spec>) -> Result<
 
 fn produce(
     bc: &[u8],
+    target: &CpuTarget,
     opt: u32,
     memcheck: bool,
     key: Key,
@@ -215,7 +218,7 @@ fn produce(
         return Ok(Arc::new(CompiledObject { object, kernels, key }));
     }
     super::check_before_compile(bc)?;
-    let (object, kernels) = super::helper::compile_cpu(bc, opt, memcheck, spec)?;
+    let (object, kernels) = super::helper::compile_cpu(bc, target, opt, memcheck, spec)?;
     cache().compiles.fetch_add(1, Ordering::Relaxed);
     if let Some(d) = &dir {
         d.write(&key, &compile::encode_object(&object, &kernels));

@@ -3,11 +3,11 @@
 //! with the host TargetMachine, emit an ELF object in memory.
 
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
-use std::sync::OnceLock;
 
 use inkwell::context::Context;
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
 
+use super::target::CpuTarget;
 use super::{Arch, JitError, KernelMeta, ParamLayout};
 
 unsafe extern "C" {
@@ -115,24 +115,6 @@ pub(crate) struct Spec {
     pub group_size: [u32; 3],
 }
 
-pub(crate) struct HostInfo {
-    pub triple: String,
-    pub cpu: String,
-    pub features: String,
-}
-
-pub(crate) fn host() -> &'static HostInfo {
-    static HOST: OnceLock<HostInfo> = OnceLock::new();
-    HOST.get_or_init(|| {
-        Target::initialize_x86(&InitializationConfig::default());
-        HostInfo {
-            triple: TargetMachine::get_default_triple().as_str().to_string_lossy().into_owned(),
-            cpu: TargetMachine::get_host_cpu_name().to_string(),
-            features: TargetMachine::get_host_cpu_features().to_string(),
-        }
-    })
-}
-
 /// `LIBOMPTARGET_JIT_OPT_LEVEL` (default 3), as LLVM's JIT reads it.
 pub(crate) fn opt_level() -> u32 {
     std::env::var("LIBOMPTARGET_JIT_OPT_LEVEL")
@@ -142,9 +124,9 @@ pub(crate) fn opt_level() -> u32 {
         .unwrap_or(3)
 }
 
-fn tm_for(opt: u32) -> Result<TargetMachine, JitError> {
-    let h = host();
-    let tm = super::pipeline::target_machine(&h.triple, &h.cpu, &h.features, opt, RelocMode::PIC, CodeModel::Small)
+fn tm_for(t: &CpuTarget, opt: u32) -> Result<TargetMachine, JitError> {
+    Target::initialize_x86(&InitializationConfig::default());
+    let tm = super::pipeline::target_machine(&t.triple, &t.cpu, &t.features, opt, RelocMode::PIC, CodeModel::Small)
         .map_err(JitError::Compile)?;
     // SAFETY: `tm` is a live target machine; the shim only sets one of its options.
     unsafe { ol_rs_jit_emit_stack_sizes(tm.as_mut_ptr() as *mut c_void) };
@@ -198,16 +180,17 @@ pub(crate) fn generic_is_replaced(memcheck: bool, spec: Option<&Spec>) -> bool {
 /// specialisable).
 const QUICK_OPT: u32 = 1;
 
-/// Compiles `bc` here (the helper's side): parse, verify, lower, optimise, emit. `replaced`: see
-/// [`generic_is_replaced`].
+/// Compiles `bc` here (the helper's side) for `target` (the client's choice, target.rs): parse, verify,
+/// lower, optimise, emit. `replaced`: see [`generic_is_replaced`].
 pub(crate) fn compile_in_process(
     bc: &[u8],
+    target: &CpuTarget,
     opt: u32,
     memcheck: bool,
     replaced: bool,
     spec: Option<&Spec>,
 ) -> Result<(Vec<u8>, Vec<KernelMeta>), JitError> {
-    let h = host();
+    let h = target;
     let timing = timing();
     let t0 = std::time::Instant::now();
     let cpu0 = thread_cpu_ms();
@@ -226,7 +209,7 @@ pub(crate) fn compile_in_process(
     let arch = supported_arch(&triple).ok_or_else(|| unsupported(&triple))?;
     m.verify().map_err(|e| JitError::Compile(format!("input module does not verify: {}", truncate(&e.to_string()))))?;
     stamp("verified");
-    let tm = tm_for(opt)?;
+    let tm = tm_for(target, opt)?;
     m.set_triple(&tm.get_triple());
     m.set_data_layout(&tm.get_target_data().get_data_layout());
     let cpu = CString::new(h.cpu.as_str()).unwrap_or_default();
@@ -332,8 +315,9 @@ pub(crate) fn compile_in_process(
     stamp("lowered");
     // Generic code that runs only where no specialisation does gets the quick pipeline.
     let quick = replaced && opt > QUICK_OPT && !kernels.is_empty() && kernels.iter().all(|k| k.specialisable);
-    let (tm, opt) = if quick { (tm_for(QUICK_OPT)?, QUICK_OPT) } else { (tm, opt) };
-    super::pipeline::optimise(&m, &tm, opt).map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
+    let (tm, opt) = if quick { (tm_for(target, QUICK_OPT)?, QUICK_OPT) } else { (tm, opt) };
+    super::pipeline::optimise(&m, &tm, opt, super::pipeline::Workarounds::CPU)
+        .map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
     dump("opt");
     stamp("optimised");
     let obj = super::pipeline::emit(&m, &tm, FileType::Object)

@@ -64,21 +64,33 @@ pub(crate) enum Request<'a> {
     /// Bitcode -> x86-64 relocatable object and kernel metadata (`compile::compile_in_process`), with
     /// the memory checker's instrumentation when `memcheck`, specialised for one kernel and group size
     /// when `kernel` is not empty (`compile::Spec`); `replaced`: generic code that specialisations
-    /// replace at launch (`compile::generic_is_replaced`).
-    Cpu { bc: &'a [u8], opt: u32, memcheck: bool, replaced: bool, kernel: &'a str, group: [u32; 3] },
+    /// replace at launch (`compile::generic_is_replaced`); for the client's target `triple`, `cpu`,
+    /// `features` (target.rs: the helper compiles for exactly these, whatever CPU it sees itself).
+    Cpu {
+        bc: &'a [u8],
+        opt: u32,
+        memcheck: bool,
+        replaced: bool,
+        kernel: &'a str,
+        group: [u32; 3],
+        triple: &'a str,
+        cpu: &'a str,
+        features: &'a str,
+    },
     /// NVPTX bitcode -> PTX text for `cpu` (`sm_90`) with `features` (`+ptx84`).
     Ptx { bc: &'a [u8], cpu: &'a str, features: &'a str, opt: u32 },
 }
 
 impl<'a> Request<'a> {
     /// `kind: u8 | opt: u8 | flags: u8 (1 memcheck, 2 replaced) | group: 3 x u32 | (len: u32, bytes) for
-    /// two strings (cpu and features; the specialised kernel) | bitcode`.
+    /// four strings (CPU: the specialised kernel, triple, cpu, features; PTX: cpu, features, "", "") |
+    /// bitcode`.
     fn encode(&self) -> Vec<u8> {
-        let (kind, opt, flags, group, strs, bc): (u8, u32, u8, [u32; 3], [&str; 2], &[u8]) = match *self {
-            Request::Cpu { bc, opt, memcheck, replaced, kernel, group } => {
-                (1, opt, u8::from(memcheck) | (u8::from(replaced) << 1), group, [kernel, ""], bc)
+        let (kind, opt, flags, group, strs, bc): (u8, u32, u8, [u32; 3], [&str; 4], &[u8]) = match *self {
+            Request::Cpu { bc, opt, memcheck, replaced, kernel, group, triple, cpu, features } => {
+                (1, opt, u8::from(memcheck) | (u8::from(replaced) << 1), group, [kernel, triple, cpu, features], bc)
             }
-            Request::Ptx { bc, cpu, features, opt } => (2, opt, 0, [0; 3], [cpu, features], bc),
+            Request::Ptx { bc, cpu, features, opt } => (2, opt, 0, [0; 3], [cpu, features, "", ""], bc),
         };
         let mut v = Vec::with_capacity(bc.len() + 64);
         v.push(kind);
@@ -104,7 +116,7 @@ impl<'a> Request<'a> {
             *g = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?);
             rest = &rest[4..];
         }
-        let mut strs = ["", ""];
+        let mut strs = ["", "", "", ""];
         for s in &mut strs {
             let n = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
             *s = std::str::from_utf8(rest.get(4..4usize.checked_add(n)?)?).ok()?;
@@ -119,6 +131,9 @@ impl<'a> Request<'a> {
                 replaced: flags & 2 != 0,
                 kernel: strs[0],
                 group,
+                triple: strs[1],
+                cpu: strs[2],
+                features: strs[3],
             }),
             2 => Some(Request::Ptx { bc: rest, cpu: strs[0], features: strs[1], opt }),
             _ => None,
@@ -128,10 +143,15 @@ impl<'a> Request<'a> {
     /// Runs the job here, in this process: the helper's side, and the fallback.
     fn execute(&self) -> Result<Vec<u8>, JitError> {
         match *self {
-            Request::Cpu { bc, opt, memcheck, replaced, kernel, group } => {
+            Request::Cpu { bc, opt, memcheck, replaced, kernel, group, triple, cpu, features } => {
                 let spec = (!kernel.is_empty())
                     .then(|| super::compile::Spec { kernel: kernel.to_string(), group_size: group });
-                super::compile::compile_in_process(bc, opt, memcheck, replaced, spec.as_ref())
+                let target = super::target::CpuTarget {
+                    triple: triple.to_string(),
+                    cpu: cpu.to_string(),
+                    features: features.to_string(),
+                };
+                super::compile::compile_in_process(bc, &target, opt, memcheck, replaced, spec.as_ref())
                     .map(|(o, m)| super::compile::encode_object(&o, &m))
             }
             Request::Ptx { bc, cpu, features, opt } => {
@@ -146,6 +166,7 @@ impl<'a> Request<'a> {
 /// kernels (see `plugin::cpu::memcheck`); `spec`: a launch-time specialisation.
 pub(crate) fn compile_cpu(
     bc: &[u8],
+    target: &super::target::CpuTarget,
     opt: u32,
     memcheck: bool,
     spec: Option<&super::compile::Spec>,
@@ -157,6 +178,9 @@ pub(crate) fn compile_cpu(
         replaced: super::compile::generic_is_replaced(memcheck, spec),
         kernel: spec.map_or("", |s| s.kernel.as_str()),
         group: spec.map_or([0; 3], |s| s.group_size),
+        triple: &target.triple,
+        cpu: &target.cpu,
+        features: &target.features,
     })?;
     super::compile::decode_object(&payload)
         .ok_or_else(|| JitError::Compile("internal: malformed result from the JIT helper".into()))
@@ -179,6 +203,7 @@ pub(crate) fn encode_result(r: Result<Vec<u8>, JitError>) -> Vec<u8> {
         Err(JitError::Io(m)) => (4, m.into_bytes()),
         Err(JitError::NotFound(m)) => (5, m.into_bytes()),
         Err(JitError::Run(m)) => (6, m.into_bytes()),
+        Err(JitError::InvalidTarget(m)) => (7, m.into_bytes()),
     };
     let mut v = Vec::with_capacity(body.len() + 1);
     v.push(tag);
@@ -199,6 +224,7 @@ pub(crate) fn decode_result(mut v: Vec<u8>) -> Result<Vec<u8>, JitError> {
         4 => Err(JitError::Io(msg())),
         5 => Err(JitError::NotFound(msg())),
         6 => Err(JitError::Run(msg())),
+        7 => Err(JitError::InvalidTarget(msg())),
         _ => Err(JitError::Compile(msg())),
     }
 }
@@ -682,10 +708,21 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let r = Request::Cpu { bc: &bc, opt: 3, memcheck: false, replaced: true, kernel: "k", group: [64, 2, 1] };
+        let r = Request::Cpu {
+            bc: &bc,
+            opt: 3,
+            memcheck: false,
+            replaced: true,
+            kernel: "k",
+            group: [64, 2, 1],
+            triple: "x86_64-pc-linux-gnu",
+            cpu: "x86-64-v3",
+            features: "-avx2",
+        };
         match Request::decode(&r.encode()) {
-            Some(Request::Cpu { bc: b, opt, memcheck, replaced, kernel, group }) => {
+            Some(Request::Cpu { bc: b, opt, memcheck, replaced, kernel, group, triple, cpu, features }) => {
                 assert_eq!((b, opt, memcheck, replaced, kernel, group), (&bc[..], 3, false, true, "k", [64, 2, 1]));
+                assert_eq!((triple, cpu, features), ("x86_64-pc-linux-gnu", "x86-64-v3", "-avx2"));
             }
             other => panic!("{other:?}"),
         }

@@ -111,8 +111,11 @@ mod normalise;
 mod nvptx;
 mod pipeline;
 mod stack;
+pub(crate) mod target;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod workaround_tests;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -139,6 +142,13 @@ static MEMCHECK: AtomicBool = AtomicBool::new(false);
 /// load, store, atomic and memory intrinsic of a kernel calls the function the loader puts in the
 /// image's `__ol_rs_memcheck_hook` ([`Checker::hook`], written by [`load_with`]) and is skipped when it returns
 /// false. A separate JIT option, part of the cache key.
+/// Chooses the CPU JIT's target now (`OFFLOAD_RS_CPU_TARGET`, valgrind; see target.rs) and says whether
+/// it can be used: an unknown CPU or feature, or one this machine cannot run, is
+/// [`JitError::InvalidTarget`].
+pub fn cpu_target_check() -> Result<(), JitError> {
+    target::cpu_target().map(|_| ())
+}
+
 pub fn set_memcheck(on: bool) {
     MEMCHECK.store(on, Ordering::Relaxed);
 }
@@ -207,6 +217,9 @@ pub enum JitError {
     /// device code the loader ran (a constructor or destructor) went wrong: the memory checker's report
     #[error("{0}")]
     Run(String),
+    /// the JIT's CPU target (`OFFLOAD_RS_CPU_TARGET`) is unknown or cannot run here (target.rs)
+    #[error("{0}")]
+    InvalidTarget(String),
 }
 
 /// A work-group function: runs every work-item of one group.

@@ -1,13 +1,37 @@
 //! The LLVM steps both JIT paths share (the CPU path in compile.rs, the NVPTX path in nvptx.rs): parse
-//! bitcode in a fresh context, make a target machine, optimise with `default<O{LIBOMPTARGET_JIT_OPT_LEVEL}>`,
-//! emit. Errors are LLVM's text; each path says which step failed in its own words.
+//! bitcode in a fresh context, make a target machine, optimise with `default<O{LIBOMPTARGET_JIT_OPT_LEVEL}>`
+//! (through our own PassBuilder, src/jit/passes.cpp, so that the workarounds for LLVM bugs can hook into
+//! it), emit. Errors are LLVM's text; each path says which step failed in its own words.
 
 use inkwell::OptimizationLevel;
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::Module;
-use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, FileType, RelocMode, Target, TargetMachine, TargetTriple};
+use std::ffi::{CStr, CString, c_char, c_void};
+
+unsafe extern "C" {
+    fn ol_rs_jit_run_passes(
+        m: *mut c_void,
+        tm: *mut c_void,
+        pipeline: *const c_char,
+        flags: u32,
+        err_out: *mut *mut c_char,
+    ) -> i32;
+    fn ol_rs_jit_free(p: *mut c_char);
+}
+
+/// The LLVM-bug workarounds hooked into LLVM's default pipelines (must match the flags in passes.cpp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Workarounds(u32);
+
+impl Workarounds {
+    pub const NONE: Workarounds = Workarounds(0);
+    /// `ol-hoist-invariant-divisions` at VectorizerStart: LLVM 22.1's loop vectoriser predicates a
+    /// loop-invariant division by a non-constant and hands lane 0's (possibly poison) result to every lane
+    /// (src/jit/workarounds/hoist_invariant_divisions.cpp). Every CPU compile needs it.
+    pub const CPU: Workarounds = Workarounds(1);
+}
 
 /// Parses LLVM bitcode into `ctx`.
 pub(crate) fn parse<'c>(ctx: &'c Context, bc: &[u8]) -> Result<Module<'c>, String> {
@@ -37,9 +61,42 @@ pub(crate) fn target_machine(
         .ok_or_else(|| format!("cannot create a target machine for {triple} {cpu} {features}"))
 }
 
-/// Runs `default<O{opt}>` on `m`.
-pub(crate) fn optimise(m: &Module, tm: &TargetMachine, opt: u32) -> Result<(), String> {
-    m.run_passes(&format!("default<O{}>", opt.min(3)), tm, PassBuilderOptions::create()).map_err(|e| e.to_string())
+/// Runs `default<O{opt}>` on `m`, with `workarounds` hooked in.
+pub(crate) fn optimise(m: &Module, tm: &TargetMachine, opt: u32, workarounds: Workarounds) -> Result<(), String> {
+    run_passes(m, tm, &format!("default<O{}>", opt.min(3)), workarounds)
+}
+
+/// Runs the textual `pipeline` (LLVM's syntax; our `ol-*` pass names too, see passes.cpp) on `m`.
+pub(crate) fn run_passes(
+    m: &Module,
+    tm: &TargetMachine,
+    pipeline: &str,
+    workarounds: Workarounds,
+) -> Result<(), String> {
+    let text = CString::new(pipeline).map_err(|_| "a pipeline with a NUL byte".to_string())?;
+    let mut err: *mut c_char = std::ptr::null_mut();
+    // SAFETY: the module and target machine are live for the call; the pipeline is NUL-terminated; the
+    // shim writes a malloc'ed message (or nothing) to `err`.
+    let rc = unsafe {
+        ol_rs_jit_run_passes(
+            m.as_mut_ptr() as *mut c_void,
+            tm.as_mut_ptr() as *mut c_void,
+            text.as_ptr(),
+            workarounds.0,
+            &mut err,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    if err.is_null() {
+        return Err(format!("pipeline '{pipeline}' failed"));
+    }
+    // SAFETY: a NUL-terminated string from the shim, freed once right after.
+    let msg = unsafe { CStr::from_ptr(err) }.to_string_lossy().into_owned();
+    // SAFETY: allocated by the shim's malloc.
+    unsafe { ol_rs_jit_free(err) };
+    Err(msg)
 }
 
 /// Code for `m`: an object file or assembly text.

@@ -985,7 +985,7 @@ fn memcheck_compiles_every_target_and_frames_are_known() {
         for name in ["saxpy", "reduce", "dynshared"] {
             let Some(bc) = bitcode(name, t) else { return };
             for memcheck in [false, true] {
-                let (obj, kernels) = helper::compile_cpu(&bc, 3, memcheck, None)
+                let (obj, kernels) = helper::compile_cpu(&bc, target::cpu_target().unwrap(), 3, memcheck, None)
                     .unwrap_or_else(|e| panic!("{name} for {t:?}, memcheck {memcheck}: {e}"));
                 let frames = stack::frame_sizes(&obj);
                 for k in &kernels {
@@ -1206,7 +1206,7 @@ fn specialised_matches_generic() {
 /// full pipeline (the quick one for replaced generic code may leave saxpy's .text without relocations).
 fn compiled(name: &str) -> Option<(Vec<u8>, Vec<KernelMeta>)> {
     let bc = bitcode(name, Tgt::Nv)?;
-    Some(compile::compile_in_process(&bc, 2, false, false, None).unwrap())
+    Some(compile::compile_in_process(&bc, target::cpu_target().unwrap(), 2, false, false, None).unwrap())
 }
 
 /// A tiny deterministic generator for the mutation corpora below.
@@ -1331,9 +1331,9 @@ fn disk_cache_ignores_forged_entries() {
     };
     check();
     drop(load(&other).unwrap());
-    let key = cache::key_of(&bc, compile::opt_level(), false, None);
+    let key = cache::key_of(&bc, target::cpu_target().unwrap(), compile::opt_level(), false, None);
     let name: String = key.iter().map(|b| format!("{b:02x}")).collect();
-    let okey = cache::key_of(&other, compile::opt_level(), false, None);
+    let okey = cache::key_of(&other, target::cpu_target().unwrap(), compile::opt_level(), false, None);
     let oname: String = okey.iter().map(|b| format!("{b:02x}")).collect();
     // another key's entry under our name
     std::fs::copy(dir.join(&oname), dir.join(&name)).unwrap();

@@ -55,6 +55,9 @@ pub enum PluginError {
     /// A driver call failed -> `OL_ERRC_UNKNOWN`, like LLVM 22's driver-error mapping.
     #[error("{0}")]
     Driver(String),
+    /// A configuration value (an environment variable) the device cannot use -> `OL_ERRC_INVALID_VALUE`
+    #[error("{0}")]
+    InvalidValue(String),
 }
 
 pub type PluginResult<T> = Result<T, PluginError>;

@@ -60,6 +60,8 @@ pub fn init() -> OlResult<()> {
     let trace = std::env::var_os("OFFLOAD_TRACE").is_some();
     let validate = std::env::var_os("OFFLOAD_DISABLE_VALIDATION").is_none();
     crate::jit::set_memcheck(std::env::var_os("OFFLOAD_RS_MEMCHECK").is_some_and(|v| v == "1"));
+    // OFFLOAD_RS_CPU_THREADS and OFFLOAD_RS_CPU_TARGET: a value the CPU device cannot use fails olInit
+    plugin::cpu::check_settings()?;
 
     let mut devices = Vec::new();
     let mut add_platform = |name: &str, vendor: &str, backend: ol_platform_backend_t, devs: Vec<DeviceKind>| {

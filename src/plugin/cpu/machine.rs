@@ -69,10 +69,53 @@ pub fn read_device_info() -> DeviceInfo {
     }
 }
 
-/// Threads the device runs work-groups on: `available_parallelism` (respects cgroup quotas and
-/// affinity masks), at least 1.
+/// Threads the device runs work-groups on: `OFFLOAD_RS_CPU_THREADS` when set (and valid), else
+/// `available_parallelism` (respects cgroup quotas and affinity masks), at least 1.
 pub fn num_compute_units() -> u32 {
-    std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)
+    threads_setting()
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1))
+}
+
+/// The environment variable that sets the number of threads running work-groups (PoCL's
+/// `POCL_CPU_MAX_CU_NUM`).
+pub(crate) const THREADS_ENV: &str = "OFFLOAD_RS_CPU_THREADS";
+/// The largest `OFFLOAD_RS_CPU_THREADS` accepted.
+const MAX_THREADS: u32 = 4096;
+
+/// `OFFLOAD_RS_CPU_THREADS`, read once: `None` when unset or empty, an error text when not a number of
+/// threads from 1 to [`MAX_THREADS`].
+pub(crate) fn threads_setting() -> Result<Option<u32>, &'static str> {
+    static SETTING: std::sync::OnceLock<Result<Option<u32>, String>> = std::sync::OnceLock::new();
+    SETTING
+        .get_or_init(|| parse_threads(std::env::var_os(THREADS_ENV).as_deref()))
+        .as_ref()
+        .map(|v| *v)
+        .map_err(String::as_str)
+}
+
+fn parse_threads(v: Option<&std::ffi::OsStr>) -> Result<Option<u32>, String> {
+    let Some(v) = v.filter(|v| !v.is_empty()) else { return Ok(None) };
+    let text = v.to_string_lossy();
+    match text.trim().parse::<u32>() {
+        Ok(n) if (1..=MAX_THREADS).contains(&n) => Ok(Some(n)),
+        _ => Err(format!("{THREADS_ENV}={text}: expected a number of threads from 1 to {MAX_THREADS}")),
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn thread_counts_parse_or_say_why() {
+    use std::ffi::OsStr;
+    assert_eq!(parse_threads(None), Ok(None));
+    assert_eq!(parse_threads(Some(OsStr::new(""))), Ok(None));
+    assert_eq!(parse_threads(Some(OsStr::new("1"))), Ok(Some(1)));
+    assert_eq!(parse_threads(Some(OsStr::new(" 64 "))), Ok(Some(64)));
+    for bad in ["0", "-2", "abc", "1.5", "4097", "99999999999"] {
+        let e = parse_threads(Some(OsStr::new(bad))).unwrap_err();
+        assert_eq!(e, format!("OFFLOAD_RS_CPU_THREADS={bad}: expected a number of threads from 1 to 4096"));
+    }
 }
 
 /// First value of `key` in `/proc/cpuinfo` text.

@@ -49,6 +49,14 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+/// Checks the CPU device's settings (read once, at the first `olInit`): `OFFLOAD_RS_CPU_THREADS` and the
+/// JIT's target, `OFFLOAD_RS_CPU_TARGET` (a target this machine cannot run is refused here, not at the
+/// first launch). An error is `OL_ERRC_INVALID_VALUE` from `olInit`.
+pub fn check_settings() -> PluginResult<()> {
+    machine::threads_setting().map_err(|e| PluginError::InvalidValue(e.to_string()))?;
+    jit::cpu_target_check().map_err(map_jit_error)
+}
+
 /// The CPU devices: exactly one, shared by every caller.
 pub fn devices() -> Vec<Arc<dyn Device>> {
     vec![device() as Arc<dyn Device>]
@@ -174,6 +182,7 @@ pub fn map_jit_error(e: JitError) -> PluginError {
         }
         JitError::NotFound(m) => PluginError::NotFound(m),
         JitError::Run(m) => PluginError::Backend(m),
+        JitError::InvalidTarget(m) => PluginError::InvalidValue(m),
     }
 }
 

@@ -1,0 +1,68 @@
+// The JIT's optimisation pipeline driver: LLVM-C's LLVMRunPasses cannot see passes of ours, so
+// ol_rs_jit_run_passes builds the PassBuilder itself (as LLVMRunPasses does, the same tuning options and
+// analyses, as rustc's PassWrapper.cpp builds its own), registers our pass names for pipeline strings and
+// hooks the LLVM-bug workarounds into LLVM's default pipelines. The policy (which pipeline, which
+// workarounds) is Rust's: src/jit/pipeline.rs.
+//
+// Our passes (names usable in a pipeline string, e.g. `function(ol-hoist-invariant-divisions)`):
+//   ol-hoist-invariant-divisions   src/jit/workarounds/hoist_invariant_divisions.cpp (LLVM 22.1 LoopVectorize
+//                                  miscompile of predicated loop-invariant divisions); with
+//                                  OL_RS_HOOK_HOIST_DIVISIONS also at VectorizerStart of `default<On>`.
+#include "llvm-c/Core.h"
+#include "llvm-c/TargetMachine.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/StandardInstrumentations.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include "shim.h"
+#include "workarounds/hoist_invariant_divisions.h"
+
+using namespace llvm;
+
+// Flags of ol_rs_jit_run_passes (must match `PassFlags` in src/jit/pipeline.rs).
+enum : uint32_t {
+  OL_RS_HOOK_HOIST_DIVISIONS = 1, // ol-hoist-invariant-divisions at VectorizerStart
+};
+
+// Runs `pipeline` (LLVM's textual pipeline syntax, our pass names included) on `m` for `tm`. Returns 0,
+// or 1 with a malloc'ed message in *err_out (freed with ol_rs_jit_free).
+extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, const char *pipeline, uint32_t flags,
+                                    char **err_out) {
+  *err_out = nullptr;
+  Module *M = unwrap(m);
+  TargetMachine *TM = reinterpret_cast<TargetMachine *>(tm);
+  PassInstrumentationCallbacks PIC;
+  PipelineTuningOptions PTO; // LLVMRunPasses' defaults
+  PassBuilder PB(TM, PTO, std::nullopt, &PIC);
+  PB.registerPipelineParsingCallback(
+      [](StringRef name, FunctionPassManager &FPM, ArrayRef<PassBuilder::PipelineElement>) {
+        if (name == "ol-hoist-invariant-divisions") {
+          FPM.addPass(ol_rs::HoistInvariantDivisionsPass());
+          return true;
+        }
+        return false;
+      });
+  if (flags & OL_RS_HOOK_HOIST_DIVISIONS)
+    PB.registerVectorizerStartEPCallback(
+        [](FunctionPassManager &FPM, OptimizationLevel) { FPM.addPass(ol_rs::HoistInvariantDivisionsPass()); });
+  LoopAnalysisManager LAM;
+  FunctionAnalysisManager FAM;
+  CGSCCAnalysisManager CGAM;
+  ModuleAnalysisManager MAM;
+  PB.registerLoopAnalyses(LAM);
+  PB.registerFunctionAnalyses(FAM);
+  PB.registerCGSCCAnalyses(CGAM);
+  PB.registerModuleAnalyses(MAM);
+  PB.crossRegisterProxies(LAM, FAM, CGAM, MAM);
+  StandardInstrumentations SI(M->getContext(), false, false);
+  SI.registerCallbacks(PIC, &MAM);
+  ModulePassManager MPM;
+  if (Error e = PB.parsePassPipeline(MPM, pipeline)) {
+    *err_out = ol_rs::dup_for_rust(toString(std::move(e)));
+    return 1;
+  }
+  MPM.run(*M, MAM);
+  return 0;
+}

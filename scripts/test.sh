@@ -67,7 +67,7 @@ ctest() {
 }
 
 C_TESTS=(test_foundation test_cpu_device test_misuse test_dlopen test_programs test_kernels test_kmem test_queues
-  test_stress test_cuda test_suite test_jit_service)
+  test_stress test_cuda test_suite test_jit_service test_settings)
 # Under valgrind: all but the JIT-heavy tests (LLVM code generation under valgrind takes minutes per
 # program and would break CI's 30-minute budget); those run under ASan+UBSan instead.
 VALGRIND_TESTS=(test_foundation test_cpu_device test_misuse test_dlopen test_queues)
@@ -139,6 +139,37 @@ run_fake_cuda() {
     FAILED_TESTS=$((FAILED_TESTS + 1))
     ok=1
   fi
+  return $ok
+}
+
+# The JIT's exactness checks once per CPU target family (OFFLOAD_RS_CPU_TARGET): each ISA level generates
+# different vector code, and LLVM's bugs follow the target (skylake: AVX2 with gathers, the LLVM 22.1
+# vectoriser miscompile src/jit/workarounds/ works around; x86-64-v4: AVX-512). The default run above is
+# `native`; a target this machine cannot run is skipped, and the log says so.
+JIT_TARGETS=(x86-64-v2 x86-64-v3 skylake x86-64-v4)
+jit_target_matrix() { # jit_target_matrix [--c-only]
+  local ok=0 t why
+  for t in "${JIT_TARGETS[@]}"; do
+    if ! why=$(build/ffi-tests/test_settings --target-runs "$t"); then
+      echo "SKIP target $t: this machine cannot run it ($why)"
+      continue
+    fi
+    echo "---- target $t"
+    if [ "${1:-}" != "--c-only" ]; then
+      local log="$LOG/target-$t-cargo-jit.log"
+      if OFFLOAD_RS_CPU_TARGET=$t cargo test --lib jit:: > "$log" 2>&1; then
+        grep -E '^test result' "$log" | sed 's/^/     cargo /'
+      else
+        echo "     cargo test --lib jit:: FAILED (log: $log)"
+        grep -E 'panicked|^test .* FAILED' "$log" | head -20 | sed 's/^/     /'
+        ok=1
+      fi
+    fi
+    local tt
+    for tt in test_suite test_kernels; do
+      ctest "target $t: $tt" env OFFLOAD_RS_CPU_TARGET="$t" "build/ffi-tests/$tt" || ok=1
+    done
+  done
   return $ok
 }
 
@@ -218,6 +249,7 @@ if [ "$QUICK" -eq 1 ]; then
   step "cargo test (incl. tests/header.rs)" cargo test
   if step "make lib" make lib && step "build C tests" make -C ffi-tests tests; then
     step "C tests" run_c_tests
+    step "C JIT tests per CPU target" jit_target_matrix --c-only
   fi
   summary
   exit
@@ -232,6 +264,7 @@ if step "make lib" make lib; then
   step "tests compile against our header" make -C ffi-tests ours
   if step "build C tests" make -C ffi-tests tests asan; then
     step "C tests" run_c_tests
+    step "JIT exactness per CPU target (cargo's JIT tests, test_suite, test_kernels)" jit_target_matrix
     step "C test expectations checked against LLVM's own library" run_llvm_reference
     step "C tests under valgrind" run_c_tests_valgrind
     step "C tests with ASan+UBSan" run_c_tests_asan

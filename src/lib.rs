@@ -32,6 +32,9 @@
 //! * `OFFLOAD_DISABLE_VALIDATION` (presence): skip the validation prologue's size checks; its NULL checks
 //!   still run, so NULL arguments get the same errors in both modes.
 //! * `LIBOMPTARGET_JIT_OPT_LEVEL`: JIT optimisation level (default 3).
+//! * `OFFLOAD_RS_CPU_TARGET` (read at the first `olInit`): the CPU the JIT compiles for (`native`, an LLVM
+//!   CPU name, optional `,+feature,-feature`; `jit::target`); `OFFLOAD_RS_CPU_THREADS`: the CPU device's
+//!   threads (its `NUM_COMPUTE_UNITS`). A value the device cannot use fails `olInit` (`INVALID_VALUE`).
 //! * `OFFLOAD_RS_JIT_CACHE_DIR`: the on-disk JIT cache's directory (default `$XDG_CACHE_HOME/offload-rs`,
 //!   else `~/.cache/offload-rs`); `off` disables it. `OFFLOAD_RS_JIT_CACHE_SIZE`: its bound (256M).
 //! * `OFFLOAD_RS_JIT_HELPER`: the compile helper executable (default `offload-rs/offload-rs-jit` beside the

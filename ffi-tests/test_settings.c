@@ -1,0 +1,217 @@
+// The CPU device's settings as a client sees them: OFFLOAD_RS_CPU_TARGET (the JIT's CPU; a target this
+// machine cannot run, an unknown CPU or feature is an error at olInit) and OFFLOAD_RS_CPU_THREADS (the
+// threads running work-groups, NUM_COMPUTE_UNITS), read once at the first olInit. Each case runs in a
+// child process of this program with the setting in its environment (the settings are per process).
+// `test_settings --target-runs CPU` only says whether that target can run here (scripts/test.sh).
+#include "ol_test.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+extern char **environ;
+
+static const char *TGT = "nvptx64";
+static char g_self[1024];
+static char g_root[256];
+
+// ---- the child: olInit, then what the parent asks for, one line each on stdout --------------------------
+
+static int child(void) {
+  ol_result_t r = olInit();
+  printf("INIT %u %s\n", r ? (unsigned)r->Code : 0u, r ? r->Details : "");
+  if (r) {
+    // the library stays usable: the same answer again, and calls before a successful olInit are refused
+    ol_result_t again = olInit();
+    printf("AGAIN %u %s\n", again ? (unsigned)again->Code : 0u, again && again->Details == r->Details ? "same" : "");
+    ol_device_handle_t d = NULL;
+    ol_result_t after = olGetDeviceInfo(d, OL_DEVICE_INFO_TYPE, 0, NULL);
+    printf("AFTER %u\n", after ? (unsigned)after->Code : 0u);
+    return 0;
+  }
+  t_cpu = harness_find_backend(HARNESS_BACKEND_CPU);
+  t_host = harness_find_backend(OL_PLATFORM_BACKEND_HOST);
+  if (t_cpu) {
+    uint32_t cu = 0;
+    if (!olGetDeviceInfo(t_cpu, OL_DEVICE_INFO_NUM_COMPUTE_UNITS, sizeof cu, &cu))
+      printf("CU %u\n", cu);
+    if (getenv("SETTINGS_RUN")) {
+      ol_program_handle_t p = t_create(t_cpu, "seed_a", TGT);
+      if (p) {
+        printf("VALUE %x\n", t_seed_value(p));
+        olDestroyProgram(p);
+      }
+    }
+  }
+  olShutDown();
+  return 0;
+}
+
+// ---- the parent -----------------------------------------------------------------------------------------
+
+// Runs the child with `var`=`value` (unset when NULL) and `run` (create and run a program); its stdout in
+// `out` (one line per fact); the child's exit status.
+static int run_child(const char *var, const char *value, bool run, char *out, size_t n) {
+  static int seq;
+  char path[512];
+  snprintf(path, sizeof path, "%s/child%d.out", g_root, seq++);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  setenv("SETTINGS_CHILD", "1", 1);
+  if (value)
+    setenv(var, value, 1);
+  else
+    unsetenv(var);
+  if (run)
+    setenv("SETTINGS_RUN", "1", 1);
+  char *argv[] = {g_self, NULL};
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, g_self, &fa, NULL, argv, environ);
+  unsetenv("SETTINGS_CHILD");
+  unsetenv("SETTINGS_RUN");
+  unsetenv(var);
+  posix_spawn_file_actions_destroy(&fa);
+  int st = 0;
+  if (rc != 0 || waitpid(pid, &st, 0) != pid)
+    return -1;
+  size_t len = 0;
+  char *text = (char *)harness_read_file(path, &len);
+  snprintf(out, n, "%s", text ? text : "");
+  free(text);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+// The rest of the line starting with `key ` in `out`, or NULL.
+static const char *fact(const char *out, const char *key, char *buf, size_t n) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "%s ", key);
+  for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+    if (strncmp(p, pat, strlen(pat)) == 0) {
+      const char *v = p + strlen(pat), *e = strchr(v, '\n');
+      size_t k = e ? (size_t)(e - v) : strlen(v);
+      snprintf(buf, n, "%.*s", (int)(k < n - 1 ? k : n - 1), v);
+      return buf;
+    }
+  return NULL;
+}
+
+// olInit with `var`=`value` fails with INVALID_VALUE, details containing `text`, and the library stays usable.
+static void expect_init_error(const char *var, const char *value, const char *text) {
+  char out[8192], b[4096];
+  CHECKF(run_child(var, value, false, out, sizeof out) == 0, "child for %s=%s did not exit cleanly: %s", var, value,
+         out);
+  const char *init = fact(out, "INIT", b, sizeof b);
+  char want[64];
+  snprintf(want, sizeof want, "%u ", (unsigned)OL_ERRC_INVALID_VALUE);
+  CHECKF(init && strncmp(init, want, strlen(want)) == 0 && strstr(init, text), "%s=%s: olInit gave \"%s\", want %s\"...%s...\"",
+         var, value, init ? init : "(nothing)", want, text);
+  CHECKF(fact(out, "AGAIN", b, sizeof b) && strncmp(b, want, strlen(want)) == 0 && strstr(b, "same"),
+         "%s=%s: a second olInit: %s", var, value, b);
+  char unin[64];
+  snprintf(unin, sizeof unin, "%u", (unsigned)OL_ERRC_UNINITIALIZED);
+  CHECKF(fact(out, "AFTER", b, sizeof b) && strcmp(b, unin) == 0, "%s=%s: a call after the failed olInit: %s", var,
+         value, b);
+}
+
+TEST(bad_cpu_targets_fail_olinit_and_say_why) {
+  NEED_CPU();
+  expect_init_error("OFFLOAD_RS_CPU_TARGET", "pentium9", "OFFLOAD_RS_CPU_TARGET=pentium9: 'pentium9' is not a CPU LLVM knows");
+  expect_init_error("OFFLOAD_RS_CPU_TARGET", "x86-64,+nosuchfeature", "'nosuchfeature' is not a feature LLVM knows");
+  expect_init_error("OFFLOAD_RS_CPU_TARGET", "x86-64,avx2", "'avx2' is not +feature or -feature");
+  expect_init_error("OFFLOAD_RS_CPU_TARGET", "+avx2", "expected a CPU name first");
+  // XOP (AMD Bulldozer) is on no CPU made since 2017: code that needs it cannot run here
+  expect_init_error("OFFLOAD_RS_CPU_TARGET", "x86-64,+xop", "lacks: ");
+}
+
+TEST(bad_cpu_thread_counts_fail_olinit_and_say_why) {
+  NEED_CPU();
+  const char *bad[] = {"0", "-1", "many", "4097"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char want[128];
+    snprintf(want, sizeof want, "OFFLOAD_RS_CPU_THREADS=%s: expected a number of threads from 1 to 4096", bad[i]);
+    expect_init_error("OFFLOAD_RS_CPU_THREADS", bad[i], want);
+  }
+}
+
+TEST(cpu_threads_are_the_compute_units_and_kernels_run) {
+  NEED_CPU();
+  char out[8192], b[256];
+  const char *counts[] = {"1", "3", "7"};
+  for (size_t i = 0; i < 3; i++) {
+    CHECK(run_child("OFFLOAD_RS_CPU_THREADS", counts[i], true, out, sizeof out) == 0);
+    CHECKF(fact(out, "CU", b, sizeof b) && strcmp(b, counts[i]) == 0, "OFFLOAD_RS_CPU_THREADS=%s: CU %s", counts[i],
+           fact(out, "CU", b, sizeof b) ? b : "(none)");
+    CHECKF(fact(out, "VALUE", b, sizeof b) && strcmp(b, "aaaa0001") == 0, "threads %s: %s", counts[i], out);
+  }
+}
+
+// Every directory entry of `dir` whose name is a cache entry's (64 hex digits).
+static int cache_entries(const char *dir) {
+  char cmd[600], out[64] = "";
+  snprintf(cmd, sizeof cmd, "ls '%s' 2>/dev/null | grep -cE '^[0-9a-f]{64}$'", dir);
+  FILE *f = popen(cmd, "r");
+  if (!f)
+    return -1;
+  if (!fgets(out, sizeof out, f))
+    out[0] = 0;
+  pclose(f);
+  return atoi(out);
+}
+
+TEST(each_cpu_target_has_its_own_cache_entry) {
+  NEED_CPU();
+  char dir[512], out[8192], b[256];
+  snprintf(dir, sizeof dir, "%s/cache", g_root);
+  setenv("OFFLOAD_RS_JIT_CACHE_DIR", dir, 1);
+  setenv("OFFLOAD_RS_JIT_SPECIALISE", "0", 1); // one compile per program: one entry per target
+  // x86-64-v2 (SSE4.2) runs on every x86-64 machine of the last 15 years; native is this machine
+  const char *targets[] = {"x86-64-v2", "native", "x86-64-v2"};
+  int want[] = {1, 2, 2};
+  for (int i = 0; i < 3; i++) {
+    CHECK(run_child("OFFLOAD_RS_CPU_TARGET", targets[i], true, out, sizeof out) == 0);
+    CHECKF(fact(out, "VALUE", b, sizeof b) && strcmp(b, "aaaa0001") == 0, "target %s: %s", targets[i], out);
+    int n = cache_entries(dir);
+    CHECKF(n == want[i], "after a program for %s: %d cache entries, want %d", targets[i], n, want[i]);
+  }
+  unsetenv("OFFLOAD_RS_JIT_SPECIALISE");
+  setenv("OFFLOAD_RS_JIT_CACHE_DIR", "off", 1);
+}
+
+// `test_settings --target-runs CPU`: whether the JIT can compile for OFFLOAD_RS_CPU_TARGET=CPU here (exit 0;
+// else 1 and the reason on stdout): scripts/test.sh's target matrix skips the targets this machine cannot run.
+static int target_runs(const char *cpu) {
+  setenv("OFFLOAD_RS_CPU_TARGET", cpu, 1);
+  ol_result_t r = olInit();
+  if (r) {
+    printf("%s\n", r->Details);
+    return 1;
+  }
+  olShutDown();
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (getenv("SETTINGS_CHILD"))
+    return child();
+  if (argc == 3 && strcmp(argv[1], "--target-runs") == 0)
+    return target_runs(argv[2]);
+  ssize_t k = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
+  if (k <= 0)
+    return 2;
+  g_self[k] = 0;
+  snprintf(g_root, sizeof g_root, "%s", "/tmp/offload-rs-settings-XXXXXX");
+  if (!mkdtemp(g_root))
+    return 2;
+  t_init();
+  RUN(bad_cpu_targets_fail_olinit_and_say_why);
+  RUN(bad_cpu_thread_counts_fail_olinit_and_say_why);
+  RUN(cpu_threads_are_the_compute_units_and_kernels_run);
+  RUN(each_cpu_target_has_its_own_cache_entry);
+  olShutDown();
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);
+  if (system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", g_root);
+  return t_finish();
+}

@@ -77,7 +77,7 @@ static int run_child(const char *var, const char *value, bool run, char *out, si
     return -1;
   size_t len = 0;
   char *text = (char *)harness_read_file(path, &len);
-  snprintf(out, n, "%s", text ? text : "");
+  snprintf(out, n, "%.*s", (int)len, text ? text : ""); // the file's bytes are not NUL-terminated
   free(text);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

@@ -25,6 +25,7 @@ unsafe extern "C" {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Workarounds(u32);
 
+/// cbindgen:ignore
 impl Workarounds {
     pub const NONE: Workarounds = Workarounds(0);
     /// `ol-hoist-invariant-divisions` at VectorizerStart: LLVM 22.1's loop vectoriser predicates a

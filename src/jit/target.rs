@@ -78,12 +78,13 @@ pub(crate) fn cpu_target() -> Result<&'static CpuTarget, JitError> {
             let spec = std::env::var(ENV).ok();
             let host = host_view();
             let t = choose(spec.as_deref(), host)?;
-            if spec.is_none() && host.under_valgrind {
-                super::helper::debug(&format!(
-                    "running under valgrind: the CPU JIT compiles for {} instead of the host's {} (valgrind \
-                     cannot run every instruction of the host; {ENV} chooses)",
+            if spec.is_none() && host.under_valgrind && std::env::var_os("OFFLOAD_RS_DEBUG").is_some() {
+                // as helper::debug's lines (not called from here: helper.rs depends on this file)
+                eprintln!(
+                    "offload-rs: running under valgrind: the CPU JIT compiles for {} instead of the host's {} \
+                     (valgrind cannot run every instruction of the host; {ENV} chooses)",
                     t.cpu, host.cpu
-                ));
+                );
             }
             Ok(t)
         })

@@ -163,7 +163,7 @@ pub(crate) fn key_of(bc: &[u8], target: &CpuTarget, opt: u32, memcheck: bool, sp
     k.update(b"offload-rs jit\0");
     k.update(super::BUILD_ID.as_bytes());
     k.update(super::disk::llvm_version().as_bytes());
-    k.update(&[opt as u8, memcheck as u8, compile::generic_is_replaced(memcheck, spec) as u8]);
+    k.update(&[opt as u8, memcheck as u8, compile::generic_is_replaced(memcheck, spec) as u8, h.vector_math as u8]);
     for s in [&h.triple, &h.cpu, &h.features] {
         k.update(&(s.len() as u64).to_le_bytes());
         k.update(s.as_bytes());

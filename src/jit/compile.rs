@@ -251,7 +251,14 @@ pub(crate) fn compile_in_process(
     super::normalise::normalise_functions(&m, &h.cpu, &h.features);
     if arch != Arch::Host {
         super::normalise::scalarise_vectors(&m, &tm)?;
+        super::math::prepare_math_calls(&m);
     }
+    // the glibc vector math the vectoriser may call (host bitcode keeps its own math as compiled)
+    let vector_fns = if target.vector_math && arch != Arch::Host {
+        super::math::vector_variants(&super::target::enabled_features(target))
+    } else {
+        Vec::new()
+    };
     if let Some(s) = spec.filter(|_| arch != Arch::Host) {
         super::normalise::select_kernel(&m, &s.kernel)?;
     }
@@ -316,7 +323,7 @@ pub(crate) fn compile_in_process(
     // Generic code that runs only where no specialisation does gets the quick pipeline.
     let quick = replaced && opt > QUICK_OPT && !kernels.is_empty() && kernels.iter().all(|k| k.specialisable);
     let (tm, opt) = if quick { (tm_for(target, QUICK_OPT)?, QUICK_OPT) } else { (tm, opt) };
-    super::pipeline::optimise(&m, &tm, opt, super::pipeline::Workarounds::CPU)
+    super::pipeline::optimise(&m, &tm, opt, super::pipeline::Workarounds::CPU, &vector_fns)
         .map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
     dump("opt");
     stamp("optimised");

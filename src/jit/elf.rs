@@ -61,6 +61,22 @@ enum Class {
 
 fn resolve_external(name: &str) -> Option<usize> {
     let c = CString::new(name).ok()?;
+    if name.starts_with("_ZGV") {
+        // glibc's vector math (the JIT's vectorised math calls, src/jit/math.rs): from libmvec, loaded on
+        // first need and kept local (its names are not added to the client's global namespace)
+        static LIBMVEC: OnceLock<usize> = OnceLock::new();
+        let h = *LIBMVEC.get_or_init(|| {
+            // SAFETY: dlopen of glibc's vector math library by its soname.
+            unsafe { libc::dlopen(c"libmvec.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) as usize }
+        });
+        if h != 0 {
+            // SAFETY: h is a live handle from dlopen (never closed).
+            let p = unsafe { libc::dlsym(h as *mut libc::c_void, c.as_ptr()) };
+            if !p.is_null() {
+                return Some(p as usize);
+            }
+        }
+    }
     // SAFETY: dlsym with RTLD_DEFAULT and a valid NUL-terminated name.
     let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c.as_ptr()) };
     if !p.is_null() {
@@ -245,7 +261,7 @@ impl LoadedObject {
                     None if sym.is_weak() => 0,
                     None => {
                         return Err(link(format!(
-                            "undefined symbol '{name}': not found in the process or libm (device libraries such as libdevice/ocml are not linked by the CPU JIT)"
+                            "undefined symbol '{name}': not found in the process, libm or libmvec (device libraries such as libdevice/ocml are not linked by the CPU JIT)"
                         )));
                     }
                 }

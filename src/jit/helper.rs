@@ -65,7 +65,8 @@ pub(crate) enum Request<'a> {
     /// the memory checker's instrumentation when `memcheck`, specialised for one kernel and group size
     /// when `kernel` is not empty (`compile::Spec`); `replaced`: generic code that specialisations
     /// replace at launch (`compile::generic_is_replaced`); for the client's target `triple`, `cpu`,
-    /// `features` (target.rs: the helper compiles for exactly these, whatever CPU it sees itself).
+    /// `features`, `vector_math` (target.rs: the helper compiles for exactly these, whatever CPU it sees
+    /// itself).
     Cpu {
         bc: &'a [u8],
         opt: u32,
@@ -76,19 +77,21 @@ pub(crate) enum Request<'a> {
         triple: &'a str,
         cpu: &'a str,
         features: &'a str,
+        vector_math: bool,
     },
     /// NVPTX bitcode -> PTX text for `cpu` (`sm_90`) with `features` (`+ptx84`).
     Ptx { bc: &'a [u8], cpu: &'a str, features: &'a str, opt: u32 },
 }
 
 impl<'a> Request<'a> {
-    /// `kind: u8 | opt: u8 | flags: u8 (1 memcheck, 2 replaced) | group: 3 x u32 | (len: u32, bytes) for
+    /// `kind: u8 | opt: u8 | flags: u8 (1 memcheck, 2 replaced, 4 no vector math) | group: 3 x u32 | (len: u32, bytes) for
     /// four strings (CPU: the specialised kernel, triple, cpu, features; PTX: cpu, features, "", "") |
     /// bitcode`.
     fn encode(&self) -> Vec<u8> {
         let (kind, opt, flags, group, strs, bc): (u8, u32, u8, [u32; 3], [&str; 4], &[u8]) = match *self {
-            Request::Cpu { bc, opt, memcheck, replaced, kernel, group, triple, cpu, features } => {
-                (1, opt, u8::from(memcheck) | (u8::from(replaced) << 1), group, [kernel, triple, cpu, features], bc)
+            Request::Cpu { bc, opt, memcheck, replaced, kernel, group, triple, cpu, features, vector_math } => {
+                let flags = u8::from(memcheck) | (u8::from(replaced) << 1) | (u8::from(!vector_math) << 2);
+                (1, opt, flags, group, [kernel, triple, cpu, features], bc)
             }
             Request::Ptx { bc, cpu, features, opt } => (2, opt, 0, [0; 3], [cpu, features, "", ""], bc),
         };
@@ -134,6 +137,7 @@ impl<'a> Request<'a> {
                 triple: strs[1],
                 cpu: strs[2],
                 features: strs[3],
+                vector_math: flags & 4 == 0,
             }),
             2 => Some(Request::Ptx { bc: rest, cpu: strs[0], features: strs[1], opt }),
             _ => None,
@@ -143,13 +147,14 @@ impl<'a> Request<'a> {
     /// Runs the job here, in this process: the helper's side, and the fallback.
     fn execute(&self) -> Result<Vec<u8>, JitError> {
         match *self {
-            Request::Cpu { bc, opt, memcheck, replaced, kernel, group, triple, cpu, features } => {
+            Request::Cpu { bc, opt, memcheck, replaced, kernel, group, triple, cpu, features, vector_math } => {
                 let spec = (!kernel.is_empty())
                     .then(|| super::compile::Spec { kernel: kernel.to_string(), group_size: group });
                 let target = super::target::CpuTarget {
                     triple: triple.to_string(),
                     cpu: cpu.to_string(),
                     features: features.to_string(),
+                    vector_math,
                 };
                 super::compile::compile_in_process(bc, &target, opt, memcheck, replaced, spec.as_ref())
                     .map(|(o, m)| super::compile::encode_object(&o, &m))
@@ -181,6 +186,7 @@ pub(crate) fn compile_cpu(
         triple: &target.triple,
         cpu: &target.cpu,
         features: &target.features,
+        vector_math: target.vector_math,
     })?;
     super::compile::decode_object(&payload)
         .ok_or_else(|| JitError::Compile("internal: malformed result from the JIT helper".into()))
@@ -718,11 +724,23 @@ mod tests {
             triple: "x86_64-pc-linux-gnu",
             cpu: "x86-64-v3",
             features: "-avx2",
+            vector_math: false,
         };
         match Request::decode(&r.encode()) {
-            Some(Request::Cpu { bc: b, opt, memcheck, replaced, kernel, group, triple, cpu, features }) => {
+            Some(Request::Cpu {
+                bc: b,
+                opt,
+                memcheck,
+                replaced,
+                kernel,
+                group,
+                triple,
+                cpu,
+                features,
+                vector_math,
+            }) => {
                 assert_eq!((b, opt, memcheck, replaced, kernel, group), (&bc[..], 3, false, true, "k", [64, 2, 1]));
-                assert_eq!((triple, cpu, features), ("x86_64-pc-linux-gnu", "x86-64-v3", "-avx2"));
+                assert_eq!((triple, cpu, features, vector_math), ("x86_64-pc-linux-gnu", "x86-64-v3", "-avx2", false));
             }
             other => panic!("{other:?}"),
         }

@@ -106,6 +106,7 @@ mod disk;
 mod elf;
 pub mod helper;
 mod intrinsics;
+mod math;
 mod native;
 mod normalise;
 mod nvptx;

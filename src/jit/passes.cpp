@@ -9,12 +9,15 @@
 //                                  miscompile of predicated loop-invariant divisions); with
 //                                  OL_RS_HOOK_HOIST_DIVISIONS also at VectorizerStart of `default<On>`.
 #include "llvm-c/Core.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm-c/TargetMachine.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Target/TargetMachine.h"
+
+#include <vector>
 
 #include "shim.h"
 #include "workarounds/hoist_invariant_divisions.h"
@@ -26,10 +29,20 @@ enum : uint32_t {
   OL_RS_HOOK_HOIST_DIVISIONS = 1, // ol-hoist-invariant-divisions at VectorizerStart
 };
 
-// Runs `pipeline` (LLVM's textual pipeline syntax, our pass names included) on `m` for `tm`. Returns 0,
-// or 1 with a malloc'ed message in *err_out (freed with ol_rs_jit_free).
+// A vector variant of a scalar function the vectoriser may call (must match `VecFnAbi` in
+// src/jit/pipeline.rs; the list is src/jit/math.rs's).
+struct OlRsVecFn {
+  const char *scalar;     // libm name or intrinsic (`expf`, `llvm.exp.f32`)
+  const char *vector;     // glibc's vector function (`_ZGVdN8v_expf`)
+  const char *abi_prefix; // LLVM's vector-ABI prefix (`_ZGV_LLVM_N8v`)
+  uint32_t lanes;
+};
+
+// Runs `pipeline` (LLVM's textual pipeline syntax, our pass names included) on `m` for `tm`, the target
+// library info knowing the `n_vec` vector functions at `vec`. Returns 0, or 1 with a malloc'ed message in
+// *err_out (freed with ol_rs_jit_free).
 extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, const char *pipeline, uint32_t flags,
-                                    char **err_out) {
+                                    const OlRsVecFn *vec, size_t n_vec, char **err_out) {
   *err_out = nullptr;
   Module *M = unwrap(m);
   TargetMachine *TM = reinterpret_cast<TargetMachine *>(tm);
@@ -49,6 +62,18 @@ extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, co
         [](FunctionPassManager &FPM, OptimizationLevel) { FPM.addPass(ol_rs::HoistInvariantDivisionsPass()); });
   LoopAnalysisManager LAM;
   FunctionAnalysisManager FAM;
+  // The target library info, with the vector functions (registered before the default analyses, which
+  // would register the plain one). The descriptors point into the caller's strings, alive for the call.
+  TargetLibraryInfoImpl TLII(TM->getTargetTriple());
+  if (n_vec) {
+    std::vector<VecDesc> fns;
+    fns.reserve(n_vec);
+    for (size_t i = 0; i < n_vec; ++i)
+      fns.emplace_back(vec[i].scalar, vec[i].vector, ElementCount::getFixed(vec[i].lanes), false, vec[i].abi_prefix,
+                       std::nullopt);
+    TLII.addVectorizableFunctions(fns);
+  }
+  FAM.registerPass([&] { return TargetLibraryAnalysis(TLII); });
   CGSCCAnalysisManager CGAM;
   ModuleAnalysisManager MAM;
   PB.registerLoopAnalyses(LAM);

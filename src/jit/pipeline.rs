@@ -16,6 +16,8 @@ unsafe extern "C" {
         tm: *mut c_void,
         pipeline: *const c_char,
         flags: u32,
+        vec: *const VecFnAbi,
+        n_vec: usize,
         err_out: *mut *mut c_char,
     ) -> i32;
     fn ol_rs_jit_free(p: *mut c_char);
@@ -62,9 +64,25 @@ pub(crate) fn target_machine(
         .ok_or_else(|| format!("cannot create a target machine for {triple} {cpu} {features}"))
 }
 
-/// Runs `default<O{opt}>` on `m`, with `workarounds` hooked in.
-pub(crate) fn optimise(m: &Module, tm: &TargetMachine, opt: u32, workarounds: Workarounds) -> Result<(), String> {
-    run_passes(m, tm, &format!("default<O{}>", opt.min(3)), workarounds)
+/// One vector function for the target library info (must match `OlRsVecFn` in passes.cpp).
+#[repr(C)]
+struct VecFnAbi {
+    scalar: *const c_char,
+    vector: *const c_char,
+    abi_prefix: *const c_char,
+    lanes: u32,
+}
+
+/// Runs `default<O{opt}>` on `m`, with `workarounds` hooked in and the vectoriser allowed to call
+/// `vector_fns` (src/jit/math.rs).
+pub(crate) fn optimise(
+    m: &Module,
+    tm: &TargetMachine,
+    opt: u32,
+    workarounds: Workarounds,
+    vector_fns: &[super::math::VecVariant],
+) -> Result<(), String> {
+    run_passes(m, tm, &format!("default<O{}>", opt.min(3)), workarounds, vector_fns)
 }
 
 /// Runs the textual `pipeline` (LLVM's syntax; our `ol-*` pass names too, see passes.cpp) on `m`.
@@ -73,17 +91,30 @@ pub(crate) fn run_passes(
     tm: &TargetMachine,
     pipeline: &str,
     workarounds: Workarounds,
+    vector_fns: &[super::math::VecVariant],
 ) -> Result<(), String> {
     let text = CString::new(pipeline).map_err(|_| "a pipeline with a NUL byte".to_string())?;
+    let vec: Vec<VecFnAbi> = vector_fns
+        .iter()
+        .map(|v| VecFnAbi {
+            scalar: v.scalar.as_ptr(),
+            vector: v.vector.as_ptr(),
+            abi_prefix: v.abi_prefix.as_ptr(),
+            lanes: v.lanes,
+        })
+        .collect();
     let mut err: *mut c_char = std::ptr::null_mut();
-    // SAFETY: the module and target machine are live for the call; the pipeline is NUL-terminated; the
-    // shim writes a malloc'ed message (or nothing) to `err`.
+    // SAFETY: the module and target machine are live for the call; the pipeline and the strings `vec`
+    // points to (owned by `vector_fns`) are NUL-terminated and outlive it; the shim writes a malloc'ed
+    // message (or nothing) to `err`.
     let rc = unsafe {
         ol_rs_jit_run_passes(
             m.as_mut_ptr() as *mut c_void,
             tm.as_mut_ptr() as *mut c_void,
             text.as_ptr(),
             workarounds.0,
+            vec.as_ptr(),
+            vec.len(),
             &mut err,
         )
     };

@@ -44,6 +44,8 @@ pub(crate) struct CpuTarget {
     pub triple: String,
     pub cpu: String,
     pub features: String,
+    /// whether the code may call glibc's vector math (`OFFLOAD_RS_JIT_VECTOR_MATH`, src/jit/math.rs)
+    pub vector_math: bool,
 }
 
 /// How the client's process sees its CPU (under valgrind: valgrind's CPU).
@@ -77,7 +79,8 @@ pub(crate) fn cpu_target() -> Result<&'static CpuTarget, JitError> {
         .get_or_init(|| {
             let spec = std::env::var(ENV).ok();
             let host = host_view();
-            let t = choose(spec.as_deref(), host)?;
+            let mut t = choose(spec.as_deref(), host)?;
+            t.vector_math = super::math::vector_math_enabled();
             if spec.is_none() && host.under_valgrind && std::env::var_os("OFFLOAD_RS_DEBUG").is_some() {
                 // as helper::debug's lines (not called from here: helper.rs depends on this file)
                 eprintln!(
@@ -103,7 +106,12 @@ pub(crate) fn choose(spec: Option<&str>, host: &HostView) -> Result<CpuTarget, S
                 }
             }
         }
-        return Ok(CpuTarget { triple: host.triple.clone(), cpu: host.cpu.clone(), features: host.features.clone() });
+        return Ok(CpuTarget {
+            triple: host.triple.clone(),
+            cpu: host.cpu.clone(),
+            features: host.features.clone(),
+            vector_math: true,
+        });
     };
     let mut parts = spec.split(',').map(str::trim);
     let cpu = parts.next().unwrap_or("");
@@ -148,7 +156,13 @@ fn resolve(cpu: &str, changes: &[&str], host: &HostView) -> Result<CpuTarget, St
         let cpu_text = if host.under_valgrind { "the CPU valgrind emulates" } else { "this CPU" };
         return Err(format!("code for '{cpu}' needs features {cpu_text} lacks: {}", missing.join(", ")));
     }
-    Ok(CpuTarget { triple: host.triple.clone(), cpu: name.to_string(), features })
+    Ok(CpuTarget { triple: host.triple.clone(), cpu: name.to_string(), features, vector_math: true })
+}
+
+/// Every feature LLVM turns on for `t` (implied ones included), e.g. to choose the vector math variants
+/// it may call.
+pub(crate) fn enabled_features(t: &CpuTarget) -> Vec<String> {
+    cpu_info(&t.triple, &t.cpu, &t.features).map(|i| i.enabled).unwrap_or_default()
 }
 
 struct CpuInfo {

@@ -2164,3 +2164,231 @@ fn conditional_swaps_match_the_host() {
         }
     }
 }
+
+/// The host's scalar libm, the reference for the vectorised math (the names of ffi-tests/kernels/vmath.c).
+mod libm {
+    unsafe extern "C" {
+        pub fn expf(x: f32) -> f32;
+        pub fn exp2f(x: f32) -> f32;
+        pub fn exp10f(x: f32) -> f32;
+        pub fn expm1f(x: f32) -> f32;
+        pub fn logf(x: f32) -> f32;
+        pub fn log2f(x: f32) -> f32;
+        pub fn log10f(x: f32) -> f32;
+        pub fn log1pf(x: f32) -> f32;
+        pub fn sinf(x: f32) -> f32;
+        pub fn cosf(x: f32) -> f32;
+        pub fn tanf(x: f32) -> f32;
+        pub fn asinf(x: f32) -> f32;
+        pub fn acosf(x: f32) -> f32;
+        pub fn atanf(x: f32) -> f32;
+        pub fn sinhf(x: f32) -> f32;
+        pub fn coshf(x: f32) -> f32;
+        pub fn tanhf(x: f32) -> f32;
+        pub fn asinhf(x: f32) -> f32;
+        pub fn acoshf(x: f32) -> f32;
+        pub fn atanhf(x: f32) -> f32;
+        pub fn cbrtf(x: f32) -> f32;
+        pub fn erff(x: f32) -> f32;
+        pub fn erfcf(x: f32) -> f32;
+        pub fn sqrtf(x: f32) -> f32;
+        pub fn powf(x: f32, y: f32) -> f32;
+        pub fn atan2f(x: f32, y: f32) -> f32;
+        pub fn hypotf(x: f32, y: f32) -> f32;
+        pub fn exp(x: f64) -> f64;
+        pub fn exp2(x: f64) -> f64;
+        pub fn exp10(x: f64) -> f64;
+        pub fn expm1(x: f64) -> f64;
+        pub fn log(x: f64) -> f64;
+        pub fn log2(x: f64) -> f64;
+        pub fn log10(x: f64) -> f64;
+        pub fn log1p(x: f64) -> f64;
+        pub fn sin(x: f64) -> f64;
+        pub fn cos(x: f64) -> f64;
+        pub fn tan(x: f64) -> f64;
+        pub fn asin(x: f64) -> f64;
+        pub fn acos(x: f64) -> f64;
+        pub fn atan(x: f64) -> f64;
+        pub fn sinh(x: f64) -> f64;
+        pub fn cosh(x: f64) -> f64;
+        pub fn tanh(x: f64) -> f64;
+        pub fn asinh(x: f64) -> f64;
+        pub fn acosh(x: f64) -> f64;
+        pub fn atanh(x: f64) -> f64;
+        pub fn cbrt(x: f64) -> f64;
+        pub fn erf(x: f64) -> f64;
+        pub fn erfc(x: f64) -> f64;
+        pub fn sqrt(x: f64) -> f64;
+        pub fn pow(x: f64, y: f64) -> f64;
+        pub fn atan2(x: f64, y: f64) -> f64;
+        pub fn hypot(x: f64, y: f64) -> f64;
+    }
+}
+
+/// Distance in units in the last place (0 for equal values, both NaN or the same infinity).
+fn ulps(a: f64, b: f64, float: bool) -> u64 {
+    if a.is_nan() && b.is_nan() || a == b {
+        return 0;
+    }
+    if a.is_nan() || b.is_nan() {
+        return u64::MAX;
+    }
+    let ord = |x: f64| -> i128 {
+        if float {
+            let v = (x as f32).to_bits() as i32;
+            i128::from(if v < 0 { i32::MIN - v } else { v })
+        } else {
+            let v = x.to_bits() as i64;
+            i128::from(if v < 0 { i64::MIN - v } else { v })
+        }
+    };
+    (ord(a) - ord(b)).unsigned_abs().min(u128::from(u64::MAX)) as u64
+}
+
+/// Math calls in kernels are vectorised through glibc's libmvec (src/jit/math.rs): every function's
+/// results over many inputs of its domain are within glibc's documented bound for its vector functions
+/// (4 ulp) of the host's scalar libm, on nvptx64 and amdgcn bitcode, and the compiled code does call
+/// the vector variants (unless OFFLOAD_RS_JIT_VECTOR_MATH=0). Prints the largest error per function.
+#[test]
+fn vector_math_stays_within_glibc_bounds() {
+    let _g = shared();
+    type F1 = unsafe extern "C" fn(f32) -> f32;
+    type F2 = unsafe extern "C" fn(f32, f32) -> f32;
+    type D1 = unsafe extern "C" fn(f64) -> f64;
+    type D2 = unsafe extern "C" fn(f64, f64) -> f64;
+    enum Ref {
+        Unary(F1, D1),
+        Binary(F2, D2),
+    }
+    use libm::*;
+    /// name, reference, domain of a, domain of b (binary), log-spaced a
+    type Case = (&'static str, Ref, (f64, f64), (f64, f64), bool);
+    #[rustfmt::skip]
+    let fns: Vec<Case> = vec![
+        ("exp", Ref::Unary(expf, exp), (-80.0, 80.0), (0.0, 0.0), false),
+        ("exp2", Ref::Unary(exp2f, exp2), (-120.0, 120.0), (0.0, 0.0), false),
+        ("exp10", Ref::Unary(exp10f, exp10), (-35.0, 35.0), (0.0, 0.0), false),
+        ("expm1", Ref::Unary(expm1f, expm1), (-80.0, 80.0), (0.0, 0.0), false),
+        ("log", Ref::Unary(logf, log), (1e-30, 1e30), (0.0, 0.0), true),
+        ("log2", Ref::Unary(log2f, log2), (1e-30, 1e30), (0.0, 0.0), true),
+        ("log10", Ref::Unary(log10f, log10), (1e-30, 1e30), (0.0, 0.0), true),
+        ("log1p", Ref::Unary(log1pf, log1p), (-0.999, 1e6), (0.0, 0.0), false),
+        ("sin", Ref::Unary(sinf, sin), (-1000.0, 1000.0), (0.0, 0.0), false),
+        ("cos", Ref::Unary(cosf, cos), (-1000.0, 1000.0), (0.0, 0.0), false),
+        ("tan", Ref::Unary(tanf, tan), (-100.0, 100.0), (0.0, 0.0), false),
+        ("asin", Ref::Unary(asinf, asin), (-1.0, 1.0), (0.0, 0.0), false),
+        ("acos", Ref::Unary(acosf, acos), (-1.0, 1.0), (0.0, 0.0), false),
+        ("atan", Ref::Unary(atanf, atan), (-1e6, 1e6), (0.0, 0.0), false),
+        ("sinh", Ref::Unary(sinhf, sinh), (-80.0, 80.0), (0.0, 0.0), false),
+        ("cosh", Ref::Unary(coshf, cosh), (-80.0, 80.0), (0.0, 0.0), false),
+        ("tanh", Ref::Unary(tanhf, tanh), (-20.0, 20.0), (0.0, 0.0), false),
+        ("asinh", Ref::Unary(asinhf, asinh), (-1e6, 1e6), (0.0, 0.0), false),
+        ("acosh", Ref::Unary(acoshf, acosh), (1.0, 1e6), (0.0, 0.0), false),
+        ("atanh", Ref::Unary(atanhf, atanh), (-0.999, 0.999), (0.0, 0.0), false),
+        ("cbrt", Ref::Unary(cbrtf, cbrt), (-1e6, 1e6), (0.0, 0.0), false),
+        ("erf", Ref::Unary(erff, erf), (-5.0, 5.0), (0.0, 0.0), false),
+        ("erfc", Ref::Unary(erfcf, erfc), (-5.0, 9.0), (0.0, 0.0), false),
+        ("sqrt", Ref::Unary(sqrtf, sqrt), (0.0, 1e30), (0.0, 0.0), false),
+        ("pow", Ref::Binary(powf, pow), (1e-3, 100.0), (-10.0, 10.0), false),
+        ("atan2", Ref::Binary(atan2f, atan2), (-100.0, 100.0), (-100.0, 100.0), false),
+        ("hypot", Ref::Binary(hypotf, hypot), (-1e6, 1e6), (-1e6, 1e6), false),
+    ];
+    // 8190 inputs: 31 full groups of 256 and a partial one
+    let n = 8190usize;
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut inputs = |(lo, hi): (f64, f64), log_spaced: bool| -> Vec<f64> {
+        (0..n)
+            .map(|_| if log_spaced { (lo.ln() + next() * (hi.ln() - lo.ln())).exp() } else { lo + next() * (hi - lo) })
+            .collect()
+    };
+    let mut report = Vec::new();
+    for t in [Tgt::Nv, Tgt::Amd] {
+        let Some(bc) = bitcode("vmath", t) else {
+            return;
+        };
+        let target = target::cpu_target().unwrap();
+        if target.vector_math {
+            // (the launch-time specialisation: the generic build of a specialisable kernel is the quick one)
+            let spec = compile::Spec { kernel: "vm_expf".into(), group_size: [256, 1, 1] };
+            let (obj, _) = helper::compile_cpu(&bc, target, 3, false, Some(&spec)).expect("compile vmath");
+            assert!(obj.windows(4).any(|w| w == b"_ZGV"), "{t:?}: no call to a libmvec function in the compiled code");
+        }
+        let img = load(&bc).expect("load vmath");
+        for (name, r, da, db, log_spaced) in &fns {
+            let (a, bb) = (inputs(*da, *log_spaced), inputs(*db, false));
+            for float in [true, false] {
+                let kname = if float { format!("vm_{name}f") } else { format!("vm_{name}") };
+                let k = img.kernel(&kname).unwrap_or_else(|| panic!("{kname}"));
+                // the code a launch with 256-wide groups runs: the O3 specialisation, vectorised
+                let k = k.specialise([256, 1, 1]).expect("specialise");
+                let got: Vec<f64>;
+                if float {
+                    let (a32, b32): (Vec<f32>, Vec<f32>) =
+                        (a.iter().map(|&x| x as f32).collect(), bb.iter().map(|&x| x as f32).collect());
+                    let mut o = vec![0f32; n];
+                    let args = pack(
+                        &k.params,
+                        &[&b(&(a32.as_ptr() as usize)), &b(&(b32.as_ptr() as usize)), &ptr(&mut o), &b(&(n as u32))],
+                    );
+                    launch(&k, [n.div_ceil(256) as u32, 1, 1], [256, 1, 1], &args, 0);
+                    got = o.iter().map(|&x| f64::from(x)).collect();
+                    let mut worst = 0u64;
+                    for i in 0..n {
+                        // SAFETY: libm functions of one or two floats.
+                        let want = unsafe {
+                            match r {
+                                Ref::Unary(f, _) => f(a32[i]),
+                                Ref::Binary(f, _) => f(a32[i], b32[i]),
+                            }
+                        };
+                        let u = ulps(got[i], f64::from(want), true);
+                        assert!(
+                            u <= 4,
+                            "{t:?} {kname}({}, {}) = {} but libm gives {want}: {u} ulp",
+                            a32[i],
+                            b32[i],
+                            got[i]
+                        );
+                        worst = worst.max(u);
+                    }
+                    report.push(format!("{kname} {worst}"));
+                } else {
+                    let mut o = vec![0f64; n];
+                    let args = pack(
+                        &k.params,
+                        &[&b(&(a.as_ptr() as usize)), &b(&(bb.as_ptr() as usize)), &ptr(&mut o), &b(&(n as u32))],
+                    );
+                    launch(&k, [n.div_ceil(256) as u32, 1, 1], [256, 1, 1], &args, 0);
+                    got = o;
+                    let mut worst = 0u64;
+                    for i in 0..n {
+                        // SAFETY: libm functions of one or two doubles.
+                        let want = unsafe {
+                            match r {
+                                Ref::Unary(_, f) => f(a[i]),
+                                Ref::Binary(_, f) => f(a[i], bb[i]),
+                            }
+                        };
+                        let u = ulps(got[i], want, false);
+                        assert!(
+                            u <= 4,
+                            "{t:?} {kname}({}, {}) = {} but libm gives {want}: {u} ulp",
+                            a[i],
+                            bb[i],
+                            got[i]
+                        );
+                        worst = worst.max(u);
+                    }
+                    report.push(format!("{kname} {worst}"));
+                }
+            }
+        }
+    }
+    eprintln!("largest error in ulp (nvptx64, then amdgcn): {}", report.join(", "));
+}

@@ -103,13 +103,13 @@ fn hoist_invariant_divisions_fires_on_invariant_divisions_only() {
     let ctx = Context::create();
     let tm = machine("x86-64");
     let m = module(&ctx, &PREDICATED_UREM.replace("\"target-cpu\"=\"CPU\"", "\"target-cpu\"=\"x86-64\""));
-    pipeline::run_passes(&m, &tm, "function(ol-hoist-invariant-divisions)", Workarounds::NONE).expect("pass runs");
+    pipeline::run_passes(&m, &tm, "function(ol-hoist-invariant-divisions)", Workarounds::NONE, &[]).expect("pass runs");
     assert_eq!(blocks_of(&m, "f", "%idx = urem i32 %j5, %ol.safe.divisor"), ["entry"], "{}", m.print_to_string());
     assert_eq!(blocks_of(&m, "f", "icmp eq i32 %n.fr, 0"), ["entry"], "the divisor made safe: {}", m.print_to_string());
     assert!(m.verify().is_ok());
 
     let m = module(&ctx, SIGNED_AND_VARYING);
-    pipeline::run_passes(&m, &tm, "function(ol-hoist-invariant-divisions)", Workarounds::NONE).expect("pass runs");
+    pipeline::run_passes(&m, &tm, "function(ol-hoist-invariant-divisions)", Workarounds::NONE, &[]).expect("pass runs");
     let text = m.print_to_string().to_string();
     assert!(m.verify().is_ok(), "{text}");
     // the invariant srem left the loop for a preheader made for it, with the signed-overflow case safe
@@ -124,7 +124,7 @@ fn hoist_invariant_divisions_fires_on_invariant_divisions_only() {
     let plain = "define i32 @h(i32 %a, i32 %b) {\n  %q = udiv i32 %a, %b\n  ret i32 %q\n}\n";
     let m = module(&ctx, plain);
     let before = m.print_to_string().to_string();
-    pipeline::run_passes(&m, &tm, "function(ol-hoist-invariant-divisions)", Workarounds::NONE).expect("pass runs");
+    pipeline::run_passes(&m, &tm, "function(ol-hoist-invariant-divisions)", Workarounds::NONE, &[]).expect("pass runs");
     assert_eq!(m.print_to_string().to_string(), before);
 }
 
@@ -137,7 +137,7 @@ fn wrong_elements(cpu: &str, workarounds: Workarounds) -> usize {
     let tm = machine(cpu);
     m.set_triple(&tm.get_triple());
     m.set_data_layout(&tm.get_target_data().get_data_layout());
-    pipeline::optimise(&m, &tm, 3, workarounds).expect("optimise");
+    pipeline::optimise(&m, &tm, 3, workarounds, &[]).expect("optimise");
     let f = m.get_function("f").expect("f");
     f.remove_string_attribute(AttributeLoc::Function, "target-cpu");
     f.remove_string_attribute(AttributeLoc::Function, "target-features");

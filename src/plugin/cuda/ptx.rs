@@ -244,6 +244,9 @@ pub(crate) mod tests {
             .flatten()
             .collect();
         more.sort();
+        // vmath.c calls libm by name (the CPU device's vector math): on a GPU that needs libdevice, which
+        // the PTX path does not link
+        more.retain(|n| n != "../vmath");
         sources.extend(more);
         let mut checked = 0;
         for name in sources.iter().map(String::as_str) {

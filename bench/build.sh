@@ -5,6 +5,7 @@
 #   build/bench/jit_process          per-process program create, disk caches cold/warm vs PoCL; big client
 #   build/bench/cuda_launch          olLaunchKernel vs raw cuLaunchKernel (a GPU, or ffi-tests/fake_cuda)
 #   build/bench/guards               guards on work-item ids (flat ids, equality splits) next to their peers
+#   build/bench/vmath                Black-Scholes: vector math in kernels vs scalar-libm and libmvec hand loops, PoCL
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=build/bench
@@ -44,3 +45,14 @@ clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpul
   -S ffi-tests/device/kernels.c -o "$out/kernels.ptx"
 cc -O2 -Wall -I"$inc" bench/cuda_launch.c -o "$out/cuda_launch" -Lbuild/lib -lLLVMOffload -ldl -Wl,-rpath,"$PWD/build/lib"
 echo "built $out/cuda_launch (run: LD_LIBRARY_PATH=build/fake-cuda:build/lib $out/cuda_launch $out/kernels.ptx)"
+# math-heavy kernels: Black-Scholes on the CPU device (vector math on and off), hand loops with scalar libm and
+# with glibc's vector math, PoCL
+clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -flto -O2 \
+  -c bench/kernels/blackscholes.c -o "$out/blackscholes.nvptx64.bc"
+cp bench/kernels/blackscholes.cl bench/kernels/blackscholes.h "$out/"
+clang-22 -O3 -march=native -Wall -DBS_HAND=bs_hand_scalar -c bench/kernels/blackscholes_hand.c -o "$out/bs_hand_scalar.o"
+clang-22 -O3 -march=native -fveclib=libmvec -fno-math-errno -Wall -DBS_HAND=bs_hand_vec \
+  -c bench/kernels/blackscholes_hand.c -o "$out/bs_hand_vec.o"
+cc -O2 -Wall -I"$inc" bench/vmath.c "$out/bs_hand_scalar.o" "$out/bs_hand_vec.o" -o "$out/vmath" -Lbuild/lib \
+  -lLLVMOffload -lOpenCL -lpthread -lmvec -lm -Wl,-rpath,"$PWD/build/lib"
+echo "built $out/vmath"

@@ -1,0 +1,241 @@
+//! 23.1's 8-argument `olLaunchKernel` and the new `olGetKernelMaxCooperativeGroupCount`.
+
+use std::ffi::c_void;
+
+use crate::api::{entry, raw_handle, validate, write_out};
+use crate::error::{OlError, OlResult};
+use crate::ffi::*;
+use crate::plugin::LaunchDims;
+use crate::runtime::handle;
+use crate::runtime::objects;
+use crate::trace;
+
+/// A properties list longer than this without its `OL_KERNEL_LAUNCH_PROP_END` is refused (23 defines
+/// one property; a list this long is a missing terminator, not a real list).
+const MAX_PROPS: usize = 1024;
+
+/// Walk `props` to its `NONE` entry: whether `IS_COOPERATIVE` is set (its `data` is a `bool *`).
+///
+/// # Safety
+/// `props` must be NULL or a list ending with `OL_KERNEL_LAUNCH_PROP_END` within [`MAX_PROPS`] entries.
+unsafe fn cooperative(props: *const ol_kernel_launch_prop_t) -> OlResult<bool> {
+    let mut coop = false;
+    if props.is_null() {
+        return Ok(false);
+    }
+    for i in 0..MAX_PROPS {
+        // SAFETY: entries up to the terminator are readable (caller contract).
+        let p = unsafe { props.add(i).read_unaligned() };
+        match p.r#type {
+            OL_KERNEL_LAUNCH_PROP_TYPE_NONE => return Ok(coop),
+            OL_KERNEL_LAUNCH_PROP_TYPE_IS_COOPERATIVE => {
+                if p.data.is_null() {
+                    return Err(OlError::new(
+                        OL_ERRC_INVALID_NULL_POINTER,
+                        "OL_KERNEL_LAUNCH_PROP_TYPE_IS_COOPERATIVE with a NULL data pointer (it takes a bool *)",
+                    ));
+                }
+                // SAFETY: a non-NULL `bool *` per the property's type.
+                coop = unsafe { p.data.cast::<u8>().read() } != 0;
+            }
+            t => {
+                return Err(OlError::invalid_enum(format!(
+                    "launch property {i} has type {} (not an ol_kernel_launch_prop_type_t)",
+                    t.0
+                )));
+            }
+        }
+    }
+    Err(OlError::invalid_argument(format!(
+        "the launch properties list has no OL_KERNEL_LAUNCH_PROP_END within {MAX_PROPS} entries"
+    )))
+}
+
+/// The arguments as one tightly packed buffer (the plugins lay it out like the kernel's parameters),
+/// with `ArgSizes` checked against the kernel's parameter sizes where the plugin knows them.
+///
+/// # Safety
+/// `ptrs`/`sizes` must be valid for `n` entries, each pointer for its size.
+unsafe fn pack(
+    name: &str,
+    known: Option<Vec<usize>>,
+    n: usize,
+    ptrs: *mut *mut c_void,
+    sizes: *const usize,
+) -> OlResult<Vec<u8>> {
+    if n == 0 {
+        if let Some(k) = known.filter(|k| !k.is_empty()) {
+            return Err(OlError::invalid_argument(format!(
+                "kernel '{name}' takes {} arguments, NumArgs is 0",
+                k.len()
+            )));
+        }
+        return Ok(Vec::new());
+    }
+    // SAFETY: n entries each (caller contract; NULL with n > 0 was rejected by validation).
+    let (ptrs, sizes) = unsafe { (std::slice::from_raw_parts(ptrs, n), std::slice::from_raw_parts(sizes, n)) };
+    if let Some(k) = known {
+        if k.len() != n {
+            return Err(OlError::invalid_argument(format!(
+                "kernel '{name}' takes {} arguments, NumArgs is {n}",
+                k.len()
+            )));
+        }
+        if let Some(i) = (0..n).find(|&i| k[i] != sizes[i]) {
+            return Err(OlError::invalid_argument(format!(
+                "argument {i} of kernel '{name}' is {} bytes, ArgSizes[{i}] is {}",
+                k[i], sizes[i]
+            )));
+        }
+    }
+    let mut buf = Vec::with_capacity(sizes.iter().sum());
+    for (i, (&p, &s)) in ptrs.iter().zip(sizes).enumerate() {
+        if s == 0 {
+            continue;
+        }
+        if p.is_null() {
+            return Err(OlError::new(
+                OL_ERRC_INVALID_NULL_POINTER,
+                format!("ArgPtrs[{i}] is NULL (ArgSizes[{i}] = {s})"),
+            ));
+        }
+        // SAFETY: ArgPtrs[i] is valid for ArgSizes[i] bytes (caller contract).
+        buf.extend_from_slice(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), s) });
+    }
+    Ok(buf)
+}
+
+/// Launch `Kernel` on `Device` over `LaunchSizeArgs`. `ArgPtrs[i]` points to argument `i` of
+/// `ArgSizes[i]` bytes (copied before return; sizes checked against the kernel's parameters where known).
+/// `Properties` (NULL or a list ending with `OL_KERNEL_LAUNCH_PROP_END`) may ask for a cooperative launch:
+/// every group runs at the same time, at most `olGetKernelMaxCooperativeGroupCount` groups. A NULL
+/// queue blocks until the kernel has finished.
+///
+/// Errors, in order: `INVALID_ARGUMENT` (exactly one of ArgPtrs/ArgSizes NULL; NumArgs > 0 with either
+/// NULL), `INVALID_NULL_HANDLE` (Device, Kernel), `INVALID_NULL_POINTER` (LaunchSizeArgs),
+/// `INVALID_QUEUE`, `INVALID_DEVICE`, `INVALID_ARGUMENT` (stale symbol), `INVALID_ENUMERATION` (unknown
+/// property), `INVALID_ARGUMENT` (no list end; argument count or size mismatch; bad grid; cooperative grid
+/// too large), `INVALID_DEVICE` (queue of another device), `SYMBOL_KIND`, `UNSUPPORTED` (cooperative on a
+/// device without it).
+///
+/// # Safety
+/// `ArgPtrs`/`ArgSizes` valid for `NumArgs` entries, each pointer for its size; `Properties` NULL or
+/// terminated; `LaunchSizeArgs` NULL or valid; pointers inside the arguments valid for the kernel.
+#[unsafe(export_name = "offload_rs_v23_olLaunchKernel")]
+pub unsafe extern "C" fn ol_launch_kernel(
+    Queue: ol_queue_handle_t,
+    Device: ol_device_handle_t,
+    Kernel: ol_symbol_handle_t,
+    LaunchSizeArgs: *const ol_kernel_launch_size_args_t,
+    Properties: *const ol_kernel_launch_prop_t,
+    NumArgs: usize,
+    ArgPtrs: *mut *mut c_void,
+    ArgSizes: *const usize,
+) -> ol_result_t {
+    entry(
+        "olLaunchKernel",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (
+                        ArgPtrs.is_null() != ArgSizes.is_null(),
+                        OL_ERRC_INVALID_ARGUMENT,
+                        "(ArgPtrs == NULL) != (ArgSizes == NULL)",
+                    ),
+                    (
+                        NumArgs > 0 && (ArgPtrs.is_null() || ArgSizes.is_null()),
+                        OL_ERRC_INVALID_ARGUMENT,
+                        "NumArgs > 0 && (ArgPtrs == NULL || ArgSizes == NULL)",
+                    ),
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (Kernel.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Kernel"),
+                    (LaunchSizeArgs.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == LaunchSizeArgs"),
+                ],
+            )?;
+            if NumArgs > 0 && (ArgPtrs.is_null() || ArgSizes.is_null()) {
+                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "NumArgs > 0 with NULL ArgPtrs or ArgSizes"));
+            }
+            let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, raw_handle(Queue))?) };
+            let d = handle::device(ctx, raw_handle(Device))?;
+            let k = handle::symbol(ctx, raw_handle(Kernel))?;
+            // SAFETY: NULL or terminated per the caller contract.
+            let coop = unsafe { cooperative(Properties) }?;
+            // SAFETY: non-NULL and valid per the caller contract.
+            let la = unsafe { LaunchSizeArgs.read_unaligned() };
+            let dims = LaunchDims {
+                num_groups: [la.NumGroups.x, la.NumGroups.y, la.NumGroups.z],
+                group_size: [la.GroupSize.x, la.GroupSize.y, la.GroupSize.z],
+                dyn_shared_mem: la.DynSharedMemory,
+            };
+            // SAFETY: NumArgs entries per the caller contract.
+            let args = unsafe { pack(&k.name, objects::kernel_param_sizes(k), NumArgs, ArgPtrs, ArgSizes) }?;
+            if coop {
+                objects::launch_kernel_cooperative(q, d, k, &args, dims)
+            } else {
+                objects::launch_kernel(q, d, k, &args, dims)
+            }
+        },
+        || {
+            format!(
+                ".Queue = {}, .Device = {}, .Kernel = {}, .LaunchSizeArgs = {}, .Properties = {}, .NumArgs = {NumArgs}, .ArgPtrs = {}, .ArgSizes = {}",
+                trace::ptr(Queue),
+                trace::ptr(Device),
+                trace::ptr(Kernel),
+                trace::ptr(LaunchSizeArgs),
+                trace::ptr(Properties),
+                trace::ptr(ArgPtrs),
+                trace::ptr(ArgSizes)
+            )
+        },
+    )
+}
+
+/// How many work-groups of `LaunchSizeArgs->GroupSize` (with its dynamic shared memory) a cooperative
+/// launch of `Kernel` on `Device` may have: on the CPU device one per compute unit.
+///
+/// Errors, in order: `INVALID_NULL_HANDLE` (Device, Kernel), `INVALID_NULL_POINTER` (LaunchSizeArgs,
+/// MaxGroupCount), `INVALID_DEVICE`, `INVALID_ARGUMENT` (stale symbol; bad group size), `SYMBOL_KIND`,
+/// `UNSUPPORTED` (a device without cooperative launches).
+///
+/// # Safety
+/// `LaunchSizeArgs` NULL or valid; `MaxGroupCount` NULL or writable.
+#[unsafe(export_name = "offload_rs_v23_olGetKernelMaxCooperativeGroupCount")]
+pub unsafe extern "C" fn ol_get_kernel_max_cooperative_group_count(
+    Device: ol_device_handle_t,
+    Kernel: ol_symbol_handle_t,
+    LaunchSizeArgs: *const ol_kernel_launch_size_args_t,
+    MaxGroupCount: *mut u32,
+) -> ol_result_t {
+    entry(
+        "olGetKernelMaxCooperativeGroupCount",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (Kernel.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Kernel"),
+                    (LaunchSizeArgs.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == LaunchSizeArgs"),
+                    (MaxGroupCount.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == MaxGroupCount"),
+                ],
+            )?;
+            let d = handle::device(ctx, raw_handle(Device))?;
+            let k = handle::symbol(ctx, raw_handle(Kernel))?;
+            // SAFETY: non-NULL and valid per the caller contract.
+            let la = unsafe { LaunchSizeArgs.read_unaligned() };
+            let gs = [la.GroupSize.x, la.GroupSize.y, la.GroupSize.z];
+            let n = objects::max_cooperative_groups(d, k, gs, la.DynSharedMemory)?;
+            // SAFETY: checked non-NULL; writable per the caller contract.
+            unsafe { write_out(MaxGroupCount, n, "MaxGroupCount") }
+        },
+        || {
+            format!(
+                ".Device = {}, .Kernel = {}, .LaunchSizeArgs = {}, .MaxGroupCount = {}",
+                trace::ptr(Device),
+                trace::ptr(Kernel),
+                trace::ptr(LaunchSizeArgs),
+                trace::ptr(MaxGroupCount)
+            )
+        },
+    )
+}

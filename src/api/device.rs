@@ -173,8 +173,15 @@ impl InfoQuery for DeviceQuery {
     fn value(ctx: &Context, obj: u64, name: ol_device_info_t) -> OlResult<InfoValue<'_>> {
         let dev = handle::device(ctx, obj)?;
         // the infos 23.1 appended exist for a 23 client only (src/api/v23)
-        if ctx.abi == Abi::V23 && (OL_DEVICE_INFO_LAST.0..OL_DEVICE_INFO_LAST_23.0).contains(&name.0) {
-            return super::v23::device::device_info(dev, name);
+        if ctx.abi == Abi::V23 {
+            if (OL_DEVICE_INFO_LAST.0..OL_DEVICE_INFO_LAST_23.0).contains(&name.0) {
+                return super::v23::device::device_info(dev, name);
+            }
+            if dev.is_host()
+                && let Some(v) = super::v23::device::host_device_info(name)
+            {
+                return Ok(v);
+            }
         }
         device_info(dev, name)
     }

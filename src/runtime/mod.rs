@@ -163,7 +163,9 @@ pub fn init(opts: InitOptions) -> OlResult<()> {
     if want.cpu {
         add_platform("CPU", "offload-rs", OL_PLATFORM_BACKEND_CPU, plugin_devs(plugin::cpu::devices()));
     }
-    add_platform("Host", "Unknown platform vendor", OL_PLATFORM_BACKEND_HOST, vec![DeviceKind::Host]);
+    // LLVM 23 names the host platform after its plugin, the CPU architecture ("x86_64")
+    let host_name = if opts.abi == Abi::V23 { std::env::consts::ARCH } else { "Host" };
+    add_platform(host_name, "Unknown platform vendor", OL_PLATFORM_BACKEND_HOST, vec![DeviceKind::Host]);
     let host_device = devices.last().map(|d| d.handle).unwrap_or(0);
 
     let ctx = Box::new(Context {

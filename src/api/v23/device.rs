@@ -16,6 +16,22 @@ pub(crate) fn device_info_name(n: ol_device_info_t) -> Option<&'static str> {
     })
 }
 
+/// What LLVM 23's host plugin reports for the host device where it differs from 22's virtual host
+/// device (offload/plugins-nextgen/host/src/rtl.cpp, 23.1.1); None: 22's value.
+pub(crate) fn host_device_info(name: ol_device_info_t) -> Option<InfoValue<'static>> {
+    use InfoValue::*;
+    Some(match name {
+        OL_DEVICE_INFO_NAME => Str("Host Offload Device"),
+        OL_DEVICE_INFO_PRODUCT_NAME => Str("Host"),
+        OL_DEVICE_INFO_VENDOR | OL_DEVICE_INFO_DRIVER_VERSION => Str("Unknown"),
+        OL_DEVICE_INFO_VENDOR_ID => U32(1),
+        OL_DEVICE_INFO_WORK_GROUP_LOCAL_MEM_SIZE | OL_DEVICE_INFO_GLOBAL_MEM_SIZE | OL_DEVICE_INFO_MAX_MEM_ALLOC_SIZE => {
+            U64(1)
+        }
+        _ => return None,
+    })
+}
+
 /// Values 29-32 for a 23 client: the FP support from the device's FP configs (the CPU device's come from
 /// its CPU features: half is supported where the CPU converts halves, F16C), cooperative launches where
 /// the plugin runs them. The virtual host device answers as 23's host plugin does: single and double,

@@ -258,3 +258,21 @@ pub fn next_queue_id() -> u64 {
 
 /// A map kept per program: (name, kind) -> symbol handle, so repeated lookups return the same handle.
 pub type SymbolCache = HashMap<(String, SymbolKind), Handle>;
+
+#[cfg(test)]
+mod platform_env_tests {
+    use super::*;
+
+    #[test]
+    fn offload_rs_platforms_values() {
+        assert_eq!(platforms_from_env(None).ok(), Some(PlatformSet::ALL));
+        assert_eq!(platforms_from_env(Some("  ")).ok(), Some(PlatformSet::ALL));
+        assert_eq!(platforms_from_env(Some("cpu")).ok(), Some(PlatformSet { cuda: false, cpu: true }));
+        assert_eq!(platforms_from_env(Some("CUDA, host")).ok(), Some(PlatformSet { cuda: true, cpu: false }));
+        assert_eq!(platforms_from_env(Some("host")).ok(), Some(PlatformSet { cuda: false, cpu: false }));
+        let e = platforms_from_env(Some("cpu,gpu")).err().map(|e| (e.code, e.details));
+        let (code, details) = e.unwrap_or((OL_ERRC_SUCCESS, String::new()));
+        assert_eq!(code, OL_ERRC_INVALID_VALUE);
+        assert!(details.contains("unknown platform 'gpu'"), "{details}");
+    }
+}

@@ -25,9 +25,9 @@ pub(crate) fn host_device_info(name: ol_device_info_t) -> Option<InfoValue<'stat
         OL_DEVICE_INFO_PRODUCT_NAME => Str("Host"),
         OL_DEVICE_INFO_VENDOR | OL_DEVICE_INFO_DRIVER_VERSION => Str("Unknown"),
         OL_DEVICE_INFO_VENDOR_ID => U32(1),
-        OL_DEVICE_INFO_WORK_GROUP_LOCAL_MEM_SIZE | OL_DEVICE_INFO_GLOBAL_MEM_SIZE | OL_DEVICE_INFO_MAX_MEM_ALLOC_SIZE => {
-            U64(1)
-        }
+        OL_DEVICE_INFO_WORK_GROUP_LOCAL_MEM_SIZE
+        | OL_DEVICE_INFO_GLOBAL_MEM_SIZE
+        | OL_DEVICE_INFO_MAX_MEM_ALLOC_SIZE => U64(1),
         _ => return None,
     })
 }

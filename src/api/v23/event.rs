@@ -89,7 +89,8 @@ pub unsafe extern "C" fn ol_get_event_elapsed_time(
                 ".StartEvent = {}, .EndEvent = {}, .ElapsedTime = {}",
                 trace::ptr(StartEvent),
                 trace::ptr(EndEvent),
-                trace::ptr(ElapsedTime)
+                // SAFETY: the out-parameter is NULL or valid (caller contract).
+                unsafe { super::print::pointee(ElapsedTime, super::print::float) }
             )
         },
     )

@@ -75,7 +75,15 @@ pub unsafe extern "C" fn ol_init(InitArgs: *const ol_init_args_t) -> ol_result_t
     });
     if runtime::context(&pin::pin()).is_some_and(|c| c.trace) {
         trace::begin("olInit");
-        trace::end(&format!(".InitArgs = {}", trace::ptr(InitArgs)), &r);
+        // SAFETY: NULL or readable per the caller contract (a short struct was refused before any read of
+        // more than `Size`; the tracer then shows only the pointer).
+        let shown = if !InitArgs.is_null() && unsafe { std::ptr::addr_of!((*InitArgs).Size).read_unaligned() } < 24 {
+            trace::ptr(InitArgs)
+        } else {
+            // SAFETY: as above, Size covers the struct.
+            unsafe { super::print::pointee(InitArgs, super::print::init_args) }
+        };
+        trace::end(&format!(".InitArgs = {shown}"), &r);
     }
     to_c(r)
 }

@@ -177,15 +177,26 @@ pub unsafe extern "C" fn ol_launch_kernel(
             }
         },
         || {
+            // SAFETY: NULL or valid per the caller contract.
+            let la = unsafe { super::print::pointee(LaunchSizeArgs, super::print::launch_size) };
+            // SAFETY: NULL or a terminated list per the caller contract (its first entry is shown).
+            let props = unsafe { super::print::pointee(Properties, super::print::launch_prop) };
+            let (ptrs, sizes) = if NumArgs > 0 {
+                // SAFETY: NumArgs > 0 entries each per the caller contract (NULL is shown as nullptr).
+                unsafe {
+                    (
+                        super::print::pointee(ArgPtrs.cast_const(), |p| trace::ptr(p.cast_const())),
+                        super::print::pointee(ArgSizes, |s| s.to_string()),
+                    )
+                }
+            } else {
+                (trace::ptr(ArgPtrs), trace::ptr(ArgSizes))
+            };
             format!(
-                ".Queue = {}, .Device = {}, .Kernel = {}, .LaunchSizeArgs = {}, .Properties = {}, .NumArgs = {NumArgs}, .ArgPtrs = {}, .ArgSizes = {}",
+                ".Queue = {}, .Device = {}, .Kernel = {}, .LaunchSizeArgs = {la}, .Properties = {props}, .NumArgs = {NumArgs}, .ArgPtrs = {ptrs}, .ArgSizes = {sizes}",
                 trace::ptr(Queue),
                 trace::ptr(Device),
                 trace::ptr(Kernel),
-                trace::ptr(LaunchSizeArgs),
-                trace::ptr(Properties),
-                trace::ptr(ArgPtrs),
-                trace::ptr(ArgSizes)
             )
         },
     )
@@ -229,12 +240,14 @@ pub unsafe extern "C" fn ol_get_kernel_max_cooperative_group_count(
             unsafe { write_out(MaxGroupCount, n, "MaxGroupCount") }
         },
         || {
+            // SAFETY: NULL or valid per the caller contract.
+            let la = unsafe { super::print::pointee(LaunchSizeArgs, super::print::launch_size) };
+            // SAFETY: the out-parameter is NULL or valid (caller contract).
+            let n = unsafe { super::print::pointee(MaxGroupCount.cast_const(), |n| n.to_string()) };
             format!(
-                ".Device = {}, .Kernel = {}, .LaunchSizeArgs = {}, .MaxGroupCount = {}",
+                ".Device = {}, .Kernel = {}, .LaunchSizeArgs = {la}, .MaxGroupCount = {n}",
                 trace::ptr(Device),
                 trace::ptr(Kernel),
-                trace::ptr(LaunchSizeArgs),
-                trace::ptr(MaxGroupCount)
             )
         },
     )

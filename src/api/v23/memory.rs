@@ -57,7 +57,7 @@ pub unsafe extern "C" fn ol_mem_alloc_aligned(
             format!(
                 ".Device = {}, .Type = {}, .Size = {Size}, .Alignment = {Alignment}, .AllocationOut = {}",
                 trace::ptr(Device),
-                Type.0,
+                crate::api::memory::alloc_type_name(Type),
                 // SAFETY: the out-parameter is NULL or valid (caller contract).
                 unsafe { trace::out_ptr(AllocationOut) }
             )
@@ -107,11 +107,15 @@ pub unsafe extern "C" fn ol_mem_prefetch(
             memory::prefetch(ctx, q, &ranges, Flags & OL_MEM_MIGRATION_FLAG_DEVICE_TO_HOST != 0)
         },
         || {
+            let (mems, sizes) = if Count > 0 {
+                // SAFETY: NULL or valid for Count > 0 entries per the caller contract.
+                unsafe { (super::print::pointee(Mems, trace::ptr), super::print::pointee(Sizes, |s| s.to_string())) }
+            } else {
+                (trace::ptr(Mems), trace::ptr(Sizes))
+            };
             format!(
-                ".Queue = {}, .Count = {Count}, .Mems = {}, .Sizes = {}, .Flags = {Flags}",
-                trace::ptr(Queue),
-                trace::ptr(Mems),
-                trace::ptr(Sizes)
+                ".Queue = {}, .Count = {Count}, .Mems = {mems}, .Sizes = {sizes}, .Flags = {Flags}",
+                trace::ptr(Queue)
             )
         },
     )

@@ -27,6 +27,13 @@ pub unsafe extern "C" fn ol_query_queue(Queue: ol_queue_handle_t, IsQueueWorkCom
             }
             Ok(())
         },
-        || format!(".Queue = {}, .IsQueueWorkCompleted = {}", trace::ptr(Queue), trace::ptr(IsQueueWorkCompleted)),
+        || {
+            format!(
+                ".Queue = {}, .IsQueueWorkCompleted = {}",
+                trace::ptr(Queue),
+                // SAFETY: the out-parameter is NULL or valid (caller contract).
+                unsafe { trace::out_bool(IsQueueWorkCompleted) }
+            )
+        },
     )
 }

@@ -213,8 +213,8 @@ pub trait Program: Send + Sync {
 
 pub trait Kernel: Send + Sync {
     fn name(&self) -> &str;
-    /// The byte size of each parameter, where the plugin knows the kernel's signature.
-    fn param_sizes(&self) -> Option<Vec<usize>> {
+    /// Size and alignment of each parameter, where the plugin knows the kernel's signature.
+    fn params(&self) -> Option<&[crate::jit::ParamLayout]> {
         None
     }
     fn as_any(&self) -> &dyn Any;

@@ -322,9 +322,10 @@ pub fn max_cooperative_groups(dev: &Device, sym: &Symbol, group_size: [u32; 3], 
     Ok(dev.plugin()?.max_cooperative_groups(kernel.as_ref(), group_size, shared)?)
 }
 
-/// The kernel's parameter sizes where its plugin knows them (23.1's `ArgSizes` are checked against them).
-pub fn kernel_param_sizes(sym: &Symbol) -> Option<Vec<usize>> {
-    sym.kernel.as_ref().and_then(|k| k.param_sizes())
+/// The kernel's parameter layout where its plugin knows it (23.1's `ArgSizes` are checked against it and
+/// the arguments laid out by it).
+pub fn kernel_params(sym: &Symbol) -> Option<&[crate::jit::ParamLayout]> {
+    sym.kernel.as_ref().and_then(|k| k.params())
 }
 
 pub fn optimal_group_size(dev: &Device, sym: &Symbol, shared: usize) -> OlResult<usize> {

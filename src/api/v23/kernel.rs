@@ -5,6 +5,7 @@ use std::ffi::c_void;
 use crate::api::{entry, raw_handle, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
+use crate::jit::ParamLayout;
 use crate::plugin::LaunchDims;
 use crate::runtime::handle;
 use crate::runtime::objects;
@@ -51,28 +52,33 @@ unsafe fn cooperative(props: *const ol_kernel_launch_prop_t) -> OlResult<bool> {
     )))
 }
 
-/// The arguments as one tightly packed buffer (the plugins lay it out like the kernel's parameters),
-/// with `ArgSizes` checked against the kernel's parameter sizes where the plugin knows them.
+/// Argument buffers up to this size are built on the stack (the common case: no allocation per launch).
+const INLINE_ARGS: usize = 256;
+
+/// The arguments in one buffer, laid out like the kernel's parameters (a naturally aligned C struct, the
+/// 22.1 form the plugins take) where the plugin knows them, with `ArgSizes` checked against them; packed
+/// without padding otherwise (the plugins recognise that form too). `f` gets the bytes.
 ///
 /// # Safety
 /// `ptrs`/`sizes` must be valid for `n` entries, each pointer for its size.
-unsafe fn pack(
+unsafe fn with_args<R>(
     name: &str,
-    known: Option<Vec<usize>>,
+    known: Option<&[ParamLayout]>,
     n: usize,
     ptrs: *mut *mut c_void,
     sizes: *const usize,
-) -> OlResult<Vec<u8>> {
+    f: impl FnOnce(&[u8]) -> OlResult<R>,
+) -> OlResult<R> {
     if n == 0 {
-        if let Some(k) = known.filter(|k| !k.is_empty()) {
+        if let Some(k) = known {
             return Err(OlError::invalid_argument(format!(
                 "kernel '{name}' takes {} arguments, NumArgs is 0",
                 k.len()
             )));
         }
-        return Ok(Vec::new());
+        return f(&[]);
     }
-    // SAFETY: n entries each (caller contract; NULL with n > 0 was rejected by validation).
+    // SAFETY: n entries each (caller contract; NULL with n > 0 was rejected before).
     let (ptrs, sizes) = unsafe { (std::slice::from_raw_parts(ptrs, n), std::slice::from_raw_parts(sizes, n)) };
     if let Some(k) = known {
         if k.len() != n {
@@ -81,28 +87,57 @@ unsafe fn pack(
                 k.len()
             )));
         }
-        if let Some(i) = (0..n).find(|&i| k[i] != sizes[i]) {
+        if let Some(i) = (0..n).find(|&i| k[i].size != sizes[i]) {
             return Err(OlError::invalid_argument(format!(
                 "argument {i} of kernel '{name}' is {} bytes, ArgSizes[{i}] is {}",
-                k[i], sizes[i]
+                k[i].size, sizes[i]
             )));
         }
     }
-    let mut buf = Vec::with_capacity(sizes.iter().sum());
-    for (i, (&p, &s)) in ptrs.iter().zip(sizes).enumerate() {
-        if s == 0 {
-            continue;
-        }
-        if p.is_null() {
+    // One pass into a stack buffer (the common case); arguments that do not fit are laid out again on the
+    // heap. Alignments are powers of two (C's); 1 for packed arguments.
+    let align = |i: usize| known.map_or(1, |k| k[i].align.max(1).next_power_of_two());
+    let mut inline = [0u8; INLINE_ARGS];
+    let mut off = 0usize;
+    let mut fits = true;
+    for i in 0..n {
+        let (p, s, a) = (ptrs[i], sizes[i], align(i));
+        off = off
+            .checked_add(a - 1)
+            .and_then(|o| (o & !(a - 1)).checked_add(s))
+            .ok_or_else(|| OlError::invalid_argument("the argument sizes add up to more than the address space"))?
+            - s;
+        if s > 0 && p.is_null() {
             return Err(OlError::new(
                 OL_ERRC_INVALID_NULL_POINTER,
                 format!("ArgPtrs[{i}] is NULL (ArgSizes[{i}] = {s})"),
             ));
         }
-        // SAFETY: ArgPtrs[i] is valid for ArgSizes[i] bytes (caller contract).
-        buf.extend_from_slice(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), s) });
+        if fits && off + s <= INLINE_ARGS {
+            // SAFETY: ArgPtrs[i] is valid for ArgSizes[i] bytes (caller contract); the destination is inside
+            // `inline` (checked just above).
+            unsafe { std::ptr::copy_nonoverlapping(p.cast::<u8>(), inline.as_mut_ptr().add(off), s) };
+        } else {
+            fits = false;
+        }
+        off += s;
     }
-    Ok(buf)
+    if fits {
+        return f(&inline[..off]);
+    }
+    let mut heap = vec![0u8; off];
+    let mut off = 0usize;
+    for i in 0..n {
+        let (p, s, a) = (ptrs[i], sizes[i], align(i));
+        off = (off + a - 1) & !(a - 1);
+        if s > 0 {
+            // SAFETY: as above; `heap` has room for every argument (the first pass summed them).
+            unsafe { std::ptr::copy_nonoverlapping(p.cast::<u8>(), heap.as_mut_ptr().add(off), s) };
+        }
+        off += s;
+    }
+    let buf: &[u8] = &heap;
+    f(buf)
 }
 
 /// Launch `Kernel` on `Device` over `LaunchSizeArgs`. `ArgPtrs[i]` points to argument `i` of
@@ -169,11 +204,14 @@ pub unsafe extern "C" fn ol_launch_kernel(
                 dyn_shared_mem: la.DynSharedMemory,
             };
             // SAFETY: NumArgs entries per the caller contract.
-            let args = unsafe { pack(&k.name, objects::kernel_param_sizes(k), NumArgs, ArgPtrs, ArgSizes) }?;
-            if coop {
-                objects::launch_kernel_cooperative(q, d, k, &args, dims)
-            } else {
-                objects::launch_kernel(q, d, k, &args, dims)
+            unsafe {
+                with_args(&k.name, objects::kernel_params(k), NumArgs, ArgPtrs, ArgSizes, |args| {
+                    if coop {
+                        objects::launch_kernel_cooperative(q, d, k, args, dims)
+                    } else {
+                        objects::launch_kernel(q, d, k, args, dims)
+                    }
+                })
             }
         },
         || {

@@ -123,9 +123,9 @@ impl Kernel for CpuKernel {
     fn name(&self) -> &str {
         &self.name
     }
-    fn param_sizes(&self) -> Option<Vec<usize>> {
+    fn params(&self) -> Option<&[ParamLayout]> {
         // hand-written kernels (tests) declare no parameters: unknown
-        if self.params.is_empty() { None } else { Some(self.params.iter().map(|p| p.size).collect()) }
+        if self.params.is_empty() { None } else { Some(&self.params) }
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -251,7 +251,7 @@ if step "make lib" make lib; then
   step "make install + a client built with pkg-config" install_check
   # LLVM's own conformance suites, built from Debian sid's orig tarballs (cached in build/; SKIP offline):
   # 22.1.8's against .so.22.1, 23.1.1's against .so.23.1, on the CPU device and the fake CUDA device.
-  # About 10 minutes cold on 2 cores (download, extract, build both), seconds warm. OFFLOAD_RS_CONFORMANCE=0 skips.
+  # About 6-7 minutes cold on 2 cores (download, extract, build both), seconds warm. OFFLOAD_RS_CONFORMANCE=0 skips.
   if [ "${OFFLOAD_RS_CONFORMANCE:-1}" != 0 ]; then
     step "LLVM 22.1.8 offload/unittests/OffloadAPI (CPU, fake CUDA)" bash scripts/llvm-unittests.sh 22
     step "LLVM 23.1.1 offload/unittests/OffloadAPI (CPU, fake CUDA)" bash scripts/llvm-unittests.sh 23

@@ -372,19 +372,51 @@ impl PreparedLaunch {
     /// each other (a grid barrier on global atomics) all make progress. Not the pool: its threads may be
     /// busy with other launches, and a chunk of groups on one thread would run them one after another.
     fn execute_cooperative(&self) -> PluginResult<()> {
+        // All or nothing: each group's thread first takes its buffers and reports ready; the kernel runs
+        // only once every thread is ready. A thread or buffer that cannot be had opens the gate as
+        // "abort": no group starts, so none spins forever waiting for a group that never comes.
+        struct Gate {
+            ready: u64,
+            failed: bool,
+        }
+        let gate = (Mutex::new(Gate { ready: 0, failed: false }), parking_lot::Condvar::new());
+        let total = self.total;
+        let wait_go = |prepared: bool| -> bool {
+            let (m, cv) = &gate;
+            let mut g = m.lock();
+            g.ready += 1;
+            g.failed |= !prepared;
+            cv.notify_all();
+            while g.ready < total && !g.failed {
+                cv.wait(&mut g);
+            }
+            !g.failed
+        };
         let ok = std::thread::scope(|s| {
             let mut handles = Vec::new();
-            for g in 0..self.total {
+            for g in 0..total {
+                let wait_go = &wait_go;
                 let h = std::thread::Builder::new()
                     .name(format!("offload-coop-{g}"))
                     .stack_size(256 * 1024)
                     .spawn_scoped(s, move || {
                         let mut slot = WorkerSlot::default();
+                        let prepared = slot.local.get(self.static_local).is_some()
+                            && slot.dyn_local.get(self.dyn_local).is_some()
+                            && slot.scratch.get(self.scratch).is_some();
+                        if !wait_go(prepared) {
+                            return false;
+                        }
                         on_kernel_stack(|| self.run(g, g + 1, &mut slot)).unwrap_or(false)
                     });
                 match h {
                     Ok(h) => handles.push(h),
-                    Err(_) => return Err(g),
+                    Err(_) => {
+                        let (m, cv) = &gate;
+                        m.lock().failed = true;
+                        cv.notify_all();
+                        return Err(g);
+                    }
                 }
             }
             Ok(handles.into_iter().all(|h| h.join().unwrap_or(false)))

@@ -1,6 +1,10 @@
-# Build, test and install offload-rs as libLLVMOffload.so.22.1.
+# Build, test and install offload-rs as libLLVMOffload.so.22.1 and libLLVMOffload.so.23.1 (one core, two ABIs).
 #
-#   make            release library in build/lib (libLLVMOffload.so.22.1 + libLLVMOffload.so symlink)
+#   make            release libraries: build/lib (libLLVMOffload.so.22.1 + libLLVMOffload.so symlink) and
+#                   build/lib23 (libLLVMOffload.so.23.1 + libLLVMOffload.so), each with offload-rs/offload-rs-jit
+#                   beside it. The 23 library links a copy of the same staticlib in which objcopy renames
+#                   the 23.1 entry points (src/api/v23, offload_rs_v23_olX) to their C names
+#                   (scripts/abi23-syms.sh).
 #   make test       everything CI runs (see scripts/test.sh)
 #   make install PREFIX=/opt/offload-rs   (the library, its compile helper lib/offload-rs/offload-rs-jit,
 #                                          the header and the pkg-config file)
@@ -19,6 +23,7 @@ STATICLIB  := $(TARGET_DIR)/$(PROFILE_DIR)/liboffload_rs.a
 HELPER     := $(TARGET_DIR)/$(PROFILE_DIR)/offload-rs-jit
 OUT        ?= build
 SONAME     := libLLVMOffload.so.22.1
+SONAME23   := libLLVMOffload.so.23.1
 NATIVE_LIBS := -L$(LLVM_LIBDIR) -lLLVM-22 -lstdc++ -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 EXTRA_LDFLAGS ?=
 
@@ -37,6 +42,14 @@ lib: staticlib
 	ln -sf $(SONAME) $(OUT)/lib/libLLVMOffload.so
 	@mkdir -p $(OUT)/lib/offload-rs
 	install -m 755 $(HELPER) $(OUT)/lib/offload-rs/offload-rs-jit
+	@mkdir -p $(OUT)/lib23/offload-rs $(OUT)/abi23
+	bash scripts/abi23-syms.sh $(STATICLIB) > $(OUT)/abi23/abi23.syms
+	objcopy --redefine-syms=$(OUT)/abi23/abi23.syms $(STATICLIB) $(OUT)/abi23/liboffload_rs_23.a
+	cc -shared -o $(OUT)/lib23/$(SONAME23) -Wl,--whole-archive $(OUT)/abi23/liboffload_rs_23.a -Wl,--no-whole-archive \
+	   -Wl,--version-script=exports.map -Wl,-soname,$(SONAME23) -Wl,--gc-sections -Wl,-z,defs \
+	   $(NATIVE_LIBS) $(EXTRA_LDFLAGS)
+	ln -sf $(SONAME23) $(OUT)/lib23/libLLVMOffload.so
+	install -m 755 $(HELPER) $(OUT)/lib23/offload-rs/offload-rs-jit
 
 header:  # regenerate include/offload/OffloadAPI.h with cbindgen (tests/header.rs)
 	UPDATE_HEADER=1 cargo test --test header
@@ -50,6 +63,14 @@ install: lib
 	install -m 644 include/offload/OffloadAPI.h $(DESTDIR)$(PREFIX)/include/offload/OffloadAPI.h
 	sed -e 's|@PREFIX@|$(PREFIX)|g' offload-rs.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/offload-rs.pc
 	ln -sf offload-rs.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/LLVMOffload.pc
+	# 23.1, side by side: lib/offload-rs-23/ (its own libLLVMOffload.so link and helper), include/offload-23
+	install -d $(DESTDIR)$(PREFIX)/lib/offload-rs-23/offload-rs $(DESTDIR)$(PREFIX)/include/offload-23/offload
+	install -m 755 $(OUT)/lib23/$(SONAME23) $(DESTDIR)$(PREFIX)/lib/$(SONAME23)
+	ln -sf ../$(SONAME23) $(DESTDIR)$(PREFIX)/lib/offload-rs-23/libLLVMOffload.so
+	ln -sf ../$(SONAME23) $(DESTDIR)$(PREFIX)/lib/offload-rs-23/$(SONAME23)
+	install -m 755 $(OUT)/lib23/offload-rs/offload-rs-jit $(DESTDIR)$(PREFIX)/lib/offload-rs-23/offload-rs/offload-rs-jit
+	install -m 644 include/offload-23/OffloadAPI.h $(DESTDIR)$(PREFIX)/include/offload-23/offload/OffloadAPI.h
+	sed -e 's|@PREFIX@|$(PREFIX)|g' offload-rs-23.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/offload-rs-23.pc
 
 test:
 	bash scripts/test.sh

@@ -6,6 +6,15 @@
 #
 #   make lib && make -C ffi-tests fake-cuda
 #   bash scripts/llvm-unittests.sh /path/to/llvm-project     # or LLVM_SRC=/path/to/llvm-project
+#   bash scripts/llvm-unittests.sh 22 | 23                   # fetch 22.1.8's / 23.1.1's source first
+#                                                            # (scripts/fetch-llvm-source.sh, cached)
+#
+# The release is read from the tests (23.1 has memory/olMemAllocAligned.cpp). For 23.1 the tests compile
+# against include/offload-23/OffloadAPI.h (and an OffloadPrint.hpp generated into the build directory
+# with offload-tblgen -gen-print-header from 23.1.1's .td files; scripts/gen-header-23.sh builds the tool)
+# and link our build/lib23/libLLVMOffload.so.23.1 (there is no LLVM 23 library to link on Debian 12);
+# the build directory is build/llvm-unittests-23. Its platform group also builds
+# platform/olRegisterRPCCallback.cpp, which 23.1.1 ships but does not build (3 tests).
 #
 # The groups and their files come from the tests' CMakeLists.txt (add_offload_unittest), the kernels
 # from device_code/CMakeLists.txt (add_offload_test_device_code), compiled to nvptx64 bitcode as
@@ -24,17 +33,41 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SRC=${1:-${LLVM_SRC:-}}
+case "$SRC" in
+  22|23) SRC=$(bash "$ROOT/scripts/fetch-llvm-source.sh" "$SRC") || { echo "SKIP: LLVM's source could not be fetched"; exit 0; } ;;
+esac
 T=$SRC/offload/unittests/OffloadAPI
 if [ -z "$SRC" ] || [ ! -f "$T/common/Environment.cpp" ] || [ ! -f "$T/CMakeLists.txt" ]; then
   echo "usage: $0 LLVM_SRC (a checkout of llvm-project 22.x holding offload/unittests/OffloadAPI)" >&2
   exit 2
 fi
-B=${LLVM_UNITTESTS_BUILD:-$ROOT/build/llvm-unittests}
 LLVM=${LLVM_DIR:-/usr/lib/llvm-22}
-LIB=$ROOT/build/lib
-[ -f "$LIB/libLLVMOffload.so.22.1" ] || { echo "no $LIB/libLLVMOffload.so.22.1: run 'make lib' first" >&2; exit 2; }
+if [ -f "$T/memory/olMemAllocAligned.cpp" ]; then ABI=23; else ABI=22; fi
+if [ $ABI = 23 ]; then
+  B=${LLVM_UNITTESTS_BUILD:-$ROOT/build/llvm-unittests-23}
+  LIB=$ROOT/build/lib23
+  SONAME=libLLVMOffload.so.23.1
+else
+  B=${LLVM_UNITTESTS_BUILD:-$ROOT/build/llvm-unittests}
+  LIB=$ROOT/build/lib
+  SONAME=libLLVMOffload.so.22.1
+fi
+[ -f "$LIB/$SONAME" ] || { echo "no $LIB/$SONAME: run 'make lib' first" >&2; exit 2; }
 [ -f /usr/include/gtest/gtest.h ] || { echo "gtest missing: apt-get install libgtest-dev" >&2; exit 2; }
 mkdir -p "$B"
+INC=$B/include
+mkdir -p "$INC"
+if [ $ABI = 23 ]; then
+  # The header we ship, and OffloadPrint.hpp (the tests print results with it) from the same .td files.
+  cp "$ROOT/include/offload-23/OffloadAPI.h" "$INC/OffloadAPI.h.new"
+  cmp -s "$INC/OffloadAPI.h.new" "$INC/OffloadAPI.h" && rm "$INC/OffloadAPI.h.new" || mv "$INC/OffloadAPI.h.new" "$INC/OffloadAPI.h"
+  if [ ! -f "$INC/OffloadPrint.hpp" ]; then
+    TOOL=$ROOT/build/offload-tblgen/offload-tblgen
+    [ -x "$TOOL" ] || bash "$ROOT/scripts/gen-header-23.sh" --check >/dev/null
+    API=$SRC/offload/liboffload/API
+    "$TOOL" -gen-print-header -I "$API" "$API/OffloadAPI.td" -o "$INC/OffloadPrint.hpp"
+  fi
+fi
 
 # A copy of the tests with the local change; unchanged files keep their mtimes, so make rebuilds only what changed.
 mkdir -p "$B/src"
@@ -61,23 +94,34 @@ done
 rm -rf "$B/src.new"
 
 # The Makefile: one gtest binary per add_offload_unittest group, the kernels from device_code.
-python3 - "$B" "$LLVM" "${CLANG:-$LLVM/bin/clang}" "$SRC/offload/unittests" <<'EOF'
+python3 - "$B" "$LLVM" "${CLANG:-$LLVM/bin/clang}" "$SRC/offload/unittests" "$LIB" <<'EOF'
 import re, sys
-b, llvm, clang, unittests = sys.argv[1:]
+b, llvm, clang, unittests, ourlib = sys.argv[1:]
 src = f"{b}/src"
 cm = open(f"{src}/CMakeLists.txt").read()
 groups = re.findall(r'add_offload_unittest\("(\w+)"\s+([^)]*)\)', cm)
+# 23.1.1 ships platform/olRegisterRPCCallback.cpp (3 tests) but its CMakeLists does not build it: we do.
+import os
+extra = "platform/olRegisterRPCCallback.cpp"
+if os.path.exists(f"{src}/{extra}") and extra not in cm:
+    groups = [(n, f + " " + extra if n == "platform" else f) for n, f in groups]
 nowrap = set(re.findall(r'target_compile_definitions\("(\w+)\.unittests"[^)]*DISABLE_WRAPPER', cm))
 dc = open(f"{src}/device_code/CMakeLists.txt").read()
 kernels = re.findall(r'add_offload_test_device_code\((\S+)\s+(\w+)([^)]*)\)', dc)
 cxx = f"{llvm}/bin/clang++"
-cxxflags = (f"-std=c++17 -O1 -g -I{llvm}/include -I{llvm}/include/offload -I{src}/common "
+inc = f"{b}/include"
+abi = "23" if __import__("os").path.exists(f"{src}/memory/olMemAllocAligned.cpp") else "22"
+cxxflags = (f"-std=c++17 -O1 -g -I{inc} -I{llvm}/include -I{llvm}/include/offload -I{src}/common "
             f"-D_GNU_SOURCE -D__STDC_CONSTANT_MACROS -D__STDC_FORMAT_MACROS -D__STDC_LIMIT_MACROS "
             f"-DDEVICE_CODE_PATH='\"{b}/device_code\"'")
 # Linked against LLVM's own libLLVMOffload.so.22.1 (same soname and symbols); ours is put first on
 # LD_LIBRARY_PATH when they run, as a drop-in is used, so the build does not depend on the checkout.
 ldflags = (f"-L{llvm}/lib -Wl,-rpath,{llvm}/lib -lLLVMOffload -lLLVM-22 "
            "-lgtest_main -lgtest -lpthread")
+if abi == "23":
+    # no LLVM 23 library here: link ours (its soname libLLVMOffload.so.23.1)
+    ldflags = (f"{ourlib}/libLLVMOffload.so.23.1 -L{llvm}/lib -Wl,-rpath,{llvm}/lib -lLLVM-22 "
+               "-lgtest_main -lgtest -lpthread")
 bc = (f"-I{unittests} --target=nvptx64-nvidia-cuda -march=sm_70 -Xclang -target-feature -Xclang +ptx70 -nogpulib "
       "-ffreestanding -O2 -emit-llvm -c")
 out, bins, bcs = [], [], []
@@ -126,7 +170,7 @@ for dev in ${LLVM_UNITTESTS_DEVICES:-cpu cuda}; do
     *) echo "unknown device '$dev' (cpu, cuda or llvm)" >&2; exit 2 ;;
   esac
   rm -rf "$B/results/$dev" && mkdir -p "$B/results/$dev"
-  lib=$(env ${env[@]+"${env[@]}"} ldd "$B/$(head -1 "$B/binaries")" | awk '$1 == "libLLVMOffload.so.22.1" { print $3 }')
+  lib=$(env ${env[@]+"${env[@]}"} ldd "$B/$(head -1 "$B/binaries")" | awk -v so="$SONAME" '$1 == so { print $3 }')
   echo "== $dev: $lib"
   while read -r bin; do
     name=$(basename "$bin" .unittests)

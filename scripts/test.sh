@@ -67,7 +67,7 @@ ctest() {
 }
 
 C_TESTS=(test_foundation test_cpu_device test_misuse test_dlopen test_programs test_kernels test_kmem test_queues
-  test_stress test_cuda test_suite test_jit_service test_settings)
+  test_stress test_cuda test_suite test_jit_service test_settings test_api23)
 # Under valgrind: all but the JIT-heavy tests (LLVM code generation under valgrind takes minutes per
 # program and would break CI's 30-minute budget); those run under ASan+UBSan instead.
 VALGRIND_TESTS=(test_foundation test_cpu_device test_misuse test_dlopen test_queues)
@@ -212,7 +212,13 @@ install_check() { # install into a scratch prefix; build and run the demo agains
   if grep -q "JIT helper unavailable" "$LOG/install-jit.log"; then
     cat "$LOG/install-jit.log"; echo "the installed library did not find its compile helper"; return 1
   fi
-  echo "installed to $prefix; demo built with pkg-config ran against it; a program compiled by the installed helper"
+  # 23.1 beside it: a client built with `pkg-config offload-rs-23` loads libLLVMOffload.so.23.1
+  # shellcheck disable=SC2046
+  cc -std=c11 -O1 ffi-tests/demo23.c -o "$prefix/demo23" \
+    $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs offload-rs-23) -Wl,-rpath,"$prefix/lib/offload-rs-23" || return 1
+  LD_LIBRARY_PATH= "$prefix/demo23" > "$LOG/install-demo23.log" 2>&1 || { cat "$LOG/install-demo23.log"; return 1; }
+  LD_LIBRARY_PATH= ldd "$prefix/demo23" | grep "libLLVMOffload.so.23.1" > /dev/null || { echo "demo23 did not load the installed 23.1 library"; return 1; }
+  echo "installed to $prefix; demo built with pkg-config ran against it; a program compiled by the installed helper; demo23 (pkg-config offload-rs-23) ran against libLLVMOffload.so.23.1"
 }
 
 summary() { # the failed sections, then the C tests' total as the last line; the exit status
@@ -260,7 +266,11 @@ fi
 step "cargo test (incl. tests/header.rs)" cargo test
 if step "make lib" make lib; then
   step "symbol check" bash ffi-tests/check_symbols.sh
+  step "symbol check of the 23.1 library" bash ffi-tests/check_symbols_23.sh
   step "ABI check (compile ffi-tests/abi_check.cpp)" make -C ffi-tests abi
+  step "23.1 ABI check (ffi-tests/gen_abi_check_23.py against include/offload-23)" make -C ffi-tests abi23
+  # offload-tblgen's output for 23.1.1 (needs Debian sid's deb-src: SKIP offline)
+  step "include/offload-23/OffloadAPI.h is offload-tblgen's" bash scripts/gen-header-23.sh --check
   step "tests compile against our header" make -C ffi-tests ours
   if step "build C tests" make -C ffi-tests tests asan; then
     step "C tests" run_c_tests
@@ -272,6 +282,13 @@ if step "make lib" make lib; then
   fi
   step "llvm-offload-device-info-22 with our library" device_info_tool
   step "make install + a client built with pkg-config" install_check
+  # LLVM's own conformance suites, built from Debian sid's orig tarballs (cached in build/; SKIP offline):
+  # 22.1.8's against .so.22.1, 23.1.1's against .so.23.1, on the CPU device and the fake CUDA device.
+  # About 6-7 minutes cold on 2 cores (download, extract, build both), seconds warm. OFFLOAD_RS_CONFORMANCE=0 skips.
+  if [ "${OFFLOAD_RS_CONFORMANCE:-1}" != 0 ]; then
+    step "LLVM 22.1.8 offload/unittests/OffloadAPI (CPU, fake CUDA)" bash scripts/llvm-unittests.sh 22
+    step "LLVM 23.1.1 offload/unittests/OffloadAPI (CPU, fake CUDA)" bash scripts/llvm-unittests.sh 23
+  fi
   # A short, repeatable fuzz run of both targets (the 10-minute runs are in BENCHMARKS.md).
   step "fuzz (scripts/fuzz.sh 15, fixed seed)" env FUZZ_SEED=1 bash scripts/fuzz.sh 15
   # The same targets on the CUDA device of the fake driver (needs build/fake-cuda from the C tests' build).

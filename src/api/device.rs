@@ -6,8 +6,8 @@ use crate::api::entry;
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
 use crate::info::{self, InfoQuery, InfoValue};
-use crate::runtime::Context;
 use crate::runtime::handle;
+use crate::runtime::{Abi, Context};
 use crate::runtime::{Device, DeviceKind};
 use crate::trace;
 
@@ -163,11 +163,27 @@ impl InfoQuery for DeviceQuery {
     const ARG: &'static str = "Device";
     const NULL_CHECK: &'static str = "NULL == Device";
     fn name(name: ol_device_info_t) -> &'static str {
-        device_info_name(name)
+        let v23 = || crate::runtime::context(&crate::runtime::pin::pin()).is_some_and(|c| c.abi == Abi::V23);
+        match super::v23::device::device_info_name(name) {
+            Some(n) if v23() => n,
+            _ => device_info_name(name),
+        }
     }
     #[inline(always)]
     fn value(ctx: &Context, obj: u64, name: ol_device_info_t) -> OlResult<InfoValue<'_>> {
-        device_info(handle::device(ctx, obj)?, name)
+        let dev = handle::device(ctx, obj)?;
+        // the infos 23.1 appended exist for a 23 client only (src/api/v23)
+        if ctx.abi == Abi::V23 {
+            if (OL_DEVICE_INFO_LAST.0..OL_DEVICE_INFO_LAST_23.0).contains(&name.0) {
+                return super::v23::device::device_info(dev, name);
+            }
+            if dev.is_host()
+                && let Some(v) = super::v23::device::host_device_info(name)
+            {
+                return Ok(v);
+            }
+        }
+        device_info(dev, name)
     }
 }
 

@@ -18,7 +18,7 @@ fn tracing() -> bool {
 /// Always safe to call; `unsafe` only because it is a C entry point.
 #[unsafe(export_name = "olInit")]
 pub unsafe extern "C" fn ol_init() -> ol_result_t {
-    let r = guarded("olInit", runtime::init);
+    let r = guarded("olInit", || runtime::init(runtime::InitOptions::default()));
     // Traced entirely after the call: only then is it known whether tracing is on (as in LLVM 22).
     if tracing() {
         trace::begin("olInit");

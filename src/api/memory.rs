@@ -11,7 +11,7 @@ use crate::runtime::handle;
 use crate::runtime::{Context, memory};
 use crate::trace;
 
-fn alloc_type_name(t: ol_alloc_type_t) -> &'static str {
+pub(crate) fn alloc_type_name(t: ol_alloc_type_t) -> &'static str {
     enumerator_name!(t;
         OL_ALLOC_TYPE_HOST,
         OL_ALLOC_TYPE_DEVICE,

@@ -18,6 +18,10 @@ pub mod platform;
 pub mod program;
 pub mod queue;
 pub mod symbol;
+/// The 23.1 entry points; not part of the 22 header.
+///
+/// cbindgen:ignore
+pub mod v23;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 

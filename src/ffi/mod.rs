@@ -8,6 +8,12 @@
 
 use std::ffi::{c_char, c_void};
 
+/// The types 23.1 added; not part of the 22 header.
+///
+/// cbindgen:ignore
+pub mod v23;
+pub use v23::*;
+
 /// The enumerator name of a C enum value, as LLVM's tracer prints it (traces and error texts):
 /// `enumerator_name!(v; A, B, ...)` is `match v { A => "A", B => "B", ..., _ => "unknown enumerator" }`.
 /// Each name comes from its constant, so a gap or a reordering in the values cannot misname one (as an

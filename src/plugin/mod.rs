@@ -162,6 +162,47 @@ pub trait Device: Send + Sync {
     /// queues whose handles are gone (e.g. host functions of destroyed queues). Errors are the queues'.
     fn drain(&self) {}
 
+    // ---- LLVM 23.1's additions (src/api/v23); the defaults are what a device without them answers ----
+
+    /// `olMemAllocAligned`: `align` is a power of two. Default: alignments up to 256 (what cuMemAlloc
+    /// guarantees) from [`Device::alloc`], larger ones UNSUPPORTED (as 23's CUDA plugin answers).
+    fn alloc_aligned(&self, size: usize, kind: AllocKind, align: usize) -> PluginResult<usize> {
+        if align <= 256 {
+            return self.alloc(size, kind);
+        }
+        Err(PluginError::Unsupported(format!(
+            "an alignment of {align} bytes is more than this device's allocator guarantees (256)"
+        )))
+    }
+    /// `olMemRegister` without `OL_MEMORY_REGISTER_FLAG_LOCK_MEMORY`: account for the range, no page-lock.
+    /// Default: as [`Device::register_host`] (devices that never page-lock).
+    fn register_host_unlocked(&self, ptr: usize, size: usize) -> PluginResult<usize> {
+        self.register_host(ptr, size)
+    }
+    /// `olGetKernelMaxCooperativeGroupCount`: how many work-groups of `group_size` work-items (with
+    /// `dyn_shared_mem`) can run at the same time, so that a grid-wide barrier completes. Default: none.
+    fn max_cooperative_groups(
+        &self,
+        _kernel: &dyn Kernel,
+        _group_size: [u32; 3],
+        _dyn_shared_mem: usize,
+    ) -> PluginResult<u32> {
+        Err(PluginError::Unsupported("cooperative launches are not supported on this device".into()))
+    }
+    /// `OL_DEVICE_INFO_COOPERATIVE_LAUNCH_SUPPORT`.
+    fn cooperative_launch_support(&self) -> bool {
+        false
+    }
+    /// A blocking cooperative launch: every group of the grid runs at the same time.
+    fn launch_cooperative_sync(&self, _kernel: Arc<dyn Kernel>, _args: &[u8], _dims: LaunchDims) -> PluginResult<()> {
+        Err(PluginError::Unsupported("cooperative launches are not supported on this device".into()))
+    }
+    /// `olMemPrefetch` of `[ptr, ptr+size)` (inside an allocation of this device). Default: a no-op (memory
+    /// the device reads where it is).
+    fn prefetch(&self, _ptr: usize, _size: usize, _to_host: bool) -> PluginResult<()> {
+        Ok(())
+    }
+
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -175,6 +216,10 @@ pub trait Program: Send + Sync {
 
 pub trait Kernel: Send + Sync {
     fn name(&self) -> &str;
+    /// Size and alignment of each parameter, where the plugin knows the kernel's signature.
+    fn params(&self) -> Option<&[crate::jit::ParamLayout]> {
+        None
+    }
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -194,6 +239,10 @@ pub trait Queue: Send + Sync {
     fn launch(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()>;
     /// Enqueue a host callback; it runs in queue order and may outlive the queue's handle.
     fn host_fn(&self, f: Box<dyn FnOnce() + Send>) -> PluginResult<()>;
+    /// Enqueue a cooperative launch (LLVM 23.1): every group of the grid runs at the same time.
+    fn launch_cooperative(&self, _kernel: Arc<dyn Kernel>, _args: &[u8], _dims: LaunchDims) -> PluginResult<()> {
+        Err(PluginError::Unsupported("cooperative launches are not supported on this device".into()))
+    }
     /// Mark everything enqueued so far. `None` when the queue is already empty (always complete).
     fn record_event(&self) -> PluginResult<Option<Arc<dyn Event>>>;
     /// Later work on this queue waits for `event` (which may belong to another device or plugin);

@@ -149,6 +149,17 @@ impl AllocTable {
     }
 
     pub fn alloc(&self, dev: &Arc<Device>, raw_type: u32, size: usize) -> OlResult<usize> {
+        self.alloc_aligned(dev, raw_type, size, None)
+    }
+
+    /// `olMemAlloc`, and 23.1's `olMemAllocAligned` with `align` (a power of two).
+    pub fn alloc_aligned(
+        &self,
+        dev: &Arc<Device>,
+        raw_type: u32,
+        size: usize,
+        align: Option<usize>,
+    ) -> OlResult<usize> {
         let pdev = dev.plugin()?;
         let kind = kind_of(raw_type);
         let limit = pdev.global_mem_size();
@@ -173,7 +184,10 @@ impl AllocTable {
         let mut result = Err(OlError::new(OL_ERRC_BACKEND_FAILURE, "failed to allocate non-overlapping memory"));
         // Different devices may hand out overlapping ranges: retry like LLVM 22 (50 attempts).
         for _ in 0..50 {
-            let p = pdev.alloc(size, kind)?;
+            let p = match align {
+                None => pdev.alloc(size, kind)?,
+                Some(a) => pdev.alloc_aligned(size, kind, a)?,
+            };
             if p == 0 {
                 result = Err(OlError::new(OL_ERRC_OUT_OF_RESOURCES, "failed to allocate from device allocator"));
                 break;
@@ -391,7 +405,13 @@ static REGISTERED: AtomicUsize = AtomicUsize::new(0);
 
 /// `olMemRegister` after validation; returns the device-accessible pointer.
 pub fn register(dev: &Device, ptr: usize, size: usize) -> OlResult<usize> {
-    let pinned = dev.plugin()?.register_host(ptr, size)?;
+    register_with(dev, ptr, size, true)
+}
+
+/// `olMemRegister`; 23.1 page-locks only with `OL_MEMORY_REGISTER_FLAG_LOCK_MEMORY` (`lock`).
+pub fn register_with(dev: &Device, ptr: usize, size: usize, lock: bool) -> OlResult<usize> {
+    let p = dev.plugin()?;
+    let pinned = if lock { p.register_host(ptr, size)? } else { p.register_host_unlocked(ptr, size)? };
     REGISTERED.fetch_add(1, Ordering::Relaxed);
     Ok(pinned)
 }
@@ -412,6 +432,31 @@ pub fn unregister(dev: &Device, ptr: usize) -> OlResult<()> {
     }
     pdev.unregister_host(ptr)?;
     REGISTERED.fetch_sub(1, Ordering::Relaxed);
+    Ok(())
+}
+
+/// `olMemPrefetch` (23.1) after validation: every range must lie inside one allocation of the queue's
+/// device (or of a host-addressable device); the plugin then migrates it (a no-op where memory is read in
+/// place, as on the CPU device).
+pub fn prefetch(ctx: &Context, q: &Queue, ranges: &[(usize, usize)], to_host: bool) -> OlResult<()> {
+    let pdev = q.device.plugin()?;
+    for &(ptr, size) in ranges {
+        let Some(a) = ctx.allocs.find(ptr) else {
+            return Err(OlError::invalid_argument(format!(
+                "olMemPrefetch: {ptr:#x} is not inside an allocation made by olMemAlloc"
+            )));
+        };
+        if size > a.base + a.size - ptr {
+            return Err(OlError::new(
+                OL_ERRC_INVALID_SIZE,
+                format!(
+                    "olMemPrefetch: {size} bytes at {ptr:#x} run past the end of its allocation ({} bytes at {:#x})",
+                    a.size, a.base
+                ),
+            ));
+        }
+        pdev.prefetch(ptr, size, to_host)?;
+    }
     Ok(())
 }
 

@@ -22,14 +22,80 @@ pub use objects::{Device, DeviceKind, Event, Platform, Program, Queue, Symbol, S
 
 /// Everything `olInit` builds and the last `olShutDown` tears down.
 pub struct Context {
+    /// Which release's API the client speaks: set by the `olInit` that built the context (each library,
+    /// `.so.22.1` or `.so.23.1`, exports one of them; see src/api/v23).
+    pub abi: Abi,
     pub trace: bool,
     pub validate: bool,
     /// devices in iteration order (host device last)
     pub devices: Vec<Arc<Device>>,
     pub host_device: Handle,
     pub allocs: memory::AllocTable,
+    /// 23.1's `olPlatformRegisterRPCCallback`: platform -> callback address (kept, never called: no
+    /// device of ours makes RPC calls).
+    pub rpc_callbacks: Mutex<HashMap<Handle, usize>>,
     /// Queues destroyed while busy: drained at shutdown.
     pub outstanding: Mutex<Vec<Arc<dyn plugin::Queue>>>,
+}
+
+/// The API release of the client: decides what differs between 22.1 and 23.1 below the entry points
+/// (the device infos 23 appended, events always recorded, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Abi {
+    V22,
+    V23,
+}
+
+/// The platforms a first `olInit` may create.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlatformSet {
+    pub cuda: bool,
+    pub cpu: bool,
+}
+
+/// cbindgen:ignore
+impl PlatformSet {
+    pub const ALL: PlatformSet = PlatformSet { cuda: true, cpu: true };
+}
+
+/// What the first `olInit` builds: the client's ABI and the platforms it asked for (23's
+/// `ol_init_args_t::Platforms`; every platform for 22 and for a NULL/empty list). The host platform is
+/// always created (LLVM 22 and 23 both do: clients find the host side of `olMemcpy` there).
+#[derive(Clone, Copy, Debug)]
+pub struct InitOptions {
+    pub abi: Abi,
+    pub platforms: PlatformSet,
+}
+
+impl Default for InitOptions {
+    fn default() -> Self {
+        InitOptions { abi: Abi::V22, platforms: PlatformSet::ALL }
+    }
+}
+
+/// `OFFLOAD_RS_PLATFORMS`: a comma list of `cpu`, `cuda`, `host` restricting the platforms the first
+/// `olInit` creates (unset or empty: all). `host` is accepted and changes nothing: the host platform is
+/// always there. Anything else is an error of `olInit` (INVALID_VALUE) naming the bad entry.
+pub fn platforms_from_env(value: Option<&str>) -> OlResult<PlatformSet> {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else { return Ok(PlatformSet::ALL) };
+    let mut set = PlatformSet { cuda: false, cpu: false };
+    for item in v.split(',').map(str::trim) {
+        match item.to_ascii_lowercase().as_str() {
+            "cpu" => set.cpu = true,
+            "cuda" => set.cuda = true,
+            "host" => {}
+            _ => {
+                return Err(OlError::new(
+                    OL_ERRC_INVALID_VALUE,
+                    format!(
+                        "OFFLOAD_RS_PLATFORMS='{v}': unknown platform '{item}' (expected a comma-separated list of \
+                         cpu, cuda, host)"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(set)
 }
 
 struct InitState {
@@ -51,17 +117,26 @@ pub fn context(_pin: &pin::Guard) -> Option<&Context> {
 }
 
 /// `olInit`: reference counted; the first call builds platforms and devices and reads the environment.
-pub fn init() -> OlResult<()> {
+/// A repeated call only counts (its options are not looked at, as in LLVM 23).
+pub fn init(opts: InitOptions) -> OlResult<()> {
     let mut st = INIT.lock();
     if st.refcount > 0 {
         st.refcount += 1;
         return Ok(());
     }
+    let env = platforms_from_env(std::env::var("OFFLOAD_RS_PLATFORMS").ok().as_deref())?;
+    let want = PlatformSet { cuda: env.cuda && opts.platforms.cuda, cpu: env.cpu && opts.platforms.cpu };
+    if std::env::var_os("OFFLOAD_RS_DEBUG").is_some() {
+        eprintln!("offload-rs: olInit ({:?}): platforms cuda={} cpu={} host=true", opts.abi, want.cuda, want.cpu);
+    }
     let trace = std::env::var_os("OFFLOAD_TRACE").is_some();
     let validate = std::env::var_os("OFFLOAD_DISABLE_VALIDATION").is_none();
     crate::jit::set_memcheck(std::env::var_os("OFFLOAD_RS_MEMCHECK").is_some_and(|v| v == "1"));
     // OFFLOAD_RS_CPU_THREADS and OFFLOAD_RS_CPU_TARGET: a value the CPU device cannot use fails olInit
-    plugin::cpu::check_settings()?;
+    // (when there is to be a CPU device)
+    if want.cpu {
+        plugin::cpu::check_settings()?;
+    }
 
     let mut devices = Vec::new();
     let mut add_platform = |name: &str, vendor: &str, backend: ol_platform_backend_t, devs: Vec<DeviceKind>| {
@@ -87,17 +162,25 @@ pub fn init() -> OlResult<()> {
         }
     };
     let plugin_devs = |v: Vec<Arc<dyn plugin::Device>>| v.into_iter().map(DeviceKind::Plugin).collect::<Vec<_>>();
-    add_platform("CUDA", "Unknown platform vendor", OL_PLATFORM_BACKEND_CUDA, plugin_devs(plugin::cuda::devices()));
-    add_platform("CPU", "offload-rs", OL_PLATFORM_BACKEND_CPU, plugin_devs(plugin::cpu::devices()));
-    add_platform("Host", "Unknown platform vendor", OL_PLATFORM_BACKEND_HOST, vec![DeviceKind::Host]);
+    if want.cuda {
+        add_platform("CUDA", "Unknown platform vendor", OL_PLATFORM_BACKEND_CUDA, plugin_devs(plugin::cuda::devices()));
+    }
+    if want.cpu {
+        add_platform("CPU", "offload-rs", OL_PLATFORM_BACKEND_CPU, plugin_devs(plugin::cpu::devices()));
+    }
+    // LLVM 23 names the host platform after its plugin, the CPU architecture ("x86_64")
+    let host_name = if opts.abi == Abi::V23 { std::env::consts::ARCH } else { "Host" };
+    add_platform(host_name, "Unknown platform vendor", OL_PLATFORM_BACKEND_HOST, vec![DeviceKind::Host]);
     let host_device = devices.last().map(|d| d.handle).unwrap_or(0);
 
     let ctx = Box::new(Context {
+        abi: opts.abi,
         trace,
         validate,
         devices,
         host_device,
         allocs: memory::AllocTable::default(),
+        rpc_callbacks: Mutex::new(HashMap::new()),
         outstanding: Mutex::new(Vec::new()),
     });
     CTX.store(Box::into_raw(ctx), Ordering::SeqCst);
@@ -180,3 +263,21 @@ pub fn next_queue_id() -> u64 {
 
 /// A map kept per program: (name, kind) -> symbol handle, so repeated lookups return the same handle.
 pub type SymbolCache = HashMap<(String, SymbolKind), Handle>;
+
+#[cfg(test)]
+mod platform_env_tests {
+    use super::*;
+
+    #[test]
+    fn offload_rs_platforms_values() {
+        assert_eq!(platforms_from_env(None).ok(), Some(PlatformSet::ALL));
+        assert_eq!(platforms_from_env(Some("  ")).ok(), Some(PlatformSet::ALL));
+        assert_eq!(platforms_from_env(Some("cpu")).ok(), Some(PlatformSet { cuda: false, cpu: true }));
+        assert_eq!(platforms_from_env(Some("CUDA, host")).ok(), Some(PlatformSet { cuda: true, cpu: false }));
+        assert_eq!(platforms_from_env(Some("host")).ok(), Some(PlatformSet { cuda: false, cpu: false }));
+        let e = platforms_from_env(Some("cpu,gpu")).err().map(|e| (e.code, e.details));
+        let (code, details) = e.unwrap_or((OL_ERRC_SUCCESS, String::new()));
+        assert_eq!(code, OL_ERRC_INVALID_VALUE);
+        assert!(details.contains("unknown platform 'gpu'"), "{details}");
+    }
+}

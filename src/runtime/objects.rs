@@ -60,6 +60,11 @@ pub struct Event {
     pub queue_id: u64,
     /// None: the queue was empty when the event was created, so it is complete forever.
     pub inner: Option<Arc<dyn plugin::Event>>,
+    /// The creating queue's device (LLVM 23.1's `olGetEventElapsedTime` compares them).
+    pub device: Handle,
+    /// Created with `OL_EVENT_FLAGS_ENABLE_PROFILING` (23.1): when the queue reached the event, set in
+    /// queue order by a step enqueued just before it.
+    pub timestamp: Option<Arc<std::sync::OnceLock<std::time::Instant>>>,
 }
 
 pub struct Program {
@@ -123,9 +128,50 @@ pub fn sync_queue(q: &Queue) -> OlResult<()> {
 }
 
 pub fn create_event(q: &Arc<Queue>) -> OlResult<Handle> {
+    create_event_with(q, false)
+}
+
+/// `olCreateEvent`; with `profiling` (23.1's ENABLE_PROFILING) the event also records when the queue
+/// reached it: a step enqueued before the event stores the time (the CPU device's queue thread or
+/// CUDA's stream callback runs it when the work before it has finished).
+pub fn create_event_with(q: &Arc<Queue>, profiling: bool) -> OlResult<Handle> {
+    let timestamp = if profiling {
+        let t = Arc::new(std::sync::OnceLock::new());
+        let t2 = t.clone();
+        q.inner.host_fn(Box::new(move || {
+            let _ = t2.set(std::time::Instant::now());
+        }))?;
+        Some(t)
+    } else {
+        None
+    };
     let inner = q.inner.record_event()?;
-    let (queue, queue_id) = (q.handle, q.id);
-    Ok(handle::insert_with(|h| Object::Event(Arc::new(Event { handle: h, queue, queue_id, inner }))))
+    let (queue, queue_id, device) = (q.handle, q.id, q.device.handle);
+    Ok(handle::insert_with(|h| Object::Event(Arc::new(Event { handle: h, queue, queue_id, inner, device, timestamp }))))
+}
+
+/// `olGetEventElapsedTime`: milliseconds between two profiling events of one device.
+pub fn event_elapsed_ms(start: &Event, end: &Event) -> OlResult<f32> {
+    let (Some(a), Some(b)) = (&start.timestamp, &end.timestamp) else {
+        return Err(OlError::invalid_argument(
+            "olGetEventElapsedTime requires both events to be created with OL_EVENT_FLAGS_ENABLE_PROFILING",
+        ));
+    };
+    if start.device != end.device {
+        return Err(OlError::new(OL_ERRC_INVALID_DEVICE, "StartEvent and EndEvent must belong to the same device"));
+    }
+    let (Some(a), Some(b)) = (a.get(), b.get()) else {
+        return Err(OlError::invalid_argument(
+            "olGetEventElapsedTime: an event has not completed yet (olSyncEvent it first)",
+        ));
+    };
+    let ms = if *b >= *a { (*b - *a).as_secs_f64() * 1e3 } else { -((*a - *b).as_secs_f64() * 1e3) };
+    Ok(ms as f32)
+}
+
+/// `olQueryQueue`: whether everything enqueued so far has completed (never blocks).
+pub fn query_queue(q: &Queue) -> OlResult<bool> {
+    Ok(q.inner.is_empty()?)
 }
 
 pub fn event_is_complete(ev: &Event) -> OlResult<bool> {
@@ -238,6 +284,48 @@ pub fn launch_kernel(
         None => pdev.launch_sync(kernel.clone(), args, dims)?,
     }
     Ok(())
+}
+
+/// `olLaunchKernel` (23.1) with `IS_COOPERATIVE`: every group of the grid runs at the same time; a grid
+/// larger than [`max_cooperative_groups`] is refused.
+pub fn launch_kernel_cooperative(
+    queue: Option<&Arc<Queue>>,
+    dev: &Arc<Device>,
+    sym: &Symbol,
+    args: &[u8],
+    dims: LaunchDims,
+) -> OlResult<()> {
+    if let Some(q) = queue
+        && q.device.handle != dev.handle
+    {
+        return Err(OlError::new(
+            OL_ERRC_INVALID_DEVICE,
+            "device specified does not match the device of the given queue",
+        ));
+    }
+    let Some(kernel) = &sym.kernel else {
+        return Err(OlError::new(OL_ERRC_SYMBOL_KIND, "provided symbol is not a kernel"));
+    };
+    let pdev = dev.plugin()?;
+    match queue {
+        Some(q) => q.inner.launch_cooperative(kernel.clone(), args, dims)?,
+        None => pdev.launch_cooperative_sync(kernel.clone(), args, dims)?,
+    }
+    Ok(())
+}
+
+/// `olGetKernelMaxCooperativeGroupCount`.
+pub fn max_cooperative_groups(dev: &Device, sym: &Symbol, group_size: [u32; 3], shared: usize) -> OlResult<u32> {
+    let Some(kernel) = &sym.kernel else {
+        return Err(OlError::new(OL_ERRC_SYMBOL_KIND, "provided symbol is not a kernel"));
+    };
+    Ok(dev.plugin()?.max_cooperative_groups(kernel.as_ref(), group_size, shared)?)
+}
+
+/// The kernel's parameter layout where its plugin knows it (23.1's `ArgSizes` are checked against it and
+/// the arguments laid out by it).
+pub fn kernel_params(sym: &Symbol) -> Option<&[crate::jit::ParamLayout]> {
+    sym.kernel.as_ref().and_then(|k| k.params())
 }
 
 pub fn optimal_group_size(dev: &Device, sym: &Symbol, shared: usize) -> OlResult<usize> {

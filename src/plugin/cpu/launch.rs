@@ -123,6 +123,10 @@ impl Kernel for CpuKernel {
     fn name(&self) -> &str {
         &self.name
     }
+    fn params(&self) -> Option<&[ParamLayout]> {
+        // hand-written kernels (tests) declare no parameters: unknown
+        if self.params.is_empty() { None } else { Some(&self.params) }
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -255,6 +259,38 @@ pub struct PreparedLaunch {
     name: String,
     /// the memory checker's state, for kernels compiled with it
     check: Option<LaunchCheck>,
+    /// a cooperative launch (LLVM 23.1): every group on a thread of its own, all at the same time
+    cooperative: bool,
+}
+
+/// `olGetKernelMaxCooperativeGroupCount` on the CPU device: one group per compute unit. A cooperative
+/// grid runs each group on a thread of its own (so a grid-wide barrier of spinning groups completes);
+/// more groups than compute units would still complete but spin against each other for the cores.
+pub fn max_cooperative_groups(kernel: &dyn Kernel, group_size: [u32; 3], dyn_shared_mem: usize) -> PluginResult<u32> {
+    let Some(k) = kernel.as_any().downcast_ref::<CpuKernel>() else {
+        return Err(PluginError::InvalidArgument(format!(
+            "kernel '{}' does not belong to the CPU device",
+            kernel.name()
+        )));
+    };
+    let dims = LaunchDims { num_groups: [1, 1, 1], group_size, dyn_shared_mem };
+    validate_dims(&k.name, &dims, k.static_local_bytes)?;
+    Ok(super::machine::num_compute_units().max(1))
+}
+
+/// A cooperative launch: [`prepare`], with the grid at most [`max_cooperative_groups`] groups.
+pub fn prepare_cooperative(kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<PreparedLaunch> {
+    let max = max_cooperative_groups(kernel.as_ref(), dims.group_size, dims.dyn_shared_mem)?;
+    let mut l = prepare(kernel, args, dims)?;
+    if l.total > max as u64 {
+        return Err(PluginError::InvalidArgument(format!(
+            "cooperative launch of kernel '{}' with {} work-groups: the CPU device runs at most {max} at the same \
+             time (olGetKernelMaxCooperativeGroupCount)",
+            l.name, l.total
+        )));
+    }
+    l.cooperative = true;
+    Ok(l)
 }
 
 /// Validate a launch of `kernel` (which must be a [`CpuKernel`]).
@@ -298,6 +334,7 @@ pub fn prepare(kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> Plugin
         scratch,
         name: k.name.clone(),
         check: k.memcheck.map(|program| LaunchCheck::new(&k.name, program)),
+        cooperative: false,
         _kernel: kernel,
     })
 }
@@ -307,6 +344,9 @@ impl PreparedLaunch {
     /// Kernel code runs on a library stack only (`kernel_memory`), also when the calling thread is the
     /// client's.
     pub fn execute(&self) -> PluginResult<()> {
+        if self.cooperative {
+            return self.execute_cooperative();
+        }
         let ran = on_kernel_stack(|| pool().run(self, self.total)).map_err(|_| {
             PluginError::OutOfResources(format!(
                 "launch of kernel '{}': cannot map a {KERNEL_STACK}-byte stack to run it on",
@@ -324,6 +364,80 @@ impl PreparedLaunch {
                 self.scratch
             ))
         })
+    }
+}
+
+impl PreparedLaunch {
+    /// Every group on a thread of its own, all started before any is waited for: groups that wait for
+    /// each other (a grid barrier on global atomics) all make progress. Not the pool: its threads may be
+    /// busy with other launches, and a chunk of groups on one thread would run them one after another.
+    fn execute_cooperative(&self) -> PluginResult<()> {
+        // All or nothing: each group's thread first takes its buffers and reports ready; the kernel runs
+        // only once every thread is ready. A thread or buffer that cannot be had opens the gate as
+        // "abort": no group starts, so none spins forever waiting for a group that never comes.
+        struct Gate {
+            ready: u64,
+            failed: bool,
+        }
+        let gate = (Mutex::new(Gate { ready: 0, failed: false }), parking_lot::Condvar::new());
+        let total = self.total;
+        let wait_go = |prepared: bool| -> bool {
+            let (m, cv) = &gate;
+            let mut g = m.lock();
+            g.ready += 1;
+            g.failed |= !prepared;
+            cv.notify_all();
+            while g.ready < total && !g.failed {
+                cv.wait(&mut g);
+            }
+            !g.failed
+        };
+        let ok = std::thread::scope(|s| {
+            let mut handles = Vec::new();
+            for g in 0..total {
+                let wait_go = &wait_go;
+                let h = std::thread::Builder::new()
+                    .name(format!("offload-coop-{g}"))
+                    .stack_size(256 * 1024)
+                    .spawn_scoped(s, move || {
+                        let mut slot = WorkerSlot::default();
+                        let prepared = slot.local.get(self.static_local).is_some()
+                            && slot.dyn_local.get(self.dyn_local).is_some()
+                            && slot.scratch.get(self.scratch).is_some();
+                        if !wait_go(prepared) {
+                            return false;
+                        }
+                        on_kernel_stack(|| self.run(g, g + 1, &mut slot)).unwrap_or(false)
+                    });
+                match h {
+                    Ok(h) => handles.push(h),
+                    Err(_) => {
+                        let (m, cv) = &gate;
+                        m.lock().failed = true;
+                        cv.notify_all();
+                        return Err(g);
+                    }
+                }
+            }
+            Ok(handles.into_iter().all(|h| h.join().unwrap_or(false)))
+        });
+        if let Some(v) = self.check.as_ref().and_then(LaunchCheck::take_violation) {
+            return Err(PluginError::Backend(v));
+        }
+        match ok {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(PluginError::OutOfResources(format!(
+                "cooperative launch of kernel '{}': cannot allocate a stack, {} bytes of local or {} bytes of \
+                 scratch memory for a work-group thread",
+                self.name,
+                self.static_local + self.dyn_local,
+                self.scratch
+            ))),
+            Err(g) => Err(PluginError::OutOfResources(format!(
+                "cooperative launch of kernel '{}': cannot start a thread for work-group {g}",
+                self.name
+            ))),
+        }
     }
 }
 

@@ -32,6 +32,8 @@ pub(crate) const PARALLEL_MIN: usize = 16 << 20;
 pub(crate) const PARALLEL_BLOCK: usize = 1 << 20;
 /// Alignment of every allocation.
 pub(crate) const MIN_ALIGN: usize = 64;
+/// The largest alignment `olMemAllocAligned` gives on the CPU device (1 GiB, a huge page's).
+pub(crate) const MAX_ALIGN: usize = 1 << 30;
 
 enum Backing {
     Heap(Layout),
@@ -92,6 +94,35 @@ impl Memory {
     }
 
     /// Allocate `size` (> 0) bytes, at least 64-byte aligned.
+    /// `olMemAllocAligned`: `align` a power of two. Up to [`MIN_ALIGN`] (and page alignment for large
+    /// blocks, which are mapped) as [`Memory::alloc`]; larger alignments from the global allocator with
+    /// that alignment, up to [`MAX_ALIGN`]; beyond it UNSUPPORTED.
+    pub fn alloc_aligned(&self, size: usize, align: usize) -> PluginResult<usize> {
+        if align <= MIN_ALIGN || (size > SMALL_MAX && align <= page_size()) {
+            return self.alloc(size);
+        }
+        if align > MAX_ALIGN {
+            return Err(PluginError::Unsupported(format!(
+                "an alignment of {align} bytes is more than the CPU device gives ({MAX_ALIGN})"
+            )));
+        }
+        if size == 0 {
+            return Err(PluginError::InvalidSize("allocation size must be non-zero".into()));
+        }
+        let oom = |why: &str| {
+            PluginError::OutOfResources(format!("failed to allocate {size} bytes of CPU device memory: {why}"))
+        };
+        let layout = Layout::from_size_align(size, align).map_err(|e| oom(&e.to_string()))?;
+        // SAFETY: non-zero size.
+        let p = unsafe { std::alloc::alloc(layout) };
+        if p.is_null() {
+            return Err(oom("out of memory"));
+        }
+        self.live.lock().insert(p as usize, Backing::Heap(layout));
+        super::memcheck::track(p as usize, size, super::memcheck::AllocKind::Device);
+        Ok(p as usize)
+    }
+
     pub fn alloc(&self, size: usize) -> PluginResult<usize> {
         let oom = |why: &str| {
             PluginError::OutOfResources(format!("failed to allocate {size} bytes of CPU device memory: {why}"))

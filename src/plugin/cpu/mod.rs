@@ -168,6 +168,27 @@ impl Device for CpuDevice {
         drain_all();
     }
 
+    fn alloc_aligned(&self, size: usize, _kind: AllocKind, align: usize) -> PluginResult<usize> {
+        self.memory.alloc_aligned(size, align)
+    }
+
+    fn max_cooperative_groups(
+        &self,
+        kernel: &dyn Kernel,
+        group_size: [u32; 3],
+        dyn_shared_mem: usize,
+    ) -> PluginResult<u32> {
+        launch::max_cooperative_groups(kernel, group_size, dyn_shared_mem)
+    }
+
+    fn cooperative_launch_support(&self) -> bool {
+        true
+    }
+
+    fn launch_cooperative_sync(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()> {
+        launch::prepare_cooperative(kernel, args, dims)?.execute()
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

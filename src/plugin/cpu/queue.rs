@@ -390,6 +390,16 @@ impl Queue for CpuQueue {
         self.push(Op::Host(f))
     }
 
+    fn launch_cooperative(
+        &self,
+        kernel: Arc<dyn crate::plugin::Kernel>,
+        args: &[u8],
+        dims: crate::plugin::LaunchDims,
+    ) -> PluginResult<()> {
+        let l = super::launch::prepare_cooperative(kernel, args, dims)?;
+        self.push(Op::Launch(Box::new(l)))
+    }
+
     fn record_event(&self) -> PluginResult<Option<Arc<dyn Event>>> {
         let g = self.shared.state.lock();
         if g.completed == g.enqueued {

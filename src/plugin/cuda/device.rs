@@ -224,6 +224,15 @@ impl Device for CudaDevice {
         Ok(())
     }
 
+    fn register_host_unlocked(&self, ptr: usize, size: usize) -> PluginResult<usize> {
+        // 23.1 without OL_MEMORY_REGISTER_FLAG_LOCK_MEMORY: accounted for, not page-locked
+        let mut reg = self.inner.registered.lock();
+        if !reg.add_use(ptr, size)? {
+            reg.insert(ptr, size, false);
+        }
+        Ok(ptr)
+    }
+
     fn registered_range(&self, ptr: usize) -> Option<(usize, usize)> {
         self.inner.registered.lock().find(ptr)
     }

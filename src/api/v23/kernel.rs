@@ -1,0 +1,292 @@
+//! 23.1's 8-argument `olLaunchKernel` and the new `olGetKernelMaxCooperativeGroupCount`.
+
+use std::ffi::c_void;
+
+use crate::api::{entry, raw_handle, validate, write_out};
+use crate::error::{OlError, OlResult};
+use crate::ffi::*;
+use crate::jit::ParamLayout;
+use crate::plugin::LaunchDims;
+use crate::runtime::handle;
+use crate::runtime::objects;
+use crate::trace;
+
+/// A properties list longer than this without its `OL_KERNEL_LAUNCH_PROP_END` is refused (23 defines
+/// one property; a list this long is a missing terminator, not a real list).
+const MAX_PROPS: usize = 1024;
+
+/// Walk `props` to its `NONE` entry: whether `IS_COOPERATIVE` is set (its `data` is a `bool *`).
+///
+/// # Safety
+/// `props` must be NULL or a list ending with `OL_KERNEL_LAUNCH_PROP_END` within [`MAX_PROPS`] entries.
+unsafe fn cooperative(props: *const ol_kernel_launch_prop_t) -> OlResult<bool> {
+    let mut coop = false;
+    if props.is_null() {
+        return Ok(false);
+    }
+    for i in 0..MAX_PROPS {
+        // SAFETY: entries up to the terminator are readable (caller contract).
+        let p = unsafe { props.add(i).read_unaligned() };
+        match p.r#type {
+            OL_KERNEL_LAUNCH_PROP_TYPE_NONE => return Ok(coop),
+            OL_KERNEL_LAUNCH_PROP_TYPE_IS_COOPERATIVE => {
+                if p.data.is_null() {
+                    return Err(OlError::new(
+                        OL_ERRC_INVALID_NULL_POINTER,
+                        "OL_KERNEL_LAUNCH_PROP_TYPE_IS_COOPERATIVE with a NULL data pointer (it takes a bool *)",
+                    ));
+                }
+                // SAFETY: a non-NULL `bool *` per the property's type.
+                coop = unsafe { p.data.cast::<u8>().read() } != 0;
+            }
+            t => {
+                return Err(OlError::invalid_enum(format!(
+                    "launch property {i} has type {} (not an ol_kernel_launch_prop_type_t)",
+                    t.0
+                )));
+            }
+        }
+    }
+    Err(OlError::invalid_argument(format!(
+        "the launch properties list has no OL_KERNEL_LAUNCH_PROP_END within {MAX_PROPS} entries"
+    )))
+}
+
+/// Argument buffers up to this size are built on the stack (the common case: no allocation per launch).
+const INLINE_ARGS: usize = 256;
+
+/// The arguments in one buffer, laid out like the kernel's parameters (a naturally aligned C struct, the
+/// 22.1 form the plugins take) where the plugin knows them, with `ArgSizes` checked against them; packed
+/// without padding otherwise (the plugins recognise that form too). `f` gets the bytes.
+///
+/// # Safety
+/// `ptrs`/`sizes` must be valid for `n` entries, each pointer for its size.
+unsafe fn with_args<R>(
+    name: &str,
+    known: Option<&[ParamLayout]>,
+    n: usize,
+    ptrs: *mut *mut c_void,
+    sizes: *const usize,
+    f: impl FnOnce(&[u8]) -> OlResult<R>,
+) -> OlResult<R> {
+    if n == 0 {
+        if let Some(k) = known {
+            return Err(OlError::invalid_argument(format!(
+                "kernel '{name}' takes {} arguments, NumArgs is 0",
+                k.len()
+            )));
+        }
+        return f(&[]);
+    }
+    // SAFETY: n entries each (caller contract; NULL with n > 0 was rejected before).
+    let (ptrs, sizes) = unsafe { (std::slice::from_raw_parts(ptrs, n), std::slice::from_raw_parts(sizes, n)) };
+    if let Some(k) = known {
+        if k.len() != n {
+            return Err(OlError::invalid_argument(format!(
+                "kernel '{name}' takes {} arguments, NumArgs is {n}",
+                k.len()
+            )));
+        }
+        if let Some(i) = (0..n).find(|&i| k[i].size != sizes[i]) {
+            return Err(OlError::invalid_argument(format!(
+                "argument {i} of kernel '{name}' is {} bytes, ArgSizes[{i}] is {}",
+                k[i].size, sizes[i]
+            )));
+        }
+    }
+    // One pass into a stack buffer (the common case); arguments that do not fit are laid out again on the
+    // heap. Alignments are powers of two (C's); 1 for packed arguments.
+    let align = |i: usize| known.map_or(1, |k| k[i].align.max(1).next_power_of_two());
+    let mut inline = [0u8; INLINE_ARGS];
+    let mut off = 0usize;
+    let mut fits = true;
+    for i in 0..n {
+        let (p, s, a) = (ptrs[i], sizes[i], align(i));
+        off = off
+            .checked_add(a - 1)
+            .and_then(|o| (o & !(a - 1)).checked_add(s))
+            .ok_or_else(|| OlError::invalid_argument("the argument sizes add up to more than the address space"))?
+            - s;
+        if s > 0 && p.is_null() {
+            return Err(OlError::new(
+                OL_ERRC_INVALID_NULL_POINTER,
+                format!("ArgPtrs[{i}] is NULL (ArgSizes[{i}] = {s})"),
+            ));
+        }
+        if fits && off + s <= INLINE_ARGS {
+            // SAFETY: ArgPtrs[i] is valid for ArgSizes[i] bytes (caller contract); the destination is inside
+            // `inline` (checked just above).
+            unsafe { std::ptr::copy_nonoverlapping(p.cast::<u8>(), inline.as_mut_ptr().add(off), s) };
+        } else {
+            fits = false;
+        }
+        off += s;
+    }
+    if fits {
+        return f(&inline[..off]);
+    }
+    let mut heap = vec![0u8; off];
+    let mut off = 0usize;
+    for i in 0..n {
+        let (p, s, a) = (ptrs[i], sizes[i], align(i));
+        off = (off + a - 1) & !(a - 1);
+        if s > 0 {
+            // SAFETY: as above; `heap` has room for every argument (the first pass summed them).
+            unsafe { std::ptr::copy_nonoverlapping(p.cast::<u8>(), heap.as_mut_ptr().add(off), s) };
+        }
+        off += s;
+    }
+    let buf: &[u8] = &heap;
+    f(buf)
+}
+
+/// Launch `Kernel` on `Device` over `LaunchSizeArgs`. `ArgPtrs[i]` points to argument `i` of
+/// `ArgSizes[i]` bytes (copied before return; sizes checked against the kernel's parameters where known).
+/// `Properties` (NULL or a list ending with `OL_KERNEL_LAUNCH_PROP_END`) may ask for a cooperative launch:
+/// every group runs at the same time, at most `olGetKernelMaxCooperativeGroupCount` groups. A NULL
+/// queue blocks until the kernel has finished.
+///
+/// Errors, in order: `INVALID_ARGUMENT` (exactly one of ArgPtrs/ArgSizes NULL; NumArgs > 0 with either
+/// NULL), `INVALID_NULL_HANDLE` (Device, Kernel), `INVALID_NULL_POINTER` (LaunchSizeArgs),
+/// `INVALID_QUEUE`, `INVALID_DEVICE`, `INVALID_ARGUMENT` (stale symbol), `INVALID_ENUMERATION` (unknown
+/// property), `INVALID_ARGUMENT` (no list end; argument count or size mismatch; bad grid; cooperative grid
+/// too large), `INVALID_DEVICE` (queue of another device), `SYMBOL_KIND`, `UNSUPPORTED` (cooperative on a
+/// device without it).
+///
+/// # Safety
+/// `ArgPtrs`/`ArgSizes` valid for `NumArgs` entries, each pointer for its size; `Properties` NULL or
+/// terminated; `LaunchSizeArgs` NULL or valid; pointers inside the arguments valid for the kernel.
+#[unsafe(export_name = "offload_rs_v23_olLaunchKernel")]
+pub unsafe extern "C" fn ol_launch_kernel(
+    Queue: ol_queue_handle_t,
+    Device: ol_device_handle_t,
+    Kernel: ol_symbol_handle_t,
+    LaunchSizeArgs: *const ol_kernel_launch_size_args_t,
+    Properties: *const ol_kernel_launch_prop_t,
+    NumArgs: usize,
+    ArgPtrs: *mut *mut c_void,
+    ArgSizes: *const usize,
+) -> ol_result_t {
+    entry(
+        "olLaunchKernel",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (
+                        ArgPtrs.is_null() != ArgSizes.is_null(),
+                        OL_ERRC_INVALID_ARGUMENT,
+                        "(ArgPtrs == NULL) != (ArgSizes == NULL)",
+                    ),
+                    (
+                        NumArgs > 0 && (ArgPtrs.is_null() || ArgSizes.is_null()),
+                        OL_ERRC_INVALID_ARGUMENT,
+                        "NumArgs > 0 && (ArgPtrs == NULL || ArgSizes == NULL)",
+                    ),
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (Kernel.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Kernel"),
+                    (LaunchSizeArgs.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == LaunchSizeArgs"),
+                ],
+            )?;
+            if NumArgs > 0 && (ArgPtrs.is_null() || ArgSizes.is_null()) {
+                return Err(OlError::new(OL_ERRC_INVALID_NULL_POINTER, "NumArgs > 0 with NULL ArgPtrs or ArgSizes"));
+            }
+            let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, raw_handle(Queue))?) };
+            let d = handle::device(ctx, raw_handle(Device))?;
+            let k = handle::symbol(ctx, raw_handle(Kernel))?;
+            // SAFETY: NULL or terminated per the caller contract.
+            let coop = unsafe { cooperative(Properties) }?;
+            // SAFETY: non-NULL and valid per the caller contract.
+            let la = unsafe { LaunchSizeArgs.read_unaligned() };
+            let dims = LaunchDims {
+                num_groups: [la.NumGroups.x, la.NumGroups.y, la.NumGroups.z],
+                group_size: [la.GroupSize.x, la.GroupSize.y, la.GroupSize.z],
+                dyn_shared_mem: la.DynSharedMemory,
+            };
+            // SAFETY: NumArgs entries per the caller contract.
+            unsafe {
+                with_args(&k.name, objects::kernel_params(k), NumArgs, ArgPtrs, ArgSizes, |args| {
+                    if coop {
+                        objects::launch_kernel_cooperative(q, d, k, args, dims)
+                    } else {
+                        objects::launch_kernel(q, d, k, args, dims)
+                    }
+                })
+            }
+        },
+        || {
+            // SAFETY: NULL or valid per the caller contract.
+            let la = unsafe { super::print::pointee(LaunchSizeArgs, super::print::launch_size) };
+            // SAFETY: NULL or a terminated list per the caller contract (its first entry is shown).
+            let props = unsafe { super::print::pointee(Properties, super::print::launch_prop) };
+            let (ptrs, sizes) = if NumArgs > 0 {
+                // SAFETY: NumArgs > 0 entries each per the caller contract (NULL is shown as nullptr).
+                unsafe {
+                    (
+                        super::print::pointee(ArgPtrs.cast_const(), |p| trace::ptr(p.cast_const())),
+                        super::print::pointee(ArgSizes, |s| s.to_string()),
+                    )
+                }
+            } else {
+                (trace::ptr(ArgPtrs), trace::ptr(ArgSizes))
+            };
+            format!(
+                ".Queue = {}, .Device = {}, .Kernel = {}, .LaunchSizeArgs = {la}, .Properties = {props}, .NumArgs = {NumArgs}, .ArgPtrs = {ptrs}, .ArgSizes = {sizes}",
+                trace::ptr(Queue),
+                trace::ptr(Device),
+                trace::ptr(Kernel),
+            )
+        },
+    )
+}
+
+/// How many work-groups of `LaunchSizeArgs->GroupSize` (with its dynamic shared memory) a cooperative
+/// launch of `Kernel` on `Device` may have: on the CPU device one per compute unit.
+///
+/// Errors, in order: `INVALID_NULL_HANDLE` (Device, Kernel), `INVALID_NULL_POINTER` (LaunchSizeArgs,
+/// MaxGroupCount), `INVALID_DEVICE`, `INVALID_ARGUMENT` (stale symbol; bad group size), `SYMBOL_KIND`,
+/// `UNSUPPORTED` (a device without cooperative launches).
+///
+/// # Safety
+/// `LaunchSizeArgs` NULL or valid; `MaxGroupCount` NULL or writable.
+#[unsafe(export_name = "offload_rs_v23_olGetKernelMaxCooperativeGroupCount")]
+pub unsafe extern "C" fn ol_get_kernel_max_cooperative_group_count(
+    Device: ol_device_handle_t,
+    Kernel: ol_symbol_handle_t,
+    LaunchSizeArgs: *const ol_kernel_launch_size_args_t,
+    MaxGroupCount: *mut u32,
+) -> ol_result_t {
+    entry(
+        "olGetKernelMaxCooperativeGroupCount",
+        |ctx| {
+            validate(
+                ctx,
+                &[
+                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
+                    (Kernel.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Kernel"),
+                    (LaunchSizeArgs.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == LaunchSizeArgs"),
+                    (MaxGroupCount.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == MaxGroupCount"),
+                ],
+            )?;
+            let d = handle::device(ctx, raw_handle(Device))?;
+            let k = handle::symbol(ctx, raw_handle(Kernel))?;
+            // SAFETY: non-NULL and valid per the caller contract.
+            let la = unsafe { LaunchSizeArgs.read_unaligned() };
+            let gs = [la.GroupSize.x, la.GroupSize.y, la.GroupSize.z];
+            let n = objects::max_cooperative_groups(d, k, gs, la.DynSharedMemory)?;
+            // SAFETY: checked non-NULL; writable per the caller contract.
+            unsafe { write_out(MaxGroupCount, n, "MaxGroupCount") }
+        },
+        || {
+            // SAFETY: NULL or valid per the caller contract.
+            let la = unsafe { super::print::pointee(LaunchSizeArgs, super::print::launch_size) };
+            // SAFETY: the out-parameter is NULL or valid (caller contract).
+            let n = unsafe { super::print::pointee(MaxGroupCount.cast_const(), |n| n.to_string()) };
+            format!(
+                ".Device = {}, .Kernel = {}, .LaunchSizeArgs = {la}, .MaxGroupCount = {n}",
+                trace::ptr(Device),
+                trace::ptr(Kernel),
+            )
+        },
+    )
+}

@@ -921,6 +921,30 @@ TEST(helper_found_beside_the_real_library_behind_a_symlink) {
   CHECKF(count_in_file(err, "JIT helper unavailable") == 0, "no helper found through the symlink (stderr in %s)", err);
 }
 
+// Under an RLIMIT_FSIZE smaller than a cache entry the compile works and no entry is written (a write
+// past the limit would end the client with SIGXFSZ).
+static int child_fsize(void) {
+  struct rlimit rl;
+  getrlimit(RLIMIT_FSIZE, &rl);
+  rl.rlim_cur = 512; // a cache entry is a few KiB
+  if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+    return 80;
+  return which_of("seed_a") == VAL_A ? 0 : 81;
+}
+
+TEST(rlimit_fsize_below_an_entry_compiles_without_caching) {
+  NEED_CPU();
+  const char *dir = use_cache("fsize");
+  char err[600];
+  snprintf(err, sizeof err, "%s/fsize.stderr", g_root);
+  pid_t pid = spawn_child("fsize", err, false);
+  CHECK(pid > 0);
+  int st = child_status(pid);
+  CHECKF(st == 0, "child under RLIMIT_FSIZE=512 exited %d (stderr in %s; 153 is SIGXFSZ)", st, err);
+  char path[1024];
+  CHECKF(entries(dir, path, sizeof path) == 0, "an entry was written past RLIMIT_FSIZE: %s", path);
+}
+
 int main(void) {
   const char *child = getenv("JIT_SERVICE_CHILD");
   if (child) {
@@ -934,6 +958,7 @@ int main(void) {
              : strcmp(child, "subreaper") == 0 ? child_subreaper()
              : strcmp(child, "leaves_fork") == 0 ? child_leaves_fork()
              : strcmp(child, "symlink") == 0 ? child_symlink()
+             : strcmp(child, "fsize") == 0 ? child_fsize()
                                             : 21;
     olShutDown();
     return rc;
@@ -970,6 +995,7 @@ int main(void) {
   RUN(subreaper_client_has_no_helper_children_zombies_or_sigchld);
   RUN(client_output_reader_sees_eof_and_helpers_exit_with_the_client);
   RUN(helper_found_beside_the_real_library_behind_a_symlink);
+  RUN(rlimit_fsize_below_an_entry_compiles_without_caching);
   olShutDown();
   sh("rm -rf '%s'", g_root);
   return t_finish();

@@ -63,6 +63,73 @@ fn size_cap() -> u64 {
     })
 }
 
+/// The default cache directory: `$XDG_CACHE_HOME/offload-rs` when that is absolute, else
+/// `$HOME/.cache/offload-rs` when `HOME` is absolute; an empty or relative `HOME` (a daemon's, a
+/// sandbox's) means no disk cache, never one under the current directory.
+fn default_dir(xdg: Option<std::ffi::OsString>, home: Option<std::ffi::OsString>) -> Option<std::path::PathBuf> {
+    let abs = |v: Option<std::ffi::OsString>| v.map(std::path::PathBuf::from).filter(|p| p.is_absolute());
+    match abs(xdg) {
+        Some(x) => Some(x.join("offload-rs")),
+        None => Some(abs(home)?.join(".cache/offload-rs")),
+    }
+}
+
+/// Whether `bytes` more bytes may be written to a file under `RLIMIT_FSIZE` (a write past it raises
+/// SIGXFSZ, which ends the client).
+pub(crate) fn fits_fsize(bytes: usize) -> bool {
+    // SAFETY: getrlimit into a zeroed struct.
+    unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        libc::getrlimit(libc::RLIMIT_FSIZE, &mut rl) != 0
+            || rl.rlim_cur == libc::RLIM_INFINITY
+            || (bytes as u64) < rl.rlim_cur as u64
+    }
+}
+
+/// Writes `data` as `name` in the debugging dump directory `dir` (`OFFLOAD_RS_JIT_DUMP_LOWERED`),
+/// only when `dir` is a directory owned by the effective user and not writable by its group or
+/// others (so nothing planted there can redirect the write), with `O_EXCL|O_NOFOLLOW` after removing
+/// an earlier dump of that name, and within `RLIMIT_FSIZE`. Best effort: `OFFLOAD_RS_DEBUG` says why
+/// a dump was not written.
+pub(crate) fn write_dump(dir: &std::path::Path, name: &str, data: &[u8]) {
+    let say = |why: String| super::helper::debug(&format!("JIT dump {} not written: {why}", dir.join(name).display()));
+    if !fits_fsize(data.len()) {
+        return say("larger than RLIMIT_FSIZE".into());
+    }
+    let Ok(c) = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str())) else {
+        return;
+    };
+    // SAFETY: open() of a NUL-terminated path; the descriptor is owned below.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return say(format!("cannot open the directory ({})", std::io::Error::last_os_error()));
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    let dfd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let Some(st) = fstat(dfd.as_raw_fd()) else { return };
+    if st.st_uid != euid() {
+        return say(format!("the directory is owned by uid {}, not by the effective user {}", st.st_uid, euid()));
+    }
+    if st.st_mode & 0o022 != 0 {
+        return say(format!("the directory is writable by its group or others (mode {:o})", st.st_mode & 0o7777));
+    }
+    let n = cstr(name);
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: unlinkat/openat relative to our directory descriptor with a NUL-terminated name.
+    let fd = unsafe {
+        libc::unlinkat(dfd.as_raw_fd(), n.as_ptr(), 0);
+        libc::openat(dfd.as_raw_fd(), n.as_ptr(), flags, 0o600 as libc::c_uint)
+    };
+    if fd < 0 {
+        return say(format!("{}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: fresh descriptor we own.
+    let mut f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    if let Err(e) = std::io::Write::write_all(&mut f, data) {
+        say(e.to_string());
+    }
+}
+
 /// An open, checked cache directory.
 pub(crate) struct Dir {
     fd: OwnedFd,
@@ -101,13 +168,7 @@ impl Dir {
             match v {
                 Some(v) if v == "off" => return None,
                 Some(v) => std::path::PathBuf::from(v),
-                None => {
-                    let xdg = std::env::var_os("XDG_CACHE_HOME").map(std::path::PathBuf::from);
-                    match xdg.filter(|p| p.is_absolute()) {
-                        Some(x) => x.join("offload-rs"),
-                        None => std::path::PathBuf::from(std::env::var_os("HOME")?).join(".cache/offload-rs"),
-                    }
-                }
+                None => default_dir(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"))?,
             }
         };
         let refuse = |why: String| {
@@ -194,6 +255,10 @@ impl Dir {
     pub(crate) fn write(&self, key: &[u8; 32], payload: &[u8]) {
         let data = encode_entry(key, payload);
         if data.len() as u64 > self.cap {
+            return;
+        }
+        if !fits_fsize(data.len()) {
+            super::helper::debug(&format!("JIT disk cache entry {} not written: larger than RLIMIT_FSIZE", hex(key)));
             return;
         }
         let mut rnd = [0u8; 16];
@@ -344,4 +409,43 @@ pub(crate) fn decode_entry<'a>(data: &'a [u8], key: &[u8; 32]) -> Result<&'a [u8
         return Err("corrupt (checksum)");
     }
     Ok(payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_or_relative_home_means_no_cache() {
+        let os = |s: &str| Some(std::ffi::OsString::from(s));
+        assert_eq!(default_dir(None, os("/home/u")), Some("/home/u/.cache/offload-rs".into()));
+        assert_eq!(default_dir(os("/x/cache"), os("/home/u")), Some("/x/cache/offload-rs".into()));
+        assert_eq!(default_dir(os("rel"), os("/home/u")), Some("/home/u/.cache/offload-rs".into()));
+        assert_eq!(default_dir(None, os("")), None);
+        assert_eq!(default_dir(None, os("relative/home")), None);
+        assert_eq!(default_dir(os(""), None), None);
+    }
+
+    /// Dumps never follow a planted symlink and never go into a directory others can write to.
+    #[test]
+    fn dumps_follow_no_symlink_and_need_a_private_directory() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("offload-rs-dump-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("abc.lowered.ll")).unwrap();
+        write_dump(&dir, "abc.lowered.ll", b"; module");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious", "the symlink's target was written");
+        let meta = std::fs::symlink_metadata(dir.join("abc.lowered.ll")).unwrap();
+        assert!(meta.file_type().is_file(), "a fresh file replaces the link");
+        assert_eq!(std::fs::read(dir.join("abc.lowered.ll")).unwrap(), b"; module");
+        // a world-writable directory (/tmp itself, say) is not written into
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        write_dump(&dir, "def.opt.ll", b"; module");
+        assert!(!dir.join("def.opt.ll").exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -158,8 +158,12 @@ pub(crate) fn compile_cpu(
         kernel: spec.map_or("", |s| s.kernel.as_str()),
         group: spec.map_or([0; 3], |s| s.group_size),
     })?;
-    super::compile::decode_object(&payload)
-        .ok_or_else(|| JitError::Compile("internal: malformed result from the JIT helper".into()))
+    let (object, kernels) = super::compile::decode_object(&payload)
+        .ok_or_else(|| JitError::Compile("internal: malformed result from the JIT helper".into()))?;
+    // checked before anything (the disk cache) keeps it: the object must load
+    super::elf::LoadedObject::load(&object)
+        .map_err(|e| JitError::Compile(format!("internal: the JIT helper's object does not load: {e}")))?;
+    Ok((object, kernels))
 }
 
 /// PTX for NVPTX bitcode, compiled in the helper process (or here when there is none).

@@ -74,62 +74,6 @@ fn default_dir(xdg: Option<std::ffi::OsString>, home: Option<std::ffi::OsString>
     }
 }
 
-/// Whether `bytes` more bytes may be written to a file under `RLIMIT_FSIZE` (a write past it raises
-/// SIGXFSZ, which ends the client).
-pub(crate) fn fits_fsize(bytes: usize) -> bool {
-    // SAFETY: getrlimit into a zeroed struct.
-    unsafe {
-        let mut rl: libc::rlimit = std::mem::zeroed();
-        libc::getrlimit(libc::RLIMIT_FSIZE, &mut rl) != 0
-            || rl.rlim_cur == libc::RLIM_INFINITY
-            || (bytes as u64) < rl.rlim_cur as u64
-    }
-}
-
-/// Writes `data` as `name` in the debugging dump directory `dir` (`OFFLOAD_RS_JIT_DUMP_LOWERED`),
-/// only when `dir` is a directory owned by the effective user and not writable by its group or
-/// others (so nothing planted there can redirect the write), with `O_EXCL|O_NOFOLLOW` after removing
-/// an earlier dump of that name, and within `RLIMIT_FSIZE`. Best effort: `OFFLOAD_RS_DEBUG` says why
-/// a dump was not written.
-pub(crate) fn write_dump(dir: &std::path::Path, name: &str, data: &[u8]) {
-    let say = |why: String| super::helper::debug(&format!("JIT dump {} not written: {why}", dir.join(name).display()));
-    if !fits_fsize(data.len()) {
-        return say("larger than RLIMIT_FSIZE".into());
-    }
-    let Ok(c) = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str())) else {
-        return;
-    };
-    // SAFETY: open() of a NUL-terminated path; the descriptor is owned below.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return say(format!("cannot open the directory ({})", std::io::Error::last_os_error()));
-    }
-    // SAFETY: fd is a fresh descriptor we own.
-    let dfd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let Some(st) = fstat(dfd.as_raw_fd()) else { return };
-    if st.st_uid != euid() {
-        return say(format!("the directory is owned by uid {}, not by the effective user {}", st.st_uid, euid()));
-    }
-    if st.st_mode & 0o022 != 0 {
-        return say(format!("the directory is writable by its group or others (mode {:o})", st.st_mode & 0o7777));
-    }
-    let n = cstr(name);
-    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: unlinkat/openat relative to our directory descriptor with a NUL-terminated name.
-    let fd = unsafe {
-        libc::unlinkat(dfd.as_raw_fd(), n.as_ptr(), 0);
-        libc::openat(dfd.as_raw_fd(), n.as_ptr(), flags, 0o600 as libc::c_uint)
-    };
-    if fd < 0 {
-        return say(format!("{}", std::io::Error::last_os_error()));
-    }
-    // SAFETY: fresh descriptor we own.
-    let mut f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-    if let Err(e) = std::io::Write::write_all(&mut f, data) {
-        say(e.to_string());
-    }
-}
-
 /// An open, checked cache directory.
 pub(crate) struct Dir {
     fd: OwnedFd,
@@ -257,7 +201,7 @@ impl Dir {
         if data.len() as u64 > self.cap {
             return;
         }
-        if !fits_fsize(data.len()) {
+        if !super::fd::fits_fsize(data.len()) {
             super::helper::debug(&format!("JIT disk cache entry {} not written: larger than RLIMIT_FSIZE", hex(key)));
             return;
         }
@@ -424,28 +368,5 @@ mod tests {
         assert_eq!(default_dir(None, os("")), None);
         assert_eq!(default_dir(None, os("relative/home")), None);
         assert_eq!(default_dir(os(""), None), None);
-    }
-
-    /// Dumps never follow a planted symlink and never go into a directory others can write to.
-    #[test]
-    fn dumps_follow_no_symlink_and_need_a_private_directory() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("offload-rs-dump-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-        let victim = dir.join("victim");
-        std::fs::write(&victim, "precious").unwrap();
-        std::os::unix::fs::symlink(&victim, dir.join("abc.lowered.ll")).unwrap();
-        write_dump(&dir, "abc.lowered.ll", b"; module");
-        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious", "the symlink's target was written");
-        let meta = std::fs::symlink_metadata(dir.join("abc.lowered.ll")).unwrap();
-        assert!(meta.file_type().is_file(), "a fresh file replaces the link");
-        assert_eq!(std::fs::read(dir.join("abc.lowered.ll")).unwrap(), b"; module");
-        // a world-writable directory (/tmp itself, say) is not written into
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-        write_dump(&dir, "def.opt.ll", b"; module");
-        assert!(!dir.join("def.opt.ll").exists());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

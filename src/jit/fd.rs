@@ -8,7 +8,7 @@
 //! close-on-exec and moved to high numbers (at least [`HIGH_FD`] when `RLIMIT_NOFILE` allows), out of
 //! the range clients open and `dup2` onto.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// Lowest number kept descriptors are moved to.
 pub(crate) const HIGH_FD: i32 = 600;
@@ -99,6 +99,76 @@ impl Drop for KeptFd {
     }
 }
 
+/// A one-line note on stderr when `OFFLOAD_RS_DEBUG` is set.
+fn debug(msg: &str) {
+    if std::env::var_os("OFFLOAD_RS_DEBUG").is_some() {
+        eprintln!("offload-rs: {msg}");
+    }
+}
+
+/// Whether `bytes` more bytes may be written to a file under `RLIMIT_FSIZE` (a write past it raises
+/// SIGXFSZ, which ends the client).
+pub(crate) fn fits_fsize(bytes: usize) -> bool {
+    // SAFETY: getrlimit into a zeroed struct.
+    unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        libc::getrlimit(libc::RLIMIT_FSIZE, &mut rl) != 0
+            || rl.rlim_cur == libc::RLIM_INFINITY
+            || (bytes as u64) < rl.rlim_cur as u64
+    }
+}
+
+/// Writes `data` as `name` in the debugging dump directory `dir` (`OFFLOAD_RS_JIT_DUMP_LOWERED`),
+/// only when `dir` is a directory owned by the effective user and not writable by its group or
+/// others (so nothing planted there can redirect the write), with `O_EXCL|O_NOFOLLOW` after removing
+/// an earlier dump of that name, and within `RLIMIT_FSIZE`. Best effort: `OFFLOAD_RS_DEBUG` says why
+/// a dump was not written.
+pub(crate) fn write_dump(dir: &std::path::Path, name: &str, data: &[u8]) {
+    let say = |why: String| debug(&format!("JIT dump {} not written: {why}", dir.join(name).display()));
+    if !fits_fsize(data.len()) {
+        return say("larger than RLIMIT_FSIZE".into());
+    }
+    let Ok(c) = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str())) else {
+        return;
+    };
+    // SAFETY: open() of a NUL-terminated path; the descriptor is owned below.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return say(format!("cannot open the directory ({})", std::io::Error::last_os_error()));
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    let dfd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: fstat into a zeroed struct on our descriptor; geteuid has no preconditions.
+    let (st, euid) = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(dfd.as_raw_fd(), &mut st) != 0 {
+            return;
+        }
+        (st, libc::geteuid())
+    };
+    if st.st_uid != euid {
+        return say(format!("the directory is owned by uid {}, not by the effective user {euid}", st.st_uid));
+    }
+    if st.st_mode & 0o022 != 0 {
+        return say(format!("the directory is writable by its group or others (mode {:o})", st.st_mode & 0o7777));
+    }
+    let Ok(n) = std::ffi::CString::new(name) else { return };
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: unlinkat/openat relative to our directory descriptor with a NUL-terminated name.
+    let fd = unsafe {
+        libc::unlinkat(dfd.as_raw_fd(), n.as_ptr(), 0);
+        libc::openat(dfd.as_raw_fd(), n.as_ptr(), flags, 0o600 as libc::c_uint)
+    };
+    if fd < 0 {
+        return say(format!("{}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: fresh descriptor we own.
+    let mut f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    if let Err(e) = std::io::Write::write_all(&mut f, data) {
+        say(e.to_string());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +193,28 @@ mod tests {
         assert!(unsafe { libc::fcntl(n, libc::F_GETFD) } >= 0);
         // SAFETY: the test's own duplicate, closed once.
         unsafe { libc::close(n) };
+    }
+
+    /// Dumps never follow a planted symlink and never go into a directory others can write to.
+    #[test]
+    fn dumps_follow_no_symlink_and_need_a_private_directory() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("offload-rs-dump-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("abc.lowered.ll")).unwrap();
+        write_dump(&dir, "abc.lowered.ll", b"; module");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious", "the symlink's target was written");
+        let meta = std::fs::symlink_metadata(dir.join("abc.lowered.ll")).unwrap();
+        assert!(meta.file_type().is_file(), "a fresh file replaces the link");
+        assert_eq!(std::fs::read(dir.join("abc.lowered.ll")).unwrap(), b"; module");
+        // a world-writable directory (/tmp itself, say) is not written into
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        write_dump(&dir, "def.opt.ll", b"; module");
+        assert!(!dir.join("def.opt.ll").exists());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -407,6 +407,43 @@ TEST(last_shutdown_from_host_function_while_another_thread_syncs) {
 }
 
 
+/* ---- issue 22: a CUDA habit ------------------------------------------------------------------------------ */
+
+/* A host-to-device copy from pageable memory (a std::vector, malloc) behind a busy queue, the source
+ * overwritten and freed right after olMemcpy returns, as UR's conformance tests do: CUDA takes the data
+ * before cuMemcpyHtoDAsync returns, and so do we (valgrind: no read of freed memory). Also on an idle
+ * queue, and from memory we allocated (queued as is: the caller keeps it until the copy has run). */
+TEST(queued_copy_from_pageable_memory_takes_the_data_before_returning) {
+  SETUP();
+  enum { N = 256 << 10 };
+  ol_queue_handle_t q = NULL;
+  unsigned char *dev = NULL;
+  REQUIRE_OK(olCreateQueue(cpu, &q));
+  REQUIRE_OK(olMemAlloc(cpu, OL_ALLOC_TYPE_DEVICE, N, (void **)&dev));
+  for (int busy = 0; busy < 2; busy++) {
+    struct gate g = GATE_INIT;
+    if (busy)
+      CHECK_OK(olLaunchHostFunction(q, gate_wait, &g));
+    unsigned char *src = malloc(N);
+    REQUIRE(src);
+    memset(src, 'A' + busy, N);
+    CHECK_OK(olMemcpy(q, dev, cpu, src, host, N));
+    memset(src, 'x', N); /* the client reuses its vector ... */
+    free(src);           /* ... and frees it */
+    if (busy)
+      gate_open(&g);
+    CHECK_OK(olSyncQueue(q));
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+      bad += dev[i] != 'A' + busy;
+    CHECKF(bad == 0, "%s queue: %d of %d bytes are not what the source held at olMemcpy", busy ? "busy" : "idle",
+           bad, N);
+  }
+  CHECK_OK(olMemFree(dev));
+  CHECK_OK(olDestroyQueue(q));
+  TEARDOWN();
+}
+
 /* ---- issue 22: memory in a cgroup ----------------------------------------------------------------------- */
 
 /* The v1 memory cgroup directory of this process (from /proc/self/cgroup and /proc/self/mountinfo), or
@@ -570,6 +607,7 @@ int main(void) {
   RUN(alloc_type_77_is_allocated_like_managed_as_in_llvm22);
   RUN(alloc_larger_than_global_mem_is_out_of_resources);
   RUN(last_shutdown_from_host_function_while_another_thread_syncs);
+  RUN(queued_copy_from_pageable_memory_takes_the_data_before_returning);
   RUN(memory_cgroup_job_with_half_its_limit_live_is_not_oom_killed);
   return harness_summary();
 }

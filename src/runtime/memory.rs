@@ -482,6 +482,65 @@ pub unsafe fn memcpy(
     Ok(())
 }
 
+/// Whether host memory at `src` is pageable: not an allocation of ours, not in a registered range.
+fn is_pageable(ctx: &Context, src: usize) -> bool {
+    if ctx.allocs.find(src).is_some() {
+        return false;
+    }
+    REGISTERED.load(Ordering::Relaxed) == 0
+        || !ctx.devices.iter().any(|d| match &d.kind {
+            super::DeviceKind::Plugin(p) => p.registered_range(src).is_some(),
+            super::DeviceKind::Host => false,
+        })
+}
+
+/// Bytes of pageable sources copied aside for queued copies and not yet copied by their queues.
+static STAGED: AtomicUsize = AtomicUsize::new(0);
+/// What staging may hold at once; past it a copy waits for its queue instead (not in a host function).
+const STAGE_MAX: usize = 256 << 20;
+
+/// A queued copy from pageable host memory takes the data before returning, as CUDA does for
+/// `cuMemcpyHtoDAsync` from pageable memory (clients written for GPUs free or reuse the source right
+/// after the call): on an idle queue it is copied now, else the source is copied aside (bounded by
+/// [`STAGE_MAX`]; past it, the call waits for its queue) and the queued copy reads that.
+///
+/// # Safety
+/// `src` must be valid for reading and `dst` for writing `size` bytes (now; `dst` until the queue runs).
+unsafe fn memcpy_pageable(q: &Arc<Queue>, dst: usize, src: usize, size: usize) -> OlResult<()> {
+    let exec = q.device.plugin()?;
+    if q.inner.is_empty()? {
+        // SAFETY: both ranges are valid now (this function's contract).
+        return Ok(unsafe { exec.memcpy_sync(dst, src, size) }?);
+    }
+    let own_queue = hostfn::running() == Some(q.id);
+    if STAGED.load(Ordering::Relaxed).saturating_add(size) > STAGE_MAX && !own_queue {
+        // SAFETY: as above; the source stays valid until this call returns, after the sync.
+        unsafe { q.inner.memcpy(dst, src, size) }?;
+        return Ok(q.inner.sync()?);
+    }
+    // SAFETY: `src` is valid for reading `size` bytes now.
+    let copy: Arc<[u8]> = unsafe { std::slice::from_raw_parts(src as *const u8, size) }.into();
+    STAGED.fetch_add(size, Ordering::Relaxed);
+    let staged = copy.as_ptr() as usize;
+    let release = move |copy: Arc<[u8]>| {
+        drop(copy);
+        STAGED.fetch_sub(size, Ordering::Relaxed);
+    };
+    // SAFETY: the staged copy stays alive until the host function below, which runs after the copy.
+    if let Err(e) = unsafe { q.inner.memcpy(dst, staged, size) } {
+        release(copy);
+        return Err(e.into());
+    }
+    let held = copy.clone();
+    if let Err(e) = q.inner.host_fn(Box::new(move || release(held))) {
+        // the copy is queued: keep its source until it has run
+        let _ = q.inner.sync();
+        release(copy);
+        return Err(e.into());
+    }
+    Ok(())
+}
+
 /// [`memcpy`] when one side is a device.
 ///
 /// # Safety
@@ -515,6 +574,10 @@ unsafe fn memcpy_device(
                          enqueue the copy on a queue of the GPU device instead",
                     ));
                 }
+            }
+            if src_dev.is_host() && is_pageable(ctx, src) {
+                // SAFETY: `src` is valid for reading `size` bytes now (this function's contract).
+                return unsafe { memcpy_pageable(q, dst, src, size) };
             }
             // SAFETY: both ranges are valid until the copy has run (this function's contract).
             unsafe { q.inner.memcpy(dst, src, size) }?;

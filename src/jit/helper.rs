@@ -7,22 +7,32 @@
 //!
 //! * **Shipping**: the helper is an executable of this crate (`src/bin/offload-rs-jit.rs`) that
 //!   `make lib` / `make install` put in `offload-rs/` beside the library; the library finds it from its
-//!   own location (`dladdr`, then `/proc/self/maps` when that path is relative).
+//!   own location (`dladdr`, then `/proc/self/maps` when that path is relative), beside the real file
+//!   first (the library reached through a symlink), then beside the name it was loaded by.
 //!   `OFFLOAD_RS_JIT_HELPER=<path>` names it explicitly (the Rust tests and the fuzz targets do).
-//! * **Starting** (at the first compile): `posix_spawn` (no `fork` of the client: no atfork handlers, no
-//!   page tables copied, cheap whatever the client's size), with every signal at its default disposition,
-//!   an empty signal mask, its own process group (a Ctrl-C for the client's terminal does not reach it),
-//!   `/dev/null` as stdin and no descriptor of the client but stdout and stderr. The spawned process spawns the
-//!   real server and exits at once, so the server is not the client's child: a client's
-//!   `wait()`/`waitpid(-1)` never reaps it and never waits for it. The server says hello with the build
-//!   id; a helper from another build is not used.
+//! * **Starting** (at the first compile), never a `fork` of the client: a *reaper* is cloned
+//!   (`CLONE_VM`, its own stacks and thread pointer area in one mapping; it never execs, so it keeps exit
+//!   signal 0: the client's `wait()`/`waitpid(-1)` ignore it and no SIGCHLD is sent, even when the client
+//!   is a subreaper or PID 1). It puts every signal at its default disposition, takes its own process
+//!   group (a Ctrl-C for the client's terminal does not reach it), points stdin, stdout and (unless
+//!   `OFFLOAD_RS_DEBUG`/`OFFLOAD_RS_JIT_TIME`) stderr at /dev/null, keeps only the socket (3) and a pidfd
+//!   of the client (4), starts the server as its child the way `posix_spawn` does (`CLONE_VM |
+//!   CLONE_VFORK`, then exec, empty signal mask), closes everything it holds, reaps the server and exits;
+//!   we reap the reaper (`__WALL`) and kill the server through a pidfd. The server says hello with the
+//!   build id; a helper from another build is not used. Under valgrind (which aborts on such a clone) or
+//!   without pidfds the server is started detached instead: `posix_spawn` of `detach-serve`, which forks
+//!   the server and exits (re-parented to init, or to a subreaper client), ended by a socket hang-up.
+//! * **Descriptors**: our socket ends and pidfds are kept descriptors (`fd.rs`: close-on-exec, at high
+//!   numbers, checked by device and inode before each use), so a client's `closefrom(3)` or `dup2` over
+//!   one of them costs a new helper, never a write to or a close of the client's file.
 //! * **Reuse**: a pool of at most one helper per core; each serves one request at a time, idle ones wait
 //!   for the next compile, so 20 threads compiling different images share a few processes. A helper
-//!   that died while idle is replaced. A helper exits when its socket closes (the client exited or
-//!   dropped it). After a client's `fork()`, the child starts its own helpers.
+//!   that died while idle is replaced. A helper exits when the client has exited (its pidfd), also
+//!   mid-compile and while a `fork()`ed child of the client still holds the socket, or when the socket
+//!   hangs up. After a client's `fork()`, the child starts its own helpers and leaves its parent's alone.
 //! * **Timeouts**: 600 s per compile (then the helper is killed and the compile fails), 60 s for a new
-//!   helper to start: the spawned process to exit (it only forks the server) and the server's hello. A
-//!   spawned process still running then is killed and reaped, and that compile runs here (fallback).
+//!   helper to start: the server's exec and its hello. A server that has not said hello by then is
+//!   killed and reaped, and that compile runs here (fallback).
 //! * **Fallback**: when no helper can be started (none installed, another build's, `RLIMIT_NPROC`, a
 //!   pids cgroup), the compile runs in the calling process (one line under `OFFLOAD_RS_DEBUG`): the
 //!   answer is the same, only a crash of LLVM is no longer contained. `OFFLOAD_RS_JIT_IN_PROCESS=1`

@@ -901,6 +901,8 @@ fn spawn_process(path: &CStr, argv: &[&CStr], fd: i32, deadline: Instant) -> Res
             break v;
         }
         if Instant::now() >= deadline {
+            // the reaper may still be on its way to exec with these arguments: they stay
+            std::mem::forget(argv_p);
             return forget(format!("the helper {} did not start in time", path.to_string_lossy()));
         }
         futex_wait(&s.server_pid, 0, Duration::from_millis(50));

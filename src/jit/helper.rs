@@ -610,10 +610,11 @@ impl HelperProc {
             // the client closed our pidfd: a hang-up ends the server (its watcher sees it)
             // SAFETY: shutdown of our own socket.
             unsafe { libc::shutdown(s, libc::SHUT_RDWR) };
-        } else {
-            return; // nothing left to end it with: its memory stays (it exits with the client)
         }
-        if self.server.is_some() && reap_child(self.reaper, None) {
+        // (with neither descriptor ours, the client closed our socket: the server has end-of-file and
+        // exits, unless a forked child of the client holds a copy; then the reaper is left to exit with
+        // the client, its memory with it)
+        if self.server.is_some() && reap_child(self.reaper, Some(Instant::now() + Duration::from_secs(5))) {
             // SAFETY: the reaper, the only user of the region, has exited.
             unsafe { libc::munmap(self.region as *mut libc::c_void, REGION) };
         }

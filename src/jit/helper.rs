@@ -937,6 +937,13 @@ fn reaper_usable() -> bool {
         if std::env::var("LD_PRELOAD").is_ok_and(|v| v.contains("vgpreload")) {
             return false;
         }
+        // A reaper runs this library's code until it exits, after the client may have dlclose'd us:
+        // the library is pinned (RTLD_NODELETE) first. (NULL: our code is in the executable itself.)
+        if let Some(c) = own_file().and_then(|p| CString::new(p.as_os_str().as_bytes()).ok()) {
+            // SAFETY: RTLD_NOLOAD loads and runs nothing; it marks the already-loaded object
+            // never-unloadable, and the extra reference is kept for the process's life.
+            unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD | libc::RTLD_NODELETE) };
+        }
         // SAFETY: pidfd_open of ourselves; the descriptor is closed at once.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) } as i32;
         if fd >= 0 {

@@ -124,6 +124,12 @@ impl NativeLib {
         Ok(NativeLib { handle: h as usize, sizes, memfd: Some(kept), path })
     }
 
+    /// The memfd's number (tests close it behind the library's back, as a client's `closefrom` would).
+    #[cfg(test)]
+    pub(crate) fn memfd_number(&self) -> Option<i32> {
+        self.memfd.as_ref().map(KeptFd::raw)
+    }
+
     pub(crate) fn function(&self, name: &str) -> Option<usize> {
         self.symbol(name).map(|(a, _)| a)
     }

@@ -689,6 +689,16 @@ fn native_images_never_share_code_or_globals() {
     let ic = load(&b).unwrap();
     assert_eq!(run(&ic), 200);
     assert_eq!(run(&ia2), 101);
+    // the client closes the memfd of a loaded image (closefrom): its number is free again, but the name
+    // /proc/self/fd/N still names that loaded object, so the next load takes another number
+    let Instance::Native(lib) = &*ia2.inst else { panic!("not native") };
+    let n = lib.memfd_number().unwrap();
+    // SAFETY: closing the test's image's memfd behind the library's back, as a client might.
+    unsafe { libc::close(n) };
+    let id = load(&b).unwrap();
+    assert_eq!(run(&id), 200, "a load under a reused descriptor number ran another image's kernel");
+    assert_eq!(run(&ia2), 102);
+    drop(ia2); // never closes number n again (it is not the memfd any more)
 }
 
 #[test]

@@ -9,6 +9,10 @@
 #include "ol_test.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <poll.h>
+#include <sys/prctl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -313,11 +317,10 @@ TEST(compile_while_holding_an_atfork_lock) {
          g_child);
 }
 
-// Our helper processes: `offload-rs-jit detach-serve` (the server keeps the command line it was started
-// with) whose environment carries this run's mark.
-static int helpers(pid_t *out, int max) {
+// Our helper processes: `offload-rs-jit serve <client>` whose environment carries JIT_SERVICE_MARK=<mark>.
+static int helpers_marked(const char *mark_value, pid_t *out, int max) {
   char mark[64];
-  snprintf(mark, sizeof mark, "JIT_SERVICE_MARK=%d", (int)getpid());
+  snprintf(mark, sizeof mark, "JIT_SERVICE_MARK=%s", mark_value);
   DIR *d = opendir("/proc");
   int n = 0;
   if (!d)
@@ -345,6 +348,13 @@ static int helpers(pid_t *out, int max) {
   }
   closedir(d);
   return n;
+}
+
+// This run's helpers.
+static int helpers(pid_t *out, int max) {
+  char mark[32];
+  snprintf(mark, sizeof mark, "%d", (int)getpid());
+  return helpers_marked(mark, out, max);
 }
 
 static void *create_b(void *arg) {
@@ -575,6 +585,366 @@ TEST(rlimit_nproc_compiles_in_process) {
     printf("  (the helper could not start; compiled in the calling process)\n");
 }
 
+// ---- the client's descriptors, children and output (issue 22) ---------------------------------------
+
+// Whether `fd` is open and names the file at `path` (same device and inode).
+static bool fd_is(int fd, const char *path) {
+  struct stat a, b;
+  return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// The client's own file: "client data\n", opened read-write at its start.
+static int own_file(const char *path) {
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  if (fd >= 0 && (write(fd, "client data\n", 12) != 12 || lseek(fd, 0, SEEK_SET) != 0))
+    return -1;
+  return fd;
+}
+
+// Still the client's file, with exactly its own content and position (nothing of ours written to it).
+static bool untouched(int fd, const char *path) {
+  char buf[64] = {0};
+  struct stat st;
+  return fd_is(fd, path) && lseek(fd, 0, SEEK_CUR) == 0 && fstat(fd, &st) == 0 && st.st_size == 12 &&
+         pread(fd, buf, sizeof buf, 0) == 12 && memcmp(buf, "client data\n", 12) == 0;
+}
+
+// closefrom(3), as daemons and sandboxes do, then files of the client's own at the freed numbers.
+static int child_closefrom(void) {
+  const char *dir = getenv("JIT_SERVICE_DIR");
+  if (which_of("seed_a") != VAL_A) // a helper is running, its socket open
+    return 30;
+  close_range(3, ~0u, 0);
+  char path[8][600];
+  int fds[8];
+  for (int i = 0; i < 8; i++) {
+    snprintf(path[i], sizeof path[i], "%s/own%d", dir, i);
+    if ((fds[i] = own_file(path[i])) < 0)
+      return 31;
+  }
+  if (which_of("seed_b") != VAL_B) // a new helper
+    return 32;
+  if (which_of("seed_a") != VAL_A)
+    return 33;
+  for (int i = 0; i < 8; i++)
+    if (!untouched(fds[i], path[i])) {
+      fprintf(stderr, "the client's fd %d (%s) was closed or written\n", fds[i], path[i]);
+      return 34;
+    }
+  return 0;
+}
+
+// A dup2 of the client's own file over every socket the library holds (the helper's).
+static int child_dup2(void) {
+  const char *dir = getenv("JIT_SERVICE_DIR");
+  if (which_of("seed_a") != VAL_A)
+    return 40;
+  char path[600];
+  snprintf(path, sizeof path, "%s/dup2", dir);
+  int mine = own_file(path);
+  if (mine < 0)
+    return 41;
+  int over[64], n = 0;
+  for (int fd = 3; fd < 4096 && n < 64; fd++) {
+    char l[64], p[64];
+    snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+    ssize_t k = readlink(p, l, sizeof l - 1);
+    if (k > 0 && (l[k] = 0, strncmp(l, "socket:", 7) == 0) && dup2(mine, fd) == fd)
+      over[n++] = fd;
+  }
+  if (n == 0)
+    return 42; // no socket: no helper
+  if (which_of("seed_b") != VAL_B)
+    return 43;
+  for (int i = 0; i < n; i++)
+    if (!untouched(over[i], path)) {
+      fprintf(stderr, "the client's fd %d (dup2'ed over the helper's socket) was closed or written\n", over[i]);
+      return 44;
+    }
+  return untouched(mine, path) ? 0 : 45;
+}
+
+static volatile sig_atomic_t g_sigchld;
+static void on_sigchld(int sig) {
+  (void)sig;
+  g_sigchld++;
+}
+
+// Zombie children of this process (state Z in /proc/<pid>/stat with our pid as parent); with `say`,
+// every child on stderr.
+static int children_of_mine(bool say) {
+  DIR *d = opendir("/proc");
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char path[300], buf[512];
+    if (e->d_name[0] < '0' || e->d_name[0] > '9')
+      continue;
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      continue;
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[k] = 0;
+    char *close_paren = strrchr(buf, ')');
+    char state = 0;
+    int ppid = 0;
+    if (close_paren && sscanf(close_paren + 1, " %c %d", &state, &ppid) == 2 && ppid == getpid()) {
+      if (say)
+        fprintf(stderr, "  child %s: %s\n", e->d_name, buf);
+      n += state == 'Z';
+    }
+  }
+  if (d)
+    closedir(d);
+  return n;
+}
+
+// A subreaper client (as PID 1 of a container is): after compiles, and a helper killed, its wait loop
+// finds no child, it got no SIGCHLD and has no zombie.
+static int child_subreaper(void) {
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
+    return 50;
+  signal(SIGCHLD, on_sigchld);
+  if (which_of("seed_a") != VAL_A)
+    return 51;
+  char mark[32];
+  snprintf(mark, sizeof mark, "%s", getenv("JIT_SERVICE_MARK"));
+  pid_t pids[64];
+  int n = helpers_marked(mark, pids, 64);
+  if (n == 0)
+    return 52;
+  for (int i = 0; i < n; i++) // as a crash of LLVM would
+    kill(pids[i], SIGKILL);
+  usleep(100 * 1000);
+  if (which_of("seed_b") != VAL_B) // the dead helper is replaced (and reaped)
+    return 53;
+  int st;
+  errno = 0;
+  pid_t w = waitpid(-1, &st, WNOHANG); // a "wait for all my children" loop's first step
+  if (w != -1 || errno != ECHILD) {
+    fprintf(stderr, "waitpid(-1) = %d (errno %d): the client has a child it did not make\n", (int)w, errno);
+    children_of_mine(true);
+    return 54;
+  }
+  if (g_sigchld) {
+    fprintf(stderr, "%d SIGCHLD\n", (int)g_sigchld);
+    return 55;
+  }
+  int z = children_of_mine(false);
+  if (z) {
+    fprintf(stderr, "%d zombie children\n", z);
+    return 56;
+  }
+  return 0;
+}
+
+// Compiles, leaves a forked child (that never execs) behind holding copies of everything, and exits.
+static int child_leaves_fork(void) {
+  if (which_of("seed_a") != VAL_A)
+    return 60;
+  pid_t g = fork();
+  if (g == 0) {
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 1);
+    dup2(null, 2);
+    sleep(120);
+    _exit(0);
+  }
+  printf("fork %d\n", (int)g);
+  fflush(stdout);
+  return g > 0 ? 0 : 61;
+}
+
+// Runs child `name` with stdout and stderr on a pipe and its own helper mark; returns its pid.
+static pid_t spawn_piped(const char *name, const char *mark, int *rd) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) // only 1 and 2 in the child
+    return -1;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+  posix_spawn_file_actions_addclose(&fa, p[0]);
+  char saved[32];
+  snprintf(saved, sizeof saved, "%s", getenv("JIT_SERVICE_MARK"));
+  setenv("JIT_SERVICE_MARK", mark, 1);
+  setenv("JIT_SERVICE_CHILD", name, 1);
+  char *argv[] = {g_self, NULL};
+  pid_t pid = -1;
+  if (posix_spawn(&pid, g_self, &fa, NULL, argv, environ) != 0)
+    pid = -1;
+  unsetenv("JIT_SERVICE_CHILD");
+  setenv("JIT_SERVICE_MARK", saved, 1);
+  posix_spawn_file_actions_destroy(&fa);
+  close(p[1]);
+  *rd = p[0];
+  return pid;
+}
+
+// Reads `fd` to end-of-file into buf; false when it is not there within `secs` (a watchdog, not a timing).
+static bool read_to_eof(int fd, char *buf, size_t n, int secs) {
+  size_t got = 0;
+  for (;;) {
+    struct pollfd pfd = {fd, POLLIN, 0};
+    if (poll(&pfd, 1, secs * 1000) <= 0)
+      return false;
+    ssize_t k = read(fd, buf + got, n - 1 - got);
+    if (k <= 0) {
+      buf[got] = 0;
+      return k == 0;
+    }
+    got += (size_t)k;
+    if (got == n - 1)
+      got = 0;
+  }
+}
+
+TEST(closefrom_then_compile_leaves_the_clients_files_alone) {
+  NEED_CPU();
+  setenv("OFFLOAD_RS_JIT_CACHE_DIR", "off", 1);
+  setenv("JIT_SERVICE_DIR", g_root, 1);
+  char err[600];
+  snprintf(err, sizeof err, "%s/closefrom.stderr", g_root);
+  pid_t pid = spawn_child("closefrom", err, false);
+  CHECK(pid > 0);
+  int st = child_status(pid);
+  CHECKF(st == 0, "closefrom(3) child exited %d (stderr in %s)", st, err);
+}
+
+TEST(dup2_over_the_helper_socket_leaves_the_clients_file_alone) {
+  NEED_CPU();
+  setenv("OFFLOAD_RS_JIT_CACHE_DIR", "off", 1);
+  setenv("JIT_SERVICE_DIR", g_root, 1);
+  char err[600];
+  snprintf(err, sizeof err, "%s/dup2.stderr", g_root);
+  pid_t pid = spawn_child("dup2", err, false);
+  CHECK(pid > 0);
+  int st = child_status(pid);
+  if (st == 42)
+    SKIP("no compile helper socket (library built without its helper?)");
+  CHECKF(st == 0, "dup2 child exited %d (stderr in %s)", st, err);
+}
+
+TEST(subreaper_client_has_no_helper_children_zombies_or_sigchld) {
+  NEED_CPU();
+  setenv("OFFLOAD_RS_JIT_CACHE_DIR", "off", 1);
+  char err[600], mark[32], saved[32];
+  snprintf(err, sizeof err, "%s/subreaper.stderr", g_root);
+  snprintf(mark, sizeof mark, "%d-subreaper", (int)getpid());
+  snprintf(saved, sizeof saved, "%s", getenv("JIT_SERVICE_MARK"));
+  setenv("JIT_SERVICE_MARK", mark, 1);
+  pid_t pid = spawn_child("subreaper", err, false);
+  setenv("JIT_SERVICE_MARK", saved, 1);
+  CHECK(pid > 0);
+  int st = child_status(pid);
+  if (st == 52)
+    SKIP("no compile helper process found");
+  CHECKF(st == 0, "subreaper child exited %d (stderr in %s)", st, err);
+}
+
+TEST(client_output_reader_sees_eof_and_helpers_exit_with_the_client) {
+  NEED_CPU();
+  setenv("OFFLOAD_RS_JIT_CACHE_DIR", "off", 1);
+  char mark[32];
+  snprintf(mark, sizeof mark, "%d-eof", (int)getpid());
+  int rd = -1;
+  pid_t pid = spawn_piped("leaves_fork", mark, &rd);
+  CHECK(pid > 0);
+  char out[4096];
+  // $(client): end-of-file once the client has exited, although its forked child lives on
+  bool eof = read_to_eof(rd, out, sizeof out, 60);
+  close(rd);
+  CHECK(child_status(pid) == 0);
+  int grandchild = 0;
+  const char *f = strstr(out, "fork ");
+  if (f)
+    grandchild = atoi(f + 5);
+  CHECKF(eof, "no end-of-file on the client's output 60 s after it exited (a helper holds it)");
+  // the helpers exit with the client, although the forked child still holds their sockets
+  pid_t pids[64];
+  int n = 0;
+  for (int i = 0; i < 600 && (n = helpers_marked(mark, pids, 64)) > 0; i++)
+    usleep(100 * 1000);
+  if (grandchild > 0)
+    kill(grandchild, SIGKILL);
+  CHECKF(n == 0, "%d helpers of an exited client still running 60 s later", n);
+}
+
+// Loaded through a symlink (a Spack or Nix view, a module, a /usr/lib link): the helper beside the real
+// file is found, so compiles run in a helper, not in the client.
+static int child_symlink(void) {
+  Dl_info info;
+  if (!dladdr((void *)olInit, &info) || !strstr(info.dli_fname, "/symlib/"))
+    return 70; // not loaded through the link
+  if (which_of("seed_a") != VAL_A)
+    return 71;
+  pid_t pids[8];
+  return helpers_marked(getenv("JIT_SERVICE_MARK"), pids, 8) > 0 ? 0 : 72;
+}
+
+TEST(helper_found_beside_the_real_library_behind_a_symlink) {
+  NEED_CPU();
+  Dl_info info;
+  char real[PATH_MAX], link[600], dir[600];
+  CHECK(dladdr((void *)olInit, &info) && realpath(info.dli_fname, real));
+  snprintf(dir, sizeof dir, "%s/symlib", g_root);
+  snprintf(link, sizeof link, "%s/libLLVMOffload.so.22.1", dir);
+  mkdir(dir, 0700);
+  unlink(link);
+  CHECK(symlink(real, link) == 0);
+  char err[600], mark[32], saved_mark[32];
+  snprintf(err, sizeof err, "%s/symlink.stderr", g_root);
+  snprintf(mark, sizeof mark, "%d-symlink", (int)getpid());
+  snprintf(saved_mark, sizeof saved_mark, "%s", getenv("JIT_SERVICE_MARK"));
+  const char *ld = getenv("LD_LIBRARY_PATH"), *helper = getenv("OFFLOAD_RS_JIT_HELPER");
+  char *saved_ld = ld ? strdup(ld) : NULL, *saved_helper = helper ? strdup(helper) : NULL;
+  setenv("LD_LIBRARY_PATH", dir, 1);
+  unsetenv("OFFLOAD_RS_JIT_HELPER");
+  setenv("JIT_SERVICE_MARK", mark, 1);
+  setenv("OFFLOAD_RS_JIT_CACHE_DIR", "off", 1);
+  setenv("OFFLOAD_RS_DEBUG", "1", 1);
+  pid_t pid = spawn_child("symlink", err, false);
+  unsetenv("OFFLOAD_RS_DEBUG");
+  setenv("JIT_SERVICE_MARK", saved_mark, 1);
+  if (saved_ld)
+    setenv("LD_LIBRARY_PATH", saved_ld, 1);
+  else
+    unsetenv("LD_LIBRARY_PATH");
+  if (saved_helper)
+    setenv("OFFLOAD_RS_JIT_HELPER", saved_helper, 1);
+  free(saved_ld);
+  free(saved_helper);
+  CHECK(pid > 0);
+  int st = child_status(pid);
+  CHECKF(st == 0, "child loading the library through a symlink exited %d (stderr in %s)", st, err);
+  CHECKF(count_in_file(err, "JIT helper unavailable") == 0, "no helper found through the symlink (stderr in %s)", err);
+}
+
+// Under an RLIMIT_FSIZE smaller than a cache entry the compile works and no entry is written (a write
+// past the limit would end the client with SIGXFSZ).
+static int child_fsize(void) {
+  struct rlimit rl;
+  getrlimit(RLIMIT_FSIZE, &rl);
+  rl.rlim_cur = 512; // a cache entry is a few KiB
+  if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+    return 80;
+  return which_of("seed_a") == VAL_A ? 0 : 81;
+}
+
+TEST(rlimit_fsize_below_an_entry_compiles_without_caching) {
+  NEED_CPU();
+  const char *dir = use_cache("fsize");
+  char err[600];
+  snprintf(err, sizeof err, "%s/fsize.stderr", g_root);
+  pid_t pid = spawn_child("fsize", err, false);
+  CHECK(pid > 0);
+  int st = child_status(pid);
+  CHECKF(st == 0, "child under RLIMIT_FSIZE=512 exited %d (stderr in %s; 153 is SIGXFSZ)", st, err);
+  char path[1024];
+  CHECKF(entries(dir, path, sizeof path) == 0, "an entry was written past RLIMIT_FSIZE: %s", path);
+}
+
 int main(void) {
   const char *child = getenv("JIT_SERVICE_CHILD");
   if (child) {
@@ -583,6 +953,12 @@ int main(void) {
              : strcmp(child, "twenty") == 0 ? child_twenty()
              : strcmp(child, "sigint") == 0 ? child_sigint()
              : strcmp(child, "nproc") == 0  ? child_nproc()
+             : strcmp(child, "closefrom") == 0 ? child_closefrom()
+             : strcmp(child, "dup2") == 0 ? child_dup2()
+             : strcmp(child, "subreaper") == 0 ? child_subreaper()
+             : strcmp(child, "leaves_fork") == 0 ? child_leaves_fork()
+             : strcmp(child, "symlink") == 0 ? child_symlink()
+             : strcmp(child, "fsize") == 0 ? child_fsize()
                                             : 21;
     olShutDown();
     return rc;
@@ -614,6 +990,12 @@ int main(void) {
   RUN(twenty_threads_share_one_compile_per_key);
   RUN(client_sigint_and_atexit_handlers_run_once);
   RUN(rlimit_nproc_compiles_in_process);
+  RUN(closefrom_then_compile_leaves_the_clients_files_alone);
+  RUN(dup2_over_the_helper_socket_leaves_the_clients_file_alone);
+  RUN(subreaper_client_has_no_helper_children_zombies_or_sigchld);
+  RUN(client_output_reader_sees_eof_and_helpers_exit_with_the_client);
+  RUN(helper_found_beside_the_real_library_behind_a_symlink);
+  RUN(rlimit_fsize_below_an_entry_compiles_without_caching);
   olShutDown();
   sh("rm -rf '%s'", g_root);
   return t_finish();

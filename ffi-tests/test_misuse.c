@@ -14,7 +14,12 @@
 #define _GNU_SOURCE
 #include "harness.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cpu_fixture.h"
@@ -401,7 +406,198 @@ TEST(last_shutdown_from_host_function_while_another_thread_syncs) {
   TEARDOWN();
 }
 
+
+/* ---- issue 22: a CUDA habit ------------------------------------------------------------------------------ */
+
+/* A host-to-device copy from pageable memory (a std::vector, malloc) behind a busy queue, the source
+ * overwritten and freed right after olMemcpy returns, as UR's conformance tests do: CUDA takes the data
+ * before cuMemcpyHtoDAsync returns, and so do we (valgrind: no read of freed memory). Also on an idle
+ * queue, and from memory we allocated (queued as is: the caller keeps it until the copy has run). */
+TEST(queued_copy_from_pageable_memory_takes_the_data_before_returning) {
+  SETUP();
+  enum { N = 256 << 10 };
+  ol_queue_handle_t q = NULL;
+  unsigned char *dev = NULL;
+  REQUIRE_OK(olCreateQueue(cpu, &q));
+  REQUIRE_OK(olMemAlloc(cpu, OL_ALLOC_TYPE_DEVICE, N, (void **)&dev));
+  for (int busy = 0; busy < 2; busy++) {
+    struct gate g = GATE_INIT;
+    if (busy)
+      CHECK_OK(olLaunchHostFunction(q, gate_wait, &g));
+    unsigned char *src = malloc(N);
+    REQUIRE(src);
+    memset(src, 'A' + busy, N);
+    CHECK_OK(olMemcpy(q, dev, cpu, src, host, N));
+    memset(src, 'x', N); /* the client reuses its vector ... */
+    free(src);           /* ... and frees it */
+    if (busy)
+      gate_open(&g);
+    CHECK_OK(olSyncQueue(q));
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+      bad += dev[i] != 'A' + busy;
+    CHECKF(bad == 0, "%s queue: %d of %d bytes are not what the source held at olMemcpy", busy ? "busy" : "idle",
+           bad, N);
+  }
+  CHECK_OK(olMemFree(dev));
+  CHECK_OK(olDestroyQueue(q));
+  TEARDOWN();
+}
+
+/* ---- issue 22: memory in a cgroup ----------------------------------------------------------------------- */
+
+/* The v1 memory cgroup directory of this process (from /proc/self/cgroup and /proc/self/mountinfo), or
+ * false (v2-only machines: creating a child cgroup with its own limit needs a delegated subtree). */
+static bool memcg_v1_dir(char *out, size_t n) {
+  char line[1024], path[512] = "", mnt[512] = "";
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  while (f && fgets(line, sizeof line, f)) {
+    char *c = strchr(line, ':'), *p = c ? strchr(c + 1, ':') : NULL;
+    if (p && strncmp(c + 1, "memory:", 7) == 0) {
+      snprintf(path, sizeof path, "%s", p + 1);
+      path[strcspn(path, "\n")] = 0;
+    }
+  }
+  if (f)
+    fclose(f);
+  f = fopen("/proc/self/mountinfo", "r");
+  while (f && fgets(line, sizeof line, f)) {
+    char root[512], point[512];
+    char *dash = strstr(line, " - cgroup ");
+    if (dash && strstr(dash, "memory") && sscanf(line, "%*s %*s %*s %511s %511s", root, point) == 2 &&
+        strcmp(root, "/") == 0)
+      snprintf(mnt, sizeof mnt, "%s", point);
+  }
+  if (f)
+    fclose(f);
+  if (!path[0] || !mnt[0])
+    return false;
+  snprintf(out, n, "%s%s", mnt, path);
+  return true;
+}
+
+static bool write_file(const char *dir, const char *name, const char *text) {
+  char p[1024];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  FILE *f = fopen(p, "w");
+  if (!f)
+    return false;
+  bool ok = fputs(text, f) >= 0;
+  return (fclose(f) == 0) && ok;
+}
+
+enum { MIB = 1 << 20 };
+static volatile int g_gate_open;
+static void gate_fn(void *arg) {
+  (void)arg;
+  while (!__atomic_load_n(&g_gate_open, __ATOMIC_ACQUIRE))
+    usleep(1000);
+}
+static void *open_gate_later(void *arg) {
+  (void)arg;
+  usleep(300 * 1000);
+  __atomic_store_n(&g_gate_open, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+static int g_hostfn_rc = -1;
+static void alloc_free_in_host_fn(void *arg) {
+  ol_device_handle_t dev = arg;
+  g_hostfn_rc = 0;
+  for (int i = 0; i < 12; i++) {
+    void *m = NULL;
+    ol_result_t r = olMemAlloc(dev, OL_ALLOC_TYPE_DEVICE, 300 * MIB, &m);
+    if (r) {
+      g_hostfn_rc = r->Code == OL_ERRC_OUT_OF_RESOURCES ? 1 : 2; /* 1: the bound, as an error */
+      return;
+    }
+    memset(m, i, 300 * MIB);
+    olMemFree(m);
+  }
+}
+
+/* In the 1.5 GiB cgroup, never more than 700 MiB live: GLOBAL_MEM_SIZE is the limit; blocks of many sizes
+ * freed (the reuse cache), frees behind a busy queue (deferral), alloc/free in a host function. */
+static int cgroup_child(void) {
+  if (olInit())
+    return 10;
+  ol_device_handle_t dev = harness_find_backend(HARNESS_BACKEND_CPU);
+  if (!dev)
+    return 11;
+  uint64_t mem = 0;
+  if (olGetDeviceInfo(dev, OL_DEVICE_INFO_GLOBAL_MEM_SIZE, sizeof mem, &mem) || mem > 1536ull * MIB) {
+    fprintf(stderr, "GLOBAL_MEM_SIZE %llu in a 1.5 GiB cgroup\n", (unsigned long long)mem);
+    return 12;
+  }
+  /* the reuse cache: freed blocks of other sizes */
+  for (size_t s = 100; s <= 700; s += 40) {
+    void *m = NULL;
+    if (olMemAlloc(dev, OL_ALLOC_TYPE_DEVICE, s * MIB, &m))
+      return 13;
+    memset(m, 1, s * MIB);
+    olMemFree(m);
+  }
+  /* frees behind a busy queue */
+  ol_queue_handle_t q = NULL;
+  if (olCreateQueue(dev, &q) || olLaunchHostFunction(q, gate_fn, NULL))
+    return 14;
+  pthread_t t;
+  pthread_create(&t, NULL, open_gate_later, NULL);
+  for (int i = 0; i < 12; i++) {
+    void *m = NULL;
+    if (olMemAlloc(dev, OL_ALLOC_TYPE_DEVICE, 300 * MIB, &m))
+      return 15;
+    memset(m, 2, 300 * MIB);
+    olMemFree(m);
+  }
+  pthread_join(t, NULL);
+  /* alloc/free inside a host function (its own queue stays busy while it runs) */
+  if (olLaunchHostFunction(q, alloc_free_in_host_fn, dev) || olSyncQueue(q))
+    return 16;
+  if (g_hostfn_rc == 2)
+    return 17;
+  olDestroyQueue(q);
+  return olShutDown() ? 18 : 0;
+}
+
+TEST(memory_cgroup_job_with_half_its_limit_live_is_not_oom_killed) {
+  if (getenv("OFFLOAD_RS_TESTS_SMALL"))
+    SKIP("gigabytes of memset under valgrind");
+  char dir[1024], cg[1100], self[1024];
+  if (geteuid() != 0 || !memcg_v1_dir(dir, sizeof dir))
+    SKIP("cannot create a memory cgroup (needs root and cgroup v1's memory controller)");
+  snprintf(cg, sizeof cg, "%s/offload-rs-test-%d", dir, (int)getpid());
+  if (mkdir(cg, 0700) != 0 || !write_file(cg, "memory.limit_in_bytes", "1610612736")) {
+    rmdir(cg);
+    SKIP("cannot create a memory cgroup at %s", cg);
+  }
+  write_file(cg, "memory.memsw.limit_in_bytes", "1610612736"); /* no swapping out of it, where swap is accounted */
+  ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+  CHECK(k > 0);
+  self[k > 0 ? k : 0] = 0;
+  char procs[1200], ld[2048];
+  snprintf(procs, sizeof procs, "%s/cgroup.procs", cg);
+  snprintf(ld, sizeof ld, "LD_LIBRARY_PATH=%s", getenv("LD_LIBRARY_PATH") ? getenv("LD_LIBRARY_PATH") : "");
+  pid_t pid = fork();
+  if (pid == 0) {
+    /* only async-signal-safe calls between fork and exec */
+    int fd = open(procs, O_WRONLY);
+    if (fd < 0 || write(fd, "0", 1) != 1) /* "0": the writing process */
+      _exit(40);
+    close(fd);
+    char *argv[] = {self, NULL}, *envp[] = {"MISUSE_CGROUP_CHILD=1", ld, NULL};
+    execve(self, argv, envp);
+    _exit(41);
+  }
+  int st = 0;
+  CHECK(waitpid(pid, &st, 0) == pid);
+  rmdir(cg);
+  CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the job in a 1.5 GiB memory cgroup %s %d",
+         WIFSIGNALED(st) ? "was killed by signal" : "exited", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
 int main(void) {
+  if (getenv("MISUSE_CGROUP_CHILD"))
+    return cgroup_child();
   RUN(free_behind_queued_work_is_not_reused);
   RUN(free_behind_queued_work_then_shutdown);
   RUN(unregister_waits_for_queued_work);
@@ -411,5 +607,7 @@ int main(void) {
   RUN(alloc_type_77_is_allocated_like_managed_as_in_llvm22);
   RUN(alloc_larger_than_global_mem_is_out_of_resources);
   RUN(last_shutdown_from_host_function_while_another_thread_syncs);
+  RUN(queued_copy_from_pageable_memory_takes_the_data_before_returning);
+  RUN(memory_cgroup_job_with_half_its_limit_live_is_not_oom_killed);
   return harness_summary();
 }

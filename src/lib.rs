@@ -42,7 +42,8 @@
 //! * `OFFLOAD_RS_DEBUG` (presence): one stderr line for each thing worked around (no driver, no helper,
 //!   a cache directory or entry not used) and why.
 //! * `OFFLOAD_RS_JIT_TIME` (presence): per-stage compile times on stderr;
-//!   `OFFLOAD_RS_JIT_DUMP_LOWERED=<dir>`: the lowered and optimised IR of each compile, written there.
+//!   `OFFLOAD_RS_JIT_DUMP_LOWERED=<dir>`: the lowered and optimised IR of each compile, written there (only
+//!   into a directory owned by the user and not writable by others).
 //! * `OFFLOAD_RS_MEMCHECK=1` (read at the first `olInit`): compile kernels with the kernel memory checker
 //!   (`plugin::cpu::memcheck`); an invalid access stops its launch and is returned at the next sync.
 //!

@@ -313,7 +313,7 @@ pub(crate) fn compile_in_process(
         // OFFLOAD_RS_JIT_DUMP_LOWERED=<dir>: <dir>/<image hash>.<stage>.ll
         if let Some(d) = std::env::var_os("OFFLOAD_RS_JIT_DUMP_LOWERED").filter(|d| !d.is_empty()) {
             let name = format!("{}{dump_sfx}.{stage}.ll", &blake3::hash(bc).to_hex()[..16]);
-            let _ = m.print_to_file(std::path::Path::new(&d).join(name));
+            super::fd::write_dump(std::path::Path::new(&d), &name, m.print_to_string().to_bytes());
         }
     };
     dump("lowered");

@@ -63,6 +63,17 @@ fn size_cap() -> u64 {
     })
 }
 
+/// The default cache directory: `$XDG_CACHE_HOME/offload-rs` when that is absolute, else
+/// `$HOME/.cache/offload-rs` when `HOME` is absolute; an empty or relative `HOME` (a daemon's, a
+/// sandbox's) means no disk cache, never one under the current directory.
+fn default_dir(xdg: Option<std::ffi::OsString>, home: Option<std::ffi::OsString>) -> Option<std::path::PathBuf> {
+    let abs = |v: Option<std::ffi::OsString>| v.map(std::path::PathBuf::from).filter(|p| p.is_absolute());
+    match abs(xdg) {
+        Some(x) => Some(x.join("offload-rs")),
+        None => Some(abs(home)?.join(".cache/offload-rs")),
+    }
+}
+
 /// An open, checked cache directory.
 pub(crate) struct Dir {
     fd: OwnedFd,
@@ -101,13 +112,7 @@ impl Dir {
             match v {
                 Some(v) if v == "off" => return None,
                 Some(v) => std::path::PathBuf::from(v),
-                None => {
-                    let xdg = std::env::var_os("XDG_CACHE_HOME").map(std::path::PathBuf::from);
-                    match xdg.filter(|p| p.is_absolute()) {
-                        Some(x) => x.join("offload-rs"),
-                        None => std::path::PathBuf::from(std::env::var_os("HOME")?).join(".cache/offload-rs"),
-                    }
-                }
+                None => default_dir(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"))?,
             }
         };
         let refuse = |why: String| {
@@ -194,6 +199,10 @@ impl Dir {
     pub(crate) fn write(&self, key: &[u8; 32], payload: &[u8]) {
         let data = encode_entry(key, payload);
         if data.len() as u64 > self.cap {
+            return;
+        }
+        if !super::fd::fits_fsize(data.len()) {
+            super::helper::debug(&format!("JIT disk cache entry {} not written: larger than RLIMIT_FSIZE", hex(key)));
             return;
         }
         let mut rnd = [0u8; 16];
@@ -344,4 +353,20 @@ pub(crate) fn decode_entry<'a>(data: &'a [u8], key: &[u8; 32]) -> Result<&'a [u8
         return Err("corrupt (checksum)");
     }
     Ok(payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_or_relative_home_means_no_cache() {
+        let os = |s: &str| Some(std::ffi::OsString::from(s));
+        assert_eq!(default_dir(None, os("/home/u")), Some("/home/u/.cache/offload-rs".into()));
+        assert_eq!(default_dir(os("/x/cache"), os("/home/u")), Some("/x/cache/offload-rs".into()));
+        assert_eq!(default_dir(os("rel"), os("/home/u")), Some("/home/u/.cache/offload-rs".into()));
+        assert_eq!(default_dir(None, os("")), None);
+        assert_eq!(default_dir(None, os("relative/home")), None);
+        assert_eq!(default_dir(os(""), None), None);
+    }
 }

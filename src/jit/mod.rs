@@ -104,6 +104,7 @@ mod cleanup;
 mod compile;
 mod disk;
 mod elf;
+mod fd;
 pub mod helper;
 mod intrinsics;
 mod math;

@@ -202,7 +202,7 @@ fn cpu_info(triple: &str, cpu: &str, features: &str) -> Result<CpuInfo, String> 
 /// valgrind's `RUNNING_ON_VALGRIND` client request: non-zero under valgrind, 0 natively (the special
 /// instruction sequence is a no-op on a real CPU and leaves the default, 0, in rdx).
 #[cfg(target_arch = "x86_64")]
-fn running_on_valgrind() -> bool {
+pub(crate) fn running_on_valgrind() -> bool {
     // VG_USERREQ__RUNNING_ON_VALGRIND, then five unused arguments (valgrind.h's layout).
     let args: [u64; 6] = [0x1001, 0, 0, 0, 0, 0];
     let mut result: u64 = 0;
@@ -222,7 +222,7 @@ fn running_on_valgrind() -> bool {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn running_on_valgrind() -> bool {
+pub(crate) fn running_on_valgrind() -> bool {
     false
 }
 

@@ -635,6 +635,72 @@ fn native_elf_shared_object() {
     assert!(matches!(load(&rel), Err(JitError::InvalidBinary(_))));
 }
 
+/// A native shared object built from `src` with clang, or None without clang.
+fn native_so(name: &str, src: &str) -> Option<Vec<u8>> {
+    let cl = clang()?;
+    let dir = std::env::temp_dir().join(format!("offload-rs-jit-native-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let c = dir.join("k.c");
+    std::fs::write(&c, src).unwrap();
+    let so = dir.join("k.so");
+    let st = Command::new(cl).args(["-shared", "-fPIC", "-O2", "-o"]).arg(&so).arg(&c).status().unwrap();
+    assert!(st.success());
+    let image = std::fs::read(&so).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    Some(image)
+}
+
+/// Each load of a native image is its own object: two different images alive at once run their own
+/// kernels (glibc's dlopen finds a loaded object by name, and a reused `/proc/self/fd/N` gave the
+/// second image the first one's code), and one image loaded twice has two sets of globals.
+#[test]
+fn native_images_never_share_code_or_globals() {
+    let _g = shared();
+    let kernel = |v: u32| {
+        format!(
+            r#"
+            struct WgCtx {{ const void *args; void *l, *d, *s; unsigned gid[3], ng[3], gs[3], pad; }};
+            int counter = 0;
+            void which(const struct WgCtx *c) {{ unsigned *out = *(unsigned *const *)c->args; out[0] = {v} + counter++; }}
+            "#
+        )
+    };
+    let (Some(a), Some(b)) = (native_so("a", &kernel(100)), native_so("b", &kernel(200))) else { return };
+    assert_ne!(a, b);
+    let run = |img: &LoadedImage| {
+        let k = img.kernel("which").unwrap();
+        let mut out = [0u32; 1];
+        launch(&k, [1, 1, 1], [1, 1, 1], &[out.as_mut_ptr() as u64], 0);
+        out[0]
+    };
+    let ia = load(&a).unwrap();
+    let ib = load(&b).unwrap();
+    assert_eq!(run(&ia), 100);
+    assert_eq!(run(&ib), 200, "the second image ran the first one's kernel");
+    // one image loaded twice: its own counter each
+    let ia2 = load(&a).unwrap();
+    assert_eq!(run(&ia2), 100, "a second load of one image shares the first one's globals");
+    assert_eq!(run(&ia), 101);
+    // a load after another image was destroyed (its number free again) is still its own
+    drop(ib);
+    let ib2 = load(&b).unwrap();
+    assert_eq!(run(&ib2), 200);
+    drop(ia);
+    let ic = load(&b).unwrap();
+    assert_eq!(run(&ic), 200);
+    assert_eq!(run(&ia2), 101);
+    // the client closes the memfd of a loaded image (closefrom): its number is free again, but the name
+    // /proc/self/fd/N still names that loaded object, so the next load takes another number
+    let Instance::Native(lib) = &*ia2.inst else { panic!("not native") };
+    let n = lib.memfd_number().unwrap();
+    // SAFETY: closing the test's image's memfd behind the library's back, as a client might.
+    unsafe { libc::close(n) };
+    let id = load(&b).unwrap();
+    assert_eq!(run(&id), 200, "a load under a reused descriptor number ran another image's kernel");
+    assert_eq!(run(&ia2), 102);
+    drop(ia2); // never closes number n again (it is not the memfd any more)
+}
+
 #[test]
 fn unsupported_intrinsic_is_a_compile_error() {
     let _g = shared();

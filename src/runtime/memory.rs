@@ -56,6 +56,9 @@ pub struct AllocTable {
     deferred: Mutex<Vec<Deferred>>,
     /// The bytes in `deferred` (0 when it is empty), read without the lock on the alloc/free fast path.
     deferred_bytes: AtomicUsize,
+    /// Bytes of the live allocations of host-addressable devices (the CPU device: all of them are the
+    /// process's RAM, bounded by its memory cgroup).
+    live_host_bytes: AtomicUsize,
     /// [span_lo, span_hi): from the lowest base to the highest end of the live allocations (0, 0 when
     /// there are none), stored under `map`'s lock after each change and read without it, so that a copy
     /// whose ranges start outside it (e.g. host to host) skips the lock: no allocation can contain them.
@@ -174,11 +177,31 @@ impl AllocTable {
         }
         self.reclaim();
         // Bound what deferral costs: when freed blocks still waiting for their queues hold more than half
-        // of the device's memory, wait for those queues (as cuMemFree would have at each free), except in
-        // a host function (the wait could include its own queue).
-        let pending = self.deferred_bytes.load(Ordering::Relaxed);
-        if pending > 0 && (pending as u64).saturating_add(size as u64) > limit / 2 && hostfn::running().is_none() {
-            self.wait_deferred();
+        // of the device's memory, or (RAM of a host-addressable device) they and the live allocations
+        // more than three quarters of it, wait for those queues (as cuMemFree would have at each free).
+        // A host function cannot wait (the wait could include its own queue): its allocation past the
+        // bound is OUT_OF_RESOURCES, never a process the OOM killer ends.
+        let pending = self.deferred_bytes.load(Ordering::Relaxed) as u64;
+        let live = if pdev.host_addressable() { self.live_host_bytes.load(Ordering::Relaxed) as u64 } else { 0 };
+        let over = |pending: u64| {
+            pending > 0
+                && (pending.saturating_add(size as u64) > limit / 2
+                    || live.saturating_add(pending).saturating_add(size as u64) > limit / 4 * 3)
+        };
+        if over(pending) {
+            if hostfn::running().is_none() {
+                self.wait_deferred();
+            } else if over(self.deferred_bytes.load(Ordering::Relaxed) as u64) {
+                return Err(OlError::new(
+                    OL_ERRC_OUT_OF_RESOURCES,
+                    format!(
+                        "cannot allocate {size} bytes in a host function: {pending} freed bytes still wait for \
+                         queued work and {live} bytes are live, more than the bound for the device's global \
+                         memory (OL_DEVICE_INFO_GLOBAL_MEM_SIZE = {limit} bytes); a host function cannot wait \
+                         for queues"
+                    ),
+                ));
+            }
         }
         let mut rejected = Vec::new();
         let mut result = Err(OlError::new(OL_ERRC_BACKEND_FAILURE, "failed to allocate non-overlapping memory"));
@@ -200,6 +223,9 @@ impl AllocTable {
             }
             map.insert(p, Allocation { base: p, size, device: dev.clone(), raw_type, kind });
             self.note_span(&map);
+            if pdev.host_addressable() {
+                self.live_host_bytes.fetch_add(size, Ordering::Relaxed);
+            }
             result = Ok(p);
             break;
         }
@@ -216,6 +242,9 @@ impl AllocTable {
             let rec =
                 map.remove(&addr).ok_or_else(|| OlError::invalid_argument("address is not a known allocation"))?;
             self.note_span(&map);
+            if rec.device.plugin().is_ok_and(|p| p.host_addressable()) {
+                self.live_host_bytes.fetch_sub(rec.size, Ordering::Relaxed);
+            }
             rec
         };
         let fences = queue_fences();
@@ -367,6 +396,7 @@ impl AllocTable {
             let mut map = self.map.lock();
             let all = std::mem::take(&mut *map);
             self.note_span(&map);
+            self.live_host_bytes.store(0, Ordering::Relaxed);
             all
         };
         for a in all.into_values().chain(deferred.into_iter().map(|d| d.alloc)) {
@@ -497,6 +527,65 @@ pub unsafe fn memcpy(
     Ok(())
 }
 
+/// Whether host memory at `src` is pageable: not an allocation of ours, not in a registered range.
+fn is_pageable(ctx: &Context, src: usize) -> bool {
+    if ctx.allocs.find(src).is_some() {
+        return false;
+    }
+    REGISTERED.load(Ordering::Relaxed) == 0
+        || !ctx.devices.iter().any(|d| match &d.kind {
+            super::DeviceKind::Plugin(p) => p.registered_range(src).is_some(),
+            super::DeviceKind::Host => false,
+        })
+}
+
+/// Bytes of pageable sources copied aside for queued copies and not yet copied by their queues.
+static STAGED: AtomicUsize = AtomicUsize::new(0);
+/// What staging may hold at once; past it a copy waits for its queue instead (not in a host function).
+const STAGE_MAX: usize = 256 << 20;
+
+/// A queued copy from pageable host memory takes the data before returning, as CUDA does for
+/// `cuMemcpyHtoDAsync` from pageable memory (clients written for GPUs free or reuse the source right
+/// after the call): on an idle queue it is copied now, else the source is copied aside (bounded by
+/// [`STAGE_MAX`]; past it, the call waits for its queue) and the queued copy reads that.
+///
+/// # Safety
+/// `src` must be valid for reading and `dst` for writing `size` bytes (now; `dst` until the queue runs).
+unsafe fn memcpy_pageable(q: &Arc<Queue>, dst: usize, src: usize, size: usize) -> OlResult<()> {
+    let exec = q.device.plugin()?;
+    if q.inner.is_empty()? {
+        // SAFETY: both ranges are valid now (this function's contract).
+        return Ok(unsafe { exec.memcpy_sync(dst, src, size) }?);
+    }
+    let own_queue = hostfn::running() == Some(q.id);
+    if STAGED.load(Ordering::Relaxed).saturating_add(size) > STAGE_MAX && !own_queue {
+        // SAFETY: as above; the source stays valid until this call returns, after the sync.
+        unsafe { q.inner.memcpy(dst, src, size) }?;
+        return Ok(q.inner.sync()?);
+    }
+    // SAFETY: `src` is valid for reading `size` bytes now.
+    let copy: Arc<[u8]> = unsafe { std::slice::from_raw_parts(src as *const u8, size) }.into();
+    STAGED.fetch_add(size, Ordering::Relaxed);
+    let staged = copy.as_ptr() as usize;
+    let release = move |copy: Arc<[u8]>| {
+        drop(copy);
+        STAGED.fetch_sub(size, Ordering::Relaxed);
+    };
+    // SAFETY: the staged copy stays alive until the host function below, which runs after the copy.
+    if let Err(e) = unsafe { q.inner.memcpy(dst, staged, size) } {
+        release(copy);
+        return Err(e.into());
+    }
+    let held = copy.clone();
+    if let Err(e) = q.inner.host_fn(Box::new(move || release(held))) {
+        // the copy is queued: keep its source until it has run
+        let _ = q.inner.sync();
+        release(copy);
+        return Err(e.into());
+    }
+    Ok(())
+}
+
 /// [`memcpy`] when one side is a device.
 ///
 /// # Safety
@@ -530,6 +619,10 @@ unsafe fn memcpy_device(
                          enqueue the copy on a queue of the GPU device instead",
                     ));
                 }
+            }
+            if src_dev.is_host() && is_pageable(ctx, src) {
+                // SAFETY: `src` is valid for reading `size` bytes now (this function's contract).
+                return unsafe { memcpy_pageable(q, dst, src, size) };
             }
             // SAFETY: both ranges are valid until the copy has run (this function's contract).
             unsafe { q.inner.memcpy(dst, src, size) }?;
@@ -658,8 +751,12 @@ mod tests {
         }
     }
 
+    /// The tests that watch a gated queue fence every free of the process: one at a time.
+    static GATED: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
     #[test]
     fn frees_behind_queued_work_are_deferred_and_bounded() {
+        let _g = GATED.lock();
         let pdev: Arc<dyn plugin::Device> = Arc::new(SmallDevice { info: plugin::cpu::device().info().clone() });
         let dev = Arc::new(Device { handle: 1, platform: 2, kind: super::super::DeviceKind::Plugin(pdev) });
         let table = AllocTable::default();
@@ -703,6 +800,57 @@ mod tests {
         assert!(q.is_empty().unwrap());
         opener.join().unwrap();
         table.free(c).unwrap();
+        table.release_all();
+    }
+
+    /// RAM of a host-addressable device (a memory cgroup's limit): deferred blocks count with the live
+    /// ones, so a job with at most half its memory live never has more than three quarters of it held;
+    /// in a host function, which cannot wait, the allocation past that bound is OUT_OF_RESOURCES.
+    #[test]
+    fn deferral_counts_live_memory_and_host_functions_are_bounded() {
+        let _g = GATED.lock();
+        let pdev: Arc<dyn plugin::Device> = Arc::new(SmallDevice { info: plugin::cpu::device().info().clone() });
+        let dev = Arc::new(Device { handle: 1, platform: 2, kind: super::super::DeviceKind::Plugin(pdev) });
+        let table = Arc::new(AllocTable::default());
+        let q: Arc<dyn plugin::Queue> = Arc::new(plugin::cpu::CpuQueue::new());
+        watch_queue(&q);
+        let gate = |q: &Arc<dyn plugin::Queue>| {
+            let (open, wait) = mpsc::channel::<()>();
+            q.host_fn(Box::new(move || {
+                let _ = wait.recv();
+            }))
+            .unwrap();
+            open
+        };
+        let live = table.alloc(&dev, 1, 500 << 10).unwrap();
+        let open = gate(&q);
+        let a = table.alloc(&dev, 1, 200 << 10).unwrap();
+        table.free(a).unwrap();
+        assert_eq!(table.deferred_bytes.load(Ordering::Relaxed), 200 << 10);
+        // 500 K live + 200 K deferred + 100 K new > 768 K (deferred alone is far below half): from inside
+        // a host function (of another queue), an error, and the process goes on
+        let (tx, rx) = mpsc::channel();
+        let (t2, d2) = (table.clone(), dev.clone());
+        hostfn::wrap(
+            7,
+            Box::new(move || {
+                tx.send(t2.alloc(&d2, 1, 100 << 10)).unwrap();
+            }),
+        )();
+        let inside = rx.recv().unwrap();
+        let e = inside.expect_err("past the bound in a host function");
+        assert_eq!(e.code, OL_ERRC_OUT_OF_RESOURCES);
+        assert!(e.details.contains("a host function cannot wait"), "{}", e.details);
+        // outside a host function the same allocation waits for the queue, then succeeds
+        let opener = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            open.send(()).unwrap();
+        });
+        let b = table.alloc(&dev, 1, 100 << 10).unwrap();
+        assert_eq!(table.deferred_bytes.load(Ordering::Relaxed), 0, "waited for the queue, then released");
+        opener.join().unwrap();
+        table.free(b).unwrap();
+        table.free(live).unwrap();
         table.release_all();
     }
 

@@ -39,7 +39,7 @@ pub fn read_device_info() -> DeviceInfo {
         .unwrap_or_else(|| format!("{} CPU", std::env::consts::ARCH));
     let vendor_raw = cpuinfo_field(&cpuinfo, "vendor_id").unwrap_or_default();
     let (vendor, vendor_id) = vendor_names(&vendor_raw);
-    let mem_total = meminfo_total(&meminfo).unwrap_or(1 << 30);
+    let mem_total = usable_memory_of(meminfo_total(&meminfo).unwrap_or(1 << 30));
     let cpu_mhz = read_max_clock_mhz(&cpuinfo);
     let features = SimdFeatures::detect();
 
@@ -136,6 +136,103 @@ fn vendor_names(cpuid_vendor: &str) -> (String, u32) {
         "" => ("Unknown".into(), 0),
         other => (other.to_string(), 0),
     }
+}
+
+/// Bytes of RAM this process may use: `MemTotal`, or the limit of its memory cgroup (v1 or v2, the
+/// lowest on the way up to the hierarchy's root) when that is lower, as Slurm and Kubernetes jobs
+/// run. Read once; GLOBAL_MEM_SIZE, the reuse cache and the deferral bounds all derive from it.
+pub fn usable_memory() -> u64 {
+    static M: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *M.get_or_init(|| {
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        usable_memory_of(meminfo_total(&meminfo).unwrap_or(1 << 30))
+    })
+}
+
+fn usable_memory_of(mem_total: u64) -> u64 {
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).ok();
+    match cgroup_memory_limit(&cgroup, &mountinfo, &read) {
+        Some(l) if l > 0 => l.min(mem_total),
+        _ => mem_total,
+    }
+}
+
+/// Limits at or above this (v1 writes 2^63 rounded down to a page for "none") mean no limit.
+const NO_LIMIT: u64 = 1 << 62;
+
+/// (mount root, mount point, super options) of each mount of `fstype` in `/proc/self/mountinfo` text.
+fn mounts<'a>(mountinfo: &'a str, fstype: &str) -> Vec<(&'a str, &'a str, &'a str)> {
+    mountinfo
+        .lines()
+        .filter_map(|l| {
+            let (pre, post) = l.split_once(" - ")?;
+            let mut post = post.split_whitespace();
+            (post.next()? == fstype).then_some(())?;
+            let opts = post.nth(1).unwrap_or("");
+            let mut pre = pre.split_whitespace();
+            let root = pre.nth(3)?;
+            let point = pre.next()?;
+            Some((root, point, opts))
+        })
+        .collect()
+}
+
+/// The directory of cgroup `path` in a hierarchy mounted at `point` with root `root`.
+fn cgroup_dir(root: &str, point: &str, path: &str) -> std::path::PathBuf {
+    let rel = if root == "/" { path } else { path.strip_prefix(root).unwrap_or(path) };
+    std::path::Path::new(point).join(rel.trim_start_matches('/'))
+}
+
+/// The memory limit of this process's cgroup, from `/proc/self/cgroup` and `/proc/self/mountinfo`
+/// text, reading the cgroup files with `read`: v2's `memory.max` and `memory.high` from the cgroup up
+/// to the mount's root (the lowest), or v1's `hierarchical_memory_limit` (`memory.stat`, which includes
+/// the ancestors), else `memory.limit_in_bytes`. None when there is no limit.
+fn cgroup_memory_limit(
+    proc_cgroup: &str,
+    mountinfo: &str,
+    read: &dyn Fn(&std::path::Path) -> Option<String>,
+) -> Option<u64> {
+    let num = |t: &str| t.trim().parse::<u64>().ok().filter(|&v| v < NO_LIMIT);
+    let mut best: Option<u64> = None;
+    let mut take = |v: Option<u64>| {
+        if let Some(v) = v {
+            best = Some(best.map_or(v, |b| b.min(v)));
+        }
+    };
+    for line in proc_cgroup.lines() {
+        let mut f = line.splitn(3, ':');
+        let (Some(_), Some(ctrl), Some(path)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        if ctrl.is_empty() {
+            // v2: every level up to the mount's root
+            for (root, point, _) in mounts(mountinfo, "cgroup2") {
+                let top = std::path::PathBuf::from(point);
+                let mut dir = cgroup_dir(root, point, path);
+                loop {
+                    for file in ["memory.max", "memory.high"] {
+                        take(read(&dir.join(file)).as_deref().and_then(num));
+                    }
+                    if dir == top || !dir.pop() || !dir.starts_with(&top) {
+                        break;
+                    }
+                }
+            }
+        } else if ctrl.split(',').any(|c| c == "memory") {
+            for (root, point, opts) in mounts(mountinfo, "cgroup") {
+                if !opts.split(',').any(|o| o == "memory") {
+                    continue;
+                }
+                let dir = cgroup_dir(root, point, path);
+                let hier = read(&dir.join("memory.stat"))
+                    .and_then(|t| t.lines().find_map(|l| l.strip_prefix("hierarchical_memory_limit ").and_then(num)));
+                take(hier.or_else(|| read(&dir.join("memory.limit_in_bytes")).as_deref().and_then(num)));
+            }
+        }
+    }
+    best
 }
 
 /// `MemTotal` in bytes.
@@ -286,6 +383,66 @@ mod tests {
         assert!(i.native_vector_width[2] >= 4, "at least SSE: 4 ints");
         assert!(i.native_vector_width[4] >= 4);
         eprintln!("{i:#?}");
+    }
+
+    /// A fake /proc and cgroup tree: v1 (Slurm's memory controller), v2 (Kubernetes, systemd), none.
+    #[test]
+    fn cgroup_limits_v1_and_v2() {
+        use std::collections::HashMap;
+        use std::path::{Path, PathBuf};
+        let files = |m: &[(&str, &str)]| m.iter().map(|(k, v)| (PathBuf::from(k), v.to_string())).collect();
+        let reader = |m: HashMap<PathBuf, String>| move |p: &Path| m.get(p).cloned();
+        // v2, nested: the parent's memory.max is the lowest
+        let cg = "0::/kubepods/pod1/ctr\n";
+        let mi = "41 31 0:38 / /sys/fs/cgroup rw,relatime - cgroup2 cgroup2 rw\n";
+        let r = reader(files(&[
+            ("/sys/fs/cgroup/kubepods/pod1/ctr/memory.max", "max\n"),
+            ("/sys/fs/cgroup/kubepods/pod1/ctr/memory.high", "max\n"),
+            ("/sys/fs/cgroup/kubepods/pod1/memory.max", "1610612736\n"),
+            ("/sys/fs/cgroup/kubepods/memory.max", "8589934592\n"),
+        ]));
+        assert_eq!(cgroup_memory_limit(cg, mi, &r), Some(1610612736));
+        // v2 with memory.high lower than memory.max
+        let r = reader(files(&[
+            ("/sys/fs/cgroup/kubepods/pod1/ctr/memory.max", "2147483648\n"),
+            ("/sys/fs/cgroup/kubepods/pod1/ctr/memory.high", "1073741824\n"),
+        ]));
+        assert_eq!(cgroup_memory_limit(cg, mi, &r), Some(1 << 30));
+        // v2 in a cgroup namespace: the path is "/", the mount is the container's own cgroup
+        let r = reader(files(&[("/sys/fs/cgroup/memory.max", "536870912\n")]));
+        assert_eq!(cgroup_memory_limit("0::/\n", mi, &r), Some(512 << 20));
+        // v1 (this machine's layout), hierarchical limit preferred
+        let cg1 = "4:memory:/slurm/uid_1000/job_7\n3:cpuset:/\n0::/\n";
+        let mi1 = "31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n\
+                   35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n";
+        let r = reader(files(&[
+            ("/sys/fs/cgroup/memory/slurm/uid_1000/job_7/memory.limit_in_bytes", "9223372036854771712\n"),
+            (
+                "/sys/fs/cgroup/memory/slurm/uid_1000/job_7/memory.stat",
+                "cache 0\nhierarchical_memory_limit 1610612736\nhierarchical_memsw_limit 9223372036854771712\n",
+            ),
+        ]));
+        assert_eq!(cgroup_memory_limit(cg1, mi1, &r), Some(1610612736));
+        // v1 without memory.stat: memory.limit_in_bytes; "unlimited" is no limit
+        let r = reader(files(&[("/sys/fs/cgroup/memory/slurm/uid_1000/job_7/memory.limit_in_bytes", "734003200\n")]));
+        assert_eq!(cgroup_memory_limit(cg1, mi1, &r), Some(700 << 20));
+        let r = reader(files(&[(
+            "/sys/fs/cgroup/memory/slurm/uid_1000/job_7/memory.limit_in_bytes",
+            "9223372036854771712\n",
+        )]));
+        assert_eq!(cgroup_memory_limit(cg1, mi1, &r), None);
+        // v1 mounted with a root (a container's bind mount of its own cgroup)
+        let mi2 = "35 31 0:32 /slurm/uid_1000 /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n";
+        let r = reader(files(&[("/sys/fs/cgroup/memory/job_7/memory.limit_in_bytes", "1073741824\n")]));
+        assert_eq!(cgroup_memory_limit(cg1, mi2, &r), Some(1 << 30));
+        // no cgroup files, garbage
+        let r = reader(files(&[]));
+        assert_eq!(cgroup_memory_limit(cg, mi, &r), None);
+        assert_eq!(cgroup_memory_limit("garbage", "garbage", &r), None);
+        let r = reader(files(&[("/sys/fs/cgroup/kubepods/pod1/ctr/memory.max", "lots\n")]));
+        assert_eq!(cgroup_memory_limit(cg, mi, &r), None);
+        // the device never reports more than MemTotal
+        assert!(usable_memory() <= meminfo_total(&std::fs::read_to_string("/proc/meminfo").unwrap()).unwrap());
     }
 
     #[test]

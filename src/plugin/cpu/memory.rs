@@ -43,6 +43,8 @@ enum Backing {
 /// The allocations and registered ranges of the CPU device.
 pub struct Memory {
     live: Mutex<HashMap<usize, Backing>>,
+    /// bytes of live mappings (`Backing::Map`)
+    mapped: std::sync::atomic::AtomicUsize,
     cache: Mutex<MapCache>,
     registered: Mutex<HostRanges<()>>,
 }
@@ -54,18 +56,18 @@ struct MapCache {
     bytes: usize,
 }
 
-/// Bytes of freed mappings kept for reuse: an eighth of RAM, at most 4 GiB.
+/// Bytes of freed mappings kept for reuse: an eighth of the memory the process may use (RAM, or its
+/// memory cgroup's limit: [`super::machine::usable_memory`]), at most 4 GiB.
 pub fn cache_limit() -> usize {
     static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        let total = std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|t| t.lines().find(|l| l.starts_with("MemTotal:")).map(str::to_string))
-            .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<usize>().ok()))
-            .map(|kib| kib * 1024)
-            .unwrap_or(1 << 30);
-        (total / 8).min(4 << 30)
-    })
+    *LIMIT.get_or_init(|| (super::machine::usable_memory() / 8).min(4 << 30) as usize)
+}
+
+/// Under pressure the cache gives its blocks back: a new mapping that would take the live mappings,
+/// the cached ones and itself past this many bytes (half of the usable memory) first unmaps cached
+/// blocks (largest first) until it fits or the cache is empty.
+fn pressure_bytes() -> usize {
+    (super::machine::usable_memory() / 2) as usize
 }
 
 fn page_size() -> usize {
@@ -88,6 +90,7 @@ impl Memory {
     pub fn new() -> Memory {
         Memory {
             live: Mutex::new(HashMap::new()),
+            mapped: std::sync::atomic::AtomicUsize::new(0),
             cache: Mutex::new(MapCache::default()),
             registered: Mutex::new(HostRanges::default()),
         }
@@ -142,8 +145,12 @@ impl Memory {
             let len = size_class(size).ok_or_else(|| oom("size too large"))?;
             let p = match self.cache_take(len) {
                 Some(p) => p,
-                None => map(len).map_err(|e| oom(&e))?,
+                None => {
+                    self.relieve(len);
+                    map(len).map_err(|e| oom(&e))?
+                }
             };
+            self.mapped.fetch_add(len, std::sync::atomic::Ordering::Relaxed);
             (p, Backing::Map(len))
         };
         self.live.lock().insert(ptr, backing);
@@ -162,9 +169,49 @@ impl Memory {
         match backing {
             // SAFETY: allocated in `alloc` with this layout, removed from the table so freed once.
             Backing::Heap(layout) => unsafe { std::alloc::dealloc(ptr as *mut u8, layout) },
-            Backing::Map(len) => self.cache_put(ptr, len),
+            Backing::Map(len) => {
+                self.mapped.fetch_sub(len, std::sync::atomic::Ordering::Relaxed);
+                self.cache_put(ptr, len)
+            }
         }
         Ok(())
+    }
+
+    /// Bytes of freed blocks the reuse cache holds.
+    pub fn cached_bytes(&self) -> usize {
+        self.cache.lock().bytes
+    }
+
+    /// Makes room for a new mapping of `len` bytes: cached blocks are unmapped (largest first) while the
+    /// live mappings, the cache and `len` together exceed [`pressure_bytes`].
+    fn relieve(&self, len: usize) {
+        self.relieve_to(len, pressure_bytes());
+    }
+
+    fn relieve_to(&self, len: usize, bound: usize) {
+        let live = self.mapped.load(std::sync::atomic::Ordering::Relaxed);
+        let mut evict = Vec::new();
+        {
+            let mut guard = self.cache.lock();
+            let c = &mut *guard;
+            while c.bytes > 0 && live.saturating_add(c.bytes).saturating_add(len) > bound {
+                let Some(mut e) = c.blocks.last_entry() else {
+                    break;
+                };
+                let l = *e.key();
+                if let Some(p) = e.get_mut().pop() {
+                    evict.push((p, l));
+                    c.bytes -= l;
+                }
+                if e.get().is_empty() {
+                    e.remove();
+                }
+            }
+        }
+        for (p, l) in evict {
+            // SAFETY: the block was mapped by `map` with length `l` and is in no table any more.
+            unsafe { libc::munmap(p as *mut libc::c_void, l) };
+        }
     }
 
     fn cache_take(&self, len: usize) -> Option<usize> {
@@ -428,6 +475,36 @@ mod tests {
         m.free(b).unwrap();
         assert!(matches!(m.free(b), Err(PluginError::InvalidArgument(_))));
         assert!(matches!(m.alloc(0), Err(PluginError::InvalidSize(_))));
+    }
+
+    /// Cached blocks of other sizes are given back when a new mapping would take live + cached memory past
+    /// the pressure bound (the cgroup OOM of issue 22: freed blocks kept resident by the cache).
+    #[test]
+    fn cached_blocks_are_given_back_under_pressure() {
+        let m = Memory::new();
+        let sizes = [1 << 20, 2 << 20, 3 << 20];
+        let blocks: Vec<usize> = sizes.iter().map(|&s| m.alloc(s).unwrap()).collect();
+        for b in blocks {
+            m.free(b).unwrap();
+        }
+        let cached = m.cached_bytes();
+        assert!(cached >= 6 << 20, "{cached}");
+        // plenty of room: nothing given back
+        m.relieve_to(4 << 20, usize::MAX);
+        assert_eq!(m.cached_bytes(), cached);
+        // a bound that live + cached + new exceed: the largest cached blocks go first, until it fits
+        m.relieve_to(4 << 20, 4 << 20 | 1 << 20);
+        assert!(m.cached_bytes() <= 1 << 20, "{}", m.cached_bytes());
+        m.relieve_to(4 << 20, 0);
+        assert_eq!(m.cached_bytes(), 0);
+        // the live mappings count: one live block of 8 MiB and a bound of 9 MiB leave no room for a cache
+        let big = m.alloc(8 << 20).unwrap();
+        let small = m.alloc(1 << 20).unwrap();
+        m.free(small).unwrap();
+        assert!(m.cached_bytes() > 0);
+        m.relieve_to(1 << 20, 9 << 20);
+        assert_eq!(m.cached_bytes(), 0);
+        m.free(big).unwrap();
     }
 
     #[test]

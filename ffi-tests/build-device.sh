@@ -12,4 +12,10 @@ for src in ffi-tests/device/*.c bench/kernels/suite.c; do
   clang-22 --target=amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -ffreestanding -flto -O2 \
     -c "$src" -o "$out/$name.amdgcn.bc"
 done
+# CUDA's own device-library forms (vprintf, __assertfail): nvptx64 only
+for src in ffi-tests/device/*.cu; do
+  name=$(basename "$src" .cu)
+  clang-22 -x cuda --cuda-device-only --cuda-gpu-arch=sm_90 -Xclang -target-feature -Xclang +ptx80 -nocudainc \
+    -nocudalib -emit-llvm -O2 -c "$src" -o "$out/$name.nvptx64.bc"
+done
 echo "device code in $out"

@@ -67,7 +67,7 @@ ctest() {
 }
 
 C_TESTS=(test_foundation test_cpu_device test_misuse test_dlopen test_programs test_kernels test_kmem test_queues
-  test_stress test_cuda test_suite test_jit_service)
+  test_stress test_cuda test_suite test_jit_service test_debug)
 # Under valgrind: all but the JIT-heavy tests (LLVM code generation under valgrind takes minutes per
 # program and would break CI's 30-minute budget); those run under ASan+UBSan instead.
 VALGRIND_TESTS=(test_foundation test_cpu_device test_misuse test_dlopen test_queues)

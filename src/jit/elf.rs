@@ -60,6 +60,10 @@ enum Class {
 }
 
 fn resolve_external(name: &str) -> Option<usize> {
+    if name.starts_with("__ol_rs_rt_") {
+        // the CPU device's runtime (devicelib.rs): never a symbol of the process
+        return super::runtime_function(name);
+    }
     let c = CString::new(name).ok()?;
     // SAFETY: dlsym with RTLD_DEFAULT and a valid NUL-terminated name.
     let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c.as_ptr()) };

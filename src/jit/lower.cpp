@@ -3694,3 +3694,15 @@ extern "C" void ol_rs_jit_erase_named_metadata(LLVMModuleRef MR, const char *nam
   if (NamedMDNode *N = M->getNamedMetadata(name))
     M->eraseNamedMetadata(N);
 }
+
+// Ends the block of instruction I right after it (devicelib.rs: a trap's work-item exits): what follows
+// I in its block becomes `unreachable` (llvm::changeToUnreachable, successors' PHIs updated). Returns the
+// `unreachable`.
+extern "C" LLVMValueRef ol_rs_jit_unreachable_after(LLVMValueRef IR) {
+  Instruction *I = unwrap<Instruction>(IR);
+  Instruction *N = I->getNextNode();
+  if (!N)
+    return nullptr;
+  changeToUnreachable(N);
+  return wrap(I->getNextNode());
+}

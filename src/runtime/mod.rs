@@ -60,6 +60,7 @@ pub fn init() -> OlResult<()> {
     let trace = std::env::var_os("OFFLOAD_TRACE").is_some();
     let validate = std::env::var_os("OFFLOAD_DISABLE_VALIDATION").is_none();
     crate::jit::set_memcheck(std::env::var_os("OFFLOAD_RS_MEMCHECK").is_some_and(|v| v == "1"));
+    crate::plugin::cpu::devicelib::read_buffer_limit();
 
     let mut devices = Vec::new();
     let mut add_platform = |name: &str, vendor: &str, backend: ol_platform_backend_t, devs: Vec<DeviceKind>| {

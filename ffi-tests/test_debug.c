@@ -8,7 +8,8 @@
 //   sync returns OL_ERRC_BACKEND_FAILURE naming kernel, file, line, block and thread; __builtin_trap the
 //   same without the text; the process, the next launch and other queues go on (no signal);
 // * under OFFLOAD_RS_MEMCHECK=1: NULL and wild stores are errors at sync, not crashes; a %s of an invalid
-//   pointer is the checker's report; a trap still ends the launch with an error.
+//   pointer is the checker's report; a trap still ends the launch with an error;
+// * OFFLOAD_RS_PERF_MAP=1: perf's map /tmp/perf-<pid>.map names every kernel's work-group function.
 // Device code: ffi-tests/device/debug.c, debug_cuda.cu, debug.h.
 #include "ol_test.h"
 
@@ -359,7 +360,48 @@ static void printf_buffer_is_bounded(void) {
   OK(olMemFree(s));
 }
 
+// ---- perf's JIT map ----------------------------------------------------------------------------------------
+
+// OFFLOAD_RS_PERF_MAP=1 (set by main before the first load): /tmp/perf-<pid>.map has a parsable line per
+// function of every loaded program, the work-group functions named by their kernels.
+static void perf_map_names_kernels(void) {
+  NEED_CPU();
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+  size_t n = 0;
+  char *text = (char *)harness_read_file(path, &n);
+  REQUIRE(text);
+  char *t = realloc(text, n + 1);
+  REQUIRE(t);
+  t[n] = 0;
+  char **lines;
+  size_t count = split_lines(t, &lines), bad = 0;
+  const char *want[] = {"print_all [offload-rs]", "print_two [offload-rs]", "assert_at [offload-rs]",
+                        "trap_at [offload-rs]", "cuda_print_all [offload-rs]", "cuda_assert_at [offload-rs]"};
+  int found[6] = {0};
+  for (size_t i = 0; i < count; i++) {
+    unsigned long long start, size;
+    int off = 0;
+    if (sscanf(lines[i], "%llx %llx %n", &start, &size, &off) != 2 || off == 0 || !lines[i][off] || !size ||
+        !start) {
+      bad++;
+      continue;
+    }
+    for (int k = 0; k < 6; k++)
+      found[k] += strcmp(lines[i] + off, want[k]) == 0;
+  }
+  CHECKF(bad == 0, "%zu of %zu lines do not parse", bad, count);
+  for (int k = 0; k < 6; k++)
+    CHECKF(found[k] >= 1, "no line for '%s'", want[k]);
+  printf("     %zu lines, e.g. %s\n", count, count ? lines[0] : "");
+  free(lines);
+  free(t);
+}
+
 int main(void) {
+  char perf_map[64];
+  snprintf(perf_map, sizeof perf_map, "/tmp/perf-%d.map", (int)getpid());
+  setenv("OFFLOAD_RS_PERF_MAP", "1", 1);
   unsetenv("OFFLOAD_RS_MEMCHECK");
   unsetenv("OFFLOAD_RS_PRINTF_BUFFER");
   setup();
@@ -372,6 +414,7 @@ int main(void) {
   RUN(assert_cuda_assertfail);
   RUN(trap_nvptx64);
   RUN(trap_amdgcn);
+  RUN(perf_map_names_kernels);
   teardown();
   setenv("OFFLOAD_RS_PRINTF_BUFFER", "4096", 1);
   setup();
@@ -384,5 +427,6 @@ int main(void) {
   RUN(memcheck_invalid_percent_s_is_a_report);
   RUN(memcheck_trap_is_an_error);
   teardown();
+  unlink(perf_map); // (written by every load of this process: the variable is read once)
   return t_finish();
 }

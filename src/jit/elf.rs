@@ -392,6 +392,19 @@ impl LoadedObject {
         (!data && (start..start + self.exec_len).contains(&a)).then_some(a)
     }
 
+    /// The defined functions with a size: (address, size, name), by address.
+    pub(crate) fn functions(&self) -> Vec<(usize, usize, &str)> {
+        let start = self.base as usize;
+        let mut v: Vec<_> = self
+            .symbols
+            .iter()
+            .filter(|(_, (a, s, data))| !*data && *s > 0 && (start..start + self.exec_len).contains(a))
+            .map(|(n, &(a, s, _))| (a, s, n.as_str()))
+            .collect();
+        v.sort();
+        v
+    }
+
     /// A defined data object: (address, size).
     pub(crate) fn data_symbol(&self, name: &str) -> Option<(usize, usize)> {
         self.symbols.get(name).filter(|e| e.2).map(|&(a, s, _)| (a, s))

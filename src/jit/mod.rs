@@ -110,6 +110,7 @@ mod intrinsics;
 mod native;
 mod normalise;
 mod nvptx;
+mod perfmap;
 mod pipeline;
 mod stack;
 #[cfg(test)]
@@ -356,6 +357,7 @@ impl KernelEntry {
         let spec = compile::Spec { kernel: self.name.clone(), group_size };
         let co = cache::get_or_compile(src, Some(&spec))?;
         let obj = elf::LoadedObject::load(&co.object)?;
+        perfmap::record(&obj, Some(group_size));
         let frames = stack::frame_sizes(&co.object);
         let img = LoadedImage { inst: Arc::new(Instance::Jit(obj, co)), frames, source: None };
         let mut k = img
@@ -604,6 +606,7 @@ pub fn load_with(image: &[u8], checker: Option<Checker>) -> Result<LoadedImage, 
             // (the bitcode pre-check, `check_before_compile`, runs on a cache miss only)
             let co = cache::get_or_compile(payload, None)?;
             let mut obj = elf::LoadedObject::load(&co.object)?;
+            perfmap::record(&obj, None);
             if let Some((hook, _)) = obj.data_symbol("__ol_rs_memcheck_hook") {
                 let c = checker.ok_or_else(|| {
                     JitError::Run("the image was compiled with the memory checker; it cannot run without it".into())

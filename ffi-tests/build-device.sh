@@ -12,6 +12,10 @@ for src in ffi-tests/device/*.c bench/kernels/suite.c; do
   clang-22 --target=amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -ffreestanding -flto -O2 \
     -c "$src" -o "$out/$name.amdgcn.bc"
 done
+# with DWARF, for test_debug's gdb session (nvptx64: clang gives optimised nvptx64 code line tables only
+# unless the debug-info kind is asked for; amdgcn's DWARF locates variables in GPU address spaces)
+clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -flto -O2 -g \
+  -Xclang -debug-info-kind=constructor -c ffi-tests/device/debug.c -o "$out/debug_g.nvptx64.bc"
 # CUDA's own device-library forms (vprintf, __assertfail): nvptx64 only
 for src in ffi-tests/device/*.cu; do
   name=$(basename "$src" .cu)

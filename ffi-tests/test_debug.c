@@ -398,6 +398,29 @@ static void perf_map_names_kernels(void) {
   free(t);
 }
 
+// ---- gdb ------------------------------------------------------------------------------------------------
+
+// What scripts/test.sh's gdb session runs (HARNESS_FILTER=gdb_session, under gdb -batch; skipped otherwise):
+// gdb_target of debug_g.nvptx64 (built with -g) on one work-item; gdb stops in it by name and prints `local`
+// (3 * 0 + 41 = 41).
+static void gdb_session(void) {
+  NEED_CPU();
+  if (!getenv("TEST_DEBUG_UNDER_GDB"))
+    SKIP("run by scripts/test.sh under gdb");
+  ol_program_handle_t p = t_create(t_cpu, "debug_g", "nvptx64");
+  uint32_t *out = t_dalloc(4);
+  struct {
+    uint32_t *out;
+    uint32_t n;
+  } args = {out, 41};
+  ol_kernel_launch_size_args_t la = {1, {1, 1, 1}, {1, 1, 1}, 0};
+  OK(olLaunchKernel(queue, t_cpu, t_kernel(p, "gdb_target"), &args, sizeof args, &la));
+  OK(olSyncQueue(queue));
+  CHECK(out[0] == 41);
+  OK(olMemFree(out));
+  OK(olDestroyProgram(p));
+}
+
 int main(void) {
   char perf_map[64];
   snprintf(perf_map, sizeof perf_map, "/tmp/perf-%d.map", (int)getpid());
@@ -415,6 +438,7 @@ int main(void) {
   RUN(trap_nvptx64);
   RUN(trap_amdgcn);
   RUN(perf_map_names_kernels);
+  RUN(gdb_session);
   teardown();
   setenv("OFFLOAD_RS_PRINTF_BUFFER", "4096", 1);
   setup();

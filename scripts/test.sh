@@ -83,6 +83,8 @@ export OFFLOAD_RS_JIT_CACHE_DIR="${OFFLOAD_RS_JIT_CACHE_DIR:-$ROOT/build/jit-cac
 run_c_tests() {
   local ok=0
   for t in "${C_TESTS[@]}"; do ctest "$t" "build/ffi-tests/$t" || ok=1; done
+  # gdb breaks in a JIT'd kernel built with -g, steps and prints its locals (GDB's JIT interface, ~3 s)
+  ctest "gdb session" bash scripts/gdb-kernel.sh || ok=1
   # the kernel memory checker on every kernel test: no false positives (~10 s)
   ctest "memcheck test_kernels" env OFFLOAD_RS_MEMCHECK=1 build/ffi-tests/test_kernels || ok=1
   # OFFLOAD_DISABLE_VALIDATION=1 gives the codes of the validated run (~2 s). Left out of test_foundation: the

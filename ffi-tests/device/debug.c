@@ -57,3 +57,11 @@ __gpu_kernel void spin(volatile uint32_t *flag) {
   while (!*flag)
     ;
 }
+
+// The kernel test_debug.c's gdb session stops in (built with -g as debug_g.amdgcn.bc): a local kept in
+// memory (volatile), which gdb prints.
+__gpu_kernel void gdb_target(uint32_t *out, uint32_t n) {
+  uint32_t i = gid_x();
+  volatile uint32_t local = i * 3 + n;
+  out[i] = local;
+}

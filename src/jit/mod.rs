@@ -105,6 +105,7 @@ mod compile;
 mod devicelib;
 mod disk;
 mod elf;
+mod gdbjit;
 pub mod helper;
 mod intrinsics;
 mod native;

@@ -158,11 +158,11 @@ pub fn specialisation_enabled() -> bool {
     *ON.get_or_init(|| std::env::var_os("OFFLOAD_RS_JIT_SPECIALISE").is_none_or(|v| v != "0"))
 }
 
-/// `printf` of JIT'd code ([`devicelib`]'s `__ol_rs_rt_printf`): (format, argument buffer in CUDA's
+/// `printf` of JIT'd code (`devicelib.rs`'s `__ol_rs_rt_printf`): (format, argument buffer in CUDA's
 /// `vprintf` layout, its length or `u64::MAX` if unknown, 1 for CUDA's `vprintf` return value, the
 /// work-item's local id) -> what printf returns.
 pub type PrintfFn = unsafe extern "C" fn(*const std::ffi::c_char, *const u8, u64, i32, u32, u32, u32) -> i32;
-/// An assertion failure or trap of JIT'd code ([`devicelib`]'s `__ol_rs_rt_trap`): (assertion text,
+/// An assertion failure or trap of JIT'd code (`devicelib.rs`'s `__ol_rs_rt_trap`): (assertion text,
 /// file, line, function; NULL/0 for a trap; local id, group id). The work-item exits after it returns.
 pub type TrapFn = unsafe extern "C" fn(
     *const std::ffi::c_char,

@@ -7,6 +7,7 @@
 // * assert (C's __assert_fail, CUDA's __assertfail): CUDA's message on stderr, the launch stops, the next
 //   sync returns OL_ERRC_BACKEND_FAILURE naming kernel, file, line, block and thread; __builtin_trap the
 //   same without the text; the process, the next launch and other queues go on (no signal);
+// * a global constructor's failed assert fails olCreateProgram (printf works in constructors);
 // * under OFFLOAD_RS_MEMCHECK=1: NULL and wild stores are errors at sync, not crashes; a %s of an invalid
 //   pointer is the checker's report; a trap still ends the launch with an error;
 // * OFFLOAD_RS_PERF_MAP=1: perf's map /tmp/perf-<pid>.map names every kernel's work-group function.
@@ -158,6 +159,35 @@ static void printf_every_conversion_nvptx64(void) { printf_matches_host(0, "prin
 static void printf_every_conversion_amdgcn(void) { printf_matches_host(1, "print_all"); }
 static void printf_every_conversion_cuda_vprintf(void) { printf_matches_host(2, "cuda_print_all"); }
 
+// Host-triple bitcode's plain printf (debug_host.c): formatted by the CPU device like a kernel's, one line
+// per work-group, flushed by the sync.
+static void printf_from_host_bitcode(void) {
+  NEED_CPU();
+  ol_program_handle_t p = t_create(t_cpu, "debug_host", "x86_64");
+  ol_kernel_launch_size_args_t la = {1, {3, 1, 1}, {1, 1, 1}, 0};
+  char dummy[8] = {0};
+  struct capture c = capture_begin(1);
+  ol_result_t r = olLaunchKernel(queue, t_cpu, t_kernel(p, "host_print"), dummy, sizeof dummy, &la);
+  ol_result_t r2 = r ? NULL : olSyncQueue(queue);
+  char *text = capture_end(c);
+  CHECKF(!r && !r2, "%s", r ? r->Details : r2 ? r2->Details : "");
+  char **lines;
+  size_t n = split_lines(text, &lines);
+  CHECKF(n == 3, "%zu lines: %s", n, text);
+  int seen[3] = {0};
+  for (size_t i = 0; i < n; i++) {
+    char want[128];
+    for (unsigned g = 0; g < 3; g++) {
+      snprintf(want, sizeof want, "host group %u: %d %s %.2f %lx|%-3c|", g, 42, "str", 1.5, 0xabcdefUL, 'z');
+      seen[g] += strcmp(lines[i], want) == 0;
+    }
+  }
+  CHECKF(seen[0] == 1 && seen[1] == 1 && seen[2] == 1, "got: %s", text);
+  free(lines);
+  free(text);
+  OK(olDestroyProgram(p));
+}
+
 // Two calls per work-item around a barrier, 4 groups of 32 on both targets: each line whole and once, the
 // first of a work-item before its second.
 static void printf_two_calls_around_a_barrier(void) {
@@ -279,6 +309,34 @@ static void trap_nvptx64(void) {
 static void trap_amdgcn(void) {
   NEED_CPU();
   failing_launch(1, "trap_at", NULL, "stopped by a trap");
+}
+
+// A global constructor's failed assert (device/ctor_assert.c): printf in it works, the constructor stops,
+// olCreateProgram fails with the assertion and the process goes on.
+static void constructor_assert_fails_the_load(void) {
+  NEED_CPU();
+  for (int t = 0; t < 2; t++) {
+    size_t n;
+    void *img = t_load("ctor_assert", t_targets[t], &n);
+    ol_program_handle_t p = NULL;
+    struct capture c = capture_begin(1), e = capture_begin(2);
+    ol_result_t r = olCreateProgram(t_cpu, img, n, &p);
+    char *err = capture_end(e);
+    char *out = capture_end(c);
+    free(img);
+    CHECKF(r && r->Code == OL_ERRC_BACKEND_FAILURE &&
+               strstr(r->Details, "the program's constructors stopped at a device-side assertion: "
+                                  "`ctor_assert_ready` failed at ctor_assert.c:12 in function 'ctor_checks'"),
+           "%s: %s", t_targets[t], r ? r->Details : "success");
+    CHECKF(strcmp(out, "ctor_assert: constructor runs\n") == 0, "stdout: '%s'", out);
+    CHECKF(strstr(err, "ctor_assert.c:12: ctor_checks: block: [0,0,0], thread: [0,0,0] Assertion `ctor_assert_ready` "
+                       "failed."),
+           "stderr: '%s'", err);
+    if (r && t == 0)
+      printf("     %s\n", r->Details);
+    free(out);
+    free(err);
+  }
 }
 
 // ---- under the memory checker ------------------------------------------------------------------------------
@@ -432,11 +490,13 @@ int main(void) {
   RUN(printf_every_conversion_amdgcn);
   RUN(printf_every_conversion_cuda_vprintf);
   RUN(printf_two_calls_around_a_barrier);
+  RUN(printf_from_host_bitcode);
   RUN(assert_c_nvptx64);
   RUN(assert_c_amdgcn);
   RUN(assert_cuda_assertfail);
   RUN(trap_nvptx64);
   RUN(trap_amdgcn);
+  RUN(constructor_assert_fails_the_load);
   RUN(perf_map_names_kernels);
   RUN(gdb_session);
   teardown();

@@ -13,8 +13,11 @@
 //!   follows the call in its block becomes unreachable. The runtime records the failure and stops the
 //!   launch (no group starts after it); no signal is involved.
 //!
-//! Host bitcode's `printf` is rewritten too; its traps and `__assert_fail` are not (host bitcode has no
-//! work-item exit: they trap or abort as the host's would).
+//! Host bitcode's `printf` is rewritten too (with work-item ids 0); its traps and `__assert_fail` are not
+//! (host bitcode has no work-item exit: they trap or abort as the host's would). In GPU bitcode's
+//! functions that no kernel calls (global constructors and destructors) the ids are 0 and, in a function
+//! returning void, a failed assert or a trap returns from it after the runtime call (the runtime then
+//! fails `olCreateProgram`); in one returning a value they keep the host's semantics.
 //!
 //! HIP's printf forms (`__ockl_printf_begin`, hostcall, and `__printf_alloc`, buffered) are what clang
 //! emits for HIP only, not for C on amdgcn; they are refused by name ([`unsupported_printf`]).
@@ -108,6 +111,8 @@ pub(crate) fn unsupported_printf(m: &Module<'_>) -> Option<&'static str> {
 }
 
 struct Types {
+    /// host bitcode: no work-item ids (it is not lowered), zeros instead
+    host: bool,
     ctx: LLVMContextRef,
     td: LLVMTargetDataRef,
     i8: LLVMTypeRef,
@@ -139,8 +144,11 @@ pub(crate) fn lower_device_calls(m: &Module<'_>, arch: Arch) -> Result<(), JitEr
              compile it: plain printf or vprintf)"
         )));
     }
+    let in_kernels = reachable_from_kernels(m);
     let mut calls = Vec::new();
     for f in m.get_functions() {
+        // outside kernels (constructors, destructors, dead code): host semantics, see the module docs
+        let here = if in_kernels.contains(&f.as_value_ref_raw()) { arch } else { Arch::Host };
         // SAFETY: walks the live blocks and instructions of `f`, only reading.
         unsafe {
             let mut bb = LLVMGetFirstBasicBlock(f.as_value_ref_raw());
@@ -149,8 +157,9 @@ pub(crate) fn lower_device_calls(m: &Module<'_>, arch: Arch) -> Result<(), JitEr
                 while !i.is_null() {
                     if !LLVMIsACallInst(i).is_null()
                         && let Some(c) = classify(i, arch)
+                        && (c == Call::Printf || c == Call::VPrintf || here != Arch::Host || returns_void(f))
                     {
-                        calls.push((f.as_value_ref_raw(), i, c));
+                        calls.push((f.as_value_ref_raw(), i, c, here == Arch::Host));
                     }
                     i = LLVMGetNextInstruction(i);
                 }
@@ -162,9 +171,10 @@ pub(crate) fn lower_device_calls(m: &Module<'_>, arch: Arch) -> Result<(), JitEr
         return Ok(());
     }
     // SAFETY: the module is live; its context and data layout outlive this function.
-    let t = unsafe {
+    let mut t = unsafe {
         let ctx = LLVMGetModuleContext(m.as_mut_ptr());
         Types {
+            host: true,
             ctx,
             td: LLVMGetModuleDataLayout(m.as_mut_ptr()),
             i8: LLVMInt8TypeInContext(ctx),
@@ -174,11 +184,12 @@ pub(crate) fn lower_device_calls(m: &Module<'_>, arch: Arch) -> Result<(), JitEr
             ptr: LLVMPointerTypeInContext(ctx, 0),
         }
     };
-    for (f, ci, c) in calls {
-        // SAFETY: `ci` is a live call of `f` in `m` (each is rewritten once, and rewriting one never
-        // erases another: they are distinct instructions and only `ci` and what follows it in its block
-        // up to its terminator are removed, which holds no other recorded call as every one of ours
-        // that ends a work-item is followed by `unreachable` or made so).
+    // last first: a trap's rewrite removes what follows it in its block, which then holds no call still
+    // to be rewritten
+    for (f, ci, c, host) in calls.into_iter().rev() {
+        t.host = host;
+        // SAFETY: `ci` is a live call of `f` in `m`: each is rewritten once, and a rewrite removes only `ci`
+        // and what follows it in its block, all of which was rewritten before (reverse order).
         unsafe {
             match c {
                 Call::Printf | Call::VPrintf => rewrite_printf(m, &t, f, ci, c == Call::VPrintf)?,
@@ -188,6 +199,37 @@ pub(crate) fn lower_device_calls(m: &Module<'_>, arch: Arch) -> Result<(), JitEr
         }
     }
     Ok(())
+}
+
+fn returns_void(f: inkwell::values::FunctionValue<'_>) -> bool {
+    f.get_type().get_return_type().is_none()
+}
+
+/// The functions GPU kernels call, directly or through other functions (the kernels included).
+fn reachable_from_kernels(m: &Module<'_>) -> std::collections::HashSet<LLVMValueRef> {
+    let mut seen: std::collections::HashSet<LLVMValueRef> =
+        super::normalise::kernels(m).iter().map(|k| k.as_value_ref_raw()).collect();
+    let mut work: Vec<LLVMValueRef> = seen.iter().copied().collect();
+    while let Some(f) = work.pop() {
+        // SAFETY: walks the live blocks and instructions of `f`, only reading.
+        unsafe {
+            let mut bb = LLVMGetFirstBasicBlock(f);
+            while !bb.is_null() {
+                let mut i = LLVMGetFirstInstruction(bb);
+                while !i.is_null() {
+                    if !LLVMIsACallInst(i).is_null() {
+                        let callee = LLVMGetCalledValue(i);
+                        if !LLVMIsAFunction(callee).is_null() && seen.insert(callee) {
+                            work.push(callee);
+                        }
+                    }
+                    i = LLVMGetNextInstruction(i);
+                }
+                bb = LLVMGetNextBasicBlock(bb);
+            }
+        }
+    }
+    seen
 }
 
 /// Extension to get the raw value of an inkwell function without importing the trait everywhere.
@@ -207,6 +249,10 @@ impl RawFn for inkwell::values::FunctionValue<'_> {
 unsafe fn ids(m: &Module<'_>, t: &Types, b: &Builder, groups: bool) -> Vec<LLVMValueRef> {
     let mut out = Vec::new();
     let kinds: &[&str] = if groups { &["tid", "ctaid"] } else { &["tid"] };
+    if t.host {
+        // SAFETY: a constant of the module's context.
+        return vec![unsafe { LLVMConstInt(t.i32, 0, 0) }; kinds.len() * 3];
+    }
     // SAFETY: the caller's contract; the intrinsics are `i32 ()`.
     unsafe {
         let fty = LLVMFunctionType(t.i32, std::ptr::null_mut(), 0, 0);
@@ -372,9 +418,15 @@ unsafe fn rewrite_trap(m: &Module<'_>, t: &Types, ci: LLVMValueRef, assert: bool
         if unreachable.is_null() {
             return;
         }
+        b.before(unreachable);
+        if t.host {
+            // a constructor or destructor (which returns void): it returns here
+            inkwell::llvm_sys::core::LLVMBuildRetVoid(b.0);
+            LLVMInstructionEraseFromParent(unreachable);
+            return;
+        }
         let exit_ty = LLVMFunctionType(LLVMVoidTypeInContext(t.ctx), std::ptr::null_mut(), 0, 0);
         let exit = declare(m, "llvm.nvvm.exit", exit_ty);
-        b.before(unreachable);
         LLVMBuildCall2(b.0, exit_ty, exit, std::ptr::null_mut(), 0, c"".as_ptr());
         // `ci` (void) followed `call`: it went with the rest of the block
     }

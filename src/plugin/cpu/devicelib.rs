@@ -25,7 +25,8 @@
 //! then. Either ends the work-item (the JIT made it exit) and stops the launch: work-groups not yet
 //! started do not run; the launch's error (at the queue's next sync, `OL_ERRC_BACKEND_FAILURE`) names the
 //! kernel, the first failure's file, line, function, block and thread. The process, other launches and
-//! other queues go on.
+//! other queues go on. In a program's constructor the constructor returns at it and `olCreateProgram`
+//! fails (`OL_ERRC_BACKEND_FAILURE`, [`take_outside_failure`]).
 
 use parking_lot::Mutex;
 use std::cell::Cell;
@@ -148,6 +149,18 @@ impl LaunchLog {
 }
 
 impl Failure {
+    /// The error text of `olCreateProgram` when a constructor failed.
+    pub fn describe_constructor(&self) -> String {
+        match &self.assertion {
+            Some(a) => format!(
+                "the program's constructors stopped at a device-side assertion: `{a}` failed at {}:{} in \
+                 function '{}'",
+                self.file, self.line, self.function
+            ),
+            None => "the program's constructors stopped at a trap (__builtin_trap, llvm.trap)".to_string(),
+        }
+    }
+
     /// The launch's error text.
     pub fn describe(&self, kernel: &str) -> String {
         let b = self.block;
@@ -169,6 +182,14 @@ impl Failure {
 
 thread_local! {
     static CURRENT: Cell<*const LaunchLog> = const { Cell::new(std::ptr::null()) };
+    /// the first failure outside a launch (a program's constructors) on this thread
+    static OUTSIDE: Cell<Option<Failure>> = const { Cell::new(None) };
+}
+
+/// Takes the first assertion failure or trap of code run outside a launch on this thread (a program's
+/// constructors, which return at it) since the last call.
+pub fn take_outside_failure() -> Option<Failure> {
+    OUTSIDE.with(|c| c.take())
 }
 
 /// Makes `log` this thread's current launch until the guard is dropped.
@@ -545,12 +566,18 @@ unsafe extern "C" fn rt_trap(
                 .as_bytes(),
             );
         }
-        if let Some(l) = log {
-            let mut f = l.failure.lock();
-            if f.is_none() {
-                *f = Some(failure);
+        match log {
+            Some(l) => {
+                let mut f = l.failure.lock();
+                if f.is_none() {
+                    *f = Some(failure);
+                }
+                l.stopped.store(true, Ordering::Relaxed);
             }
-            l.stopped.store(true, Ordering::Relaxed);
+            None => OUTSIDE.with(|c| {
+                let prev = c.take();
+                c.set(Some(prev.unwrap_or(failure)));
+            }),
         }
     });
 }

@@ -52,11 +52,6 @@ __gpu_kernel void store_to(uint32_t *p) { p[__gpu_thread_id_x()] = 1; }
 // Prints the string at s (an invalid pointer: under the checker, its report).
 __gpu_kernel void print_str(const char *s) { printf("str %s\n", s); }
 
-// Spins until *flag is set (an infinite kernel when it never is).
-__gpu_kernel void spin(volatile uint32_t *flag) {
-  while (!*flag)
-    ;
-}
 
 // The kernel test_debug.c's gdb session stops in (built with -g as debug_g.amdgcn.bc): a local kept in
 // memory (volatile), which gdb prints.

@@ -34,11 +34,11 @@ use std::ffi::{CString, c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// The default per-launch printf buffer (bytes): CUDA's default `cudaLimitPrintfFifoSize`.
-pub const DEFAULT_BUFFER: usize = 1 << 20;
+pub(crate) const DEFAULT_BUFFER: usize = 1 << 20;
 /// Widths and precisions above this are printed as written.
-pub const MAX_WIDTH: usize = 4096;
+pub(crate) const MAX_WIDTH: usize = 4096;
 /// Assertion messages printed per launch; the rest are counted.
-pub const MAX_ASSERT_LINES: u32 = 64;
+pub(crate) const MAX_ASSERT_LINES: u32 = 64;
 /// Longest string a `%s` reads without a precision (bytes).
 const MAX_STRING: usize = 1 << 20;
 

@@ -52,8 +52,7 @@ __gpu_kernel void store_to(uint32_t *p) { p[__gpu_thread_id_x()] = 1; }
 // Prints the string at s (an invalid pointer: under the checker, its report).
 __gpu_kernel void print_str(const char *s) { printf("str %s\n", s); }
 
-
-// The kernel test_debug.c's gdb session stops in (built with -g as debug_g.amdgcn.bc): a local kept in
+// The kernel test_debug.c's gdb session stops in (built with -g as debug_g.nvptx64.bc): a local kept in
 // memory (volatile), which gdb prints.
 __gpu_kernel void gdb_target(uint32_t *out, uint32_t n) {
   uint32_t i = gid_x();

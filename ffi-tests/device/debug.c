@@ -37,6 +37,19 @@ __gpu_kernel void assert_at(uint32_t *out, uint32_t bad) {
   out[i] = 2;
 }
 
+// Work-item `bad` fails an assertion between two barriers of a shared-memory exchange; the others go on.
+__gpu_kernel void assert_in_barriers(uint32_t *out, uint32_t bad) {
+  static __gpu_local uint32_t sh[64];
+  uint32_t t = __gpu_thread_id_x(), i = gid_x();
+  sh[t] = i;
+  out[i] = 1;
+  __gpu_sync_threads();
+  dassert(i != bad);
+  uint32_t v = sh[(t + 1) % __gpu_num_threads_x()];
+  __gpu_sync_threads();
+  out[i] = 2 + v;
+}
+
 // Work-item `bad` traps.
 __gpu_kernel void trap_at(uint32_t *out, uint32_t bad) {
   uint32_t i = gid_x();

@@ -145,10 +145,20 @@ pub(crate) fn lower_device_calls(m: &Module<'_>, arch: Arch) -> Result<(), JitEr
         )));
     }
     let in_kernels = reachable_from_kernels(m);
+    // functions also called outside kernels (by a constructor): their printf gets ids 0, as the
+    // constructor's copy has no work-item (a trap there still ends a kernel's work-item)
+    let outside: Vec<LLVMValueRef> = m
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0)
+        .map(|f| f.as_value_ref_raw())
+        .filter(|f| !in_kernels.contains(f))
+        .collect();
+    let shared = reachable(outside);
     let mut calls = Vec::new();
     for f in m.get_functions() {
         // outside kernels (constructors, destructors, dead code): host semantics, see the module docs
         let here = if in_kernels.contains(&f.as_value_ref_raw()) { arch } else { Arch::Host };
+        let no_ids = here == Arch::Host || shared.contains(&f.as_value_ref_raw());
         // SAFETY: walks the live blocks and instructions of `f`, only reading.
         unsafe {
             let mut bb = LLVMGetFirstBasicBlock(f.as_value_ref_raw());
@@ -159,7 +169,8 @@ pub(crate) fn lower_device_calls(m: &Module<'_>, arch: Arch) -> Result<(), JitEr
                         && let Some(c) = classify(i, arch)
                         && (c == Call::Printf || c == Call::VPrintf || here != Arch::Host || returns_void(f))
                     {
-                        calls.push((f.as_value_ref_raw(), i, c, here == Arch::Host));
+                        let is_printf = c == Call::Printf || c == Call::VPrintf;
+                        calls.push((f.as_value_ref_raw(), i, c, if is_printf { no_ids } else { here == Arch::Host }));
                     }
                     i = LLVMGetNextInstruction(i);
                 }
@@ -207,9 +218,13 @@ fn returns_void(f: inkwell::values::FunctionValue<'_>) -> bool {
 
 /// The functions GPU kernels call, directly or through other functions (the kernels included).
 fn reachable_from_kernels(m: &Module<'_>) -> std::collections::HashSet<LLVMValueRef> {
-    let mut seen: std::collections::HashSet<LLVMValueRef> =
-        super::normalise::kernels(m).iter().map(|k| k.as_value_ref_raw()).collect();
-    let mut work: Vec<LLVMValueRef> = seen.iter().copied().collect();
+    reachable(super::normalise::kernels(m).iter().map(|k| k.as_value_ref_raw()).collect())
+}
+
+/// `roots` and the functions they call, directly or through other functions.
+fn reachable(roots: Vec<LLVMValueRef>) -> std::collections::HashSet<LLVMValueRef> {
+    let mut seen: std::collections::HashSet<LLVMValueRef> = roots.iter().copied().collect();
+    let mut work = roots;
     while let Some(f) = work.pop() {
         // SAFETY: walks the live blocks and instructions of `f`, only reading.
         unsafe {

@@ -124,3 +124,30 @@ impl Drop for Registration {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::relocated_image;
+
+    /// A minimal ELF64 header with `n` section headers of 64 bytes at offset 64.
+    fn elf(n: u16) -> Vec<u8> {
+        let mut v = vec![0u8; 64 + 64 * n as usize];
+        v[..4].copy_from_slice(b"\x7fELF");
+        v[0x28..0x30].copy_from_slice(&64u64.to_le_bytes());
+        v[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
+        v[0x3c..0x3e].copy_from_slice(&n.to_le_bytes());
+        v
+    }
+
+    #[test]
+    fn section_addresses_are_patched_and_bad_headers_refused() {
+        let img = relocated_image(&elf(3), &[(2, 0x7f00_1234_5000)]).unwrap();
+        let at = 64 + 2 * 64 + 0x10;
+        assert_eq!(u64::from_le_bytes(img[at..at + 8].try_into().unwrap()), 0x7f00_1234_5000);
+        assert!(img[64 + 0x10..64 + 0x18].iter().all(|&b| b == 0));
+        // a section index past the table, a truncated table, a header too short
+        assert!(relocated_image(&elf(3), &[(3, 1)]).is_none());
+        assert!(relocated_image(&elf(3)[..100], &[(2, 1)]).is_none());
+        assert!(relocated_image(&[0u8; 16], &[]).is_none());
+    }
+}

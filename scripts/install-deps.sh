@@ -3,7 +3,7 @@
 # Fast path: if every package is already installed (dpkg -s) and cargo/clippy/rustfmt exist, do nothing.
 set -euo pipefail
 
-PKGS=(llvm-22-dev clang-22 lld-22 libclang-rt-22-dev liboffload-22-dev pocl-opencl-icd ocl-icd-opencl-dev valgrind g++ make pkg-config
+PKGS=(llvm-22-dev clang-22 lld-22 libclang-rt-22-dev liboffload-22-dev pocl-opencl-icd ocl-icd-opencl-dev valgrind gdb g++ make pkg-config
   libgtest-dev clang-format-22 libzstd-dev)
 # (libgtest-dev: LLVM's conformance suites, scripts/llvm-unittests.sh; clang-format-22 and libzstd-dev:
 # offload-tblgen and the 23.1 header, scripts/gen-header-23.sh)

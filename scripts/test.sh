@@ -67,7 +67,7 @@ ctest() {
 }
 
 C_TESTS=(test_foundation test_cpu_device test_misuse test_dlopen test_programs test_kernels test_kmem test_queues
-  test_stress test_cuda test_suite test_jit_service test_settings test_api23)
+  test_stress test_cuda test_suite test_jit_service test_settings test_api23 test_debug)
 # Under valgrind: all but the JIT-heavy tests (LLVM code generation under valgrind takes minutes per
 # program and would break CI's 30-minute budget); those run under ASan+UBSan instead.
 VALGRIND_TESTS=(test_foundation test_cpu_device test_misuse test_dlopen test_queues)
@@ -83,6 +83,8 @@ export OFFLOAD_RS_JIT_CACHE_DIR="${OFFLOAD_RS_JIT_CACHE_DIR:-$ROOT/build/jit-cac
 run_c_tests() {
   local ok=0
   for t in "${C_TESTS[@]}"; do ctest "$t" "build/ffi-tests/$t" || ok=1; done
+  # gdb breaks in a JIT'd kernel built with -g, steps and prints its locals (GDB's JIT interface, ~3 s)
+  ctest "gdb session" bash scripts/gdb-kernel.sh || ok=1
   # the kernel memory checker on every kernel test: no false positives (~10 s)
   ctest "memcheck test_kernels" env OFFLOAD_RS_MEMCHECK=1 build/ffi-tests/test_kernels || ok=1
   # OFFLOAD_DISABLE_VALIDATION=1 gives the codes of the validated run (~2 s). Left out of test_foundation: the

@@ -46,6 +46,9 @@
 //!   into a directory owned by the user and not writable by others).
 //! * `OFFLOAD_RS_MEMCHECK=1` (read at the first `olInit`): compile kernels with the kernel memory checker
 //!   (`plugin::cpu::memcheck`); an invalid access stops its launch and is returned at the next sync.
+//! * `OFFLOAD_RS_PRINTF_BUFFER` (bytes, read at the first `olInit`): kernel printf output kept per launch
+//!   (`plugin::cpu::devicelib`, default 1 MiB); `OFFLOAD_RS_PERF_MAP=1`: perf's JIT map in
+//!   `/tmp/perf-<pid>.map` (`jit::perfmap`).
 //!
 //! # Modules
 //! `ffi` (C types) -> `api` (exports) -> `runtime` (objects, context) -> `plugin` / `jit`.

@@ -212,7 +212,7 @@ fn produce(
     if let Some(d) = &dir
         && let Some(payload) = d.read(&key)
         && let Some((object, kernels)) = compile::decode_object(&payload)
-        && super::elf::LoadedObject::load(&object).is_ok()
+        && super::elf::LoadedObject::loads(&object)
     {
         cache().hits.fetch_add(1, Ordering::Relaxed);
         return Ok(Arc::new(CompiledObject { object, kernels, key }));

@@ -1,7 +1,7 @@
 //! The lowering's module-wide clean-up, after the C++ per-kernel lowering (`lower.cpp`) has built the
 //! work-group functions: the original kernels and every function no work-group function uses removed,
 //! `__gpu_local` variables left unused removed (one still used is an error), and what cannot run on the
-//! CPU refused: CUDA printf/assert, GPU intrinsics that the lowering did not reach (compile.rs verifies
+//! CPU refused: CUDA printf/assert calls that devicelib.rs did not rewrite (an unknown signature), GPU intrinsics that the lowering did not reach (compile.rs verifies
 //! the module next). Plain LLVM-C but for two thin primitives of lower.cpp (`removeDeadConstantUsers`,
 //! erasing named metadata).
 
@@ -124,7 +124,8 @@ pub(crate) fn clean_up(
         // SAFETY: a global of `m` that nothing uses.
         unsafe { g.delete() };
     }
-    // nvptx printf lowers to a GPU-ABI `vprintf(fmt, packed args)` that must not bind to glibc's.
+    // nvptx printf lowers to a GPU-ABI `vprintf(fmt, packed args)` that must not bind to glibc's;
+    // devicelib.rs rewrote the calls of the signatures CUDA gives them.
     for bad in ["vprintf", "__assertfail"] {
         if let Some(f) = m.get_function(bad)
             && f.count_basic_blocks() == 0
@@ -132,7 +133,7 @@ pub(crate) fn clean_up(
             && arch == Arch::Nvptx
         {
             return Err(JitError::Compile(format!(
-                "unsupported device library call '{bad}' (CUDA printf/assert are not available on the CPU device)"
+                "unsupported device library call '{bad}' (not CUDA's signature, which the CPU device runs)"
             )));
         }
     }

@@ -246,6 +246,8 @@ pub(crate) fn compile_in_process(
         // host bitcode is compiled as it is; GPU kernels are fully inlined
         super::callgraph::check_recursion(&m)?;
     }
+    // printf, assert and traps -> the CPU device's runtime (before the lowering, which sees the ids)
+    super::devicelib::lower_device_calls(&m, arch)?;
     // The lowering: the module-wide steps here (src/jit/normalise.rs, the warp width read above before
     // the normalisation drops the GPU target features), then each kernel in C++ (lower.cpp).
     super::normalise::normalise_functions(&m, &h.cpu, &h.features);

@@ -44,6 +44,8 @@ pub(crate) struct LoadedObject {
     initialized: std::sync::atomic::AtomicBool,
     /// what calls the constructors and destructors (the memory checker), when not called directly
     runner: Option<super::StructorRunner>,
+    /// the registration with GDB's JIT interface (objects with DWARF)
+    gdb: Option<super::gdbjit::Registration>,
 }
 
 // SAFETY: the mapping is owned exclusively by this value; after loading it is only read (code) or
@@ -60,6 +62,10 @@ enum Class {
 }
 
 fn resolve_external(name: &str) -> Option<usize> {
+    if name.starts_with("__ol_rs_rt_") {
+        // the CPU device's runtime (devicelib.rs): never a symbol of the process
+        return super::runtime_function(name);
+    }
     let c = CString::new(name).ok()?;
     if name.starts_with("_ZGV") {
         // glibc's vector math (the JIT's vectorised math calls, src/jit/math.rs): from libmvec, loaded on
@@ -98,7 +104,18 @@ fn resolve_external(name: &str) -> Option<usize> {
 }
 
 impl LoadedObject {
+    /// Maps and relocates an instance of `data`, registered with GDB's JIT interface if it has DWARF.
     pub(crate) fn load(data: &[u8]) -> Result<Self, JitError> {
+        Self::load_inner(data, true)
+    }
+
+    /// Whether `data` loads (a cached object's check; the instance is unmapped again and never shown to a
+    /// debugger).
+    pub(crate) fn loads(data: &[u8]) -> bool {
+        Self::load_inner(data, false).is_ok()
+    }
+
+    fn load_inner(data: &[u8], debugger: bool) -> Result<Self, JitError> {
         let link = |m: String| JitError::Link(m);
         let file = ElfFile64::<Endianness>::parse(data).map_err(|e| link(format!("bad JIT object: {e}")))?;
         // 1. choose sections
@@ -189,12 +206,15 @@ impl LoadedObject {
             rw_start,
             initialized: Default::default(),
             runner: None,
+            gdb: None,
         };
         let class_base = [exec_start, ro_start, rw_start];
         let base_addr = obj.base as usize;
         let sec_addr = |idx: SectionIndex| -> Option<usize> {
             placed.get(&idx).map(|(c, off)| base_addr + class_base[*c as usize] + off)
         };
+        let loaded_at: Vec<(usize, usize)> =
+            placed.iter().map(|(i, (c, off))| (i.0, base_addr + class_base[*c as usize] + off)).collect();
         // 3. copy section contents (bss stays zero)
         for s in &secs {
             if s.kind() == SectionKind::UninitializedData {
@@ -378,7 +398,9 @@ impl LoadedObject {
         prot(exec_start, exec_len, libc::PROT_READ | libc::PROT_EXEC)?;
         prot(ro_start, ro_len, libc::PROT_READ)?;
         obj.symbols.shrink_to_fit();
-        let _ = &mut obj;
+        if debugger {
+            obj.gdb = super::gdbjit::register(data, &loaded_at);
+        }
         Ok(obj)
     }
 
@@ -402,6 +424,19 @@ impl LoadedObject {
         let &(a, _, data) = self.symbols.get(name)?;
         let start = self.base as usize;
         (!data && (start..start + self.exec_len).contains(&a)).then_some(a)
+    }
+
+    /// The defined functions with a size: (address, size, name), by address.
+    pub(crate) fn functions(&self) -> Vec<(usize, usize, &str)> {
+        let start = self.base as usize;
+        let mut v: Vec<_> = self
+            .symbols
+            .iter()
+            .filter(|(_, (a, s, data))| !*data && *s > 0 && (start..start + self.exec_len).contains(a))
+            .map(|(n, &(a, s, _))| (a, s, n.as_str()))
+            .collect();
+        v.sort();
+        v
     }
 
     /// A defined data object: (address, size).
@@ -455,6 +490,7 @@ impl Drop for LoadedObject {
     fn drop(&mut self) {
         // a destructor's error has nobody to go to here (see `run_fini`); the runner skipped the access
         let _ = self.run_fini();
+        drop(self.gdb.take()); // the debugger lets go before the code goes
         // SAFETY: we own the mapping; nothing references it any more (KernelEntry keepalive ensures that).
         unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
     }

@@ -66,6 +66,7 @@
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DataLayout.h"
+#include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
@@ -3585,7 +3586,29 @@ struct Lowering {
     if (collective || NF->use_empty())
       plainSharedAtomics(NF);
     plainSharedAtomics(WG);
+    attachDebugInfo(K, NF, WG);
     return true;
+  }
+
+  // Bitcode built with -g: the kernel's subprogram (the body's copy of it) moves to its work-group
+  // function (the body loses it), and the work-group function's
+  // instructions without a location (the work-item loops, the call of the body) get the kernel's first
+  // line, so the kernel's code keeps its line table and variables and debuggers and profilers name the
+  // work-group function by the kernel.
+  void attachDebugInfo(Function *K, Function *NF, Function *WG) {
+    // (CloneFunctionInto gave the body a copy of the kernel's subprogram; the body's code is what WG
+    // holds or will inline)
+    DISubprogram *SP = NF->getSubprogram();
+    if (!SP || WG->getSubprogram())
+      return;
+    (void)K;
+    NF->setSubprogram(nullptr);
+    WG->setSubprogram(SP);
+    DILocation *L = DILocation::get(C, SP->getScopeLine(), 0, SP);
+    for (BasicBlock &BB : *WG)
+      for (Instruction &I : BB)
+        if (!I.getDebugLoc())
+          I.setDebugLoc(L);
   }
 
   // After the module-wide steps in Rust (src/jit/normalise.rs: normalisation, the kernel of a
@@ -3693,4 +3716,16 @@ extern "C" void ol_rs_jit_erase_named_metadata(LLVMModuleRef MR, const char *nam
   Module *M = unwrap(MR);
   if (NamedMDNode *N = M->getNamedMetadata(name))
     M->eraseNamedMetadata(N);
+}
+
+// Ends the block of instruction I right after it (devicelib.rs: a trap's work-item exits): what follows
+// I in its block becomes `unreachable` (llvm::changeToUnreachable, successors' PHIs updated). Returns the
+// `unreachable`.
+extern "C" LLVMValueRef ol_rs_jit_unreachable_after(LLVMValueRef IR) {
+  Instruction *I = unwrap<Instruction>(IR);
+  Instruction *N = I->getNextNode();
+  if (!N)
+    return nullptr;
+  changeToUnreachable(N);
+  return wrap(I->getNextNode());
 }

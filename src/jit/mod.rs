@@ -102,15 +102,18 @@ mod cache;
 mod callgraph;
 mod cleanup;
 mod compile;
+mod devicelib;
 mod disk;
 mod elf;
 mod fd;
+mod gdbjit;
 pub mod helper;
 mod intrinsics;
 mod math;
 mod native;
 mod normalise;
 mod nvptx;
+mod perfmap;
 mod pipeline;
 mod stack;
 pub(crate) mod target;
@@ -165,6 +168,50 @@ pub fn memcheck() -> bool {
 pub fn specialisation_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("OFFLOAD_RS_JIT_SPECIALISE").is_none_or(|v| v != "0"))
+}
+
+/// `printf` of JIT'd code (`devicelib.rs`'s `__ol_rs_rt_printf`): (format, argument buffer in CUDA's
+/// `vprintf` layout, its length or `u64::MAX` if unknown, 1 for CUDA's `vprintf` return value, the
+/// work-item's local id) -> what printf returns.
+pub type PrintfFn = unsafe extern "C" fn(*const std::ffi::c_char, *const u8, u64, i32, u32, u32, u32) -> i32;
+/// An assertion failure or trap of JIT'd code (`devicelib.rs`'s `__ol_rs_rt_trap`): (assertion text,
+/// file, line, function; NULL/0 for a trap; local id, group id). The work-item exits after it returns.
+pub type TrapFn = unsafe extern "C" fn(
+    *const std::ffi::c_char,
+    *const std::ffi::c_char,
+    u32,
+    *const std::ffi::c_char,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+);
+
+/// The CPU device's runtime functions that JIT'd code calls, registered by the CPU plugin before it loads
+/// a program ([`set_runtime_functions`]); the loader resolves `__ol_rs_rt_*` to them and to nothing else.
+#[derive(Clone, Copy)]
+pub struct RuntimeFunctions {
+    pub printf: PrintfFn,
+    pub trap: TrapFn,
+}
+
+static RUNTIME: std::sync::OnceLock<RuntimeFunctions> = std::sync::OnceLock::new();
+
+/// Registers the runtime functions (the first registration wins).
+pub fn set_runtime_functions(r: RuntimeFunctions) {
+    let _ = RUNTIME.set(r);
+}
+
+/// The address of runtime function `name`, if registered.
+fn runtime_function(name: &str) -> Option<usize> {
+    let r = RUNTIME.get()?;
+    match name {
+        devicelib::RT_PRINTF => Some(r.printf as usize),
+        devicelib::RT_TRAP => Some(r.trap as usize),
+        _ => None,
+    }
 }
 
 /// The memcheck hook's signature: (address, size, kind 0 read / 1 write / 2 atomic, work-item x, y, z)
@@ -326,6 +373,7 @@ impl KernelEntry {
         let spec = compile::Spec { kernel: self.name.clone(), group_size };
         let co = cache::get_or_compile(src, Some(&spec))?;
         let obj = elf::LoadedObject::load(&co.object)?;
+        perfmap::record(&obj, Some(group_size));
         let frames = stack::frame_sizes(&co.object);
         let img = LoadedImage { inst: Arc::new(Instance::Jit(obj, co)), frames, source: None };
         let mut k = img
@@ -574,6 +622,7 @@ pub fn load_with(image: &[u8], checker: Option<Checker>) -> Result<LoadedImage, 
             // (the bitcode pre-check, `check_before_compile`, runs on a cache miss only)
             let co = cache::get_or_compile(payload, None)?;
             let mut obj = elf::LoadedObject::load(&co.object)?;
+            perfmap::record(&obj, None);
             if let Some((hook, _)) = obj.data_symbol("__ol_rs_memcheck_hook") {
                 let c = checker.ok_or_else(|| {
                     JitError::Run("the image was compiled with the memory checker; it cannot run without it".into())

@@ -97,10 +97,10 @@ pub(crate) fn warp_width(m: &Module<'_>, arch: Arch) -> u32 {
 }
 
 /// An owned LLVM IR builder.
-struct Builder(LLVMBuilderRef);
+pub(super) struct Builder(pub(super) LLVMBuilderRef);
 
 impl Builder {
-    fn new(m: &Module<'_>) -> Builder {
+    pub(super) fn new(m: &Module<'_>) -> Builder {
         // SAFETY: the module's context is live; the builder is disposed in Drop.
         Builder(unsafe { LLVMCreateBuilderInContext(LLVMGetModuleContext(m.as_mut_ptr())) })
     }
@@ -109,7 +109,7 @@ impl Builder {
     ///
     /// # Safety
     /// `at` is a live instruction of the builder's context.
-    unsafe fn before(&self, at: LLVMValueRef) {
+    pub(super) unsafe fn before(&self, at: LLVMValueRef) {
         // SAFETY: the caller's contract.
         unsafe {
             LLVMPositionBuilderBefore(self.0, at);
@@ -129,7 +129,7 @@ impl Drop for Builder {
 ///
 /// # Safety
 /// `v` is a live value.
-unsafe fn users(v: LLVMValueRef) -> Vec<LLVMValueRef> {
+pub(super) unsafe fn users(v: LLVMValueRef) -> Vec<LLVMValueRef> {
     let mut out = Vec::new();
     // SAFETY: the caller's contract; the use list is only read.
     unsafe {

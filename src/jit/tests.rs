@@ -795,15 +795,17 @@ fn nvptx_bitcode_of(src: &str) -> Option<Vec<u8>> {
     Some(bc)
 }
 
-/// The lowering's clean-up (src/jit/cleanup.rs) refuses what cannot run on the CPU, with its texts.
+/// The lowering refuses what cannot run on the CPU (HIP's printf: devicelib.rs; the rest: cleanup.rs), with
+/// its texts.
 #[test]
-fn cleanup_refuses_cuda_printf_and_shared_memory_in_initialisers() {
+fn cleanup_refuses_hip_printf_and_shared_memory_in_initialisers() {
     let _g = shared();
     let cases = [
         (
-            "#include <gpuintrin.h>\nint vprintf(const char *, void *);\n\
-             __gpu_kernel void k(int *o) { o[0] = vprintf(\"%d\", o); }\n",
-            "unsupported device library call 'vprintf' (CUDA printf/assert are not available on the CPU device)",
+            "#include <gpuintrin.h>\nint __printf_alloc(unsigned);\n\
+             __gpu_kernel void k(int *o) { o[0] = __printf_alloc(4); }\n",
+            "unsupported device library call '__printf_alloc' (HIP's printf; the CPU device runs printf as C \
+             and CUDA compile it: plain printf or vprintf)",
         ),
         (
             "#include <gpuintrin.h>\n__gpu_local int s[4];\n__gpu_local int *p = s;\n\

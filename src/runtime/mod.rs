@@ -137,6 +137,7 @@ pub fn init(opts: InitOptions) -> OlResult<()> {
     if want.cpu {
         plugin::cpu::check_settings()?;
     }
+    crate::plugin::cpu::devicelib::read_buffer_limit();
 
     let mut devices = Vec::new();
     let mut add_platform = |name: &str, vendor: &str, backend: ol_platform_backend_t, devs: Vec<DeviceKind>| {

@@ -20,6 +20,7 @@
 //! is rejected (CUDA rejects it too) rather than silently doing nothing. Local memory (static +
 //! dynamic) is limited to [`LOCAL_MEM_PER_GROUP`].
 
+use super::devicelib::{self, LaunchLog};
 use super::kernel_memory::{KERNEL_STACK, STACK_RESERVE, on_kernel_stack};
 use super::machine::{LOCAL_MEM_PER_GROUP, MAX_GROUP_SIZE, MAX_GROUP_SIZE_PER_DIM};
 use super::memcheck::{self, LaunchCheck};
@@ -259,6 +260,8 @@ pub struct PreparedLaunch {
     name: String,
     /// the memory checker's state, for kernels compiled with it
     check: Option<LaunchCheck>,
+    /// printf output and the first failed assertion or trap
+    log: LaunchLog,
     /// a cooperative launch (LLVM 23.1): every group on a thread of its own, all at the same time
     cooperative: bool,
 }
@@ -334,6 +337,7 @@ pub fn prepare(kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> Plugin
         scratch,
         name: k.name.clone(),
         check: k.memcheck.map(|program| LaunchCheck::new(&k.name, program)),
+        log: LaunchLog::default(),
         cooperative: false,
         _kernel: kernel,
     })
@@ -353,8 +357,13 @@ impl PreparedLaunch {
                 self.name
             ))
         })?;
+        // the launch's printf output is out before the queue reports the launch complete
+        let failure = self.log.finish(&self.name);
         if let Some(v) = self.check.as_ref().and_then(LaunchCheck::take_violation) {
             return Err(PluginError::Backend(v));
+        }
+        if let Some(f) = failure {
+            return Err(PluginError::Backend(f.describe(&self.name)));
         }
         ran.map_err(|_| {
             PluginError::OutOfResources(format!(
@@ -421,8 +430,13 @@ impl PreparedLaunch {
             }
             Ok(handles.into_iter().all(|h| h.join().unwrap_or(false)))
         });
+        // printf output out, and a trap or failed assertion reported, as for any launch
+        let failure = self.log.finish(&self.name);
         if let Some(v) = self.check.as_ref().and_then(LaunchCheck::take_violation) {
             return Err(PluginError::Backend(v));
+        }
+        if let Some(f) = failure {
+            return Err(PluginError::Backend(f.describe(&self.name)));
         }
         match ok {
             Ok(true) => Ok(()),
@@ -474,7 +488,11 @@ impl Task for PreparedLaunch {
             hits: Cell::new(memcheck::Hits::EMPTY),
         });
         let _registered = frame.as_ref().map(memcheck::enter);
+        let _log = devicelib::enter(&self.log);
         for _ in start..end {
+            if self.log.stopped() {
+                break; // an assertion or trap stops the groups not started yet
+            }
             if let Some(f) = &frame {
                 if f.launch.stopped() {
                     break; // a violation stops the groups not started yet
@@ -489,7 +507,8 @@ impl Task for PreparedLaunch {
             // against the ranges the kernel code assumes; a specialised `wg_fn` was compiled for exactly
             // `group_size`. The code is kept alive by `_kernel` (and `_specialised`). Code compiled with the
             // memory checker calls `memcheck::check_access`, which reads `frame` (registered for this
-            // chunk, alive across the call).
+            // chunk, alive across the call); printf, assert and traps call `devicelib`'s functions, which
+            // read `self.log` (registered likewise).
             unsafe { (self.wg_fn)(&ctx) };
             let g = &mut ctx.group_id;
             g[0] += 1;

@@ -22,6 +22,7 @@
 //! timings: `cargo test --release --lib -- --ignored --nocapture bench_cpu` (see `bench.rs`) and
 //! `... jit_saxpy_bench`.
 
+pub mod devicelib;
 pub mod kernel_memory;
 pub mod launch;
 pub mod machine;
@@ -133,7 +134,14 @@ impl Device for CpuDevice {
 
     fn load_program(&self, image: &[u8]) -> PluginResult<Arc<dyn Program>> {
         let checker = jit::Checker { hook: memcheck::check_access, structors: memcheck::run_structors };
-        let img = jit::load_with(image, Some(checker)).map_err(map_jit_error)?;
+        jit::set_runtime_functions(devicelib::functions());
+        let _ = devicelib::take_outside_failure();
+        let img = jit::load_with(image, Some(checker)).map_err(map_jit_error);
+        // a constructor's failed assert or trap fails the load (the instance goes, destructors run)
+        if let Some(f) = devicelib::take_outside_failure() {
+            return Err(PluginError::Backend(f.describe_constructor()));
+        }
+        let img = img?;
         Ok(Arc::new(CpuProgram { image: Mutex::new(Some(Arc::new(img))), kernels: Mutex::new(HashMap::new()) }))
     }
 

@@ -112,7 +112,13 @@ impl LoadedObject {
     /// Whether `data` loads (a cached object's check; the instance is unmapped again and never shown to a
     /// debugger).
     pub(crate) fn loads(data: &[u8]) -> bool {
-        Self::load_inner(data, false).is_ok()
+        Self::check(data).is_ok()
+    }
+
+    /// Why `data` does not load, if it does not (as [`LoadedObject::loads`]: never shown to a debugger,
+    /// whose pending breakpoints a load and unload of a throwaway copy would disturb).
+    pub(crate) fn check(data: &[u8]) -> Result<(), JitError> {
+        Self::load_inner(data, false).map(|_| ())
     }
 
     fn load_inner(data: &[u8], debugger: bool) -> Result<Self, JitError> {

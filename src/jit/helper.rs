@@ -201,7 +201,7 @@ pub(crate) fn compile_cpu(
     let (object, kernels) = super::compile::decode_object(&payload)
         .ok_or_else(|| JitError::Compile("internal: malformed result from the JIT helper".into()))?;
     // checked before anything (the disk cache) keeps it: the object must load
-    super::elf::LoadedObject::load(&object)
+    super::elf::LoadedObject::check(&object)
         .map_err(|e| JitError::Compile(format!("internal: the JIT helper's object does not load: {e}")))?;
     Ok((object, kernels))
 }

@@ -59,7 +59,7 @@ pub unsafe extern "C" fn ol_launch_kernel(
             };
             // SAFETY: ArgumentsData is valid for ArgumentsSize bytes; plugins copy it before returning.
             let args = unsafe { bytes(ArgumentsData, ArgumentsSize) };
-            objects::launch_kernel(q, d, k, args, dims)
+            objects::launch_kernel(q, d, k, args, dims, false)
         },
         || {
             let la = if LaunchSizeArgs.is_null() {

@@ -260,12 +260,15 @@ pub fn get_symbol(p: &Arc<Program>, name: &str, kind: SymbolKind) -> OlResult<Ha
 
 // ---- launch -------------------------------------------------------------------------------------------
 
+/// `olLaunchKernel`; `cooperative` (23.1's `IS_COOPERATIVE`): every group of the grid runs at the same
+/// time, and a grid larger than [`max_cooperative_groups`] is refused.
 pub fn launch_kernel(
     queue: Option<&Arc<Queue>>,
     dev: &Arc<Device>,
     sym: &Symbol,
     args: &[u8],
     dims: LaunchDims,
+    cooperative: bool,
 ) -> OlResult<()> {
     if let Some(q) = queue
         && q.device.handle != dev.handle
@@ -279,37 +282,11 @@ pub fn launch_kernel(
         return Err(OlError::new(OL_ERRC_SYMBOL_KIND, "provided symbol is not a kernel"));
     };
     let pdev = dev.plugin()?;
-    match queue {
-        Some(q) => q.inner.launch(kernel.clone(), args, dims)?,
-        None => pdev.launch_sync(kernel.clone(), args, dims)?,
-    }
-    Ok(())
-}
-
-/// `olLaunchKernel` (23.1) with `IS_COOPERATIVE`: every group of the grid runs at the same time; a grid
-/// larger than [`max_cooperative_groups`] is refused.
-pub fn launch_kernel_cooperative(
-    queue: Option<&Arc<Queue>>,
-    dev: &Arc<Device>,
-    sym: &Symbol,
-    args: &[u8],
-    dims: LaunchDims,
-) -> OlResult<()> {
-    if let Some(q) = queue
-        && q.device.handle != dev.handle
-    {
-        return Err(OlError::new(
-            OL_ERRC_INVALID_DEVICE,
-            "device specified does not match the device of the given queue",
-        ));
-    }
-    let Some(kernel) = &sym.kernel else {
-        return Err(OlError::new(OL_ERRC_SYMBOL_KIND, "provided symbol is not a kernel"));
-    };
-    let pdev = dev.plugin()?;
-    match queue {
-        Some(q) => q.inner.launch_cooperative(kernel.clone(), args, dims)?,
-        None => pdev.launch_cooperative_sync(kernel.clone(), args, dims)?,
+    match (queue, cooperative) {
+        (Some(q), false) => q.inner.launch(kernel.clone(), args, dims)?,
+        (Some(q), true) => q.inner.launch_cooperative(kernel.clone(), args, dims)?,
+        (None, false) => pdev.launch_sync(kernel.clone(), args, dims)?,
+        (None, true) => pdev.launch_cooperative_sync(kernel.clone(), args, dims)?,
     }
     Ok(())
 }

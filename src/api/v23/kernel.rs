@@ -206,11 +206,7 @@ pub unsafe extern "C" fn ol_launch_kernel(
             // SAFETY: NumArgs entries per the caller contract.
             unsafe {
                 with_args(&k.name, objects::kernel_params(k), NumArgs, ArgPtrs, ArgSizes, |args| {
-                    if coop {
-                        objects::launch_kernel_cooperative(q, d, k, args, dims)
-                    } else {
-                        objects::launch_kernel(q, d, k, args, dims)
-                    }
+                    objects::launch_kernel(q, d, k, args, dims, coop)
                 })
             }
         },

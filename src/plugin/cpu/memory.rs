@@ -56,6 +56,30 @@ struct MapCache {
     bytes: usize,
 }
 
+impl MapCache {
+    /// Takes one of the largest cached blocks out, `(address, length)`: the largest go first, as the least
+    /// likely to be asked for again.
+    fn pop_largest(&mut self) -> Option<(usize, usize)> {
+        let mut e = self.blocks.last_entry()?;
+        let l = *e.key();
+        let p = e.get_mut().pop();
+        if e.get().is_empty() {
+            e.remove();
+        }
+        let p = p?;
+        self.bytes -= l;
+        Some((p, l))
+    }
+}
+
+/// Unmaps blocks taken out of the cache.
+fn unmap_blocks(blocks: Vec<(usize, usize)>) {
+    for (p, l) in blocks {
+        // SAFETY: the block was mapped by `map` with length `l` and is in no table any more.
+        unsafe { libc::munmap(p as *mut libc::c_void, l) };
+    }
+}
+
 /// Bytes of freed mappings kept for reuse: an eighth of the memory the process may use (RAM, or its
 /// memory cgroup's limit: [`super::machine::usable_memory`]), at most 4 GiB.
 pub fn cache_limit() -> usize {
@@ -195,23 +219,11 @@ impl Memory {
             let mut guard = self.cache.lock();
             let c = &mut *guard;
             while c.bytes > 0 && live.saturating_add(c.bytes).saturating_add(len) > bound {
-                let Some(mut e) = c.blocks.last_entry() else {
-                    break;
-                };
-                let l = *e.key();
-                if let Some(p) = e.get_mut().pop() {
-                    evict.push((p, l));
-                    c.bytes -= l;
-                }
-                if e.get().is_empty() {
-                    e.remove();
-                }
+                let Some(b) = c.pop_largest() else { break };
+                evict.push(b);
             }
         }
-        for (p, l) in evict {
-            // SAFETY: the block was mapped by `map` with length `l` and is in no table any more.
-            unsafe { libc::munmap(p as *mut libc::c_void, l) };
-        }
+        unmap_blocks(evict);
     }
 
     fn cache_take(&self, len: usize) -> Option<usize> {
@@ -236,26 +248,13 @@ impl Memory {
             } else {
                 c.blocks.entry(len).or_default().push(ptr);
                 c.bytes += len;
-                // evict the largest blocks first: they are the least likely to be asked for again
                 while c.bytes > limit {
-                    let Some(mut e) = c.blocks.last_entry() else {
-                        break;
-                    };
-                    let l = *e.key();
-                    if let Some(p) = e.get_mut().pop() {
-                        evict.push((p, l));
-                        c.bytes -= l;
-                    }
-                    if e.get().is_empty() {
-                        e.remove();
-                    }
+                    let Some(b) = c.pop_largest() else { break };
+                    evict.push(b);
                 }
             }
         }
-        for (p, l) in evict {
-            // SAFETY: the block was mapped by `map` with length `l` and is in no table any more.
-            unsafe { libc::munmap(p as *mut libc::c_void, l) };
-        }
+        unmap_blocks(evict);
     }
 
     /// `olMemRegister`: record `[ptr, ptr+size)`; the pinned pointer is `ptr`.

@@ -277,6 +277,22 @@ pub unsafe extern "C" fn ol_mem_register(
     Flags: ol_memory_register_flags_t,
     PinnedPtr: *mut *mut c_void,
 ) -> ol_result_t {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { mem_register(Device, Ptr, Size, Flags, PinnedPtr, true) }
+}
+
+/// `olMemRegister` of either release: 22.1 always page-locks (`lock`), 23.1 only with its flag.
+///
+/// # Safety
+/// As [`ol_mem_register`].
+pub(crate) unsafe fn mem_register(
+    Device: ol_device_handle_t,
+    Ptr: *mut c_void,
+    Size: usize,
+    Flags: ol_memory_register_flags_t,
+    PinnedPtr: *mut *mut c_void,
+    lock: bool,
+) -> ol_result_t {
     entry(
         "olMemRegister",
         |ctx| {
@@ -294,7 +310,7 @@ pub unsafe extern "C" fn ol_mem_register(
             if Size == 0 {
                 return Err(OlError::validation(OL_ERRC_INVALID_SIZE, "Size == 0"));
             }
-            let pinned = memory::register(d, Ptr as usize, Size)?;
+            let pinned = memory::register_with(d, Ptr as usize, Size, lock)?;
             // SAFETY: checked non-NULL; writable per the caller contract.
             unsafe { write_out(PinnedPtr, pinned as *mut c_void, "PinnedPtr") }?;
             Ok(())

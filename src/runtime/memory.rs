@@ -433,11 +433,6 @@ fn past_end(
 /// there are none, range checks skip the plugins' registration tables.
 static REGISTERED: AtomicUsize = AtomicUsize::new(0);
 
-/// `olMemRegister` after validation; returns the device-accessible pointer.
-pub fn register(dev: &Device, ptr: usize, size: usize) -> OlResult<usize> {
-    register_with(dev, ptr, size, true)
-}
-
 /// `olMemRegister`; 23.1 page-locks only with `OL_MEMORY_REGISTER_FLAG_LOCK_MEMORY` (`lock`).
 pub fn register_with(dev: &Device, ptr: usize, size: usize, lock: bool) -> OlResult<usize> {
     let p = dev.plugin()?;

@@ -138,37 +138,9 @@ pub unsafe extern "C" fn ol_mem_register(
     Flags: ol_memory_register_flags_t,
     PinnedPtr: *mut *mut c_void,
 ) -> ol_result_t {
-    entry(
-        "olMemRegister",
-        |ctx| {
-            validate(
-                ctx,
-                &[
-                    (Size == 0, OL_ERRC_INVALID_SIZE, "Size == 0"),
-                    (Device.is_null(), OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"),
-                    (Ptr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == Ptr"),
-                    (PinnedPtr.is_null(), OL_ERRC_INVALID_NULL_POINTER, "NULL == PinnedPtr"),
-                ],
-            )?;
-            let d = handle::device(ctx, raw_handle(Device))?;
-            if Size == 0 {
-                return Err(OlError::validation(OL_ERRC_INVALID_SIZE, "Size == 0"));
-            }
-            let lock = Flags & OL_MEMORY_REGISTER_FLAG_LOCK_MEMORY != 0;
-            let pinned = memory::register_with(d, Ptr as usize, Size, lock)?;
-            // SAFETY: checked non-NULL; writable per the caller contract.
-            unsafe { write_out(PinnedPtr, pinned as *mut c_void, "PinnedPtr") }
-        },
-        || {
-            format!(
-                ".Device = {}, .Ptr = {}, .Size = {Size}, .Flags = {Flags}, .PinnedPtr = {}",
-                trace::ptr(Device),
-                trace::ptr(Ptr),
-                // SAFETY: the out-parameter is NULL or valid (caller contract).
-                unsafe { trace::out_ptr(PinnedPtr) }
-            )
-        },
-    )
+    let lock = Flags & OL_MEMORY_REGISTER_FLAG_LOCK_MEMORY != 0;
+    // SAFETY: the caller's contract, passed on.
+    unsafe { crate::api::memory::mem_register(Device, Ptr, Size, Flags, PinnedPtr, lock) }
 }
 
 /// Undo one `olMemRegister` of the range containing `Ptr`, after the work queued so far has finished.

@@ -1,6 +1,6 @@
 // Builds the JIT's C++ shims against LLVM 22's C++ API (src/jit/lower.cpp: IR lowering;
 // src/jit/kernel_memory.cpp: stack sizes and the memcheck pass) and the API's pinning thread-local
-// (src/runtime/pin_tls.c, C), and computes the JIT's build id. The shims are linked with libLLVM-22
+// (src/runtime/pin_tls.c, C), the stoppable calls of JIT'd code (src/jit/stop.c, C), and computes the JIT's build id. The shims are linked with libLLVM-22
 // (dynamic), which llvm-sys/inkwell already link.
 //
 // OFFLOAD_RS_BUILD_ID (a rustc env var): blake3 of every source that decides what the JIT produces
@@ -11,16 +11,18 @@ use std::path::Path;
 use std::process::Command;
 
 /// The C++ sources of the shim library, and the header they share.
-const CXX_SOURCES: [&str; 5] = [
+const CXX_SOURCES: [&str; 6] = [
     "src/jit/lower.cpp",
     "src/jit/kernel_memory.cpp",
     "src/jit/passes.cpp",
+    "src/jit/stop_points.cpp",
     "src/jit/target_info.cpp",
     "src/jit/workarounds/hoist_invariant_divisions.cpp",
 ];
-const CXX_HEADERS: [&str; 2] = ["src/jit/shim.h", "src/jit/workarounds/hoist_invariant_divisions.h"];
-/// The one C source outside the JIT: the API's pinning thread-local.
-const PIN_TLS: &str = "src/runtime/pin_tls.c";
+const CXX_HEADERS: [&str; 3] =
+    ["src/jit/shim.h", "src/jit/stop_points.h", "src/jit/workarounds/hoist_invariant_divisions.h"];
+/// The C sources (no LLVM): the API's pinning thread-local, and how JIT'd code is left at a stop point.
+const C_SOURCES: [&str; 2] = ["src/runtime/pin_tls.c", "src/jit/stop.c"];
 
 fn hash_tree(h: &mut blake3::Hasher, p: &Path) {
     let mut entries: Vec<_> = match std::fs::read_dir(p) {
@@ -99,7 +101,10 @@ fn main() {
     println!("cargo:rustc-link-search=native={prefix}/lib");
     println!("cargo:rustc-link-lib=dylib=LLVM-22");
 
-    // The pinning thread-local in the initial-exec TLS model (src/runtime/pin_tls.c says why).
-    println!("cargo:rerun-if-changed={PIN_TLS}");
-    cc::Build::new().file(PIN_TLS).warnings(true).extra_warnings(true).opt_level(2).compile("ol_rs_pin_tls");
+    // The pinning thread-local in the initial-exec TLS model (src/runtime/pin_tls.c says why); the
+    // stoppable calls of JIT'd code (src/jit/stop.c).
+    for f in C_SOURCES {
+        println!("cargo:rerun-if-changed={f}");
+    }
+    cc::Build::new().files(C_SOURCES).warnings(true).extra_warnings(true).opt_level(2).compile("ol_rs_c");
 }

@@ -10,8 +10,13 @@
 // * a global constructor's failed assert fails olCreateProgram (printf works in constructors);
 // * under OFFLOAD_RS_MEMCHECK=1: NULL and wild stores are errors at sync, not crashes; a %s of an invalid
 //   pointer is the checker's report; a trap still ends the launch with an error;
-// * OFFLOAD_RS_PERF_MAP=1: perf's map /tmp/perf-<pid>.map names every kernel's work-group function.
-// Device code: ffi-tests/device/debug.c, debug_cuda.cu, debug.h.
+// * OFFLOAD_RS_PERF_MAP=1: perf's map /tmp/perf-<pid>.map names every kernel's work-group function;
+// * under OFFLOAD_RS_KERNEL_TIMEOUT=0.5: endless kernels (a flag nobody sets, a loop without memory) end
+//   with the limit's error at sync, on both targets, and the queue goes on; a group waiting for a
+//   work-item that trapped ends with the trap's error; a long finite loop is exact; an endless
+//   constructor fails olCreateProgram; olShutDown with an endless kernel still queued returns; the
+//   earlier printf and assert tests still pass with the stop points in the code.
+// Device code: ffi-tests/device/debug.c, debug_cuda.cu, debug.h, spin.c, ctor_spin.c.
 #include "ol_test.h"
 
 #include "device/debug.h"
@@ -388,6 +393,139 @@ static void memcheck_trap_is_an_error(void) {
   failing_launch(1, "assert_at", "Assertion `i != bad` failed.", "`i != bad` failed at debug.c:");
 }
 
+// ---- the time limit (OFFLOAD_RS_KERNEL_TIMEOUT=0.5) ---------------------------------------------------------
+
+static ol_program_handle_t spin[2]; // spin.nvptx64, spin.amdgcn
+
+// Launches `kernel` of spin[t] with `args` on `q` and syncs: the error, which must be BACKEND_FAILURE
+// with `details_has` (NULL: success expected).
+static void spin_launch(int t, ol_queue_handle_t q, const char *kernel, void *args, size_t size, uint32_t groups,
+                        uint32_t wg, const char *details_has) {
+  ol_kernel_launch_size_args_t la = {1, {groups, 1, 1}, {wg, 1, 1}, 0};
+  ol_result_t r = olLaunchKernel(q, t_cpu, t_kernel(spin[t], kernel), args, size, &la);
+  CHECKF(!r, "%s %s: launch: %s", t_targets[t], kernel, r ? r->Details : "");
+  ol_result_t r2 = r ? NULL : olSyncQueue(q);
+  if (!details_has) {
+    CHECKF(!r2, "%s %s: %s", t_targets[t], kernel, r2 ? r2->Details : "");
+    return;
+  }
+  CHECKF(r2 && r2->Code == OL_ERRC_BACKEND_FAILURE && strstr(r2->Details, kernel) && strstr(r2->Details, details_has),
+         "%s %s: %s", t_targets[t], kernel, r2 ? r2->Details : "success");
+  if (r2 && t == 0)
+    printf("     %s\n", r2->Details);
+}
+
+static void time_limit_stops_endless_kernels(void) {
+  NEED_CPU();
+  uint32_t *flag = t_dalloc(4), *out = t_dalloc(64 * 4);
+  *flag = 0;
+  for (int t = 0; t < 2; t++) {
+    spin[t] = t_create(t_cpu, "spin", t_targets[t]);
+    struct {
+      uint32_t *flag, *out;
+    } a = {flag, out};
+    // many groups (more than threads) and one
+    spin_launch(t, queue, "spin_on_flag", &a, sizeof a, 64, 32, "ran longer than OFFLOAD_RS_KERNEL_TIMEOUT (0.5 s)");
+    spin_launch(t, queue2, "spin_on_flag", &a, sizeof a, 1, 1, "CUDA_ERROR_LAUNCH_TIMEOUT");
+    struct {
+      uint32_t *out;
+      uint32_t seed;
+    } b = {out, 7};
+    spin_launch(t, queue, "spin_arith", &b, sizeof b, 4, 64, "ran longer than OFFLOAD_RS_KERNEL_TIMEOUT");
+    // the queue goes on: the flag set, the same kernel ends
+    *flag = 1;
+    memset(out, 0, 64 * 4);
+    spin_launch(t, queue, "spin_on_flag", &a, sizeof a, 2, 32, NULL);
+    CHECKF(out[31] == 1, "%s: out[31] = %u", t_targets[t], out[31]);
+    *flag = 0;
+  }
+  OK(olMemFree(flag));
+  OK(olMemFree(out));
+}
+
+// A work-item traps while the rest of its group waits for it: the launch ends with the trap's error (the
+// waiting work-items stop at their next stop point, not at the limit). The trapping one is work-item 0:
+// the CPU device runs a group's work-items one after the other between barriers, so one that waits for a
+// later one without a barrier waits for ever (GPUs without independent thread scheduling do the same).
+// As spinning on a flag nobody sets, that ends at the limit.
+static void time_limit_ends_a_group_waiting_for_a_trap(void) {
+  NEED_CPU();
+  uint32_t *flag = t_dalloc(4);
+  *flag = 0;
+  for (int t = 0; t < 2; t++) {
+    struct {
+      uint32_t *flag;
+      uint32_t bad;
+    } a = {flag, 0};
+    spin_launch(t, queue, "trap_while_peers_wait", &a, sizeof a, 8, 64, "stopped by a trap");
+    a.bad = 3;
+    spin_launch(t, queue, "trap_while_peers_wait", &a, sizeof a, 1, 64, "ran longer than OFFLOAD_RS_KERNEL_TIMEOUT");
+  }
+  OK(olMemFree(flag));
+}
+
+static void long_finite_loops_are_exact(void) {
+  NEED_CPU();
+  enum { WI = 128, LEN = 200000 };
+  uint32_t *out = t_dalloc(WI * 4);
+  for (int t = 0; t < 2; t++) {
+    memset(out, 0, WI * 4);
+    struct {
+      uint32_t *out;
+      uint32_t n;
+    } a = {out, LEN};
+    spin_launch(t, queue, "long_finite", &a, sizeof a, WI / 32, 32, NULL);
+    uint32_t bad = 0;
+    for (uint32_t i = 0; i < WI; i++) {
+      uint32_t s = 0;
+      for (uint32_t k = 0; k < LEN; k++)
+        s += (k * k) ^ i;
+      bad += out[i] != s;
+    }
+    CHECKF(bad == 0, "%s: %u of %d wrong", t_targets[t], bad, WI);
+  }
+  OK(olMemFree(out));
+}
+
+static void time_limit_stops_an_endless_constructor(void) {
+  NEED_CPU();
+  for (int t = 0; t < 2; t++) {
+    size_t n;
+    void *img = t_load("ctor_spin", t_targets[t], &n);
+    ol_program_handle_t p = NULL;
+    ol_result_t r = olCreateProgram(t_cpu, img, n, &p);
+    free(img);
+    CHECKF(r && r->Code == OL_ERRC_BACKEND_FAILURE &&
+               strstr(r->Details, "the program's constructors stopped at the time limit: they ran longer than "
+                                  "OFFLOAD_RS_KERNEL_TIMEOUT (0.5 s)"),
+           "%s: %s", t_targets[t], r ? r->Details : "success");
+    if (r && t == 0)
+      printf("     %s\n", r->Details);
+  }
+}
+
+// The last test of its phase: olShutDown with an endless kernel still queued returns (after the limit).
+static void shutdown_with_an_endless_kernel_returns(void) {
+  NEED_CPU();
+  uint32_t *flag = t_dalloc(4), *out = t_dalloc(4);
+  *flag = 0;
+  struct {
+    uint32_t *flag, *out;
+  } a = {flag, out};
+  ol_kernel_launch_size_args_t la = {1, {1, 1, 1}, {1, 1, 1}, 0};
+  OK(olLaunchKernel(queue, t_cpu, t_kernel(spin[0], "spin_on_flag"), &a, sizeof a, &la));
+  for (int t = 0; t < 2; t++)
+    OK(olDestroyProgram(spin[t]));
+  // the queue, program and memory go with the shutdown, which drains the queue and returns its error (as
+  // LLVM's joins the errors of the queues it drains)
+  ol_result_t r = olShutDown();
+  CHECKF(r && r->Code == OL_ERRC_BACKEND_FAILURE && strstr(r->Details, "ran longer than OFFLOAD_RS_KERNEL_TIMEOUT"),
+         "%s", r ? r->Details : "success");
+  // the library is shut down and starts again
+  ERR(OL_ERRC_UNINITIALIZED, olShutDown());
+  setup(); // (olInit again, for the phase's teardown)
+}
+
 // ---- the printf buffer bound ------------------------------------------------------------------------------
 
 static void printf_buffer_is_bounded(void) {
@@ -519,6 +657,18 @@ int main(void) {
   RUN(memcheck_invalid_percent_s_is_a_report);
   RUN(memcheck_trap_is_an_error);
   teardown();
+  unsetenv("OFFLOAD_RS_MEMCHECK");
+  setenv("OFFLOAD_RS_KERNEL_TIMEOUT", "0.5", 1);
+  setup();
+  RUN(time_limit_stops_endless_kernels);
+  RUN(time_limit_ends_a_group_waiting_for_a_trap);
+  RUN(long_finite_loops_are_exact);
+  RUN(time_limit_stops_an_endless_constructor);
+  RUN(printf_two_calls_around_a_barrier);
+  RUN(assert_between_barriers);
+  RUN(shutdown_with_an_endless_kernel_returns);
+  teardown();
+  unsetenv("OFFLOAD_RS_KERNEL_TIMEOUT");
   unlink(perf_map); // (written by every load of this process: the variable is read once)
   return t_finish();
 }

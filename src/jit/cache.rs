@@ -163,7 +163,13 @@ pub(crate) fn key_of(bc: &[u8], target: &CpuTarget, opt: u32, memcheck: bool, sp
     k.update(b"offload-rs jit\0");
     k.update(super::BUILD_ID.as_bytes());
     k.update(super::disk::llvm_version().as_bytes());
-    k.update(&[opt as u8, memcheck as u8, compile::generic_is_replaced(memcheck, spec) as u8, h.vector_math as u8]);
+    k.update(&[
+        opt as u8,
+        memcheck as u8,
+        compile::generic_is_replaced(memcheck, spec) as u8,
+        h.vector_math as u8,
+        h.stop_points as u8,
+    ]);
     for s in [&h.triple, &h.cpu, &h.features] {
         k.update(&(s.len() as u64).to_le_bytes());
         k.update(s.as_bytes());
@@ -188,7 +194,14 @@ pub(crate) fn evict(key: &Key) {
 /// Returns the compiled object for `bc` (specialised per `spec`), compiling it at most once for
 /// concurrent callers.
 pub(crate) fn get_or_compile(bc: &[u8], spec: Option<&compile::Spec>) -> Result<Arc<CompiledObject>, JitError> {
-    let target = super::target::cpu_target()?;
+    let chosen = super::target::cpu_target()?;
+    let with_stops;
+    let target = if super::stop_points() {
+        with_stops = CpuTarget { stop_points: true, ..chosen.clone() };
+        &with_stops
+    } else {
+        chosen
+    };
     let opt = compile::opt_level();
     let memcheck = super::memcheck();
     let key = key_of(bc, target, opt, memcheck, spec);

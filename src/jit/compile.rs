@@ -327,6 +327,10 @@ pub(crate) fn compile_in_process(
     let (tm, opt) = if quick { (tm_for(target, QUICK_OPT)?, QUICK_OPT) } else { (tm, opt) };
     super::pipeline::optimise(&m, &tm, opt, super::pipeline::Workarounds::CPU, &vector_fns)
         .map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
+    if target.stop_points {
+        // after the optimisation, which then saw the loops as they are without them (src/jit/stop.rs)
+        super::stop::insert(&m, &tm).map_err(|e| JitError::Compile(format!("stop points: {e}")))?;
+    }
     dump("opt");
     stamp("optimised");
     let obj = super::pipeline::emit(&m, &tm, FileType::Object)

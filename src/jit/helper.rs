@@ -88,19 +88,35 @@ pub(crate) enum Request<'a> {
         cpu: &'a str,
         features: &'a str,
         vector_math: bool,
+        stop_points: bool,
     },
     /// NVPTX bitcode -> PTX text for `cpu` (`sm_90`) with `features` (`+ptx84`).
     Ptx { bc: &'a [u8], cpu: &'a str, features: &'a str, opt: u32 },
 }
 
 impl<'a> Request<'a> {
-    /// `kind: u8 | opt: u8 | flags: u8 (1 memcheck, 2 replaced, 4 no vector math) | group: 3 x u32 | (len: u32, bytes) for
+    /// `kind: u8 | opt: u8 | flags: u8 (1 memcheck, 2 replaced, 4 no vector math, 8 stop points) | group: 3 x u32 | (len: u32, bytes) for
     /// four strings (CPU: the specialised kernel, triple, cpu, features; PTX: cpu, features, "", "") |
     /// bitcode`.
     fn encode(&self) -> Vec<u8> {
         let (kind, opt, flags, group, strs, bc): (u8, u32, u8, [u32; 3], [&str; 4], &[u8]) = match *self {
-            Request::Cpu { bc, opt, memcheck, replaced, kernel, group, triple, cpu, features, vector_math } => {
-                let flags = u8::from(memcheck) | (u8::from(replaced) << 1) | (u8::from(!vector_math) << 2);
+            Request::Cpu {
+                bc,
+                opt,
+                memcheck,
+                replaced,
+                kernel,
+                group,
+                triple,
+                cpu,
+                features,
+                vector_math,
+                stop_points,
+            } => {
+                let flags = u8::from(memcheck)
+                    | (u8::from(replaced) << 1)
+                    | (u8::from(!vector_math) << 2)
+                    | (u8::from(stop_points) << 3);
                 (1, opt, flags, group, [kernel, triple, cpu, features], bc)
             }
             Request::Ptx { bc, cpu, features, opt } => (2, opt, 0, [0; 3], [cpu, features, "", ""], bc),
@@ -148,6 +164,7 @@ impl<'a> Request<'a> {
                 cpu: strs[2],
                 features: strs[3],
                 vector_math: flags & 4 == 0,
+                stop_points: flags & 8 != 0,
             }),
             2 => Some(Request::Ptx { bc: rest, cpu: strs[0], features: strs[1], opt }),
             _ => None,
@@ -157,7 +174,19 @@ impl<'a> Request<'a> {
     /// Runs the job here, in this process: the helper's side, and the fallback.
     fn execute(&self) -> Result<Vec<u8>, JitError> {
         match *self {
-            Request::Cpu { bc, opt, memcheck, replaced, kernel, group, triple, cpu, features, vector_math } => {
+            Request::Cpu {
+                bc,
+                opt,
+                memcheck,
+                replaced,
+                kernel,
+                group,
+                triple,
+                cpu,
+                features,
+                vector_math,
+                stop_points,
+            } => {
                 let spec = (!kernel.is_empty())
                     .then(|| super::compile::Spec { kernel: kernel.to_string(), group_size: group });
                 let target = super::target::CpuTarget {
@@ -165,6 +194,7 @@ impl<'a> Request<'a> {
                     cpu: cpu.to_string(),
                     features: features.to_string(),
                     vector_math,
+                    stop_points,
                 };
                 super::compile::compile_in_process(bc, &target, opt, memcheck, replaced, spec.as_ref())
                     .map(|(o, m)| super::compile::encode_object(&o, &m))
@@ -197,6 +227,7 @@ pub(crate) fn compile_cpu(
         cpu: &target.cpu,
         features: &target.features,
         vector_math: target.vector_math,
+        stop_points: target.stop_points,
     })?;
     let (object, kernels) = super::compile::decode_object(&payload)
         .ok_or_else(|| JitError::Compile("internal: malformed result from the JIT helper".into()))?;
@@ -1181,6 +1212,7 @@ mod tests {
             cpu: "x86-64-v3",
             features: "-avx2",
             vector_math: false,
+            stop_points: true,
         };
         match Request::decode(&r.encode()) {
             Some(Request::Cpu {
@@ -1194,9 +1226,11 @@ mod tests {
                 cpu,
                 features,
                 vector_math,
+                stop_points,
             }) => {
                 assert_eq!((b, opt, memcheck, replaced, kernel, group), (&bc[..], 3, false, true, "k", [64, 2, 1]));
                 assert_eq!((triple, cpu, features, vector_math), ("x86_64-pc-linux-gnu", "x86-64-v3", "-avx2", false));
+                assert!(stop_points);
             }
             other => panic!("{other:?}"),
         }

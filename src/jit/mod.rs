@@ -116,6 +116,7 @@ mod nvptx;
 mod perfmap;
 mod pipeline;
 mod stack;
+mod stop;
 pub(crate) mod target;
 #[cfg(test)]
 mod tests;
@@ -140,6 +141,7 @@ pub use cache::{ContentCache, cache_stats};
 pub(crate) use compile::opt_level;
 pub(crate) use helper::BUILD_ID;
 pub use helper::compile_ptx;
+pub use stop::{run_void, run_work_group, set_stop_points, stop_points, void_call_started};
 
 static MEMCHECK: AtomicBool = AtomicBool::new(false);
 
@@ -195,6 +197,9 @@ pub type TrapFn = unsafe extern "C" fn(
 pub struct RuntimeFunctions {
     pub printf: PrintfFn,
     pub trap: TrapFn,
+    /// asked at a due stop point of code run by [`run_work_group`] or [`run_void`] (src/jit/stop.rs):
+    /// whether it must stop now
+    pub stop_requested: fn() -> bool,
 }
 
 static RUNTIME: std::sync::OnceLock<RuntimeFunctions> = std::sync::OnceLock::new();
@@ -204,12 +209,18 @@ pub fn set_runtime_functions(r: RuntimeFunctions) {
     let _ = RUNTIME.set(r);
 }
 
+/// The registered runtime functions.
+fn runtime_functions() -> Option<&'static RuntimeFunctions> {
+    RUNTIME.get()
+}
+
 /// The address of runtime function `name`, if registered.
 fn runtime_function(name: &str) -> Option<usize> {
     let r = RUNTIME.get()?;
     match name {
         devicelib::RT_PRINTF => Some(r.printf as usize),
         devicelib::RT_TRAP => Some(r.trap as usize),
+        stop::RT_POLL => Some(stop::poll_address()),
         _ => None,
     }
 }

@@ -8,6 +8,8 @@
 //   ol-hoist-invariant-divisions   src/jit/workarounds/hoist_invariant_divisions.cpp (LLVM 22.1 LoopVectorize
 //                                  miscompile of predicated loop-invariant divisions); with
 //                                  OL_RS_HOOK_HOIST_DIVISIONS also at VectorizerStart of `default<On>`.
+//   ol-stop-points                 src/jit/stop_points.cpp (OFFLOAD_RS_KERNEL_TIMEOUT: loops check now and
+//                                  then whether they must stop; run after the optimisation pipeline).
 #include "llvm-c/Core.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm-c/TargetMachine.h"
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "shim.h"
+#include "stop_points.h"
 #include "workarounds/hoist_invariant_divisions.h"
 
 using namespace llvm;
@@ -53,6 +56,10 @@ extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, co
       [](StringRef name, FunctionPassManager &FPM, ArrayRef<PassBuilder::PipelineElement>) {
         if (name == "ol-hoist-invariant-divisions") {
           FPM.addPass(ol_rs::HoistInvariantDivisionsPass());
+          return true;
+        }
+        if (name == "ol-stop-points") {
+          FPM.addPass(ol_rs::StopPointsPass());
           return true;
         }
         return false;

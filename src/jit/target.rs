@@ -46,6 +46,9 @@ pub(crate) struct CpuTarget {
     pub features: String,
     /// whether the code may call glibc's vector math (`OFFLOAD_RS_JIT_VECTOR_MATH`, src/jit/math.rs)
     pub vector_math: bool,
+    /// whether the code gets stop points (src/jit/stop.rs; not chosen here: set per compile from
+    /// [`super::stop_points`])
+    pub stop_points: bool,
 }
 
 /// How the client's process sees its CPU (under valgrind: valgrind's CPU).
@@ -111,6 +114,7 @@ pub(crate) fn choose(spec: Option<&str>, host: &HostView) -> Result<CpuTarget, S
             cpu: host.cpu.clone(),
             features: host.features.clone(),
             vector_math: true,
+            stop_points: false,
         });
     };
     let mut parts = spec.split(',').map(str::trim);
@@ -156,7 +160,13 @@ fn resolve(cpu: &str, changes: &[&str], host: &HostView) -> Result<CpuTarget, St
         let cpu_text = if host.under_valgrind { "the CPU valgrind emulates" } else { "this CPU" };
         return Err(format!("code for '{cpu}' needs features {cpu_text} lacks: {}", missing.join(", ")));
     }
-    Ok(CpuTarget { triple: host.triple.clone(), cpu: name.to_string(), features, vector_math: true })
+    Ok(CpuTarget {
+        triple: host.triple.clone(),
+        cpu: name.to_string(),
+        features,
+        vector_math: true,
+        stop_points: false,
+    })
 }
 
 /// Every feature LLVM turns on for `t` (implied ones included), e.g. to choose the vector math variants

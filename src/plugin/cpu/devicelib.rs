@@ -27,11 +27,27 @@
 //! kernel, the first failure's file, line, function, block and thread. The process, other launches and
 //! other queues go on. In a program's constructor the constructor returns at it and `olCreateProgram`
 //! fails (`OL_ERRC_BACKEND_FAILURE`, [`take_outside_failure`]).
+//!
+//! # The time limit
+//! `OFFLOAD_RS_KERNEL_TIMEOUT=<seconds>` (read at `olInit`; a decimal number from 0.001 to 604800; unset,
+//! empty or 0: no limit) stops a launch that runs longer, as a GPU driver's watchdog does
+//! (`CUDA_ERROR_LAUNCH_TIMEOUT`): the JIT then compiles kernels with stop points (src/jit/stop.rs), and
+//! at each due one [`stop_requested`] checks the clock. A launch past the limit ends like a failed
+//! assertion (the launch's error names the kernel and the limit; the process, other launches and queues
+//! go on), and so does a program's constructor past it (`olCreateProgram` fails). With the limit on, a
+//! launch whose work-item failed also stops its other work-items at their next stop point (a work-group
+//! waiting for a work-item that trapped), and `olShutDown`, which waits for the work still queued, is
+//! bounded by it. Code that runs no loop (there is no stop point in straight-line code) and native ELF
+//! images have no stop points. Without the limit nothing is stopped: an endless kernel runs until the
+//! process ends, and `olShutDown` waits for it, as CUDA's `cuCtxDestroy` waits on a GPU without a
+//! watchdog.
 
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::ffi::{CString, c_char, c_int, c_void};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// The default per-launch printf buffer (bytes): CUDA's default `cudaLimitPrintfFifoSize`.
 pub(crate) const DEFAULT_BUFFER: usize = 1 << 20;
@@ -56,9 +72,61 @@ pub fn buffer_limit() -> usize {
     LIMIT.load(Ordering::Relaxed)
 }
 
+/// The environment variable of the time limit.
+pub(crate) const TIMEOUT_ENV: &str = "OFFLOAD_RS_KERNEL_TIMEOUT";
+/// The longest time limit (a week), the shortest (a millisecond).
+const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+const MIN_TIMEOUT: Duration = Duration::from_millis(1);
+
+/// The time limit in nanoseconds (0: none).
+static TIMEOUT: AtomicU64 = AtomicU64::new(0);
+
+/// The time limit `value` of [`TIMEOUT_ENV`] asks for (None: none), or the error's text.
+pub(crate) fn parse_timeout(value: Option<&str>) -> Result<Option<Duration>, String> {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else { return Ok(None) };
+    let bad = || {
+        format!(
+            "{TIMEOUT_ENV}={v}: expected the seconds a launch may run, a decimal number from {} to {} (0: no \
+             limit)",
+            MIN_TIMEOUT.as_secs_f64(),
+            MAX_TIMEOUT.as_secs()
+        )
+    };
+    let secs: f64 = v.parse().map_err(|_| bad())?;
+    if secs == 0.0 {
+        return Ok(None);
+    }
+    if !secs.is_finite() || secs < MIN_TIMEOUT.as_secs_f64() || secs > MAX_TIMEOUT.as_secs_f64() {
+        return Err(bad());
+    }
+    Ok(Some(Duration::from_secs_f64(secs)))
+}
+
+/// Reads [`TIMEOUT_ENV`] (at `olInit`): the limit later launches and loads run under, and whether the JIT
+/// compiles with stop points. A bad value changes nothing and is the error.
+pub fn read_timeout() -> Result<(), String> {
+    let limit = parse_timeout(std::env::var(TIMEOUT_ENV).ok().as_deref())?;
+    set_timeout(limit);
+    Ok(())
+}
+
+/// Sets the time limit (and the JIT's stop points with it).
+pub fn set_timeout(limit: Option<Duration>) {
+    TIMEOUT.store(limit.map_or(0, |d| d.as_nanos().clamp(1, u64::MAX as u128) as u64), Ordering::Relaxed);
+    crate::jit::set_stop_points(limit.is_some());
+}
+
+/// The time limit, if any.
+pub fn timeout() -> Option<Duration> {
+    match TIMEOUT.load(Ordering::Relaxed) {
+        0 => None,
+        n => Some(Duration::from_nanos(n)),
+    }
+}
+
 /// The runtime functions for the loader.
 pub fn functions() -> crate::jit::RuntimeFunctions {
-    crate::jit::RuntimeFunctions { printf: rt_printf, trap: rt_trap }
+    crate::jit::RuntimeFunctions { printf: rt_printf, trap: rt_trap, stop_requested }
 }
 
 /// The first failure of a launch.
@@ -71,6 +139,8 @@ pub struct Failure {
     pub function: String,
     pub block: [u32; 3],
     pub thread: [u32; 3],
+    /// Some: the code ran past this time limit (then the rest is empty)
+    pub timeout: Option<Duration>,
 }
 
 /// One launch's printf output and failure.
@@ -82,6 +152,8 @@ pub struct LaunchLog {
     stopped: AtomicBool,
     failures: AtomicU32,
     failure: Mutex<Option<Failure>>,
+    /// when the first of the launch's stop points was reached (the time limit counts from there)
+    started: OnceLock<Instant>,
 }
 
 impl Default for LaunchLog {
@@ -100,6 +172,7 @@ impl LaunchLog {
             stopped: AtomicBool::new(false),
             failures: AtomicU32::new(0),
             failure: Mutex::new(None),
+            started: OnceLock::new(),
         }
     }
 
@@ -149,8 +222,27 @@ impl LaunchLog {
 }
 
 impl Failure {
+    /// Code that ran past `limit`.
+    fn timed_out(limit: Duration) -> Failure {
+        Failure {
+            assertion: None,
+            file: String::new(),
+            line: 0,
+            function: String::new(),
+            block: [0; 3],
+            thread: [0; 3],
+            timeout: Some(limit),
+        }
+    }
+
     /// The error text of `olCreateProgram` when a constructor failed.
     pub fn describe_constructor(&self) -> String {
+        if let Some(limit) = self.timeout {
+            return format!(
+                "the program's constructors stopped at the time limit: they ran longer than {TIMEOUT_ENV} ({} s)",
+                limit.as_secs_f64()
+            );
+        }
         match &self.assertion {
             Some(a) => format!(
                 "the program's constructors stopped at a device-side assertion: `{a}` failed at {}:{} in \
@@ -163,6 +255,13 @@ impl Failure {
 
     /// The launch's error text.
     pub fn describe(&self, kernel: &str) -> String {
+        if let Some(limit) = self.timeout {
+            return format!(
+                "kernel '{kernel}' ran longer than {TIMEOUT_ENV} ({} s) and was stopped, as a GPU driver's \
+                 watchdog stops a kernel (CUDA_ERROR_LAUNCH_TIMEOUT)",
+                limit.as_secs_f64()
+            );
+        }
         let b = self.block;
         let t = self.thread;
         match &self.assertion {
@@ -551,6 +650,7 @@ unsafe extern "C" fn rt_trap(
         function: s(function).unwrap_or_default(),
         block: [gx, gy, gz],
         thread: wi,
+        timeout: None,
     };
     with_current(|log| {
         let first = log.is_none_or(|l| l.failures.fetch_add(1, Ordering::Relaxed) < MAX_ASSERT_LINES);
@@ -566,20 +666,50 @@ unsafe extern "C" fn rt_trap(
                 .as_bytes(),
             );
         }
-        match log {
-            Some(l) => {
-                let mut f = l.failure.lock();
-                if f.is_none() {
-                    *f = Some(failure);
-                }
-                l.stopped.store(true, Ordering::Relaxed);
-            }
-            None => OUTSIDE.with(|c| {
-                let prev = c.take();
-                c.set(Some(prev.unwrap_or(failure)));
-            }),
-        }
+        record(log, failure);
     });
+}
+
+/// Keeps `failure` as the launch's (`log`) or, outside a launch, this thread's, unless one is kept
+/// already, and stops the launch.
+fn record(log: Option<&LaunchLog>, failure: Failure) {
+    match log {
+        Some(l) => {
+            let mut f = l.failure.lock();
+            if f.is_none() {
+                *f = Some(failure);
+            }
+            l.stopped.store(true, Ordering::Relaxed);
+        }
+        None => OUTSIDE.with(|c| {
+            let prev = c.take();
+            c.set(Some(prev.unwrap_or(failure)));
+        }),
+    }
+}
+
+/// [`crate::jit::RuntimeFunctions::stop_requested`]: at a due stop point, whether the code must stop: its
+/// launch was stopped (a work-item failed), or it ran past the time limit (which is then its failure).
+fn stop_requested() -> bool {
+    with_current(|log| {
+        if log.is_some_and(LaunchLog::stopped) {
+            return true;
+        }
+        let Some(limit) = timeout() else { return false };
+        let started = match log {
+            Some(l) => *l.started.get_or_init(Instant::now),
+            // a constructor or destructor
+            None => match crate::jit::void_call_started() {
+                Some(t) => t,
+                None => return false,
+            },
+        };
+        if started.elapsed() < limit {
+            return false;
+        }
+        record(log, Failure::timed_out(limit));
+        true
+    })
 }
 
 #[cfg(test)]

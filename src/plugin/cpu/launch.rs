@@ -489,6 +489,7 @@ impl Task for PreparedLaunch {
         });
         let _registered = frame.as_ref().map(memcheck::enter);
         let _log = devicelib::enter(&self.log);
+        let stoppable = crate::jit::stop_points();
         for _ in start..end {
             if self.log.stopped() {
                 break; // an assertion or trap stops the groups not started yet
@@ -508,8 +509,15 @@ impl Task for PreparedLaunch {
             // `group_size`. The code is kept alive by `_kernel` (and `_specialised`). Code compiled with the
             // memory checker calls `memcheck::check_access`, which reads `frame` (registered for this
             // chunk, alive across the call); printf, assert and traps call `devicelib`'s functions, which
-            // read `self.log` (registered likewise).
-            unsafe { (self.wg_fn)(&ctx) };
+            // read `self.log` (registered likewise). With stop points (`OFFLOAD_RS_KERNEL_TIMEOUT`) the call is
+            // stoppable (src/jit/stop.rs): a stopped group's failure is in `self.log`, which ends the loop.
+            unsafe {
+                if stoppable {
+                    crate::jit::run_work_group(self.wg_fn, &ctx);
+                } else {
+                    (self.wg_fn)(&ctx);
+                }
+            }
             let g = &mut ctx.group_id;
             g[0] += 1;
             if g[0] == self.num_groups[0] {

@@ -50,11 +50,12 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-/// Checks the CPU device's settings (read once, at the first `olInit`): `OFFLOAD_RS_CPU_THREADS` and the
+/// Checks the CPU device's settings (read once, at the first `olInit`): `OFFLOAD_RS_CPU_THREADS`, the
 /// JIT's target, `OFFLOAD_RS_CPU_TARGET` (a target this machine cannot run is refused here, not at the
-/// first launch). An error is `OL_ERRC_INVALID_VALUE` from `olInit`.
+/// first launch), and the time limit `OFFLOAD_RS_KERNEL_TIMEOUT` (read at every first `olInit`). An error is `OL_ERRC_INVALID_VALUE` from `olInit`.
 pub fn check_settings() -> PluginResult<()> {
     machine::threads_setting().map_err(|e| PluginError::InvalidValue(e.to_string()))?;
+    devicelib::read_timeout().map_err(PluginError::InvalidValue)?;
     jit::cpu_target_check().map_err(map_jit_error)
 }
 

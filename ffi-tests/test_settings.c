@@ -1,6 +1,7 @@
 // The CPU device's settings as a client sees them: OFFLOAD_RS_CPU_TARGET (the JIT's CPU; a target this
 // machine cannot run, an unknown CPU or feature is an error at olInit) and OFFLOAD_RS_CPU_THREADS (the
-// threads running work-groups, NUM_COMPUTE_UNITS), read once at the first olInit. Each case runs in a
+// threads running work-groups, NUM_COMPUTE_UNITS), read once at the first olInit, and
+// OFFLOAD_RS_KERNEL_TIMEOUT (a bad value is an error at olInit). Each case runs in a
 // child process of this program with the setting in its environment (the settings are per process).
 // `test_settings --target-runs CPU` only says whether that target can run here (scripts/test.sh).
 #include "ol_test.h"
@@ -134,6 +135,24 @@ TEST(bad_cpu_thread_counts_fail_olinit_and_say_why) {
   }
 }
 
+TEST(bad_kernel_timeouts_fail_olinit_and_say_why) {
+  NEED_CPU();
+  const char *bad[] = {"-1", "soon", "0.0001", "1e9", "nan", "inf"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char want[128];
+    snprintf(want, sizeof want, "OFFLOAD_RS_KERNEL_TIMEOUT=%s: expected the seconds a launch may run", bad[i]);
+    expect_init_error("OFFLOAD_RS_KERNEL_TIMEOUT", bad[i], want);
+  }
+  // no limit and a limit both run kernels
+  char out[8192], b[256];
+  const char *good[] = {"0", "", "2.5", "604800"};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    CHECK(run_child("OFFLOAD_RS_KERNEL_TIMEOUT", good[i], true, out, sizeof out) == 0);
+    CHECKF(fact(out, "VALUE", b, sizeof b) && strcmp(b, "aaaa0001") == 0, "OFFLOAD_RS_KERNEL_TIMEOUT=%s: %s", good[i],
+           out);
+  }
+}
+
 TEST(cpu_threads_are_the_compute_units_and_kernels_run) {
   NEED_CPU();
   char out[8192], b[256];
@@ -206,6 +225,7 @@ int main(int argc, char **argv) {
   t_init();
   RUN(bad_cpu_targets_fail_olinit_and_say_why);
   RUN(bad_cpu_thread_counts_fail_olinit_and_say_why);
+  RUN(bad_kernel_timeouts_fail_olinit_and_say_why);
   RUN(cpu_threads_are_the_compute_units_and_kernels_run);
   RUN(each_cpu_target_has_its_own_cache_entry);
   olShutDown();

@@ -155,15 +155,24 @@ pub fn program_image(data: &[u8]) -> Vec<u8> {
 /// `olCreateProgram`; an out-of-bounds access there is then an error (`BACKEND_FAILURE`, "memcheck: the
 /// program's constructors: ..."), as a faulting constructor fails a GPU's load, instead of a fault.
 ///
+/// and under a time limit ([`STRUCTOR_LIMIT`], as with `OFFLOAD_RS_KERNEL_TIMEOUT`): a mutated loop in a
+/// constructor can run for ever, and then `olCreateProgram` fails at the limit ("the program's
+/// constructors stopped at the time limit: ..."), as a GPU's watchdog ends a kernel, instead of hanging.
+///
 /// A mutated x86-64 ELF is only validated, never loaded: loading a shared object means letting the
 /// system's dynamic loader map and relocate it and running its constructors, which no library can make
 /// safe for arbitrary bytes (glibc's `ld.so` is not hardened against corrupt ELF files). The unmodified
 /// [`TINY_SO`] is loaded.
+/// The time limit of the `program` target's constructors and destructors (well inside libFuzzer's
+/// per-input timeout).
+pub const STRUCTOR_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub fn program(data: &[u8]) {
     // SAFETY: olInit takes no arguments.
     expect(unsafe { ol_init() }, "olInit", None);
-    // after olInit, which sets it from OFFLOAD_RS_MEMCHECK
+    // after olInit, which sets them from OFFLOAD_RS_MEMCHECK and OFFLOAD_RS_KERNEL_TIMEOUT
     offload_rs::jit::set_memcheck(true);
+    offload_rs::plugin::cpu::devicelib::set_timeout(Some(STRUCTOR_LIMIT));
     let (cpu, host) = devices();
     if let Some(cpu) = cpu {
         program_on(cpu, host, &program_image(data));
@@ -210,8 +219,8 @@ fn program_on(cpu: ol_device_handle_t, host: Option<ol_device_handle_t>, img: &[
     };
     assert!(prog.is_null(), "olCreateProgram wrote its out-parameter on error");
     let ok = [OL_ERRC_INVALID_BINARY, OL_ERRC_COMPILE_FAILURE, OL_ERRC_LINK_FAILURE, OL_ERRC_HOST_IO];
-    // a constructor the memory checker stopped, or one that trapped or failed an assertion (a mutated
-    // image's constructor can reach a trap)
+    // a constructor the memory checker stopped, or one that trapped, failed an assertion or ran past the
+    // time limit (a mutated image's constructor can reach a trap, or loop for ever)
     let structors = memcheck_error(r, "memcheck: the program's constructors")
         || memcheck_error(r, "the program's constructors stopped at");
     assert!(structors || ok.iter().any(|c| c.0 == code), "olCreateProgram failed with unexpected code {code}");

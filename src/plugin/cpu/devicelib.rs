@@ -152,7 +152,7 @@ pub struct LaunchLog {
     stopped: AtomicBool,
     failures: AtomicU32,
     failure: Mutex<Option<Failure>>,
-    /// when the first of the launch's stop points was reached (the time limit counts from there)
+    /// when the launch's first work-group started (the time limit counts from there)
     started: OnceLock<Instant>,
 }
 
@@ -179,6 +179,17 @@ impl LaunchLog {
     /// A work-item failed: no further work-group starts.
     pub fn stopped(&self) -> bool {
         self.stopped.load(Ordering::Relaxed)
+    }
+
+    /// Whether the launch ran past the time limit (counted from the first call: its first work-group's
+    /// start, or its first stop point), which then is its failure and stops it.
+    pub fn past_time_limit(&self) -> bool {
+        let Some(limit) = timeout() else { return false };
+        if self.started.get_or_init(Instant::now).elapsed() < limit {
+            return false;
+        }
+        record(Some(self), Failure::timed_out(limit));
+        true
     }
 
     fn append(&self, text: &[u8]) {
@@ -691,24 +702,17 @@ fn record(log: Option<&LaunchLog>, failure: Failure) {
 /// [`crate::jit::RuntimeFunctions::stop_requested`]: at a due stop point, whether the code must stop: its
 /// launch was stopped (a work-item failed), or it ran past the time limit (which is then its failure).
 fn stop_requested() -> bool {
-    with_current(|log| {
-        if log.is_some_and(LaunchLog::stopped) {
-            return true;
+    with_current(|log| match log {
+        Some(l) => l.stopped() || l.past_time_limit(),
+        // a constructor or destructor
+        None => {
+            let (Some(limit), Some(started)) = (timeout(), crate::jit::void_call_started()) else { return false };
+            if started.elapsed() < limit {
+                return false;
+            }
+            record(None, Failure::timed_out(limit));
+            true
         }
-        let Some(limit) = timeout() else { return false };
-        let started = match log {
-            Some(l) => *l.started.get_or_init(Instant::now),
-            // a constructor or destructor
-            None => match crate::jit::void_call_started() {
-                Some(t) => t,
-                None => return false,
-            },
-        };
-        if started.elapsed() < limit {
-            return false;
-        }
-        record(log, Failure::timed_out(limit));
-        true
     })
 }
 

@@ -491,8 +491,8 @@ impl Task for PreparedLaunch {
         let _log = devicelib::enter(&self.log);
         let stoppable = crate::jit::stop_points();
         for _ in start..end {
-            if self.log.stopped() {
-                break; // an assertion or trap stops the groups not started yet
+            if self.log.stopped() || (stoppable && self.log.past_time_limit()) {
+                break; // an assertion, a trap or the time limit stops the groups not started yet
             }
             if let Some(f) = &frame {
                 if f.launch.stopped() {

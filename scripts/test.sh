@@ -172,6 +172,10 @@ jit_target_matrix() { # jit_target_matrix [--c-only]
       ctest "target $t: $tt" env OFFLOAD_RS_CPU_TARGET="$t" "build/ffi-tests/$tt" || ok=1
     done
   done
+  # with stop points in every loop (OFFLOAD_RS_KERNEL_TIMEOUT turns them on; src/jit/stop.rs), native target
+  for tt in test_suite test_kernels; do
+    ctest "stop points: $tt" env OFFLOAD_RS_KERNEL_TIMEOUT=600 "build/ffi-tests/$tt" || ok=1
+  done
   return $ok
 }
 
@@ -276,7 +280,7 @@ if step "make lib" make lib; then
   step "tests compile against our header" make -C ffi-tests ours
   if step "build C tests" make -C ffi-tests tests asan; then
     step "C tests" run_c_tests
-    step "JIT exactness per CPU target (cargo's JIT tests, test_suite, test_kernels)" jit_target_matrix
+    step "JIT exactness per CPU target and with stop points (cargo's JIT tests, test_suite, test_kernels)" jit_target_matrix
     step "C test expectations checked against LLVM's own library" run_llvm_reference
     step "C tests under valgrind" run_c_tests_valgrind
     step "C tests with ASan+UBSan" run_c_tests_asan

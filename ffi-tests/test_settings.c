@@ -8,9 +8,21 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 extern char **environ;
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_UNDER_ASAN 1
+#endif
+#endif
+#ifndef TEST_UNDER_ASAN
+#define TEST_UNDER_ASAN 0
+#endif
 
 static const char *TGT = "nvptx64";
 static char g_self[1024];
@@ -18,7 +30,64 @@ static char g_root[256];
 
 // ---- the child: olInit, then what the parent asks for, one line each on stdout --------------------------
 
+// SETTINGS_AS_HEADROOM_MB=n: the child's address space limited (RLIMIT_AS) to what it maps now plus n MiB.
+static void limit_address_space(void) {
+  const char *h = getenv("SETTINGS_AS_HEADROOM_MB");
+  if (!h)
+    return;
+  unsigned long kb = 0;
+  char line[256];
+  FILE *f = fopen("/proc/self/status", "r");
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmSize: %lu kB", &kb) == 1)
+      break;
+  if (f)
+    fclose(f);
+  struct rlimit rl;
+  rl.rlim_cur = rl.rlim_max = ((rlim_t)kb << 10) + ((rlim_t)strtoul(h, NULL, 10) << 20);
+  setrlimit(RLIMIT_AS, &rl);
+}
+
+// Under limit_address_space: every call returns (success or an error, printed), never an abort.
+static void run_under_limit(void) {
+  void *p = NULL;
+  ol_result_t r = olMemAlloc(t_cpu, OL_ALLOC_TYPE_MANAGED, 64 << 20, &p);
+  printf("ALLOC %u %s\n", r ? (unsigned)r->Code : 0u, r ? r->Details : "");
+  if (!r)
+    olMemFree(p);
+  size_t n = 0;
+  void *img = t_load("seed_a", TGT, &n);
+  ol_program_handle_t prog = NULL;
+  r = olCreateProgram(t_cpu, img, n, &prog);
+  free(img);
+  printf("PROGRAM %u %s\n", r ? (unsigned)r->Code : 0u, r ? r->Details : "");
+  ol_symbol_handle_t k = NULL;
+  if (!r && !(r = olGetSymbol(prog, "get", OL_SYMBOL_KIND_KERNEL, &k))) {
+    uint32_t *out = NULL;
+    r = olMemAlloc(t_cpu, OL_ALLOC_TYPE_MANAGED, 4, (void **)&out);
+    ol_queue_handle_t q = NULL;
+    if (!r)
+      r = olCreateQueue(t_cpu, &q);
+    ol_kernel_launch_size_args_t la = {1, {1, 1, 1}, {1, 1, 1}, 0};
+    if (!r)
+      r = olLaunchKernel(q, t_cpu, k, &out, sizeof out, &la);
+    if (!r)
+      r = olSyncQueue(q);
+    printf("LAUNCH %u %s\n", r ? (unsigned)r->Code : 0u, r ? r->Details : "");
+    if (!r)
+      printf("VALUE %x\n", *out);
+    if (q)
+      olDestroyQueue(q);
+    if (out)
+      olMemFree(out);
+  }
+  if (prog)
+    olDestroyProgram(prog);
+  printf("DONE\n");
+}
+
 static int child(void) {
+  limit_address_space();
   ol_result_t r = olInit();
   printf("INIT %u %s\n", r ? (unsigned)r->Code : 0u, r ? r->Details : "");
   if (r) {
@@ -36,7 +105,9 @@ static int child(void) {
     uint32_t cu = 0;
     if (!olGetDeviceInfo(t_cpu, OL_DEVICE_INFO_NUM_COMPUTE_UNITS, sizeof cu, &cu))
       printf("CU %u\n", cu);
-    if (getenv("SETTINGS_RUN")) {
+    if (getenv("SETTINGS_AS_HEADROOM_MB")) {
+      run_under_limit();
+    } else if (getenv("SETTINGS_RUN")) {
       ol_program_handle_t p = t_create(t_cpu, "seed_a", TGT);
       if (p) {
         printf("VALUE %x\n", t_seed_value(p));
@@ -153,6 +224,32 @@ TEST(bad_kernel_timeouts_fail_olinit_and_say_why) {
   }
 }
 
+// A client under a tight address-space limit (RLIMIT_AS, as batch systems set): from no headroom at all
+// to plenty, every call returns success or an error (OUT_OF_RESOURCES, "the JIT's compile helper could not
+// start ... compiling in the process instead could abort it"), and the process exits normally; with
+// enough headroom the kernel runs. (LLVM aborts a process whose allocation fails: before, a compile with
+// no helper fell back to LLVM in the client and ended it with "LLVM ERROR: out of memory".)
+TEST(a_tight_address_space_limit_gives_errors_never_an_abort) {
+  NEED_CPU();
+#if TEST_UNDER_ASAN
+  SKIP("AddressSanitizer's own allocator aborts under RLIMIT_AS");
+#endif
+  const char *headroom[] = {"0", "8", "32", "64", "128", "1024"};
+  char out[16384], b[4096];
+  for (size_t i = 0; i < sizeof headroom / sizeof headroom[0]; i++) {
+    int st = run_child("SETTINGS_AS_HEADROOM_MB", headroom[i], false, out, sizeof out);
+    CHECKF(st == 0 && fact(out, "DONE", b, sizeof b) == NULL && strstr(out, "DONE\n"), "headroom %s MiB: exit %d: %s",
+           headroom[i], st, out);
+    const char *prog = fact(out, "PROGRAM", b, sizeof b);
+    char oor[16];
+    snprintf(oor, sizeof oor, "%u ", (unsigned)OL_ERRC_OUT_OF_RESOURCES);
+    CHECKF(!prog || strcmp(prog, "0 ") == 0 || strncmp(prog, oor, strlen(oor)) == 0, "headroom %s MiB: %s",
+           headroom[i], prog);
+    printf("     headroom %s MiB: program: %s\n", headroom[i], prog ? prog : "(none)");
+  }
+  CHECKF(fact(out, "VALUE", b, sizeof b) && strcmp(b, "aaaa0002") == 0, "with 1 GiB of headroom (the kernel returns the global + 1): %s", out);
+}
+
 TEST(cpu_threads_are_the_compute_units_and_kernels_run) {
   NEED_CPU();
   char out[8192], b[256];
@@ -226,6 +323,7 @@ int main(int argc, char **argv) {
   RUN(bad_cpu_targets_fail_olinit_and_say_why);
   RUN(bad_cpu_thread_counts_fail_olinit_and_say_why);
   RUN(bad_kernel_timeouts_fail_olinit_and_say_why);
+  RUN(a_tight_address_space_limit_gives_errors_never_an_abort);
   RUN(cpu_threads_are_the_compute_units_and_kernels_run);
   RUN(each_cpu_target_has_its_own_cache_entry);
   olShutDown();

@@ -255,6 +255,7 @@ pub(crate) fn encode_result(r: Result<Vec<u8>, JitError>) -> Vec<u8> {
         Err(JitError::NotFound(m)) => (5, m.into_bytes()),
         Err(JitError::Run(m)) => (6, m.into_bytes()),
         Err(JitError::InvalidTarget(m)) => (7, m.into_bytes()),
+        Err(JitError::OutOfResources(m)) => (8, m.into_bytes()),
     };
     let mut v = Vec::with_capacity(body.len() + 1);
     v.push(tag);
@@ -276,6 +277,7 @@ pub(crate) fn decode_result(mut v: Vec<u8>) -> Result<Vec<u8>, JitError> {
         5 => Err(JitError::NotFound(msg())),
         6 => Err(JitError::Run(msg())),
         7 => Err(JitError::InvalidTarget(msg())),
+        8 => Err(JitError::OutOfResources(msg())),
         _ => Err(JitError::Compile(msg())),
     }
 }
@@ -308,6 +310,16 @@ pub(crate) fn run(req: Request<'_>) -> Result<Vec<u8>, JitError> {
             decode_result(r.map_err(JitError::Compile)?)
         }
         Err(why) => {
+            if let Some(limit) = address_space_limit() {
+                // LLVM aborts the process when an allocation fails: under a limit that already kept the
+                // helper from starting, compiling here would risk the client's life
+                return Err(JitError::OutOfResources(format!(
+                    "the JIT's compile helper could not start ({why}) and the process's address space is \
+                     limited (RLIMIT_AS, {} MiB): compiling in the process instead could abort it (LLVM aborts \
+                     when it runs out of memory)",
+                    limit >> 20
+                )));
+            }
             static SAID: AtomicBool = AtomicBool::new(false);
             if !SAID.swap(true, Ordering::Relaxed) {
                 debug(&format!("JIT helper unavailable ({why}); compiling in the calling process"));
@@ -315,6 +327,14 @@ pub(crate) fn run(req: Request<'_>) -> Result<Vec<u8>, JitError> {
             req.execute()
         }
     }
+}
+
+/// The process's address-space limit (`RLIMIT_AS`) in bytes, if it has one.
+fn address_space_limit() -> Option<u64> {
+    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit fills our struct.
+    let r = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut rl) };
+    (r == 0 && rl.rlim_cur != libc::RLIM_INFINITY).then_some(rl.rlim_cur)
 }
 
 /// A connection to one running helper. The socket and the server's pidfd are kept descriptors

@@ -280,6 +280,9 @@ pub enum JitError {
     /// the JIT's CPU target (`OFFLOAD_RS_CPU_TARGET`) is unknown or cannot run here (target.rs)
     #[error("{0}")]
     InvalidTarget(String),
+    /// no memory to compile with (no compile helper could start under an address-space limit)
+    #[error("{0}")]
+    OutOfResources(String),
 }
 
 /// A work-group function: runs every work-item of one group.

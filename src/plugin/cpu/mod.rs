@@ -213,6 +213,7 @@ pub fn map_jit_error(e: JitError) -> PluginError {
         JitError::NotFound(m) => PluginError::NotFound(m),
         JitError::Run(m) => PluginError::Backend(m),
         JitError::InvalidTarget(m) => PluginError::InvalidValue(m),
+        JitError::OutOfResources(m) => PluginError::OutOfResources(m),
     }
 }
 

@@ -4,7 +4,7 @@ use std::ffi::c_void;
 
 use crate::api::{bytes, entry, raw_handle, validate, write_out};
 use crate::ffi::*;
-use crate::plugin::LaunchDims;
+use crate::plugin::{LaunchArgs, LaunchDims};
 use crate::runtime::handle;
 use crate::runtime::objects;
 use crate::trace;
@@ -59,7 +59,7 @@ pub unsafe extern "C" fn ol_launch_kernel(
             };
             // SAFETY: ArgumentsData is valid for ArgumentsSize bytes; plugins copy it before returning.
             let args = unsafe { bytes(ArgumentsData, ArgumentsSize) };
-            objects::launch_kernel(q, d, k, args, dims, false)
+            objects::launch_kernel(q, d, k, LaunchArgs::Buffer(args), dims, false)
         },
         || {
             let la = if LaunchSizeArgs.is_null() {

@@ -110,6 +110,130 @@ pub struct LaunchDims {
     pub dyn_shared_mem: usize,
 }
 
+/// A launch's arguments as the entry point received them. The plugin copies them into its own argument
+/// block before the launch call returns (the caller may reuse its memory right after), once: the entry
+/// point lays nothing out itself.
+#[derive(Clone, Copy)]
+pub enum LaunchArgs<'a> {
+    /// LLVM 22.1's `ArgumentsData`: one buffer laid out like the kernel's parameters in a naturally aligned
+    /// C struct, or packed without padding (the Unified Runtime adapter's form).
+    Buffer(&'a [u8]),
+    /// LLVM 23.1's `ArgPtrs`/`ArgSizes`: one value per parameter, wherever the caller keeps it.
+    Values(&'a dyn ArgValues),
+}
+
+impl LaunchArgs<'_> {
+    /// The arguments as one buffer: the 22.1 form as given, the 23.1 form's values packed one after
+    /// another (for a plugin that does not know where the kernel's parameters go).
+    pub fn to_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        match *self {
+            LaunchArgs::Buffer(b) => std::borrow::Cow::Borrowed(b),
+            LaunchArgs::Values(v) => {
+                let mut out = vec![0u8; v.packed_size()];
+                let written = v.write_packed(&mut out);
+                debug_assert!(written, "a buffer of packed_size() bytes holds the packed values");
+                std::borrow::Cow::Owned(out)
+            }
+        }
+    }
+}
+
+/// Where each parameter of a kernel goes in its argument block: `(offset, size)` per parameter, every one
+/// inside the block's first [`ArgSlots::end`] bytes (checked when made, so a copy into a block of that
+/// length needs no check per parameter). The CPU device's natural layout, CUDA's `cuFuncGetParamInfo`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ArgSlots {
+    slots: Vec<(usize, usize)>,
+    end: usize,
+    packed: usize,
+}
+
+impl ArgSlots {
+    /// Slots as given; None when one ends beyond the address space or the sizes add up beyond it.
+    pub fn new(slots: Vec<(usize, usize)>) -> Option<ArgSlots> {
+        let (mut end, mut packed) = (0usize, 0usize);
+        for &(off, size) in &slots {
+            end = end.max(off.checked_add(size)?);
+            packed = packed.checked_add(size)?;
+        }
+        Some(ArgSlots { slots, end, packed })
+    }
+    /// The natural layout (a C struct's) of parameters of these sizes and alignments; None as for
+    /// [`ArgSlots::new`].
+    pub fn natural(params: &[crate::jit::ParamLayout]) -> Option<ArgSlots> {
+        let mut slots = Vec::with_capacity(params.len());
+        let mut end = 0usize;
+        for p in params {
+            let align = p.align.max(1);
+            let off = end.checked_next_multiple_of(align)?;
+            slots.push((off, p.size));
+            end = off.checked_add(p.size)?;
+        }
+        ArgSlots::new(slots)
+    }
+    pub fn slots(&self) -> &[(usize, usize)] {
+        &self.slots
+    }
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+    /// End of the last parameter: the bytes of the block the kernel reads.
+    pub fn end(&self) -> usize {
+        self.end
+    }
+    /// The sizes added up: the bytes the same arguments take packed without padding.
+    pub fn packed(&self) -> usize {
+        self.packed
+    }
+}
+
+/// LLVM 23.1's argument values behind [`LaunchArgs::Values`]. The entry point has checked them before
+/// the launch reaches a plugin (their count and sizes against [`Kernel::params`] where the plugin knows
+/// them, no NULL value, sizes that add up); the plugin has them copied into its own block, where it wants
+/// each one.
+pub trait ArgValues {
+    /// How many values.
+    fn count(&self) -> usize;
+    /// Their sizes added up: the bytes they take packed one after another.
+    fn packed_size(&self) -> usize;
+    /// Copy value `i` to its slot `slots.slots()[i]` of `out`, for every `i`. False (with `out` partly
+    /// written) when the count or a size differs from the slots, or `out` is shorter than
+    /// [`ArgSlots::end`].
+    fn write(&self, slots: &ArgSlots, out: &mut [u8]) -> bool;
+    /// Copy the values one after another, without padding, to the start of `out`. False (with `out`
+    /// partly written) when `out` is shorter than [`ArgValues::packed_size`].
+    fn write_packed(&self, out: &mut [u8]) -> bool;
+}
+
+/// 23.1-style argument values held in Rust (the plugins' tests).
+#[cfg(test)]
+pub(crate) struct TestValues(pub Vec<Vec<u8>>);
+
+#[cfg(test)]
+impl ArgValues for TestValues {
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+    fn packed_size(&self) -> usize {
+        self.0.iter().map(Vec::len).sum()
+    }
+    fn write(&self, slots: &ArgSlots, out: &mut [u8]) -> bool {
+        slots.slots().len() == self.0.len()
+            && out.len() >= slots.end()
+            && self.0.iter().zip(slots.slots()).all(|(v, &(off, size))| {
+                v.len() == size && out.get_mut(off..off + size).map(|o| o.copy_from_slice(v)).is_some()
+            })
+    }
+    fn write_packed(&self, out: &mut [u8]) -> bool {
+        let mut at = 0;
+        self.0.iter().all(|v| {
+            let dst = out.get_mut(at..).and_then(|o| o.get_mut(..v.len()));
+            at += v.len();
+            dst.map(|d| d.copy_from_slice(v)).is_some()
+        })
+    }
+}
+
 /// Address and size of a device global variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GlobalInfo {
@@ -157,7 +281,7 @@ pub trait Device: Send + Sync {
     /// `olCalculateOptimalOccupancy`: a 1-D group size for `kernel`.
     fn optimal_group_size(&self, kernel: &dyn Kernel, dyn_shared_mem: usize) -> PluginResult<usize>;
     /// Blocking launch (`olLaunchKernel` with a NULL queue).
-    fn launch_sync(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()>;
+    fn launch_sync(&self, kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) -> PluginResult<()>;
     /// The last `olShutDown`, after every live queue was synced: wait for work the plugin still runs for
     /// queues whose handles are gone (e.g. host functions of destroyed queues). Errors are the queues'.
     fn drain(&self) {}
@@ -194,7 +318,12 @@ pub trait Device: Send + Sync {
         false
     }
     /// A blocking cooperative launch: every group of the grid runs at the same time.
-    fn launch_cooperative_sync(&self, _kernel: Arc<dyn Kernel>, _args: &[u8], _dims: LaunchDims) -> PluginResult<()> {
+    fn launch_cooperative_sync(
+        &self,
+        _kernel: Arc<dyn Kernel>,
+        _args: LaunchArgs<'_>,
+        _dims: LaunchDims,
+    ) -> PluginResult<()> {
         Err(PluginError::Unsupported("cooperative launches are not supported on this device".into()))
     }
     /// `olMemPrefetch` of `[ptr, ptr+size)` (inside an allocation of this device). Default: a no-op (memory
@@ -236,11 +365,16 @@ pub trait Queue: Send + Sync {
     /// # Safety
     /// `ptr` must stay valid for writing `size` bytes until the fill has run.
     unsafe fn fill(&self, ptr: usize, pattern: &[u8], size: usize) -> PluginResult<()>;
-    fn launch(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()>;
+    fn launch(&self, kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) -> PluginResult<()>;
     /// Enqueue a host callback; it runs in queue order and may outlive the queue's handle.
     fn host_fn(&self, f: Box<dyn FnOnce() + Send>) -> PluginResult<()>;
     /// Enqueue a cooperative launch (LLVM 23.1): every group of the grid runs at the same time.
-    fn launch_cooperative(&self, _kernel: Arc<dyn Kernel>, _args: &[u8], _dims: LaunchDims) -> PluginResult<()> {
+    fn launch_cooperative(
+        &self,
+        _kernel: Arc<dyn Kernel>,
+        _args: LaunchArgs<'_>,
+        _dims: LaunchDims,
+    ) -> PluginResult<()> {
         Err(PluginError::Unsupported("cooperative launches are not supported on this device".into()))
     }
     /// Mark everything enqueued so far. `None` when the queue is already empty (always complete).

@@ -738,7 +738,7 @@ mod tests {
         fn optimal_group_size(&self, _: &dyn Kernel, _: usize) -> PluginResult<usize> {
             unimplemented!()
         }
-        fn launch_sync(&self, _: Arc<dyn Kernel>, _: &[u8], _: LaunchDims) -> PluginResult<()> {
+        fn launch_sync(&self, _: Arc<dyn Kernel>, _: plugin::LaunchArgs<'_>, _: LaunchDims) -> PluginResult<()> {
             unimplemented!()
         }
         fn as_any(&self) -> &dyn std::any::Any {

@@ -7,7 +7,7 @@ use parking_lot::Mutex;
 use super::handle::{self, Handle, Object};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
-use crate::plugin::{self, GlobalInfo, LaunchDims};
+use crate::plugin::{self, GlobalInfo, LaunchArgs, LaunchDims};
 
 use super::{Context, SymbolCache, hostfn};
 
@@ -260,13 +260,14 @@ pub fn get_symbol(p: &Arc<Program>, name: &str, kind: SymbolKind) -> OlResult<Ha
 
 // ---- launch -------------------------------------------------------------------------------------------
 
-/// `olLaunchKernel`; `cooperative` (23.1's `IS_COOPERATIVE`): every group of the grid runs at the same
-/// time, and a grid larger than [`max_cooperative_groups`] is refused.
+/// `olLaunchKernel`, both releases' forms (`args`: 22.1's buffer or 23.1's values, which the plugin copies
+/// into its own argument block); `cooperative` (23.1's `IS_COOPERATIVE`): every group of the grid runs at
+/// the same time, and a grid larger than [`max_cooperative_groups`] is refused.
 pub fn launch_kernel(
     queue: Option<&Arc<Queue>>,
     dev: &Arc<Device>,
     sym: &Symbol,
-    args: &[u8],
+    args: LaunchArgs<'_>,
     dims: LaunchDims,
     cooperative: bool,
 ) -> OlResult<()> {
@@ -299,8 +300,8 @@ pub fn max_cooperative_groups(dev: &Device, sym: &Symbol, group_size: [u32; 3], 
     Ok(dev.plugin()?.max_cooperative_groups(kernel.as_ref(), group_size, shared)?)
 }
 
-/// The kernel's parameter layout where its plugin knows it (23.1's `ArgSizes` are checked against it and
-/// the arguments laid out by it).
+/// The kernel's parameter layout where its plugin knows it (23.1's `NumArgs` and `ArgSizes` are checked
+/// against it).
 pub fn kernel_params(sym: &Symbol) -> Option<&[crate::jit::ParamLayout]> {
     sym.kernel.as_ref().and_then(|k| k.params())
 }

@@ -6,7 +6,7 @@ use crate::api::{entry, raw_handle, validate, write_out};
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
 use crate::jit::ParamLayout;
-use crate::plugin::LaunchDims;
+use crate::plugin::{ArgSlots, ArgValues, LaunchArgs, LaunchDims};
 use crate::runtime::handle;
 use crate::runtime::objects;
 use crate::trace;
@@ -52,23 +52,88 @@ unsafe fn cooperative(props: *const ol_kernel_launch_prop_t) -> OlResult<bool> {
     )))
 }
 
-/// Argument buffers up to this size are built on the stack (the common case: no allocation per launch).
-const INLINE_ARGS: usize = 256;
+/// 23.1's `ArgPtrs`/`ArgSizes` after their checks ([`checked_args`]): the values the plugin copies into its
+/// argument block, straight from the caller's memory.
+struct CheckedArgs<'a> {
+    ptrs: &'a [*mut c_void],
+    sizes: &'a [usize],
+}
 
-/// The arguments in one buffer, laid out like the kernel's parameters (a naturally aligned C struct, the
-/// 22.1 form the plugins take) where the plugin knows them, with `ArgSizes` checked against them; packed
-/// without padding otherwise (the plugins recognise that form too). `f` gets the bytes.
+/// Copy `n` bytes from `src` to `dst`; the common argument sizes as one load and one store (no call).
 ///
 /// # Safety
-/// `ptrs`/`sizes` must be valid for `n` entries, each pointer for its size.
-unsafe fn with_args<R>(
+/// `src` must be valid for reading and `dst` for writing `n` bytes (any pointers when `n` is 0), not
+/// overlapping.
+#[inline(always)]
+unsafe fn copy_value(src: *const u8, dst: *mut u8, n: usize) {
+    // SAFETY: `src` is readable and `dst` writable for `n` bytes, which each arm copies exactly (unaligned
+    // accesses: arguments have any alignment in the caller's memory).
+    unsafe {
+        match n {
+            8 => dst.cast::<u64>().write_unaligned(src.cast::<u64>().read_unaligned()),
+            4 => dst.cast::<u32>().write_unaligned(src.cast::<u32>().read_unaligned()),
+            2 => dst.cast::<u16>().write_unaligned(src.cast::<u16>().read_unaligned()),
+            1 => dst.write(src.read()),
+            0 => {}
+            n => std::ptr::copy_nonoverlapping(src, dst, n),
+        }
+    }
+}
+
+impl ArgValues for CheckedArgs<'_> {
+    fn count(&self) -> usize {
+        self.ptrs.len()
+    }
+    fn packed_size(&self) -> usize {
+        // no overflow: `checked_args` added them up (without known parameters; with them they are the
+        // parameters' sizes)
+        self.sizes.iter().fold(0usize, |a, &s| a.saturating_add(s))
+    }
+    fn write(&self, slots: &ArgSlots, out: &mut [u8]) -> bool {
+        let slots_of = slots.slots();
+        if slots_of.len() != self.ptrs.len() || out.len() < slots.end() {
+            return false;
+        }
+        let base = out.as_mut_ptr();
+        for ((&p, &s), &(off, size)) in self.ptrs.iter().zip(self.sizes).zip(slots_of) {
+            if s != size {
+                return false;
+            }
+            // SAFETY: `ArgPtrs[i]` is valid for `ArgSizes[i]` bytes (olLaunchKernel's contract; NULL with a
+            // size rejected by `checked_args`) and is the caller's memory, not the plugin's block; the slot
+            // `off..off + s` lies inside `slots.end()` bytes (`ArgSlots`' invariant), which `out` has.
+            unsafe { copy_value(p.cast_const().cast(), base.add(off), s) };
+        }
+        true
+    }
+    fn write_packed(&self, out: &mut [u8]) -> bool {
+        let mut at = 0;
+        for (&p, &s) in self.ptrs.iter().zip(self.sizes) {
+            if s > out.len() - at {
+                return false;
+            }
+            // SAFETY: as in `write`; `out` has `s` bytes from `at` (checked just above).
+            unsafe { copy_value(p.cast_const().cast(), out.as_mut_ptr().add(at), s) };
+            at += s;
+        }
+        true
+    }
+}
+
+/// Check 23.1's arguments in the entry point's order: their count and sizes against the kernel's
+/// parameters where the plugin knows them (`known`), then, argument by argument, that the sizes add up and
+/// no pointer of a non-empty argument is NULL. Nothing is copied here: the plugin copies the values into its
+/// own block ([`LaunchArgs::Values`]).
+///
+/// # Safety
+/// `ptrs`/`sizes` must be valid for `n` entries (NULL allowed when `n` is 0) for `'a`.
+unsafe fn checked_args<'a>(
     name: &str,
     known: Option<&[ParamLayout]>,
     n: usize,
     ptrs: *mut *mut c_void,
     sizes: *const usize,
-    f: impl FnOnce(&[u8]) -> OlResult<R>,
-) -> OlResult<R> {
+) -> OlResult<CheckedArgs<'a>> {
     if n == 0 {
         if let Some(k) = known {
             return Err(OlError::invalid_argument(format!(
@@ -76,10 +141,15 @@ unsafe fn with_args<R>(
                 k.len()
             )));
         }
-        return f(&[]);
+        return Ok(CheckedArgs { ptrs: &[], sizes: &[] });
     }
     // SAFETY: n entries each (caller contract; NULL with n > 0 was rejected before).
-    let (ptrs, sizes) = unsafe { (std::slice::from_raw_parts(ptrs, n), std::slice::from_raw_parts(sizes, n)) };
+    let (ptrs, sizes) =
+        unsafe { (std::slice::from_raw_parts(ptrs.cast_const(), n), std::slice::from_raw_parts(sizes, n)) };
+    let null = |i: usize| sizes[i] > 0 && ptrs[i].is_null();
+    let null_error = |i: usize| {
+        OlError::new(OL_ERRC_INVALID_NULL_POINTER, format!("ArgPtrs[{i}] is NULL (ArgSizes[{i}] = {})", sizes[i]))
+    };
     if let Some(k) = known {
         if k.len() != n {
             return Err(OlError::invalid_argument(format!(
@@ -87,61 +157,40 @@ unsafe fn with_args<R>(
                 k.len()
             )));
         }
-        if let Some(i) = (0..n).find(|&i| k[i].size != sizes[i]) {
+        // One pass for both checks (the sizes are the parameters', so they add up); the errors in their
+        // order: a size first, then a NULL pointer.
+        let (mut wrong, mut nulls) = (false, false);
+        for ((p, &s), k) in ptrs.iter().zip(sizes).zip(k) {
+            wrong |= k.size != s;
+            nulls |= (s != 0) & p.is_null();
+        }
+        if wrong && let Some(i) = (0..n).find(|&i| k[i].size != sizes[i]) {
             return Err(OlError::invalid_argument(format!(
                 "argument {i} of kernel '{name}' is {} bytes, ArgSizes[{i}] is {}",
                 k[i].size, sizes[i]
             )));
         }
-    }
-    // One pass into a stack buffer (the common case); arguments that do not fit are laid out again on the
-    // heap. Alignments are powers of two (C's); 1 for packed arguments.
-    let align = |i: usize| known.map_or(1, |k| k[i].align.max(1).next_power_of_two());
-    let mut inline = [0u8; INLINE_ARGS];
-    let mut off = 0usize;
-    let mut fits = true;
-    for i in 0..n {
-        let (p, s, a) = (ptrs[i], sizes[i], align(i));
-        off = off
-            .checked_add(a - 1)
-            .and_then(|o| (o & !(a - 1)).checked_add(s))
-            .ok_or_else(|| OlError::invalid_argument("the argument sizes add up to more than the address space"))?
-            - s;
-        if s > 0 && p.is_null() {
-            return Err(OlError::new(
-                OL_ERRC_INVALID_NULL_POINTER,
-                format!("ArgPtrs[{i}] is NULL (ArgSizes[{i}] = {s})"),
-            ));
+        if nulls && let Some(i) = (0..n).find(|&i| null(i)) {
+            return Err(null_error(i));
         }
-        if fits && off + s <= INLINE_ARGS {
-            // SAFETY: ArgPtrs[i] is valid for ArgSizes[i] bytes (caller contract); the destination is inside
-            // `inline` (checked just above).
-            unsafe { std::ptr::copy_nonoverlapping(p.cast::<u8>(), inline.as_mut_ptr().add(off), s) };
-        } else {
-            fits = false;
+        return Ok(CheckedArgs { ptrs, sizes });
+    }
+    // Without known parameters the values are packed: their sizes must add up, argument by argument.
+    let mut packed = 0usize;
+    for (i, &s) in sizes.iter().enumerate() {
+        packed = packed
+            .checked_add(s)
+            .ok_or_else(|| OlError::invalid_argument("the argument sizes add up to more than the address space"))?;
+        if null(i) {
+            return Err(null_error(i));
         }
-        off += s;
     }
-    if fits {
-        return f(&inline[..off]);
-    }
-    let mut heap = vec![0u8; off];
-    let mut off = 0usize;
-    for i in 0..n {
-        let (p, s, a) = (ptrs[i], sizes[i], align(i));
-        off = (off + a - 1) & !(a - 1);
-        if s > 0 {
-            // SAFETY: as above; `heap` has room for every argument (the first pass summed them).
-            unsafe { std::ptr::copy_nonoverlapping(p.cast::<u8>(), heap.as_mut_ptr().add(off), s) };
-        }
-        off += s;
-    }
-    let buf: &[u8] = &heap;
-    f(buf)
+    Ok(CheckedArgs { ptrs, sizes })
 }
 
 /// Launch `Kernel` on `Device` over `LaunchSizeArgs`. `ArgPtrs[i]` points to argument `i` of
-/// `ArgSizes[i]` bytes (copied before return; sizes checked against the kernel's parameters where known).
+/// `ArgSizes[i]` bytes (copied before return, straight into the plugin's argument block; count and sizes
+/// checked against the kernel's parameters where known).
 /// `Properties` (NULL or a list ending with `OL_KERNEL_LAUNCH_PROP_END`) may ask for a cooperative launch:
 /// every group runs at the same time, at most `olGetKernelMaxCooperativeGroupCount` groups. A NULL
 /// queue blocks until the kernel has finished.
@@ -204,11 +253,8 @@ pub unsafe extern "C" fn ol_launch_kernel(
                 dyn_shared_mem: la.DynSharedMemory,
             };
             // SAFETY: NumArgs entries per the caller contract.
-            unsafe {
-                with_args(&k.name, objects::kernel_params(k), NumArgs, ArgPtrs, ArgSizes, |args| {
-                    objects::launch_kernel(q, d, k, args, dims, coop)
-                })
-            }
+            let args = unsafe { checked_args(&k.name, objects::kernel_params(k), NumArgs, ArgPtrs, ArgSizes) }?;
+            objects::launch_kernel(q, d, k, LaunchArgs::Values(&args), dims, coop)
         },
         || {
             // SAFETY: NULL or valid per the caller contract.

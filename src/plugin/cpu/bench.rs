@@ -61,18 +61,18 @@ pub fn run() {
     for groups in [1u32, 2, 64] {
         let d = LaunchDims { num_groups: [groups, 1, 1], ..d1 };
         for _ in 0..1000 {
-            dev.launch_sync(empty.clone(), &[], d).unwrap();
+            dev.launch_sync(empty.clone(), LaunchArgs::Buffer(&[]), d).unwrap();
         }
-        let (med, min) = stats(time_n(20000, || dev.launch_sync(empty.clone(), &[], d).unwrap()));
+        let (med, min) = stats(time_n(20000, || dev.launch_sync(empty.clone(), LaunchArgs::Buffer(&[]), d).unwrap()));
         println!("empty launch_sync, {groups:>2} groups: median {med:.2} us, min {min:.2} us");
     }
     let q = dev.create_queue().unwrap();
     for _ in 0..1000 {
-        q.launch(empty.clone(), &[], d1).unwrap();
+        q.launch(empty.clone(), LaunchArgs::Buffer(&[]), d1).unwrap();
         q.sync().unwrap();
     }
     let (med, min) = stats(time_n(20000, || {
-        q.launch(empty.clone(), &[], d1).unwrap();
+        q.launch(empty.clone(), LaunchArgs::Buffer(&[]), d1).unwrap();
         q.sync().unwrap();
     }));
     println!("empty queue launch + sync: median {med:.2} us, min {min:.2} us");
@@ -88,15 +88,15 @@ pub fn run() {
             .collect()
     };
     let (med, min) = stats(idle(&mut || {
-        q.launch(empty.clone(), &[], d1).unwrap();
+        q.launch(empty.clone(), LaunchArgs::Buffer(&[]), d1).unwrap();
         q.sync().unwrap();
     }));
     println!("empty queue launch + sync after 3 ms idle: median {med:.2} us, min {min:.2} us");
-    let (med, min) = stats(idle(&mut || q.launch(empty.clone(), &[], d1).unwrap()));
+    let (med, min) = stats(idle(&mut || q.launch(empty.clone(), LaunchArgs::Buffer(&[]), d1).unwrap()));
     println!("  of which the enqueue (wakes the parked queue thread): median {med:.2} us, min {min:.2} us");
     q.sync().unwrap();
     let d64 = LaunchDims { num_groups: [64, 1, 1], ..d1 };
-    let (med, min) = stats(idle(&mut || dev.launch_sync(empty.clone(), &[], d64).unwrap()));
+    let (med, min) = stats(idle(&mut || dev.launch_sync(empty.clone(), LaunchArgs::Buffer(&[]), d64).unwrap()));
     println!("empty launch_sync, 64 groups, after 3 ms idle: median {med:.2} us, min {min:.2} us");
     let host = |q: &Arc<dyn Queue>| {
         q.host_fn(Box::new(|| {})).unwrap();
@@ -109,7 +109,7 @@ pub fn run() {
     let n = 100_000;
     let t = Instant::now();
     for _ in 0..n {
-        q.launch(empty.clone(), &[], d1).unwrap();
+        q.launch(empty.clone(), LaunchArgs::Buffer(&[]), d1).unwrap();
     }
     let enq = t.elapsed();
     q.sync().unwrap();
@@ -156,7 +156,7 @@ pub fn run() {
     let mut cp1 = Vec::new();
     for _ in 0..15 {
         let t = Instant::now();
-        dev.launch_sync(saxpy.clone(), &args, ds).unwrap();
+        dev.launch_sync(saxpy.clone(), LaunchArgs::Buffer(&args), ds).unwrap();
         sax.push(t.elapsed());
         let t = Instant::now();
         std::thread::scope(|s| {

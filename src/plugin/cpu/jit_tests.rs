@@ -88,12 +88,12 @@ fn real_kernels() {
         let packed: Vec<u8> = [&a[..], &xp, &yp, &nn].concat();
         assert_eq!(packed.len(), 24);
         let dims = d([n.div_ceil(256), 1, 1], [256, 1, 1], 0);
-        dev.launch_sync(k.clone(), &nat, dims).unwrap();
+        dev.launch_sync(k.clone(), LaunchArgs::Buffer(&nat), dims).unwrap();
         let q = dev.create_queue().unwrap();
-        q.launch(k.clone(), &packed, dims).unwrap();
+        q.launch(k.clone(), LaunchArgs::Buffer(&packed), dims).unwrap();
         q.sync().unwrap();
         assert!(y.iter().enumerate().all(|(i, v)| *v == 1.0 + 4.0 * i as f32), "saxpy nv={nv}");
-        assert!(dev.launch_sync(k.clone(), &packed[..20], dims).is_err());
+        assert!(dev.launch_sync(k.clone(), LaunchArgs::Buffer(&packed[..20]), dims).is_err());
 
         // barriers + static local memory
         let prog = dev.load_program(&bc("reduce", nv)).unwrap();
@@ -108,7 +108,7 @@ fn real_kernels() {
             (&n.to_ne_bytes(), 4),
         ]);
         let q = dev.create_queue().unwrap();
-        q.launch(k.clone(), &args, d([groups, 1, 1], [256, 1, 1], 0)).unwrap();
+        q.launch(k.clone(), LaunchArgs::Buffer(&args), d([groups, 1, 1], [256, 1, 1], 0)).unwrap();
         let ev = q.record_event().unwrap();
         if let Some(ev) = ev {
             ev.sync().unwrap();
@@ -126,7 +126,7 @@ fn real_kernels() {
         let mut out = vec![0u32; (bs * groups) as usize];
         let args =
             natural(&[(&(input.as_ptr() as usize).to_ne_bytes(), 8), (&(out.as_mut_ptr() as usize).to_ne_bytes(), 8)]);
-        dev.launch_sync(k, &args, d([groups, 1, 1], [bs, 1, 1], 4 * bs as usize)).unwrap();
+        dev.launch_sync(k, LaunchArgs::Buffer(&args), d([groups, 1, 1], [bs, 1, 1], 4 * bs as usize)).unwrap();
         for g in 0..groups {
             for t in 0..bs {
                 assert_eq!(out[(g * bs + t) as usize], 2 * (g * bs + bs - 1 - t), "dynshared nv={nv}");
@@ -142,7 +142,7 @@ fn real_kernels() {
             (&(&mut m as *mut u32 as usize).to_ne_bytes(), 8),
             (&(&mut cl as *mut u32 as usize).to_ne_bytes(), 8),
         ]);
-        dev.launch_sync(k, &args, d([1000, 1, 1], [64, 1, 1], 0)).unwrap();
+        dev.launch_sync(k, LaunchArgs::Buffer(&args), d([1000, 1, 1], [64, 1, 1], 0)).unwrap();
         assert_eq!((c, m), (64000, 63999));
         assert!((1..=64000).contains(&cl));
 
@@ -152,7 +152,7 @@ fn real_kernels() {
         let (ng, gs) = ([3u32, 2, 4], [4u32, 2, 3]);
         let (w, h, dd) = (12u32, 4u32, 12u32);
         let mut out = vec![0u32; (4 * w * h * dd) as usize];
-        dev.launch_sync(k, &(out.as_mut_ptr() as usize).to_ne_bytes(), d(ng, gs, 0)).unwrap();
+        dev.launch_sync(k, LaunchArgs::Buffer(&(out.as_mut_ptr() as usize).to_ne_bytes()), d(ng, gs, 0)).unwrap();
         for z in 0..dd {
             for yy in 0..h {
                 for xx in 0..w {
@@ -196,7 +196,7 @@ fn jit_saxpy_bench() {
     let mut c = Vec::new();
     for _ in 0..15 {
         let t = Instant::now();
-        dev.launch_sync(k.clone(), &args, dims).unwrap();
+        dev.launch_sync(k.clone(), LaunchArgs::Buffer(&args), dims).unwrap();
         s.push(t.elapsed().as_secs_f64() * 1e3);
         let t = Instant::now();
         std::thread::scope(|sc| {
@@ -227,7 +227,7 @@ fn jit_saxpy_bench() {
     let mut v = Vec::new();
     for _ in 0..20000 {
         let t = Instant::now();
-        empty_q.launch(k.clone(), &small, d1).unwrap();
+        empty_q.launch(k.clone(), LaunchArgs::Buffer(&small), d1).unwrap();
         empty_q.sync().unwrap();
         v.push(t.elapsed().as_secs_f64() * 1e6);
     }

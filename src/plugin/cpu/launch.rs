@@ -2,16 +2,23 @@
 //! work-group loop run by the pool.
 //!
 //! # Arguments
-//! LLVM 22 passes one buffer laid out like a naturally aligned C struct of the kernel's parameters
-//! (`{uint32_t; void*}` is 16 bytes). The Unified Runtime adapter packs the same values *without*
-//! padding (offset = sum of the earlier sizes). With `natural_end` = end of the last parameter in the
-//! natural layout and `packed` = sum of the sizes:
+//! A kernel reads its arguments from one 64-byte aligned block laid out like a naturally aligned C struct
+//! of its parameters (`{uint32_t; void*}` is 16 bytes); where each parameter goes is worked out once per
+//! kernel ([`ArgSlots::natural`]), and each launch copies its arguments into a fresh block once
+//! ([`arg_block`]).
+//!
+//! LLVM 22 passes one buffer in that layout ([`LaunchArgs::Buffer`]). The Unified Runtime adapter packs the
+//! same values *without* padding (offset = sum of the earlier sizes). With `natural_end` = end of the last
+//! parameter in the natural layout and `packed` = sum of the sizes:
 //! * `args.len() >= natural_end` -> natural layout, used as is (extra tail bytes are ignored, so
 //!   `sizeof(struct)` with tail padding works, as on CUDA);
-//! * else `args.len() == packed` -> packed layout, repacked to natural;
+//! * else `args.len() == packed` -> packed layout, each parameter copied to its place;
 //! * else `InvalidArgument("mismatch in kernel arguments: ...")`.
 //!
-//! A kernel with no parameter layout (`params` empty) gets the buffer unchanged.
+//! LLVM 23 passes one value per parameter ([`LaunchArgs::Values`], checked against the parameters by the
+//! entry point): each is copied straight to its place in the block.
+//!
+//! A kernel with no parameter layout (`params` empty) gets the buffer unchanged, or the values packed.
 //!
 //! # Grid
 //! CUDA's limits, which the JIT'd kernels' `range()` attributes assume (a launch outside them would
@@ -26,7 +33,7 @@ use super::machine::{LOCAL_MEM_PER_GROUP, MAX_GROUP_SIZE, MAX_GROUP_SIZE_PER_DIM
 use super::memcheck::{self, LaunchCheck};
 use super::pool::{MAX_ITEMS, Task, WorkerSlot, pool};
 use crate::jit::{KernelEntry, ParamLayout, WgCtx, WgFn};
-use crate::plugin::{Kernel, LaunchDims, PluginError, PluginResult};
+use crate::plugin::{ArgSlots, Kernel, LaunchArgs, LaunchDims, PluginError, PluginResult};
 use parking_lot::Mutex;
 use std::any::Any;
 use std::cell::Cell;
@@ -41,6 +48,8 @@ pub struct CpuKernel {
     name: String,
     wg_fn: WgFn,
     params: Vec<ParamLayout>,
+    /// where `params` go in the argument block (their natural layout)
+    slots: ArgSlots,
     static_local_bytes: usize,
     scratch_bytes_per_wi: usize,
     /// stack one work-group needs (`None`: unknown, native code)
@@ -60,6 +69,7 @@ impl CpuKernel {
             name: entry.name.clone(),
             wg_fn: entry.wg_fn,
             params: entry.params.clone(),
+            slots: ArgSlots::natural(&entry.params).unwrap_or_default(),
             static_local_bytes: entry.static_local_bytes,
             scratch_bytes_per_wi: entry.scratch_bytes_per_wi,
             stack_bytes: entry.stack_bytes,
@@ -105,6 +115,7 @@ impl CpuKernel {
         CpuKernel {
             name: name.to_string(),
             wg_fn,
+            slots: ArgSlots::natural(&params).unwrap_or_default(),
             params,
             static_local_bytes,
             scratch_bytes_per_wi: 0,
@@ -160,47 +171,54 @@ impl ArgBuf {
     }
 }
 
-/// Natural-layout offsets and end, and the packed size, of a parameter list.
-fn layouts(params: &[ParamLayout]) -> (Vec<usize>, usize, usize) {
-    let mut offsets = Vec::with_capacity(params.len());
-    let mut end = 0usize;
-    let mut packed = 0usize;
-    for p in params {
-        let off = end.next_multiple_of(p.align.max(1));
-        offsets.push(off);
-        end = off + p.size;
-        packed += p.size;
-    }
-    (offsets, end, packed)
-}
-
-/// Normalise `args` to the natural layout of `params` (rules in the module docs).
-pub fn normalize_args(name: &str, params: &[ParamLayout], args: &[u8]) -> PluginResult<ArgBuf> {
-    if params.is_empty() {
-        let mut buf = ArgBuf::zeroed(args.len());
-        buf.bytes_mut()[..args.len()].copy_from_slice(args);
-        return Ok(buf);
-    }
-    let (offsets, natural_end, packed) = layouts(params);
-    if args.len() >= natural_end {
-        let mut buf = ArgBuf::zeroed(natural_end);
-        buf.bytes_mut()[..natural_end].copy_from_slice(&args[..natural_end]);
-        Ok(buf)
-    } else if args.len() == packed {
-        let mut buf = ArgBuf::zeroed(natural_end);
-        let out = buf.bytes_mut();
-        let mut src = 0;
-        for (p, off) in params.iter().zip(offsets) {
-            out[off..off + p.size].copy_from_slice(&args[src..src + p.size]);
-            src += p.size;
+/// The argument block of one launch of kernel `name` whose parameters go to `slots` (their natural layout;
+/// none: unknown): `args` copied into it once (rules in the module docs).
+pub fn arg_block(name: &str, slots: &ArgSlots, args: LaunchArgs<'_>) -> PluginResult<ArgBuf> {
+    let (end, packed) = (slots.end(), slots.packed());
+    match args {
+        LaunchArgs::Buffer(args) if slots.is_empty() => {
+            let mut buf = ArgBuf::zeroed(args.len());
+            buf.bytes_mut()[..args.len()].copy_from_slice(args);
+            Ok(buf)
         }
-        Ok(buf)
-    } else {
-        Err(PluginError::InvalidArgument(format!(
-            "mismatch in kernel arguments: kernel '{name}' takes {natural_end} bytes of arguments \
-             ({packed} packed), got {}",
+        LaunchArgs::Buffer(args) if args.len() >= end => {
+            let mut buf = ArgBuf::zeroed(end);
+            buf.bytes_mut()[..end].copy_from_slice(&args[..end]);
+            Ok(buf)
+        }
+        LaunchArgs::Buffer(args) if args.len() == packed => {
+            let mut buf = ArgBuf::zeroed(end);
+            let out = buf.bytes_mut();
+            let mut src = 0;
+            for &(off, size) in slots.slots() {
+                out[off..off + size].copy_from_slice(&args[src..src + size]);
+                src += size;
+            }
+            Ok(buf)
+        }
+        LaunchArgs::Buffer(args) => Err(PluginError::InvalidArgument(format!(
+            "mismatch in kernel arguments: kernel '{name}' takes {end} bytes of arguments ({packed} packed), got {}",
             args.len()
-        )))
+        ))),
+        LaunchArgs::Values(v) if slots.is_empty() => {
+            let mut buf = ArgBuf::zeroed(v.packed_size());
+            let written = v.write_packed(buf.bytes_mut());
+            debug_assert!(written, "the block has room for the packed values");
+            Ok(buf)
+        }
+        LaunchArgs::Values(v) => {
+            let mut buf = ArgBuf::zeroed(end);
+            if v.write(slots, buf.bytes_mut()) {
+                return Ok(buf);
+            }
+            let sizes: Vec<usize> = slots.slots().iter().map(|s| s.1).collect();
+            Err(PluginError::InvalidArgument(format!(
+                "mismatch in kernel arguments: kernel '{name}' takes {} arguments of {sizes:?} bytes, got {} values \
+                 that do not match them",
+                sizes.len(),
+                v.count()
+            )))
+        }
     }
 }
 
@@ -282,7 +300,11 @@ pub fn max_cooperative_groups(kernel: &dyn Kernel, group_size: [u32; 3], dyn_sha
 }
 
 /// A cooperative launch: [`prepare`], with the grid at most [`max_cooperative_groups`] groups.
-pub fn prepare_cooperative(kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<PreparedLaunch> {
+pub fn prepare_cooperative(
+    kernel: Arc<dyn Kernel>,
+    args: LaunchArgs<'_>,
+    dims: LaunchDims,
+) -> PluginResult<PreparedLaunch> {
     let max = max_cooperative_groups(kernel.as_ref(), dims.group_size, dims.dyn_shared_mem)?;
     let mut l = prepare(kernel, args, dims)?;
     if l.total > max as u64 {
@@ -297,7 +319,7 @@ pub fn prepare_cooperative(kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDim
 }
 
 /// Validate a launch of `kernel` (which must be a [`CpuKernel`]).
-pub fn prepare(kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<PreparedLaunch> {
+pub fn prepare(kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) -> PluginResult<PreparedLaunch> {
     let Some(k) = kernel.as_any().downcast_ref::<CpuKernel>() else {
         return Err(PluginError::InvalidArgument(format!(
             "kernel '{}' does not belong to the CPU device",
@@ -315,7 +337,7 @@ pub fn prepare(kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> Plugin
             KERNEL_STACK - STACK_RESERVE
         )));
     }
-    let args = normalize_args(&k.name, &k.params, args)?;
+    let args = arg_block(&k.name, &k.slots, args)?;
     let wis: usize = dims.group_size.iter().map(|&g| g as usize).product();
     let spec = k.specialised_for(dims.group_size);
     let (wg_fn, scratch_per_wi) = match &spec {
@@ -502,7 +524,7 @@ impl Task for PreparedLaunch {
             }
             // SAFETY: the one call site of JIT'd (or hand-written) work-group functions. ABI: C, one
             // argument, a pointer to a `#[repr(C)] WgCtx` that lives across the call: `args` in the
-            // natural layout of the kernel's parameters (normalised by `prepare`), `local_mem`,
+            // natural layout of the kernel's parameters (copied into it by `prepare`), `local_mem`,
             // `dyn_local_mem` and `scratch` 64-byte aligned with the sizes the kernel declared, used
             // by this thread only, and `group_id` inside `num_groups`, which `validate_dims` checked
             // against the ranges the kernel code assumes; a specialised `wg_fn` was compiled for exactly

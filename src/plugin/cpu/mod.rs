@@ -43,7 +43,8 @@ pub use queue::{CpuEvent, CpuQueue, drain_all};
 
 use crate::jit::{self, JitError, LoadedImage};
 use crate::plugin::{
-    AllocKind, Device, DeviceInfo, GlobalInfo, Kernel, LaunchDims, PluginError, PluginResult, Program, Queue,
+    AllocKind, Device, DeviceInfo, GlobalInfo, Kernel, LaunchArgs, LaunchDims, PluginError, PluginResult, Program,
+    Queue,
 };
 use parking_lot::Mutex;
 use std::any::Any;
@@ -169,7 +170,7 @@ impl Device for CpuDevice {
         Ok(OPTIMAL_GROUP_SIZE)
     }
 
-    fn launch_sync(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()> {
+    fn launch_sync(&self, kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) -> PluginResult<()> {
         launch::prepare(kernel, args, dims)?.execute()
     }
 
@@ -194,7 +195,12 @@ impl Device for CpuDevice {
         true
     }
 
-    fn launch_cooperative_sync(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()> {
+    fn launch_cooperative_sync(
+        &self,
+        kernel: Arc<dyn Kernel>,
+        args: LaunchArgs<'_>,
+        dims: LaunchDims,
+    ) -> PluginResult<()> {
         launch::prepare_cooperative(kernel, args, dims)?.execute()
     }
 

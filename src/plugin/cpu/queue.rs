@@ -379,7 +379,7 @@ impl Queue for CpuQueue {
     fn launch(
         &self,
         kernel: Arc<dyn crate::plugin::Kernel>,
-        args: &[u8],
+        args: crate::plugin::LaunchArgs<'_>,
         dims: crate::plugin::LaunchDims,
     ) -> PluginResult<()> {
         let l = super::launch::prepare(kernel, args, dims)?;
@@ -393,7 +393,7 @@ impl Queue for CpuQueue {
     fn launch_cooperative(
         &self,
         kernel: Arc<dyn crate::plugin::Kernel>,
-        args: &[u8],
+        args: crate::plugin::LaunchArgs<'_>,
         dims: crate::plugin::LaunchDims,
     ) -> PluginResult<()> {
         let l = super::launch::prepare_cooperative(kernel, args, dims)?;

@@ -228,7 +228,12 @@ fn saxpy_many_groups() {
     let mut y: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
     let k = kernel("saxpy", saxpy_wg, saxpy_params(), 0);
     let groups = n.div_ceil(256);
-    dev.launch_sync(k, &saxpy_args(2.0, x.as_ptr(), y.as_mut_ptr(), n), dims([groups, 1, 1], [256, 1, 1])).unwrap();
+    dev.launch_sync(
+        k,
+        LaunchArgs::Buffer(&saxpy_args(2.0, x.as_ptr(), y.as_mut_ptr(), n)),
+        dims([groups, 1, 1], [256, 1, 1]),
+    )
+    .unwrap();
     for (i, v) in y.iter().enumerate() {
         assert_eq!(*v, 2.0 * i as f32 + (i % 7) as f32, "index {i}");
     }
@@ -243,7 +248,7 @@ fn grid_coordinates_2d_3d() {
         let total: usize = (0..3).map(|d| (ng[d] * gs[d]) as usize).product();
         let mut out = vec![0u32; 3 * total];
         let k = kernel("coords", coords_wg, vec![p(8, 8)], 0);
-        dev.launch_sync(k, &(out.as_mut_ptr() as usize).to_ne_bytes(), dims(ng, gs)).unwrap();
+        dev.launch_sync(k, LaunchArgs::Buffer(&(out.as_mut_ptr() as usize).to_ne_bytes()), dims(ng, gs)).unwrap();
         let gd = [0, 1, 2].map(|d| (ng[d] * gs[d]) as usize);
         for z in 0..gd[2] {
             for y in 0..gd[1] {
@@ -266,7 +271,7 @@ fn atomics_across_groups() {
     let c = AtomicU64::new(0);
     let k = kernel("count", count_wg, vec![p(8, 8)], 0);
     let args = (&c as *const AtomicU64 as usize).to_ne_bytes();
-    dev.launch_sync(k, &args, dims([100, 30, 2], [8, 4, 2])).unwrap();
+    dev.launch_sync(k, LaunchArgs::Buffer(&args), dims([100, 30, 2], [8, 4, 2])).unwrap();
     assert_eq!(c.load(Ordering::Relaxed), 100 * 30 * 2 * 64);
 }
 
@@ -277,13 +282,13 @@ fn local_memory_is_per_worker() {
     let k = kernel("local", local_wg, vec![p(8, 8)], LOCAL_BYTES);
     let args = (&errors as *const AtomicU32 as usize).to_ne_bytes();
     let d = LaunchDims { num_groups: [5000, 1, 1], group_size: [32, 1, 1], dyn_shared_mem: DYN_BYTES };
-    dev.launch_sync(k.clone(), &args, d).unwrap();
+    dev.launch_sync(k.clone(), LaunchArgs::Buffer(&args), d).unwrap();
     assert_eq!(errors.load(Ordering::Relaxed), 0);
     // local + dynamic over the per-group limit
     let d = LaunchDims { dyn_shared_mem: machine::LOCAL_MEM_PER_GROUP as usize, ..d };
-    assert!(matches!(dev.launch_sync(k.clone(), &args, d), Err(PluginError::OutOfResources(_))));
+    assert!(matches!(dev.launch_sync(k.clone(), LaunchArgs::Buffer(&args), d), Err(PluginError::OutOfResources(_))));
     let d = LaunchDims { dyn_shared_mem: usize::MAX, ..d };
-    assert!(matches!(dev.launch_sync(k.clone(), &args, d), Err(PluginError::OutOfResources(_))));
+    assert!(matches!(dev.launch_sync(k.clone(), LaunchArgs::Buffer(&args), d), Err(PluginError::OutOfResources(_))));
     assert!(device().optimal_group_size(&*k, usize::MAX).is_err());
 }
 
@@ -297,51 +302,85 @@ fn argument_layouts() {
     let mut natural = vec![0u8; 16];
     natural[0..4].copy_from_slice(&1u32.to_ne_bytes());
     natural[8..16].copy_from_slice(&ptr);
-    dev.launch_sync(k.clone(), &natural, dims([1, 1, 1], [1, 1, 1])).unwrap();
+    dev.launch_sync(k.clone(), LaunchArgs::Buffer(&natural), dims([1, 1, 1], [1, 1, 1])).unwrap();
     // natural with tail padding / extra bytes
     let mut longer = natural.clone();
     longer[0..4].copy_from_slice(&2u32.to_ne_bytes());
     longer.extend_from_slice(&[0xEE; 8]);
-    dev.launch_sync(k.clone(), &longer, dims([1, 1, 1], [1, 1, 1])).unwrap();
+    dev.launch_sync(k.clone(), LaunchArgs::Buffer(&longer), dims([1, 1, 1], [1, 1, 1])).unwrap();
     // packed, as the UR adapter does: {u32 idx; void* out} without padding
     let mut packed = 3u32.to_ne_bytes().to_vec();
     packed.extend_from_slice(&ptr);
     assert_eq!(packed.len(), 12);
-    dev.launch_sync(k.clone(), &packed, dims([1, 1, 1], [1, 1, 1])).unwrap();
+    dev.launch_sync(k.clone(), LaunchArgs::Buffer(&packed), dims([1, 1, 1], [1, 1, 1])).unwrap();
     assert_eq!(&out[1..4], &[43, 44, 45]);
+    // 23.1's values, on the queue: copied into the block before launch returns
+    let q = dev.create_queue().unwrap();
+    let mut v = crate::plugin::TestValues(vec![4u32.to_ne_bytes().to_vec(), ptr.to_vec()]);
+    q.launch(k.clone(), LaunchArgs::Values(&v), dims([1, 1, 1], [1, 1, 1])).unwrap();
+    v.0[0] = 6u32.to_ne_bytes().to_vec();
+    q.sync().unwrap();
+    assert_eq!(out[4], 46);
     // too short
-    let e = dev.launch_sync(k.clone(), &natural[..8], dims([1, 1, 1], [1, 1, 1])).unwrap_err();
+    let e = dev.launch_sync(k.clone(), LaunchArgs::Buffer(&natural[..8]), dims([1, 1, 1], [1, 1, 1])).unwrap_err();
     match e {
         PluginError::InvalidArgument(s) => {
             assert_eq!(s, "mismatch in kernel arguments: kernel 'seq' takes 16 bytes of arguments (12 packed), got 8")
         }
         e => panic!("{e:?}"),
     }
-    assert!(dev.launch_sync(k, &[], dims([1, 1, 1], [1, 1, 1])).is_err());
+    assert!(dev.launch_sync(k, LaunchArgs::Buffer(&[]), dims([1, 1, 1], [1, 1, 1])).is_err());
     // no layout: raw pass-through
     let raw = kernel("seq_raw", seq_wg, vec![], 0);
     natural[0..4].copy_from_slice(&5u32.to_ne_bytes());
-    dev.launch_sync(raw, &natural, dims([1, 1, 1], [1, 1, 1])).unwrap();
+    dev.launch_sync(raw, LaunchArgs::Buffer(&natural), dims([1, 1, 1], [1, 1, 1])).unwrap();
     assert_eq!(out[5], 47);
 }
 
 #[test]
 fn normalize_rules() {
     // {char; int*; short}: natural 0, 8, 16 -> end 18; packed 11
-    let params = [p(1, 1), p(8, 8), p(2, 2)];
+    let slots = crate::plugin::ArgSlots::natural(&[p(1, 1), p(8, 8), p(2, 2)]).unwrap();
+    assert_eq!(slots.slots(), &[(0, 1), (8, 8), (16, 2)]);
+    assert_eq!((slots.end(), slots.packed()), (18, 11));
+    let block = |a: LaunchArgs<'_>| launch::arg_block("m", &slots, a);
     let mut packed = vec![7u8];
     packed.extend_from_slice(&0x1122334455667788u64.to_ne_bytes());
     packed.extend_from_slice(&0x99AAu16.to_ne_bytes());
-    let b = launch::normalize_args("m", &params, &packed).unwrap();
-    // SAFETY: the buffer holds at least 18 bytes.
-    let s = unsafe { std::slice::from_raw_parts(b.as_ptr(), 18) };
-    assert_eq!(s[0], 7);
-    assert_eq!(&s[8..16], &0x1122334455667788u64.to_ne_bytes());
-    assert_eq!(&s[16..18], &0x99AAu16.to_ne_bytes());
-    assert!(launch::normalize_args("m", &params, &[0u8; 24]).is_ok());
-    assert!(launch::normalize_args("m", &params, &[0u8; 18]).is_ok());
-    assert!(launch::normalize_args("m", &params, &[0u8; 12]).is_err());
-    assert!(launch::normalize_args("m", &params, &[0u8; 17]).is_err());
+    let check = |b: &launch::ArgBuf| {
+        assert!(b.byte_len() >= 18);
+        // SAFETY: the buffer holds at least 18 bytes (checked just above).
+        let s = unsafe { std::slice::from_raw_parts(b.as_ptr(), 18) };
+        assert_eq!(s[0], 7);
+        assert_eq!(&s[1..8], &[0; 7]);
+        assert_eq!(&s[8..16], &0x1122334455667788u64.to_ne_bytes());
+        assert_eq!(&s[16..18], &0x99AAu16.to_ne_bytes());
+    };
+    check(&block(LaunchArgs::Buffer(&packed)).unwrap());
+    assert!(block(LaunchArgs::Buffer(&[0u8; 24])).is_ok());
+    assert!(block(LaunchArgs::Buffer(&[0u8; 18])).is_ok());
+    assert!(block(LaunchArgs::Buffer(&[0u8; 12])).is_err());
+    assert!(block(LaunchArgs::Buffer(&[0u8; 17])).is_err());
+    // 23.1's values: each straight to its place
+    let v = crate::plugin::TestValues(vec![packed[..1].to_vec(), packed[1..9].to_vec(), packed[9..].to_vec()]);
+    check(&block(LaunchArgs::Values(&v)).unwrap());
+    // values that do not fit the parameters (the entry point lets none through): an error, nothing written
+    // outside the block
+    let wrong = crate::plugin::TestValues(vec![vec![1], vec![2; 4], vec![3; 2]]);
+    match block(LaunchArgs::Values(&wrong)) {
+        Err(PluginError::InvalidArgument(m)) => assert_eq!(
+            m,
+            "mismatch in kernel arguments: kernel 'm' takes 3 arguments of [1, 8, 2] bytes, got 3 values that do \
+             not match them"
+        ),
+        other => panic!("{:?}", other.err()),
+    }
+    let short = crate::plugin::TestValues(vec![vec![1]]);
+    assert!(block(LaunchArgs::Values(&short)).is_err());
+    // no parameter layout: the values packed
+    let b = launch::arg_block("raw", &Default::default(), LaunchArgs::Values(&v)).unwrap();
+    // SAFETY: 11 packed bytes in a block of at least 64.
+    assert_eq!(unsafe { std::slice::from_raw_parts(b.as_ptr(), 11) }, &packed[..]);
 }
 
 #[test]
@@ -358,7 +397,7 @@ fn dims_are_validated() {
         dims([1, 1, 1], [64, 32, 1]),
     ];
     for d in bad {
-        match dev.launch_sync(k.clone(), &[], d) {
+        match dev.launch_sync(k.clone(), LaunchArgs::Buffer(&[]), d) {
             Err(PluginError::InvalidArgument(s)) => {
                 assert!(s.contains("invalid launch of kernel 'empty'"), "{s}")
             }
@@ -366,7 +405,7 @@ fn dims_are_validated() {
         }
     }
     assert!(launch::validate_dims("empty", &dims([(1 << 31) - 1, 1, 1], [1, 1, 1]), 0).is_ok());
-    dev.launch_sync(k, &[], dims([1, 1, 1], [32, 32, 1])).unwrap();
+    dev.launch_sync(k, LaunchArgs::Buffer(&[]), dims([1, 1, 1], [32, 32, 1])).unwrap();
 }
 
 struct ForeignKernel;
@@ -383,9 +422,12 @@ impl Kernel for ForeignKernel {
 fn foreign_kernels_are_rejected() {
     let dev = device();
     let d = dims([1, 1, 1], [1, 1, 1]);
-    assert!(matches!(dev.launch_sync(Arc::new(ForeignKernel), &[], d), Err(PluginError::InvalidArgument(_))));
+    assert!(matches!(
+        dev.launch_sync(Arc::new(ForeignKernel), LaunchArgs::Buffer(&[]), d),
+        Err(PluginError::InvalidArgument(_))
+    ));
     let q = dev.create_queue().unwrap();
-    assert!(q.launch(Arc::new(ForeignKernel), &[], d).is_err());
+    assert!(q.launch(Arc::new(ForeignKernel), LaunchArgs::Buffer(&[]), d).is_err());
     assert!(q.is_empty().unwrap());
     assert!(dev.optimal_group_size(&ForeignKernel, 0).is_err());
 }
@@ -435,7 +477,7 @@ fn launches_and_copies_do_not_wait_behind_a_kernel() {
     let flag = Arc::new(AtomicU32::new(0));
     let k = kernel("hold", hold_wg, vec![p(8, 8)], 0);
     let args = (Arc::as_ptr(&flag) as usize).to_ne_bytes();
-    q.launch(k, &args, dims([4, 1, 1], [1, 1, 1])).unwrap();
+    q.launch(k, LaunchArgs::Buffer(&args), dims([4, 1, 1], [1, 1, 1])).unwrap();
     let t0 = Instant::now();
     while flag.load(Ordering::SeqCst) != 1 {
         assert!(t0.elapsed() < Duration::from_secs(30));
@@ -454,7 +496,7 @@ fn launches_and_copies_do_not_wait_behind_a_kernel() {
     assert!(!q.is_empty().unwrap());
     // a second kernel releases the first: both run at once
     let r = kernel("release", release_wg, vec![p(8, 8)], 0);
-    dev.launch_sync(r, &args, dims([64, 1, 1], [1, 1, 1])).unwrap();
+    dev.launch_sync(r, LaunchArgs::Buffer(&args), dims([64, 1, 1], [1, 1, 1])).unwrap();
     q.sync().unwrap();
     assert_eq!(flag.load(Ordering::SeqCst), 4, "the first kernel was not released by the second");
 }
@@ -505,7 +547,8 @@ fn queue_work_mixed_in_order() {
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
     unsafe { q.fill(bp as usize, &7u32.to_ne_bytes(), 4 * n as usize) }.unwrap();
     for _ in 0..5 {
-        q.launch(add1_kernel(), &add1_args(bp, n), dims([n.div_ceil(64), 1, 1], [64, 1, 1])).unwrap();
+        q.launch(add1_kernel(), LaunchArgs::Buffer(&add1_args(bp, n)), dims([n.div_ceil(64), 1, 1], [64, 1, 1]))
+            .unwrap();
     }
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
     unsafe { q.memcpy(out.as_mut_ptr() as usize, bp as usize, 4 * n as usize) }.unwrap();
@@ -683,9 +726,9 @@ fn many_threads_one_queue_and_many_queues() {
                 let own_q = dev.create_queue().unwrap();
                 let d = dims([n.div_ceil(128), 1, 1], [128, 1, 1]);
                 for _ in 0..10 {
-                    shared_q.launch(add1_kernel(), &add1_args(a.as_mut_ptr(), n), d).unwrap();
-                    own_q.launch(add1_kernel(), &add1_args(b.as_mut_ptr(), n), d).unwrap();
-                    dev.launch_sync(add1_kernel(), &add1_args(c.as_mut_ptr(), n), d).unwrap();
+                    shared_q.launch(add1_kernel(), LaunchArgs::Buffer(&add1_args(a.as_mut_ptr(), n)), d).unwrap();
+                    own_q.launch(add1_kernel(), LaunchArgs::Buffer(&add1_args(b.as_mut_ptr(), n)), d).unwrap();
+                    dev.launch_sync(add1_kernel(), LaunchArgs::Buffer(&add1_args(c.as_mut_ptr(), n)), d).unwrap();
                 }
                 // a sync by any thread covers what this thread enqueued before it
                 shared_q.sync().unwrap();

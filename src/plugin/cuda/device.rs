@@ -9,7 +9,9 @@ use std::sync::atomic::AtomicBool;
 
 use parking_lot::Mutex;
 
-use crate::plugin::{AllocKind, Device, DeviceInfo, Kernel, LaunchDims, PluginError, PluginResult, Program, Queue};
+use crate::plugin::{
+    AllocKind, Device, DeviceInfo, Kernel, LaunchArgs, LaunchDims, PluginError, PluginResult, Program, Queue,
+};
 
 use super::debug;
 use super::driver::*;
@@ -374,7 +376,7 @@ impl Device for CudaDevice {
         Ok(block.max(0) as usize)
     }
 
-    fn launch_sync(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()> {
+    fn launch_sync(&self, kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) -> PluginResult<()> {
         let k = self.kernel_of(&*kernel)?;
         let d = &*self.inner;
         let s = d.pooled_stream()?;

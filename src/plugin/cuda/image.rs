@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::plugin::PluginError;
+use crate::plugin::{ArgSlots, LaunchArgs, PluginError};
 
 /// `EM_CUDA`
 pub(crate) const EM_CUDA: u16 = 190;
@@ -296,26 +296,11 @@ pub fn cubin_ctor_dtor_names(image: &[u8]) -> Result<(Vec<String>, Vec<String>),
     Ok((sort_ctor_names(ctors)?, sort_ctor_names(dtors)?))
 }
 
-/// The kernel's parameter block as reported by `cuFuncGetParamInfo`: `(offset, size)` per parameter.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ParamBlock {
-    pub params: Vec<(usize, usize)>,
-}
-
-impl ParamBlock {
-    /// End of the last parameter: the number of bytes the kernel reads.
-    pub fn block_size(&self) -> usize {
-        self.params.iter().map(|&(o, s)| o + s).max().unwrap_or(0)
-    }
-    /// Sum of parameter sizes: the size of the same arguments packed without padding.
-    pub fn packed_size(&self) -> usize {
-        self.params.iter().map(|&(_, s)| s).sum()
-    }
-}
-
-/// The argument bytes to hand to `cuLaunchKernel` for `args` (the caller's `ArgumentsData`).
+/// The argument bytes to hand to `cuLaunchKernel` for `args` (22.1's `ArgumentsData` or 23.1's values).
 ///
 /// Rule (documented in the plugin docs):
+/// * 23.1's values, one per parameter of the block with its size: each copied to its offset, padding
+///   zeroed (one copy); other values are packed one after another and go by the rules of a buffer:
 /// * no layout (driver < 12.4): the buffer is passed as given;
 /// * `args.len() >= block size`: the first `block size` bytes are passed (LLVM 22: a naturally
 ///   aligned struct with tail padding is fine);
@@ -323,18 +308,31 @@ impl ParamBlock {
 ///   arguments were packed without alignment padding (Unified Runtime's offload adapter does this);
 ///   they are copied parameter by parameter to their real offsets, padding zeroed;
 /// * otherwise: `INVALID_ARGUMENT "mismatch in kernel arguments"` (LLVM 22).
-pub fn prepare_args<'a>(args: &'a [u8], layout: Option<&ParamBlock>) -> Result<Cow<'a, [u8]>, PluginError> {
+pub fn prepare_args<'a>(args: LaunchArgs<'a>, layout: Option<&ArgSlots>) -> Result<Cow<'a, [u8]>, PluginError> {
+    let args = match args {
+        LaunchArgs::Buffer(b) => b,
+        LaunchArgs::Values(v) => {
+            if let Some(l) = layout {
+                let mut out = vec![0u8; l.end()];
+                if v.write(l, &mut out) {
+                    return Ok(Cow::Owned(out));
+                }
+            }
+            let packed = LaunchArgs::Values(v).to_bytes().into_owned();
+            return prepare_args(LaunchArgs::Buffer(&packed), layout).map(|c| Cow::Owned(c.into_owned()));
+        }
+    };
     let Some(layout) = layout else {
         return Ok(Cow::Borrowed(args));
     };
-    let block = layout.block_size();
+    let block = layout.end();
     if args.len() >= block {
         return Ok(Cow::Borrowed(&args[..block]));
     }
-    if args.len() == layout.packed_size() {
+    if args.len() == layout.packed() {
         let mut out = vec![0u8; block];
         let mut at = 0;
-        for &(off, size) in &layout.params {
+        for &(off, size) in layout.slots() {
             out[off..off + size].copy_from_slice(&args[at..at + size]);
             at += size;
         }
@@ -467,36 +465,64 @@ mod tests {
     #[test]
     fn argument_repacking() {
         // multiargs(char, int *, short): offsets 0, 8, 16; sizes 1, 8, 2
-        let l = ParamBlock { params: vec![(0, 1), (8, 8), (16, 2)] };
-        assert_eq!(l.block_size(), 18);
-        assert_eq!(l.packed_size(), 11);
+        let l = ArgSlots::new(vec![(0, 1), (8, 8), (16, 2)]).unwrap();
+        assert_eq!(l.end(), 18);
+        assert_eq!(l.packed(), 11);
         // natural C struct (24 bytes with tail padding): first 18 bytes passed as-is
         let natural: Vec<u8> = (0..24).collect();
-        assert_eq!(&*prepare_args(&natural, Some(&l)).unwrap(), &natural[..18]);
+        assert_eq!(&*prepare_args(LaunchArgs::Buffer(&natural), Some(&l)).unwrap(), &natural[..18]);
         // packed (UR adapter): 'a', ptr 0x1122334455667788, short 0x0102
         let mut packed = vec![b'a'];
         packed.extend_from_slice(&0x1122334455667788u64.to_le_bytes());
         packed.extend_from_slice(&0x0102u16.to_le_bytes());
-        let out = prepare_args(&packed, Some(&l)).unwrap();
+        let out = prepare_args(LaunchArgs::Buffer(&packed), Some(&l)).unwrap();
         assert_eq!(out.len(), 18);
         assert_eq!(out[0], b'a');
         assert_eq!(&out[1..8], &[0; 7]);
         assert_eq!(&out[8..16], &0x1122334455667788u64.to_le_bytes());
         assert_eq!(&out[16..18], &0x0102u16.to_le_bytes());
         // anything else smaller: LLVM's error
-        match prepare_args(&natural[..12], Some(&l)) {
+        match prepare_args(LaunchArgs::Buffer(&natural[..12]), Some(&l)) {
             Err(PluginError::InvalidArgument(m)) => assert_eq!(m, "mismatch in kernel arguments"),
             other => panic!("{other:?}"),
         }
         // no layout (old driver): untouched
-        assert_eq!(&*prepare_args(&packed, None).unwrap(), &packed[..]);
+        assert_eq!(&*prepare_args(LaunchArgs::Buffer(&packed), None).unwrap(), &packed[..]);
         // no parameters
-        let empty = ParamBlock::default();
-        assert_eq!(prepare_args(&[], Some(&empty)).unwrap().len(), 0);
+        let empty = ArgSlots::default();
+        assert_eq!(prepare_args(LaunchArgs::Buffer(&[]), Some(&empty)).unwrap().len(), 0);
         // already naturally laid out without padding: same bytes
-        let l2 = ParamBlock { params: vec![(0, 8), (8, 4)] };
+        let l2 = ArgSlots::new(vec![(0, 8), (8, 4)]).unwrap();
         let a: Vec<u8> = (0..12).collect();
-        assert_eq!(&*prepare_args(&a, Some(&l2)).unwrap(), &a[..]);
+        assert_eq!(&*prepare_args(LaunchArgs::Buffer(&a), Some(&l2)).unwrap(), &a[..]);
+    }
+
+    #[test]
+    fn argument_values() {
+        use crate::plugin::TestValues;
+        let l = ArgSlots::new(vec![(0, 1), (8, 8), (16, 2)]).unwrap();
+        // a slot beyond the address space: no layout
+        assert_eq!(ArgSlots::new(vec![(usize::MAX, 2)]), None);
+        let ptr = 0x1122334455667788u64.to_le_bytes();
+        let v = TestValues(vec![vec![b'a'], ptr.to_vec(), 0x0102u16.to_le_bytes().to_vec()]);
+        // one per parameter with its size: straight to the offsets, padding zeroed
+        let out = prepare_args(LaunchArgs::Values(&v), Some(&l)).unwrap();
+        assert_eq!(out.len(), 18);
+        assert_eq!(out[0], b'a');
+        assert_eq!(&out[1..8], &[0; 7]);
+        assert_eq!(&out[8..16], &ptr);
+        assert_eq!(&out[16..18], &0x0102u16.to_le_bytes());
+        // no layout: packed, as a buffer
+        assert_eq!(&*prepare_args(LaunchArgs::Values(&v), None).unwrap(), &[&[b'a'][..], &ptr, &[2, 1]].concat()[..]);
+        // sizes other than the parameters': packed, then a buffer's rules (11 bytes here, the packed size:
+        // moved to the offsets as 22.1's packed form is; 10 would be a mismatch)
+        let w = TestValues(vec![vec![b'a', 0], ptr.to_vec(), vec![2]]);
+        assert_eq!(prepare_args(LaunchArgs::Values(&w), Some(&l)).unwrap().len(), 18);
+        let short = TestValues(vec![vec![b'a'], ptr.to_vec()]);
+        match prepare_args(LaunchArgs::Values(&short), Some(&l)) {
+            Err(PluginError::InvalidArgument(m)) => assert_eq!(m, "mismatch in kernel arguments"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

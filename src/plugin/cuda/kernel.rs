@@ -5,10 +5,10 @@ use std::ffi::c_int;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::plugin::{DeviceInfo, Kernel, LaunchDims, PluginError, PluginResult};
+use crate::plugin::{ArgSlots, DeviceInfo, Kernel, LaunchArgs, LaunchDims, PluginError, PluginResult};
 
 use super::driver::*;
-use super::image::{self, ParamBlock};
+use super::image;
 
 use super::context::DeviceInner;
 
@@ -38,8 +38,9 @@ pub(crate) fn check_dims(name: &str, info: &DeviceInfo, max_grid: [u32; 3], dims
     Ok(())
 }
 
-/// `(offset, size)` of every parameter via `cuFuncGetParamInfo`; None when the driver lacks it.
-pub(super) fn param_layout(drv: &Driver, func: CUfunction) -> Option<ParamBlock> {
+/// `(offset, size)` of every parameter via `cuFuncGetParamInfo`; None when the driver lacks it (or reports
+/// a parameter beyond the address space).
+pub(super) fn param_layout(drv: &Driver, func: CUfunction) -> Option<ArgSlots> {
     let f = drv.cuFuncGetParamInfo?;
     let mut params = Vec::new();
     for i in 0..4096usize {
@@ -54,13 +55,13 @@ pub(super) fn param_layout(drv: &Driver, func: CUfunction) -> Option<ParamBlock>
         }
         params.push((off, size));
     }
-    Some(ParamBlock { params })
+    ArgSlots::new(params)
 }
 
 pub struct CudaKernel {
     pub(super) name: String,
     pub(super) func: usize,
-    pub(super) layout: Option<ParamBlock>,
+    pub(super) layout: Option<ArgSlots>,
     /// CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES (0 when the driver did not say).
     pub(super) static_shared: usize,
     /// The dynamic shared memory limit we raised the function to (0: never).
@@ -75,14 +76,14 @@ impl CudaKernel {
     }
 
     /// Real parameter block (`None`: unknown, the driver predates `cuFuncGetParamInfo`).
-    pub fn param_layout(&self) -> Option<&ParamBlock> {
+    pub fn param_layout(&self) -> Option<&ArgSlots> {
         self.layout.as_ref()
     }
 
     pub(super) fn launch_on(
         &self,
         d: &DeviceInner,
-        args: &[u8],
+        args: LaunchArgs<'_>,
         dims: &LaunchDims,
         stream: CUstream,
     ) -> PluginResult<()> {

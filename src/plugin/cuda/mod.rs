@@ -25,6 +25,8 @@
 //!   to it, a buffer whose size equals the *packed* sum of the parameter sizes (Unified Runtime's
 //!   adapter packs without padding) is repacked to the real offsets, any other smaller buffer is
 //!   INVALID_ARGUMENT `mismatch in kernel arguments`. Without it the buffer is passed as given.
+//!   LLVM 23.1's values (one per parameter) go straight to the block's offsets where their count and
+//!   sizes match it; otherwise they are packed one after another and taken as such a buffer.
 //!   See [`image::prepare_args`].
 
 pub mod context;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::plugin::{Event, Kernel, LaunchDims, PluginError, PluginResult, Queue, panic_text};
+use crate::plugin::{Event, Kernel, LaunchArgs, LaunchDims, PluginError, PluginResult, Queue, panic_text};
 
 use super::driver::*;
 use super::image;
@@ -137,7 +137,7 @@ impl Queue for CudaQueue {
         Ok(())
     }
 
-    fn launch(&self, kernel: Arc<dyn Kernel>, args: &[u8], dims: LaunchDims) -> PluginResult<()> {
+    fn launch(&self, kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) -> PluginResult<()> {
         let k = kernel
             .as_any()
             .downcast_ref::<CudaKernel>()

@@ -12,7 +12,7 @@ use super::driver::*;
 use super::kernel::CudaKernel;
 use super::ptx::tests::kernel_bitcode;
 use super::*;
-use crate::plugin::{AllocKind, Event, LaunchDims, PluginError, PluginResult, Program};
+use crate::plugin::{AllocKind, Event, LaunchArgs, LaunchDims, PluginError, PluginResult, Program};
 
 fn gpu() -> Option<Arc<dyn Device>> {
     let d = devices();
@@ -159,7 +159,7 @@ fn gpu_saxpy() {
     let q = dev.create_queue().unwrap();
     let args = Args::default().arg(2.0f32).arg(bx.ptr).arg(by.ptr).arg(n).finish();
     assert_eq!(args.len(), 32);
-    q.launch(k.clone(), &args, dims1(n / 256, 256)).unwrap();
+    q.launch(k.clone(), LaunchArgs::Buffer(&args), dims1(n / 256, 256)).unwrap();
     q.sync().unwrap();
     let out: Vec<f32> = by.download(n as usize);
     for (i, &v) in out.iter().enumerate() {
@@ -169,13 +169,13 @@ fn gpu_saxpy() {
     let packed = Args::packed().arg(1.0f32).arg(bx.ptr).arg(by.ptr).arg(n).finish();
     assert_eq!(packed.len(), 24);
     if ck.param_layout().is_some() {
-        dev.launch_sync(k.clone(), &packed, dims1(n / 256, 256)).unwrap();
+        dev.launch_sync(k.clone(), LaunchArgs::Buffer(&packed), dims1(n / 256, 256)).unwrap();
         let out: Vec<f32> = by.download(n as usize);
         for (i, &v) in out.iter().enumerate() {
             assert_eq!(v, 3.0 * i as f32 + 1.0, "packed saxpy at {i}");
         }
         // any other short buffer: LLVM's error
-        match dev.launch_sync(k.clone(), &packed[..20], dims1(1, 1)) {
+        match dev.launch_sync(k.clone(), LaunchArgs::Buffer(&packed[..20]), dims1(1, 1)) {
             Err(PluginError::InvalidArgument(m)) => assert_eq!(m, "mismatch in kernel arguments"),
             other => panic!("{other:?}"),
         }
@@ -200,7 +200,7 @@ fn gpu_reduce_shared_memory_barriers() {
         let args = Args::default().arg(bin.ptr).arg(bout.ptr).arg(n).finish();
         let mut d = dims1(blocks, 256);
         d.dyn_shared_mem = shm;
-        dev.launch_sync(k, &args, d).unwrap();
+        dev.launch_sync(k, LaunchArgs::Buffer(&args), d).unwrap();
         let got: Vec<u32> = bout.download(blocks as usize);
         assert_eq!(got, expect, "{name}");
     }
@@ -209,7 +209,7 @@ fn gpu_reduce_shared_memory_barriers() {
     let args = Args::default().arg(bin.ptr).arg(bout.ptr).arg(n).finish();
     let mut d = dims1(blocks, 256);
     d.dyn_shared_mem = 64 * 1024;
-    match dev.launch_sync(k, &args, d) {
+    match dev.launch_sync(k, LaunchArgs::Buffer(&args), d) {
         Ok(()) => assert_eq!(bout.download::<u32>(blocks as usize), expect, "64 KiB dyn shared"),
         Err(e) => panic!("launch with 64 KiB dynamic shared memory: {e:?}"),
     }
@@ -227,7 +227,7 @@ fn gpu_grid_2d() {
     unsafe { q.fill(b.ptr, &[0xff], (4 * w * h) as usize) }.unwrap();
     let args = Args::default().arg(b.ptr).arg(w).arg(h).finish();
     let dims = LaunchDims { num_groups: [w.div_ceil(16), h.div_ceil(8), 1], group_size: [16, 8, 1], dyn_shared_mem: 0 };
-    q.launch(k, &args, dims).unwrap();
+    q.launch(k, LaunchArgs::Buffer(&args), dims).unwrap();
     q.sync().unwrap();
     let got: Vec<u32> = b.download((w * h) as usize);
     for y in 0..h {
@@ -254,10 +254,10 @@ fn gpu_globals() {
     unsafe { dev.memcpy_sync(g.addr, vals.as_ptr() as usize, 256) }.unwrap();
     let out = Buf::new(&dev, 256, AllocKind::Device);
     let args = Args::default().arg(out.ptr).finish();
-    dev.launch_sync(prog.kernel("read_global").unwrap(), &args, dims1(1, 64)).unwrap();
+    dev.launch_sync(prog.kernel("read_global").unwrap(), LaunchArgs::Buffer(&args), dims1(1, 64)).unwrap();
     let got: Vec<u32> = out.download(64);
     assert_eq!(got, (0..64).map(|i| i * 20 + 7).collect::<Vec<u32>>());
-    dev.launch_sync(prog.kernel("write_global").unwrap(), &[], dims1(1, 64)).unwrap();
+    dev.launch_sync(prog.kernel("write_global").unwrap(), LaunchArgs::Buffer(&[]), dims1(1, 64)).unwrap();
     let mut back = vec![0u32; 64];
     // SAFETY: the test's buffers are live and large enough for the whole copy or fill.
     unsafe { dev.memcpy_sync(back.as_mut_ptr() as usize, g.addr, 256) }.unwrap();
@@ -276,7 +276,7 @@ fn gpu_globals() {
     let out2 = Buf::new(&dev, 8, AllocKind::Device);
     let args = Args::default().arg(b'x' as i8).arg(out2.ptr).arg(-3i16).finish();
     assert_eq!(args.len(), 24);
-    dev.launch_sync(prog.kernel("multiargs").unwrap(), &args, dims1(1, 1)).unwrap();
+    dev.launch_sync(prog.kernel("multiargs").unwrap(), LaunchArgs::Buffer(&args), dims1(1, 1)).unwrap();
     assert_eq!(out2.download::<i32>(2), vec![b'x' as i32, -3]);
 }
 
@@ -286,7 +286,7 @@ fn gpu_global_ctors() {
     let prog = load(&dev, "ctor");
     let out = Buf::new(&dev, 4, AllocKind::Device);
     let args = Args::default().arg(out.ptr).finish();
-    dev.launch_sync(prog.kernel("get_value").unwrap(), &args, dims1(1, 1)).unwrap();
+    dev.launch_sync(prog.kernel("get_value").unwrap(), LaunchArgs::Buffer(&args), dims1(1, 1)).unwrap();
     assert_eq!(out.download::<i32>(1), vec![100], "constructors 200, 201, 202 in priority order");
     let g = prog.global("dtor_ran").unwrap();
     let mut ran = -1i32;
@@ -512,7 +512,7 @@ fn gpu_one_queue_twenty_threads() {
             s.spawn(move || {
                 for _ in 0..50 {
                     let args = Args::default().arg(1.0f32).arg(bx.ptr).arg(by.ptr).arg(n).finish();
-                    q.launch(k.clone(), &args, dims1(n / 128, 128)).unwrap();
+                    q.launch(k.clone(), LaunchArgs::Buffer(&args), dims1(n / 128, 128)).unwrap();
                     launched.fetch_add(1, Ordering::Relaxed);
                     if let Some(e) = q.record_event().unwrap() {
                         let _ = e.is_complete().unwrap();
@@ -573,7 +573,7 @@ fn gpu_bench() {
     // warm up
     for _ in 0..100 {
         raw_launch();
-        q.launch(k.clone(), &[], dims).unwrap();
+        q.launch(k.clone(), LaunchArgs::Buffer(&[]), dims).unwrap();
     }
     raw_sync();
     q.sync().unwrap();
@@ -589,7 +589,7 @@ fn gpu_bench() {
         let tot = t.elapsed();
         let t2 = Instant::now();
         for _ in 0..N {
-            q.launch(k.clone(), &[], dims).unwrap();
+            q.launch(k.clone(), LaunchArgs::Buffer(&[]), dims).unwrap();
         }
         let enq2 = t2.elapsed();
         q.sync().unwrap();
@@ -608,13 +608,13 @@ fn gpu_bench() {
     let raw_s = t.elapsed();
     let t = Instant::now();
     for _ in 0..M {
-        dev.launch_sync(k.clone(), &[], dims).unwrap();
+        dev.launch_sync(k.clone(), LaunchArgs::Buffer(&[]), dims).unwrap();
     }
     let ours_s = t.elapsed();
     rows.push(("launch + sync each (us/launch)", per_launch_us(raw_s, M), per_launch_us(ours_s, M)));
     let t = Instant::now();
     for _ in 0..M {
-        q.launch(k.clone(), &[], dims).unwrap();
+        q.launch(k.clone(), LaunchArgs::Buffer(&[]), dims).unwrap();
         q.sync().unwrap();
     }
     rows.push(("queue launch + queue sync (us/launch)", per_launch_us(raw_s, M), per_launch_us(t.elapsed(), M)));
@@ -1087,15 +1087,22 @@ fn fake_driver_device_layer() {
     let k = p.kernel("saxpy").unwrap();
     let natural = Args::default().arg(2.0f32).arg(0x1111usize).arg(0x2222usize).arg(7u32).finish();
     let packed = Args::packed().arg(2.0f32).arg(0x1111usize).arg(0x2222usize).arg(7u32).finish();
-    q.launch(k.clone(), &natural, LaunchDims { num_groups: [3, 2, 1], group_size: [64, 2, 1], dyn_shared_mem: 0 })
-        .unwrap();
+    q.launch(
+        k.clone(),
+        LaunchArgs::Buffer(&natural),
+        LaunchDims { num_groups: [3, 2, 1], group_size: [64, 2, 1], dyn_shared_mem: 0 },
+    )
+    .unwrap();
     dev.launch_sync(
         k.clone(),
-        &packed,
+        LaunchArgs::Buffer(&packed),
         LaunchDims { num_groups: [1, 1, 1], group_size: [1, 1, 1], dyn_shared_mem: 64 * 1024 },
     )
     .unwrap();
-    assert!(matches!(q.launch(k.clone(), &packed[..20], dims1(1, 1)), Err(PluginError::InvalidArgument(_))));
+    assert!(matches!(
+        q.launch(k.clone(), LaunchArgs::Buffer(&packed[..20]), dims1(1, 1)),
+        Err(PluginError::InvalidArgument(_))
+    ));
     {
         let st = fake::STATE.lock().unwrap();
         let st = st.as_ref().unwrap();
@@ -1108,7 +1115,7 @@ fn fake_driver_device_layer() {
         assert_eq!(st.set_attrs, vec![(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 * 1024)]);
     }
     // no-parameter kernel: no argument buffer at all
-    dev.launch_sync(p.kernel("empty").unwrap(), &[], dims1(1, 1)).unwrap();
+    dev.launch_sync(p.kernel("empty").unwrap(), LaunchArgs::Buffer(&[]), dims1(1, 1)).unwrap();
     assert!(fake::STATE.lock().unwrap().as_ref().unwrap().launches.last().unwrap().4.is_empty());
     assert_eq!(dev.optimal_group_size(&*k, 0).unwrap(), 768);
 
@@ -1167,7 +1174,7 @@ fn fake_driver_device_layer() {
     let p_old = dev_old.load_program(ptx.as_bytes()).unwrap();
     let k_old = p_old.kernel("saxpy").unwrap();
     assert!(k_old.as_any().downcast_ref::<CudaKernel>().unwrap().param_layout().is_none());
-    dev_old.launch_sync(k_old.clone(), &packed, dims1(1, 1)).unwrap();
+    dev_old.launch_sync(k_old.clone(), LaunchArgs::Buffer(&packed), dims1(1, 1)).unwrap();
     assert_eq!(fake::STATE.lock().unwrap().as_ref().unwrap().launches.last().unwrap().4, packed);
 }
 
@@ -1180,7 +1187,7 @@ fn gpu_project_device_code_and_seed_scenario() {
     let p = load(&dev, "device/kernels");
     let out = Buf::new(&dev, 64 * 4, AllocKind::Device);
     let args = Args::default().arg(out.ptr).finish();
-    dev.launch_sync(p.kernel("read_ctor").unwrap(), &args, dims1(1, 64)).unwrap();
+    dev.launch_sync(p.kernel("read_ctor").unwrap(), LaunchArgs::Buffer(&args), dims1(1, 64)).unwrap();
     assert_eq!(out.download::<u32>(64), (0..64).map(|i| 100 + i).collect::<Vec<u32>>(), "read_ctor");
     let n = 4096u32;
     let bx = Buf::new(&dev, 4 * n as usize, AllocKind::Device);
@@ -1188,7 +1195,7 @@ fn gpu_project_device_code_and_seed_scenario() {
     bx.upload(&(0..n).map(|i| i as f32).collect::<Vec<f32>>());
     by.upload(&vec![0.5f32; n as usize]);
     let args = Args::default().arg(3.0f32).arg(bx.ptr).arg(by.ptr).arg(n).finish();
-    dev.launch_sync(p.kernel("saxpy").unwrap(), &args, dims1(n / 128, 128)).unwrap();
+    dev.launch_sync(p.kernel("saxpy").unwrap(), LaunchArgs::Buffer(&args), dims1(n / 128, 128)).unwrap();
     for (i, v) in by.download::<f32>(n as usize).into_iter().enumerate() {
         assert_eq!(v, 3.0 * i as f32 + 0.5, "device/kernels saxpy at {i}");
     }
@@ -1197,7 +1204,7 @@ fn gpu_project_device_code_and_seed_scenario() {
     let lanes = load(&dev, "device/lanes");
     let lo = Buf::new(&dev, 64 * 16, AllocKind::Device);
     let args = Args::default().arg(lo.ptr).finish();
-    dev.launch_sync(lanes.kernel("lanes").unwrap(), &args, dims1(1, 64)).unwrap();
+    dev.launch_sync(lanes.kernel("lanes").unwrap(), LaunchArgs::Buffer(&args), dims1(1, 64)).unwrap();
     let got = lo.download::<u32>(256);
     for t in 0..64u32 {
         let o = &got[4 * t as usize..4 * t as usize + 4];
@@ -1208,7 +1215,7 @@ fn gpu_project_device_code_and_seed_scenario() {
         let p = load(&dev, name);
         let o = Buf::new(&dev, 4, AllocKind::Device);
         let args = Args::default().arg(o.ptr).finish();
-        dev.launch_sync(p.kernel("get").unwrap(), &args, dims1(1, 1)).unwrap();
+        dev.launch_sync(p.kernel("get").unwrap(), LaunchArgs::Buffer(&args), dims1(1, 1)).unwrap();
         o.download::<u32>(1)[0]
     };
     for round in 0..5 {

@@ -1,5 +1,7 @@
 // Queues, events and host functions on the CPU device: real asynchrony with LLVM 22's ordering rules.
 #include "ol_test.h"
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static bool is_empty(ol_queue_handle_t q) {
@@ -478,6 +480,47 @@ static void waiting_queues_never_starve_the_queue_they_wait_for(void) {
   free(s);
 }
 
+// The queue threads are counted per process: a fork()ed child (which has none of its parent's threads)
+// starts its own for its queues' work (host functions never run on a syncing thread, so without a queue
+// thread of its own the child's sync would wait for ever). The parent's queue threads are idle (parked,
+// holding no lock) when it forks.
+static void queues_work_in_a_forked_child(void) {
+  NEED_CPU();
+  ol_queue_handle_t q = NULL;
+  OK(olCreateQueue(t_cpu, &q));
+  static uint32_t count;
+  count = 0;
+  for (int i = 0; i < 20; i++)
+    OK(olLaunchHostFunction(q, bump, &count));
+  OK(olSyncQueue(q));
+  CHECK(count == 20);
+  usleep(20 * 1000);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    ol_queue_handle_t cq = NULL;
+    int ok = olCreateQueue(t_cpu, &cq) == NULL;
+    for (int i = 0; ok && i < 20; i++)
+      ok = olLaunchHostFunction(cq, bump, &count) == NULL;
+    ok = ok && olSyncQueue(cq) == NULL && count == 40 && olSyncQueue(q) == NULL;
+    _exit(ok ? 0 : 1);
+  }
+  CHECK(pid > 0);
+  int status = 0;
+  pid_t r = 0;
+  for (int i = 0; i < 3000 && pid > 0 && (r = waitpid(pid, &status, WNOHANG)) == 0; i++)
+    usleep(10 * 1000);
+  if (pid > 0 && r == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    CHECKF(0, "the forked child's queue never ran its host functions (killed after 30 s)");
+  } else if (pid > 0) {
+    CHECKF(r == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "the forked child's queue work failed (status %d)",
+           status);
+  }
+  OK(olDestroyQueue(q));
+}
+
 int main(void) {
   t_init();
   RUN(enqueue_is_asynchronous);
@@ -491,6 +534,7 @@ int main(void) {
   RUN(shutdown_drains);
   RUN(busy_queues_share_a_bounded_set_of_threads);
   RUN(waiting_queues_never_starve_the_queue_they_wait_for);
+  RUN(queues_work_in_a_forked_child);
   olShutDown();
   return t_finish();
 }

@@ -454,6 +454,8 @@ impl QueueShared {
 // ---- the runners: the bounded set of threads that run queue work ----------------------------------------
 
 struct RunState {
+    /// the process these counts belong to (a `fork()`ed child has none of its parent's runners)
+    owner: u32,
     /// queues with work nobody executes, oldest first; `true`: it comes with a blocking slot
     run: VecDeque<(Arc<QueueShared>, bool)>,
     /// queues whose next op needs a blocking slot while all are taken, oldest first
@@ -477,6 +479,7 @@ struct Runners {
 
 static RUNNERS: Runners = Runners {
     state: Mutex::new(RunState {
+        owner: 0,
         run: VecDeque::new(),
         slot_wait: VecDeque::new(),
         threads: 0,
@@ -505,9 +508,23 @@ impl Runners {
     /// be started: `q` stays in the list for the next runner that starts.
     fn submit(&self, q: Arc<QueueShared>) -> PluginResult<()> {
         let mut s = self.state.lock();
+        Self::adopt(&mut s);
         s.run.push_back((q, false));
         self.queued.store(s.run.len(), Ordering::Relaxed);
         self.ensure_runner(&mut s)
+    }
+
+    /// In a `fork()`ed child (as the JIT's helper pool does): none of the parent's runners exist here, so
+    /// start counting from none; the queues that were in line go to the run list for the child's runners.
+    /// (A queue a parent's runner was running at the fork stays with that runner, which the child lacks.)
+    fn adopt(s: &mut RunState) {
+        let me = std::process::id();
+        if s.owner != me {
+            s.owner = me;
+            (s.threads, s.idle, s.sleeping, s.blocking) = (0, 0, 0, 0);
+            let in_line: Vec<_> = s.slot_wait.drain(..).map(|q| (q, false)).collect();
+            s.run.extend(in_line);
+        }
     }
 
     /// Take `q` out of the run list again (its enqueue failed).
@@ -523,7 +540,7 @@ impl Runners {
         if s.run.len() > s.idle - s.sleeping && s.sleeping > 0 {
             self.cv.notify_one();
         }
-        if s.run.len() > s.idle && s.threads - s.blocking < runner_bound() {
+        if s.run.len() > s.idle && s.threads.saturating_sub(s.blocking) < runner_bound() {
             let started = std::thread::Builder::new()
                 .name("offload-cpu-queue".into())
                 .stack_size(WORKER_STACK)
@@ -567,7 +584,7 @@ impl Runners {
                 self.queued.store(s.run.len(), Ordering::Relaxed);
                 let _ = self.ensure_runner(&mut s);
             }
-            None => s.blocking -= 1,
+            None => s.blocking = s.blocking.saturating_sub(1),
         }
     }
 }

@@ -637,7 +637,7 @@ fn dropping_a_queue_finishes_its_work() {
     ev.sync().unwrap();
     assert_eq!(done.load(Ordering::SeqCst), 10);
 
-    // and without anyone syncing: the queue's thread runs it; drain_all waits for it
+    // and without anyone syncing: the queue threads run it; drain_all waits for it
     let q = device().create_queue().unwrap();
     let (release, blocker) = gate();
     q.host_fn(blocker).unwrap();

@@ -23,6 +23,8 @@
 //!   until it returns: eight host functions blocked at once on something only a later host function
 //!   would do never return. That is the client's business, as on CUDA, whose callbacks of one context
 //!   all run on one thread (there one blocked callback holds back every other).
+//! * The runner counts belong to the process that started the runners: a `fork()`ed child, which has
+//!   none of them, starts its own (`Runners::adopt`, as the JIT's helper pool does).
 //! * A runner that has run one queue for [`SLICE`] while other queues wait moves it to the back of the
 //!   run list; a runner whose queue ran dry spins for [`SPIN`] for its next op (pipelined launches)
 //!   unless other queues wait.

@@ -69,7 +69,7 @@ const IDLE_EXIT: Duration = Duration::from_secs(1);
 /// How long a runner runs one queue while other queues wait, before it moves it to the back of the list.
 const SLICE: Duration = Duration::from_millis(2);
 /// Ops that may block (host functions, waits on another device's events) running at once.
-pub const BLOCKING_SLOTS: usize = 8;
+pub(crate) const BLOCKING_SLOTS: usize = 8;
 
 pub(crate) enum Op {
     Copy { dst: usize, src: usize, size: usize },

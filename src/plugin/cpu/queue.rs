@@ -6,7 +6,8 @@
 //!   (`executing`). Queues have no threads of their own: a queue with work nobody executes is
 //!   *scheduled* on the *runners*, one process-wide set of library threads that take queues from a FIFO
 //!   run list and run their ops in order (a runner is started when a queue is scheduled and no idle one
-//!   will take it, and ends after [`IDLE_EXIT`] without work).
+//!   will take it, and ends after [`IDLE_EXIT`] without work). An idle runner spins for [`SPIN`], then
+//!   sleeps; the one that slept last is woken first (its caches are warm, and the others time out).
 //! * The bound: at most [`runner_bound`] runners (the CPU device's thread count, at least 2) run work
 //!   that does not block (copies, fills, launches; a kernel uses the work-group pool besides), plus at
 //!   most [`BLOCKING_SLOTS`] (8) that are inside an op that may block: a host function, or a wait on
@@ -464,9 +465,10 @@ struct RunState {
     slot_wait: VecDeque<Arc<QueueShared>>,
     /// runner threads alive
     threads: usize,
-    /// runners without a queue (spinning or sleeping), and of those the sleeping ones
+    /// runners without a queue (spinning or sleeping)
     idle: usize,
-    sleeping: usize,
+    /// the sleeping ones, the most recent last (woken first: its caches are warmest)
+    sleepers: Vec<Arc<Sleeper>>,
     /// runners inside an op that may block (a host function, a wait on another device's event)
     blocking: usize,
 }
@@ -474,7 +476,6 @@ struct RunState {
 /// The process's runner threads ([`RUNNERS`]); see the module docs.
 struct Runners {
     state: Mutex<RunState>,
-    cv: Condvar,
     /// `run.len()`, for lock-free polling
     queued: AtomicUsize,
 }
@@ -486,10 +487,9 @@ static RUNNERS: Runners = Runners {
         slot_wait: VecDeque::new(),
         threads: 0,
         idle: 0,
-        sleeping: 0,
+        sleepers: Vec::new(),
         blocking: 0,
     }),
-    cv: Condvar::new(),
     queued: AtomicUsize::new(0),
 };
 
@@ -513,7 +513,9 @@ impl Runners {
         Self::adopt(&mut s);
         s.run.push_back((q, false));
         self.queued.store(s.run.len(), Ordering::Relaxed);
-        self.ensure_runner(&mut s)
+        let r = self.ensure_runner(&mut s);
+        drop(s);
+        r.map(Sleeper::wake)
     }
 
     /// In a `fork()`ed child (as the JIT's helper pool does): none of the parent's runners exist here, so
@@ -523,7 +525,8 @@ impl Runners {
         let me = std::process::id();
         if s.owner != me {
             s.owner = me;
-            (s.threads, s.idle, s.sleeping, s.blocking) = (0, 0, 0, 0);
+            (s.threads, s.idle, s.blocking) = (0, 0, 0);
+            s.sleepers.clear();
             let in_line: Vec<_> = s.slot_wait.drain(..).map(|q| (q, false)).collect();
             s.run.extend(in_line);
         }
@@ -538,9 +541,13 @@ impl Runners {
 
     /// Wake a sleeping runner when the spinning ones are fewer than the queued queues; start one when
     /// all idle ones are, while fewer than [`runner_bound`] runners run non-blocking work.
-    fn ensure_runner(&self, s: &mut RunState) -> PluginResult<()> {
-        if s.run.len() > s.idle - s.sleeping && s.sleeping > 0 {
-            self.cv.notify_one();
+    fn ensure_runner(&self, s: &mut RunState) -> PluginResult<Option<Arc<Sleeper>>> {
+        let mut woken = None;
+        if s.run.len() > s.idle - s.sleepers.len() {
+            woken = s.sleepers.pop();
+            if let Some(w) = &woken {
+                w.woken.store(true, Ordering::Release);
+            }
         }
         if s.run.len() > s.idle && s.threads.saturating_sub(s.blocking) < runner_bound() {
             let started = std::thread::Builder::new()
@@ -559,7 +566,7 @@ impl Runners {
                 Err(_) => {}
             }
         }
-        Ok(())
+        Ok(woken)
     }
 
     /// Take a blocking slot for `q`'s next op, or (all [`BLOCKING_SLOTS`] taken, or others in line for
@@ -569,7 +576,11 @@ impl Runners {
         if s.blocking < BLOCKING_SLOTS && s.slot_wait.is_empty() {
             s.blocking += 1;
             // this runner may block now: another one may take the queued non-blocking work
-            let _ = self.ensure_runner(&mut s);
+            let r = self.ensure_runner(&mut s);
+            drop(s);
+            if let Ok(w) = r {
+                Sleeper::wake(w);
+            }
             return true;
         }
         s.slot_wait.push_back(q.clone());
@@ -584,7 +595,11 @@ impl Runners {
             Some(q) => {
                 s.run.push_front((q, true));
                 self.queued.store(s.run.len(), Ordering::Relaxed);
-                let _ = self.ensure_runner(&mut s);
+                let r = self.ensure_runner(&mut s);
+                drop(s);
+                if let Ok(w) = r {
+                    Sleeper::wake(w);
+                }
             }
             None => s.blocking = s.blocking.saturating_sub(1),
         }
@@ -595,6 +610,20 @@ impl Runners {
 #[cfg(test)]
 pub(crate) fn runner_threads() -> usize {
     RUNNERS.state.lock().threads
+}
+
+/// A sleeping runner; a waker takes it out of `sleepers`, sets `woken` and unparks it (after the lock).
+struct Sleeper {
+    thread: std::thread::Thread,
+    woken: AtomicBool,
+}
+
+impl Sleeper {
+    fn wake(w: Option<Arc<Sleeper>>) {
+        if let Some(w) = w {
+            w.thread.unpark();
+        }
+    }
 }
 
 fn runner_main() {
@@ -617,13 +646,25 @@ fn runner_main() {
         if got || !s.run.is_empty() {
             continue;
         }
-        s.sleeping += 1;
-        let timed_out = r.cv.wait_for(&mut s, IDLE_EXIT).timed_out();
-        s.sleeping -= 1;
-        if timed_out && s.run.is_empty() {
-            s.idle -= 1;
-            s.threads -= 1;
-            return;
+        let me = Arc::new(Sleeper { thread: std::thread::current(), woken: AtomicBool::new(false) });
+        s.sleepers.push(me.clone());
+        let deadline = Instant::now() + IDLE_EXIT;
+        MutexGuard::unlocked(&mut s, || {
+            while !me.woken.load(Ordering::Acquire) {
+                let now = Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                std::thread::park_timeout(deadline - now);
+            }
+        });
+        if !me.woken.load(Ordering::Acquire) {
+            s.sleepers.retain(|w| !Arc::ptr_eq(w, &me));
+            if s.run.is_empty() {
+                s.idle -= 1;
+                s.threads -= 1;
+                return;
+            }
         }
     }
 }

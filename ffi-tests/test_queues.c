@@ -1,5 +1,7 @@
 // Queues, events and host functions on the CPU device: real asynchrony with LLVM 22's ordering rules.
 #include "ol_test.h"
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static bool is_empty(ol_queue_handle_t q) {
@@ -286,6 +288,241 @@ static void shutdown_drains(void) {
   t_init();
 }
 
+// ---- queue threads: a bounded set, however many queues have work ------------------------------------
+
+// The process's thread count (/proc/self/status "Threads:"), or -1.
+static int thread_count(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f)
+    return -1;
+  char line[256];
+  int n = -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "Threads: %d", &n) == 1)
+      break;
+  fclose(f);
+  return n;
+}
+
+static int compute_units(void) {
+  uint32_t units = 0;
+  OK(olGetDeviceInfo(t_cpu, OL_DEVICE_INFO_NUM_COMPUTE_UNITS, sizeof units, &units));
+  return (int)units;
+}
+
+// The most threads the CPU device's queues use (README, "A guest in your process"): max(2, compute units)
+// for work that does not block, plus 8 for host functions (and waits on other devices' events).
+static int queue_thread_bound(void) { return (compute_units() > 2 ? compute_units() : 2) + 8; }
+
+// Checks the thread count `most` seen while queues had work against the bound: at most the bound more than
+// `base` (counted before), and at most the bound more than the main thread and the work-group pool's
+// threads (compute units - 1) with a little slack (the queue threads of earlier tests may still be in
+// `base`: they end after a second without work).
+static void check_threads(int most, int base, int queues) {
+  int bound = queue_thread_bound(), fixed = compute_units();
+  CHECKF(most - base <= bound + 2, "%d queues with work: %d threads more than before (at most %d expected)", queues,
+         most - base, bound);
+  CHECKF(most <= fixed + bound + 4, "%d queues with work: %d threads (the main thread, %d pool threads and at most %d "
+         "queue threads expected)", queues, most, fixed - 1, bound);
+}
+
+struct in_order {
+  uint32_t *out; // 4 words the queue's launch writes
+  int state;     // 1: the fill had run before the launch, 2: the launch after it
+};
+static void after_fill(void *p) {
+  struct in_order *o = p;
+  if (o->state == 0 && o->out[0] == 0xFFFFFFFFu && o->out[3] == 0xFFFFFFFFu)
+    o->state = 1;
+}
+static void after_launch(void *p) {
+  struct in_order *o = p;
+  if (o->state == 1 && o->out[0] == 0 && o->out[1] == 1 && o->out[2] == 2 && o->out[3] == 3)
+    o->state = 2;
+}
+
+// 2000 queues, each with a host function blocked on one gate, then a fill, a host function, a launch and
+// a host function that check the order. The library used one thread per queue with work (2000 threads);
+// now the queues share at most queue_thread_bound() threads, and all of it runs, in order, after the gate.
+static void busy_queues_share_a_bounded_set_of_threads(void) {
+  NEED_CPU();
+  ol_program_handle_t p = t_create(t_cpu, "kernels", "nvptx64");
+  if (!p)
+    return;
+  ol_symbol_handle_t foo = t_kernel(p, "foo");
+  const int N = getenv("OFFLOAD_RS_TESTS_SMALL") ? 400 : 2000; // valgrind: fewer
+  ol_queue_handle_t *qs = calloc(N, sizeof *qs);
+  struct in_order *o = calloc(N, sizeof *o);
+  uint32_t *mem = NULL;
+  OK(olMemAlloc(t_cpu, OL_ALLOC_TYPE_MANAGED, (size_t)N * 16, (void **)&mem));
+  ol_kernel_launch_size_args_t la = {1, {1, 1, 1}, {4, 1, 1}, 0};
+  {
+    // the work-group pool's threads start at the first launch: before the count
+    struct { uint32_t *out; } a = {mem};
+    OK(olLaunchKernel(NULL, t_cpu, foo, &a, sizeof a, &la));
+  }
+  int base = thread_count(), most = base;
+  CHECK(base > 0);
+  struct gate g = GATE_INIT;
+  uint32_t ones = 0xFFFFFFFFu;
+  for (int i = 0; i < N; i++) {
+    o[i].out = mem + 4 * i;
+    struct { uint32_t *out; } a = {o[i].out};
+    OK(olCreateQueue(t_cpu, &qs[i]));
+    OK(olLaunchHostFunction(qs[i], gate_wait, &g));
+    OK(olMemFill(qs[i], o[i].out, 4, &ones, 16));
+    OK(olLaunchHostFunction(qs[i], after_fill, &o[i]));
+    OK(olLaunchKernel(qs[i], t_cpu, foo, &a, sizeof a, &la));
+    OK(olLaunchHostFunction(qs[i], after_launch, &o[i]));
+    if (i % 100 == 99) {
+      int n = thread_count();
+      most = n > most ? n : most;
+    }
+  }
+  usleep(50 * 1000);
+  int n = thread_count();
+  most = n > most ? n : most;
+  check_threads(most, base, N);
+  printf("     %d busy queues: %d threads before, at most %d while they waited (queue threads: at most %d)\n", N, base,
+         most, queue_thread_bound());
+  gate_open(&g);
+  int bad = 0;
+  for (int i = 0; i < N; i++) {
+    OK(olSyncQueue(qs[i]));
+    bad += o[i].state != 2;
+    OK(olDestroyQueue(qs[i]));
+  }
+  CHECKF(bad == 0, "%d of %d queues ran their work out of order", bad, N);
+  CHECK(g.ran == N);
+  OK(olMemFree(mem));
+  OK(olDestroyProgram(p));
+  free(qs);
+  free(o);
+}
+
+struct seen_after {
+  int *flag;
+  int seen; // 1: the flag was set when it ran
+};
+static void set_flag(void *p) { __atomic_store_n((int *)p, 1, __ATOMIC_RELEASE); }
+static void check_flag(void *p) {
+  struct seen_after *s = p;
+  s->seen = __atomic_load_n(s->flag, __ATOMIC_ACQUIRE) ? 1 : -1;
+}
+struct syncer {
+  ol_queue_handle_t q;
+  ol_result_t r;
+};
+static void *sync_queue_thread(void *p) {
+  struct syncer *s = p;
+  s->r = olSyncQueue(s->q);
+  return NULL;
+}
+
+// The starvation case of a bounded set of threads: queue A waits for an event of queue G, whose host
+// function blocks on a gate, then runs a host function, then event E; many more queues than the library
+// has queue threads wait for E. Waiting queues hold no thread, so A still runs when the gate opens, and
+// then all of them. Once with another thread syncing A meanwhile: it runs A's wait itself and hands the
+// host function after it to the library's threads.
+static void waiting_queues_never_starve_the_queue_they_wait_for(void) {
+  NEED_CPU();
+  int bound = queue_thread_bound();
+  int n = 4 * bound + 16;
+  ol_queue_handle_t *qs = calloc(n, sizeof *qs);
+  struct seen_after *s = calloc(n, sizeof *s);
+  for (int syncing = 0; syncing < 2; syncing++) {
+    int base = thread_count();
+    struct gate g = GATE_INIT;
+    int a_ran = 0;
+    ol_queue_handle_t gq = NULL, aq = NULL;
+    ol_event_handle_t f = NULL, e = NULL;
+    OK(olCreateQueue(t_cpu, &gq));
+    OK(olLaunchHostFunction(gq, gate_wait, &g));
+    OK(olCreateEvent(gq, &f));
+    OK(olCreateQueue(t_cpu, &aq));
+    OK(olWaitEvents(aq, &f, 1));
+    OK(olLaunchHostFunction(aq, set_flag, &a_ran));
+    OK(olCreateEvent(aq, &e));
+    struct syncer sy = {aq, NULL};
+    pthread_t t;
+    if (syncing)
+      CHECK(pthread_create(&t, NULL, sync_queue_thread, &sy) == 0);
+    for (int i = 0; i < n; i++) {
+      s[i] = (struct seen_after){&a_ran, 0};
+      OK(olCreateQueue(t_cpu, &qs[i]));
+      OK(olWaitEvents(qs[i], &e, 1));
+      OK(olLaunchHostFunction(qs[i], check_flag, &s[i]));
+    }
+    usleep(20 * 1000);
+    CHECK(!is_complete(e));
+    CHECK(!is_empty(qs[n - 1]));
+    check_threads(thread_count(), base, n);
+    gate_open(&g);
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+      OK(olSyncQueue(qs[i]));
+      bad += s[i].seen != 1;
+      OK(olDestroyQueue(qs[i]));
+    }
+    CHECKF(bad == 0, "%d of %d waiting queues ran before the queue they waited for", bad, n);
+    if (syncing) {
+      pthread_join(t, NULL);
+      OK(sy.r);
+    }
+    OK(olSyncQueue(aq));
+    CHECK(a_ran == 1);
+    OK(olDestroyEvent(e));
+    OK(olDestroyEvent(f));
+    OK(olDestroyQueue(aq));
+    OK(olDestroyQueue(gq));
+  }
+  free(qs);
+  free(s);
+}
+
+// The queue threads are counted per process: a fork()ed child (which has none of its parent's threads)
+// starts its own for its queues' work (host functions never run on a syncing thread, so without a queue
+// thread of its own the child's sync would wait for ever). The parent's queue threads are idle (parked,
+// holding no lock) when it forks.
+static void queues_work_in_a_forked_child(void) {
+  NEED_CPU();
+  if (getenv("OFFLOAD_RS_TESTS_SMALL")) // valgrind follows the fork and fails the child's exit status with
+    SKIP("under valgrind the parent's threads are the forked child's leaks"); // their thread data
+  ol_queue_handle_t q = NULL;
+  OK(olCreateQueue(t_cpu, &q));
+  static uint32_t count;
+  count = 0;
+  for (int i = 0; i < 20; i++)
+    OK(olLaunchHostFunction(q, bump, &count));
+  OK(olSyncQueue(q));
+  CHECK(count == 20);
+  usleep(20 * 1000);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    ol_queue_handle_t cq = NULL;
+    int ok = olCreateQueue(t_cpu, &cq) == NULL;
+    for (int i = 0; ok && i < 20; i++)
+      ok = olLaunchHostFunction(cq, bump, &count) == NULL;
+    ok = ok && olSyncQueue(cq) == NULL && count == 40 && olSyncQueue(q) == NULL;
+    _exit(ok ? 0 : 1);
+  }
+  CHECK(pid > 0);
+  int status = 0;
+  pid_t r = 0;
+  for (int i = 0; i < 3000 && pid > 0 && (r = waitpid(pid, &status, WNOHANG)) == 0; i++)
+    usleep(10 * 1000);
+  if (pid > 0 && r == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    CHECKF(0, "the forked child's queue never ran its host functions (killed after 30 s)");
+  } else if (pid > 0) {
+    CHECKF(r == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "the forked child's queue work failed (status %d)",
+           status);
+  }
+  OK(olDestroyQueue(q));
+}
+
 int main(void) {
   t_init();
   RUN(enqueue_is_asynchronous);
@@ -297,6 +534,9 @@ int main(void) {
   RUN(queue_info_and_errors);
   RUN(twenty_threads_enqueueing);
   RUN(shutdown_drains);
+  RUN(busy_queues_share_a_bounded_set_of_threads);
+  RUN(waiting_queues_never_starve_the_queue_they_wait_for);
+  RUN(queues_work_in_a_forked_child);
   olShutDown();
   return t_finish();
 }

@@ -13,7 +13,7 @@
 //! (`plugin::cpu::queue`); a CUDA driver refuses every call from a stream callback anyway.
 //!
 //! The marker is a thread-local set around the user's callback by [`wrap`], whatever thread the plugin
-//! runs it on (the CPU queue's thread, the CUDA driver's callback thread).
+//! runs it on (one of the CPU device's queue threads, the CUDA driver's callback thread).
 
 use std::cell::Cell;
 

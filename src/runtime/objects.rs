@@ -132,7 +132,7 @@ pub fn create_event(q: &Arc<Queue>) -> OlResult<Handle> {
 }
 
 /// `olCreateEvent`; with `profiling` (23.1's ENABLE_PROFILING) the event also records when the queue
-/// reached it: a step enqueued before the event stores the time (the CPU device's queue thread or
+/// reached it: a step enqueued before the event stores the time (one of the CPU device's queue threads or
 /// CUDA's stream callback runs it when the work before it has finished).
 pub fn create_event_with(q: &Arc<Queue>, profiling: bool) -> OlResult<Handle> {
     let timestamp = if profiling {

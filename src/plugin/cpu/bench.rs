@@ -76,7 +76,7 @@ pub fn run() {
         q.sync().unwrap();
     }));
     println!("empty queue launch + sync: median {med:.2} us, min {min:.2} us");
-    // after the queue thread and the pool workers parked (the sleep itself is not timed)
+    // after the queue threads and the pool workers parked (the sleep itself is not timed)
     let idle = |f: &mut dyn FnMut()| -> Vec<Duration> {
         (0..50)
             .map(|_| {
@@ -93,7 +93,7 @@ pub fn run() {
     }));
     println!("empty queue launch + sync after 3 ms idle: median {med:.2} us, min {min:.2} us");
     let (med, min) = stats(idle(&mut || q.launch(empty.clone(), LaunchArgs::Buffer(&[]), d1).unwrap()));
-    println!("  of which the enqueue (wakes the parked queue thread): median {med:.2} us, min {min:.2} us");
+    println!("  of which the enqueue (wakes a parked queue thread): median {med:.2} us, min {min:.2} us");
     q.sync().unwrap();
     let d64 = LaunchDims { num_groups: [64, 1, 1], ..d1 };
     let (med, min) = stats(idle(&mut || dev.launch_sync(empty.clone(), LaunchArgs::Buffer(&[]), d64).unwrap()));
@@ -103,7 +103,7 @@ pub fn run() {
         q.sync().unwrap();
     };
     let (med, min) = stats(time_n(2000, || host(&q)));
-    println!("empty host function + sync (queue thread hot): median {med:.2} us, min {min:.2} us");
+    println!("empty host function + sync (queue threads hot): median {med:.2} us, min {min:.2} us");
     let (med, min) = stats(idle(&mut || host(&q)));
     println!("empty host function + sync after 3 ms idle: median {med:.2} us, min {min:.2} us");
     let n = 100_000;

@@ -15,8 +15,9 @@
 //! For the runtime: [`devices`] gives the one device (always the same `Arc`); its `Device::drain`
 //! ([`drain_all`]) is what `olShutDown` calls to wait for the work of every queue, including queues whose
 //! handle was destroyed while busy. Threads: the pool's workers start on the first launch (or large copy) and live as
-//! long as the process (parked when idle); each queue has a thread while it has work (it
-//! exits after a second without work, or when the handle is gone and the work is done).
+//! long as the process (parked when idle); queues have no threads of their own: their work runs on a
+//! bounded set of runner threads shared by every queue (see [`queue`]: at most
+//! [`queue::max_queue_threads`], started on demand, ended after a second without work).
 //!
 //! Tests: `cargo test --lib plugin::cpu` (`jit_tests.rs` runs real kernels through the JIT);
 //! timings: `cargo test --release --lib -- --ignored --nocapture bench_cpu` (see `bench.rs`) and

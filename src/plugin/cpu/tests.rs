@@ -680,7 +680,7 @@ fn dropping_a_queue_finishes_its_work() {
     ev.sync().unwrap();
     assert_eq!(done.load(Ordering::SeqCst), 10);
 
-    // and without anyone syncing: the queue's thread runs it; drain_all waits for it
+    // and without anyone syncing: the queue threads run it; drain_all waits for it
     let q = device().create_queue().unwrap();
     let (release, blocker) = gate();
     q.host_fn(blocker).unwrap();
@@ -740,6 +740,153 @@ fn many_threads_one_queue_and_many_queues() {
         }
     });
     shared_q.sync().unwrap();
+}
+
+/// Many queues with blocked work share the runners: never more than `max_queue_threads` of them, and
+/// every queue's work runs, in order, once the gate opens (more queues than blocking slots wait in line).
+#[test]
+fn busy_queues_share_a_bounded_set_of_threads() {
+    let dev = device();
+    let n = 600;
+    let open = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
+    let log: Arc<Vec<Mutex<Vec<u32>>>> = Arc::new((0..n).map(|_| Mutex::new(Vec::new())).collect());
+    let mut bufs = vec![0u32; n];
+    let mut queues = Vec::new();
+    let mut most = 0;
+    for i in 0..n {
+        let q = dev.create_queue().unwrap();
+        let o = open.clone();
+        q.host_fn(Box::new(move || {
+            let mut g = o.0.lock();
+            while !*g {
+                o.1.wait(&mut g);
+            }
+        }))
+        .unwrap();
+        // SAFETY: `bufs` outlives the queues (synced below).
+        unsafe { q.fill(&mut bufs[i] as *mut u32 as usize, &7u32.to_ne_bytes(), 4) }.unwrap();
+        let (l, b) = (log.clone(), &bufs[i] as *const u32 as usize);
+        q.host_fn(Box::new(move || {
+            // SAFETY: `bufs` is alive until the queues are synced; the fill before this has completed.
+            let v = unsafe { std::ptr::read_volatile(b as *const u32) };
+            l[i].lock().push(v);
+        }))
+        .unwrap();
+        let l = log.clone();
+        q.host_fn(Box::new(move || l[i].lock().push(1))).unwrap();
+        queues.push(q);
+        most = most.max(queue::runner_threads());
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    most = most.max(queue::runner_threads());
+    assert!(most <= queue::max_queue_threads(), "{most} queue threads for {n} busy queues");
+    *open.0.lock() = true;
+    open.1.notify_all();
+    for q in &queues {
+        q.sync().unwrap();
+    }
+    for (i, l) in log.iter().enumerate() {
+        assert_eq!(*l.lock(), vec![7, 1], "queue {i}");
+    }
+}
+
+/// Queues whose next op waits for an event of a blocked queue do not hold threads: with many more of them
+/// than runners, the blocked queue still runs its next op (itself handed to the runners by a syncing
+/// thread) when released, and then every waiting queue.
+#[test]
+fn waiting_queues_never_starve_the_queue_they_wait_for() {
+    let dev = device();
+    let n = 4 * queue::max_queue_threads() + 8;
+    for syncer in [false, true] {
+        let g = dev.create_queue().unwrap();
+        let (release, blocker) = gate();
+        g.host_fn(blocker).unwrap();
+        let f = g.record_event().unwrap().unwrap();
+        let a = dev.create_queue().unwrap();
+        a.wait_event(f).unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        a.host_fn(Box::new(move || d.store(true, Ordering::SeqCst))).unwrap();
+        let e = a.record_event().unwrap().unwrap();
+        // another thread syncs `a`: it executes a's wait itself, then hands the host function on
+        let sync_a = syncer.then(|| {
+            let a = a.clone();
+            std::thread::spawn(move || a.sync())
+        });
+        let seen = Arc::new(AtomicUsize::new(0));
+        let waiting: Vec<_> = (0..n)
+            .map(|_| {
+                let q = dev.create_queue().unwrap();
+                q.wait_event(e.clone()).unwrap();
+                let (d, s) = (done.clone(), seen.clone());
+                q.host_fn(Box::new(move || {
+                    if d.load(Ordering::SeqCst) {
+                        s.fetch_add(1, Ordering::SeqCst);
+                    }
+                }))
+                .unwrap();
+                q
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!e.is_complete().unwrap());
+        assert!(queue::runner_threads() <= queue::max_queue_threads());
+        release.send(()).unwrap();
+        for q in &waiting {
+            q.sync().unwrap();
+        }
+        assert_eq!(seen.load(Ordering::SeqCst), n, "syncer {syncer}");
+        if let Some(t) = sync_a {
+            t.join().unwrap().unwrap();
+        }
+    }
+}
+
+/// While every blocking slot holds a blocked host function, kernels and copies of other queues still run
+/// on the runners (nobody syncs them), and the host functions in line run when the slots free.
+#[test]
+fn blocked_host_functions_leave_other_work_running() {
+    let dev = device();
+    let mut gates = Vec::new();
+    let mut blocked = Vec::new();
+    let ran = Arc::new(AtomicUsize::new(0));
+    for _ in 0..queue::BLOCKING_SLOTS + 4 {
+        let q = dev.create_queue().unwrap();
+        let (release, blocker) = gate();
+        q.host_fn(blocker).unwrap();
+        let r = ran.clone();
+        q.host_fn(Box::new(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        }))
+        .unwrap();
+        gates.push(release);
+        blocked.push(q);
+    }
+    let q = dev.create_queue().unwrap();
+    let n = 4096u32;
+    let mut buf = vec![0u32; n as usize];
+    // SAFETY: `buf` outlives the queue's work (synced below).
+    unsafe { q.fill(buf.as_mut_ptr() as usize, &1u32.to_ne_bytes(), 4 * n as usize) }.unwrap();
+    q.launch(
+        add1_kernel(),
+        LaunchArgs::Buffer(&add1_args(buf.as_mut_ptr(), n)),
+        dims([n.div_ceil(64), 1, 1], [64, 1, 1]),
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    while !q.is_empty().unwrap() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "a copy and a launch waited behind blocked host functions");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(buf.iter().all(|&v| v == 2));
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    for g in gates {
+        g.send(()).unwrap();
+    }
+    for q in &blocked {
+        q.sync().unwrap();
+    }
+    assert_eq!(ran.load(Ordering::SeqCst), queue::BLOCKING_SLOTS + 4);
 }
 
 /// Timing, not a test: `cargo test --release -- --ignored --nocapture bench_cpu_pool`.

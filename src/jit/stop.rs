@@ -158,20 +158,17 @@ spin:
 }
 "#;
 
+    fn machine() -> TargetMachine {
+        Target::initialize_x86(&InitializationConfig::default());
+        let triple = TargetMachine::get_default_triple();
+        pipeline::target_machine(&triple.as_str().to_string_lossy(), "x86-64", "", 3, RelocMode::PIC, CodeModel::Small)
+            .expect("target machine")
+    }
+
     fn run(ctx: &Context) -> Module<'_> {
         let buf = MemoryBuffer::create_from_memory_range_copy(CYCLES.as_bytes(), "cycles.ll");
         let m = ctx.create_module_from_ir(buf).expect("test IR parses");
-        Target::initialize_x86(&InitializationConfig::default());
-        let triple = TargetMachine::get_default_triple();
-        let tm = pipeline::target_machine(
-            &triple.as_str().to_string_lossy(),
-            "x86-64",
-            "",
-            3,
-            RelocMode::PIC,
-            CodeModel::Small,
-        )
-        .expect("target machine");
+        let tm = machine();
         super::insert(&m, &tm).expect("pass runs");
         m.verify().unwrap_or_else(|e| panic!("{e}\n{}", m.print_to_string()));
         m
@@ -220,17 +217,7 @@ spin:
         let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "plain.ll");
         let m = ctx.create_module_from_ir(buf).expect("parses");
         let before = m.print_to_string().to_string();
-        Target::initialize_x86(&InitializationConfig::default());
-        let triple = TargetMachine::get_default_triple();
-        let tm = pipeline::target_machine(
-            &triple.as_str().to_string_lossy(),
-            "x86-64",
-            "",
-            3,
-            RelocMode::PIC,
-            CodeModel::Small,
-        )
-        .expect("target machine");
+        let tm = machine();
         super::insert(&m, &tm).expect("pass runs");
         assert_eq!(m.print_to_string().to_string(), before);
     }

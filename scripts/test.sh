@@ -146,7 +146,7 @@ run_fake_cuda() {
 
 # The JIT's exactness checks once per CPU target family (OFFLOAD_RS_CPU_TARGET): each ISA level generates
 # different vector code, and LLVM's bugs follow the target (skylake: AVX2 with gathers, the LLVM 22.1
-# vectoriser miscompile src/jit/workarounds/ works around; x86-64-v4: AVX-512). The default run above is
+# vectoriser miscompile src/jit/llvm/workarounds/ works around; x86-64-v4: AVX-512). The default run above is
 # `native`; a target this machine cannot run is skipped, and the log says so.
 JIT_TARGETS=(x86-64-v2 x86-64-v3 skylake x86-64-v4)
 jit_target_matrix() { # jit_target_matrix [--c-only]

@@ -92,12 +92,17 @@ pub(crate) enum Request<'a> {
     },
     /// NVPTX bitcode -> PTX text for `cpu` (`sm_90`) with `features` (`+ptx84`).
     Ptx { bc: &'a [u8], cpu: &'a str, features: &'a str, opt: u32 },
+    /// The client's CPU target choice (target.rs: `OFFLOAD_RS_CPU_TARGET`, empty when unset) -> the LLVM
+    /// CPU name and features it resolves to ([`super::target::CpuTarget::encode`]), for a client whose
+    /// CPU lacks `lacks` (comma-separated feature names) and that may run under valgrind.
+    Target { spec: &'a str, under_valgrind: bool, lacks: &'a str },
 }
 
 impl<'a> Request<'a> {
-    /// `kind: u8 | opt: u8 | flags: u8 (1 memcheck, 2 replaced, 4 no vector math, 8 stop points) | group: 3 x u32 | (len: u32, bytes) for
-    /// four strings (CPU: the specialised kernel, triple, cpu, features; PTX: cpu, features, "", "") |
-    /// bitcode`.
+    /// `kind: u8 | opt: u8 | flags: u8 (CPU: 1 memcheck, 2 replaced, 4 no vector math, 8 stop points;
+    /// target: 1 under valgrind) | group: 3 x u32 | (len: u32, bytes) for four strings (CPU: the
+    /// specialised kernel, triple, cpu, features; PTX: cpu, features, "", ""; target: spec, lacks, "", "")
+    /// | bitcode`.
     fn encode(&self) -> Vec<u8> {
         let (kind, opt, flags, group, strs, bc): (u8, u32, u8, [u32; 3], [&str; 4], &[u8]) = match *self {
             Request::Cpu {
@@ -120,6 +125,9 @@ impl<'a> Request<'a> {
                 (1, opt, flags, group, [kernel, triple, cpu, features], bc)
             }
             Request::Ptx { bc, cpu, features, opt } => (2, opt, 0, [0; 3], [cpu, features, "", ""], bc),
+            Request::Target { spec, under_valgrind, lacks } => {
+                (3, 0, u8::from(under_valgrind), [0; 3], [spec, lacks, "", ""], &[][..])
+            }
         };
         let mut v = Vec::with_capacity(bc.len() + 64);
         v.push(kind);
@@ -136,7 +144,8 @@ impl<'a> Request<'a> {
         v
     }
 
-    fn decode(v: &'a [u8]) -> Option<Request<'a>> {
+    #[cfg(feature = "llvm")]
+    pub(crate) fn decode(v: &'a [u8]) -> Option<Request<'a>> {
         let (&kind, rest) = v.split_first()?;
         let (&opt, rest) = rest.split_first()?;
         let (&flags, mut rest) = rest.split_first()?;
@@ -167,42 +176,18 @@ impl<'a> Request<'a> {
                 stop_points: flags & 8 != 0,
             }),
             2 => Some(Request::Ptx { bc: rest, cpu: strs[0], features: strs[1], opt }),
+            3 => Some(Request::Target { spec: strs[0], under_valgrind: flags & 1 != 0, lacks: strs[1] }),
             _ => None,
         }
     }
 
-    /// Runs the job here, in this process: the helper's side, and the fallback.
+    /// Runs the job in this process: the helper's side, and the fallback. With the `llvm` feature LLVM
+    /// is linked in; without it (the client library), the in-process LLVM module runs it (module.rs).
     fn execute(&self) -> Result<Vec<u8>, JitError> {
-        match *self {
-            Request::Cpu {
-                bc,
-                opt,
-                memcheck,
-                replaced,
-                kernel,
-                group,
-                triple,
-                cpu,
-                features,
-                vector_math,
-                stop_points,
-            } => {
-                let spec = (!kernel.is_empty())
-                    .then(|| super::compile::Spec { kernel: kernel.to_string(), group_size: group });
-                let target = super::target::CpuTarget {
-                    triple: triple.to_string(),
-                    cpu: cpu.to_string(),
-                    features: features.to_string(),
-                    vector_math,
-                    stop_points,
-                };
-                super::compile::compile_in_process(bc, &target, opt, memcheck, replaced, spec.as_ref())
-                    .map(|(o, m)| super::compile::encode_object(&o, &m))
-            }
-            Request::Ptx { bc, cpu, features, opt } => {
-                super::nvptx::ptx_in_process(bc, cpu, features, opt).map(String::into_bytes)
-            }
-        }
+        #[cfg(feature = "llvm")]
+        return super::llvm::execute(self);
+        #[cfg(not(feature = "llvm"))]
+        return super::module::execute(&self.encode());
     }
 }
 
@@ -244,6 +229,18 @@ pub fn compile_ptx(bc: &[u8], cpu: &str, features: &str) -> Result<String, JitEr
     String::from_utf8(v).map_err(|_| JitError::Compile("internal: PTX from the JIT helper is not text".into()))
 }
 
+/// The client's CPU target ([`Request::Target`]), resolved by the compile service.
+pub(crate) fn resolve_target(c: &super::target::ClientCpu) -> Result<super::target::CpuTarget, JitError> {
+    let v = run(Request::Target {
+        spec: c.spec.as_deref().unwrap_or(""),
+        under_valgrind: c.under_valgrind,
+        lacks: &c.lacks,
+    })?;
+    super::target::CpuTarget::decode(&v)
+        .ok_or_else(|| JitError::Compile("internal: malformed target from the JIT helper".into()))
+}
+
+#[cfg(feature = "llvm")]
 /// `tag: u8 | payload`; tag 0 is success, the others name the `JitError` variant.
 pub(crate) fn encode_result(r: Result<Vec<u8>, JitError>) -> Vec<u8> {
     let (tag, body) = match r {
@@ -563,36 +560,35 @@ impl Pool {
 fn helper_path() -> Result<&'static CStr, String> {
     static PATH: OnceLock<Result<CString, String>> = OnceLock::new();
     PATH.get_or_init(|| {
-        let p = match std::env::var_os("OFFLOAD_RS_JIT_HELPER").filter(|v| !v.is_empty()) {
-            Some(p) => PathBuf::from(p),
-            None => {
-                let me = own_file().ok_or("cannot tell where the library was loaded from")?;
-                // beside the real file first (a library reached through a symlink: Spack and Nix
-                // views, modules, /usr/lib links), then beside the name it was loaded by
-                let real = std::fs::canonicalize(&me).ok();
-                let dirs: Vec<&Path> =
-                    real.iter().chain(std::iter::once(&me)).map(|p| p.parent().unwrap_or(Path::new("/"))).collect();
-                let candidates = dirs.iter().flat_map(|dir| {
-                    [
-                        dir.join("offload-rs/offload-rs-jit"),
-                        // cargo's layout: target/<profile>/{<bin>, deps/<test>}
-                        dir.join("offload-rs-jit"),
-                        dir.join("../offload-rs-jit"),
-                    ]
-                });
-                candidates.into_iter().find(|c| is_executable(c)).ok_or_else(|| {
-                    format!(
-                        "no offload-rs/offload-rs-jit beside {} (installed by `make install`)",
-                        real.as_ref().unwrap_or(&me).display()
-                    )
-                })?
-            }
-        };
+        let p = beside_library(
+            "OFFLOAD_RS_JIT_HELPER",
+            // cargo's layout too: target/<profile>/{<bin>, deps/<test>}
+            &["offload-rs/offload-rs-jit", "offload-rs-jit", "../offload-rs-jit"],
+            is_executable,
+        )?;
         CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("bad helper path {}", p.display()))
     })
     .as_ref()
     .map(|c| c.as_c_str())
     .map_err(Clone::clone)
+}
+
+/// A file of ours that lives beside the library: the one `env` names, else the first of `names` (paths
+/// relative to the library's directory) that `usable` accepts, beside the library's real file first (a
+/// library reached through a symlink: Spack and Nix views, modules, /usr/lib links), then beside the
+/// name it was loaded by.
+pub(crate) fn beside_library(env: &str, names: &[&str], usable: fn(&Path) -> bool) -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os(env).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    let me = own_file().ok_or("cannot tell where the library was loaded from")?;
+    let real = std::fs::canonicalize(&me).ok();
+    let dirs: Vec<&Path> =
+        real.iter().chain(std::iter::once(&me)).map(|p| p.parent().unwrap_or(Path::new("/"))).collect();
+    let found = dirs.iter().flat_map(|dir| names.iter().map(|n| dir.join(n))).find(|c| usable(c));
+    found.ok_or_else(|| {
+        format!("no {} beside {} (installed by `make install`)", names[0], real.as_ref().unwrap_or(&me).display())
+    })
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -1127,6 +1123,7 @@ fn keep_stderr() -> bool {
     ["OFFLOAD_RS_DEBUG", "OFFLOAD_RS_JIT_TIME"].iter().any(|v| std::env::var_os(v).is_some())
 }
 
+#[cfg(feature = "llvm")]
 /// The helper executable's `main` (`src/bin/offload-rs-jit.rs`).
 #[doc(hidden)]
 pub fn helper_main() -> ! {
@@ -1155,6 +1152,7 @@ pub fn helper_main() -> ! {
     }
 }
 
+#[cfg(feature = "llvm")]
 /// Exits when the client is gone: its process has exited (its pidfd, descriptor 4, is readable; a
 /// forked child of the client that still holds our socket does not keep us alive) or it hung up the
 /// socket, also while a compile runs.
@@ -1179,6 +1177,7 @@ fn watch_client(client_pidfd: bool) {
     }
 }
 
+#[cfg(feature = "llvm")]
 /// `client_pidfd`: descriptor 4 is a pidfd of the client (started by a reaper).
 fn serve(client_pidfd: bool) -> ! {
     watch_client(client_pidfd);

@@ -977,6 +977,11 @@ static int child_no_llvm(void) {
     return 93; // (compiled by the helper, or a cache hit)
   if (llvm_mapped())
     return 94;
+  // cold: the helper compiled; warm: no helper started at all (nor LLVM anywhere for this process)
+  pid_t pids[8];
+  int nh = helpers_marked(getenv("JIT_SERVICE_MARK"), pids, 8);
+  if (getenv("JIT_SERVICE_WARM") ? nh != 0 : nh == 0)
+    return 97;
   setenv("OFFLOAD_RS_JIT_CACHE_DIR", "off", 1);
   setenv("OFFLOAD_RS_JIT_IN_PROCESS", "1", 1);
   if (which_of("seed_b") != VAL_B || which_of("seed_a") != VAL_A)
@@ -988,15 +993,25 @@ TEST(the_library_maps_no_llvm_until_a_compile_runs_in_the_process) {
   NEED_CPU();
   char err[600];
   snprintf(err, sizeof err, "%s/nollvm.stderr", g_root);
+  char mark[32], saved_mark[32];
+  snprintf(saved_mark, sizeof saved_mark, "%s", getenv("JIT_SERVICE_MARK"));
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s", use_cache("nollvm"));
   for (int round = 0; round < 2; round++) { // a cold cache (compiled by the helper), then a warm one
-    if (round == 0)
-      use_cache("nollvm");
+    snprintf(mark, sizeof mark, "%d-nollvm%d", (int)getpid(), round);
+    setenv("JIT_SERVICE_MARK", mark, 1);
+    setenv("OFFLOAD_RS_JIT_CACHE_DIR", dir, 1);
+    if (round == 1)
+      setenv("JIT_SERVICE_WARM", "1", 1);
     pid_t pid = spawn_child("no_llvm", err, false);
     CHECK(pid > 0);
     int st = child_status(pid);
     CHECKF(st == 0, "round %d: child exited %d (90-94: LLVM mapped without an in-process compile, 95: the module's "
-                    "compile is wrong, 96: LLVM not mapped after it; stderr in %s)", round, st, err);
+                    "compile is wrong, 96: LLVM not mapped after it, 97: a helper started from a warm cache or none "
+                    "from a cold one; stderr in %s)", round, st, err);
   }
+  unsetenv("JIT_SERVICE_WARM");
+  setenv("JIT_SERVICE_MARK", saved_mark, 1);
 }
 
 // No helper and no LLVM module: a compile is COMPILE_FAILURE saying so, a disk-cache hit still loads, the

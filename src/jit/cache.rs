@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use parking_lot::{Condvar, Mutex};
 
 use super::compile;
-use super::target::CpuTarget;
+use super::request::CpuTarget;
 use super::{JitError, KernelMeta};
 
 pub(crate) type Key = [u8; 32];
@@ -216,9 +216,9 @@ fn produce(
     }
     super::check_before_compile(bc)?;
     // resolved on the first miss (the compile service knows LLVM's CPU names)
-    let chosen = super::target::cpu_target()?;
+    let chosen = super::service::cpu_target()?;
     let target = CpuTarget { stop_points, ..chosen.clone() };
-    let (object, kernels) = super::helper::compile_cpu(bc, &target, opt, memcheck, spec)?;
+    let (object, kernels) = super::service::compile_cpu(bc, &target, opt, memcheck, spec)?;
     cache().compiles.fetch_add(1, Ordering::Relaxed);
     if let Some(d) = &dir {
         d.write(&key, &compile::encode_object(&object, &kernels));

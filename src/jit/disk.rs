@@ -63,7 +63,7 @@ fn size_cap() -> u64 {
         _ => (t, 1),
     };
     num.trim().parse::<u64>().ok().and_then(|n| n.checked_mul(mul)).unwrap_or_else(|| {
-        super::helper::debug(&format!("OFFLOAD_RS_JIT_CACHE_SIZE={v} is not a size; using 256M"));
+        super::debug(&format!("OFFLOAD_RS_JIT_CACHE_SIZE={v} is not a size; using 256M"));
         DEFAULT_SIZE
     })
 }
@@ -121,7 +121,7 @@ impl Dir {
             }
         };
         let refuse = |why: String| {
-            super::helper::debug(&format!("JIT disk cache {} not used: {why}", path.display()));
+            super::debug(&format!("JIT disk cache {} not used: {why}", path.display()));
             None
         };
         if !path.exists() {
@@ -170,7 +170,7 @@ impl Dir {
             None
         };
         if let Some(why) = why {
-            super::helper::debug(&format!("JIT disk cache entry {} ignored: {why}", hex(key)));
+            super::debug(&format!("JIT disk cache entry {} ignored: {why}", hex(key)));
             return None;
         }
         let mut data = vec![0u8; st.st_size as usize];
@@ -190,7 +190,7 @@ impl Dir {
         let payload = match decode_entry(&data, key) {
             Ok(p) => p,
             Err(why) => {
-                super::helper::debug(&format!("JIT disk cache entry {} ignored: {why}", hex(key)));
+                super::debug(&format!("JIT disk cache entry {} ignored: {why}", hex(key)));
                 return None;
             }
         };
@@ -207,7 +207,7 @@ impl Dir {
             return;
         }
         if !super::fd::fits_fsize(data.len()) {
-            super::helper::debug(&format!("JIT disk cache entry {} not written: larger than RLIMIT_FSIZE", hex(key)));
+            super::debug(&format!("JIT disk cache entry {} not written: larger than RLIMIT_FSIZE", hex(key)));
             return;
         }
         let mut rnd = [0u8; 16];

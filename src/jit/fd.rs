@@ -118,7 +118,7 @@ pub(crate) fn fits_fsize(bytes: usize) -> bool {
 /// a dump was not written.
 #[cfg(feature = "llvm")]
 pub(crate) fn write_dump(dir: &std::path::Path, name: &str, data: &[u8]) {
-    let say = |why: String| super::helper::debug(&format!("JIT dump {} not written: {why}", dir.join(name).display()));
+    let say = |why: String| super::debug(&format!("JIT dump {} not written: {why}", dir.join(name).display()));
     if !fits_fsize(data.len()) {
         return say("larger than RLIMIT_FSIZE".into());
     }

@@ -102,6 +102,7 @@
 // Everything but `llvm` runs without LLVM (the client library); `llvm` is the JIT's LLVM side (the
 // `llvm` feature: the compile helper, the in-process LLVM module, the Rust tests), which the client
 // reaches only through the compile service (helper.rs, module.rs).
+mod beside;
 mod bitcode;
 mod cache;
 mod compile;
@@ -116,6 +117,8 @@ mod llvm;
 mod module;
 mod native;
 mod perfmap;
+mod request;
+mod service;
 mod stack;
 mod stop;
 pub(crate) mod target;
@@ -137,8 +140,15 @@ pub(crate) enum Arch {
 pub use cache::{ContentCache, cache_stats};
 pub(crate) use compile::opt_level;
 pub(crate) use helper::BUILD_ID;
-pub use helper::compile_ptx;
+pub use service::compile_ptx;
 pub use stop::{run_void, run_work_group, set_stop_points, stop_points, void_call_started};
+
+/// A one-line note on stderr when `OFFLOAD_RS_DEBUG` is set.
+pub(crate) fn debug(msg: &str) {
+    if std::env::var_os("OFFLOAD_RS_DEBUG").is_some() {
+        eprintln!("offload-rs: {msg}");
+    }
+}
 
 static MEMCHECK: AtomicBool = AtomicBool::new(false);
 
@@ -156,7 +166,7 @@ pub fn cpu_target_check() -> Result<(), JitError> {
     if target::client_cpu().spec.is_none() {
         return Ok(());
     }
-    match target::cpu_target() {
+    match service::cpu_target() {
         Err(e @ JitError::InvalidTarget(_)) => Err(e),
         _ => Ok(()),
     }

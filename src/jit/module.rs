@@ -40,7 +40,7 @@ fn dl_error() -> String {
 fn module() -> Result<&'static Module, &'static str> {
     static M: OnceLock<Result<Module, String>> = OnceLock::new();
     M.get_or_init(|| {
-        let path = super::helper::beside_library(
+        let path = super::beside::beside_library(
             "OFFLOAD_RS_JIT_MODULE",
             &["offload-rs/liboffload-rs-llvm.so", "liboffload-rs-llvm.so"],
             Path::is_file,
@@ -73,7 +73,7 @@ fn module() -> Result<&'static Module, &'static str> {
         if theirs != super::BUILD_ID {
             return Err(format!("{} is from another build of offload-rs", path.display()));
         }
-        super::helper::debug(&format!("compiling in this process with the LLVM module {}", path.display()));
+        super::debug(&format!("compiling in this process with the LLVM module {}", path.display()));
         Ok(Module { execute, free })
     })
     .as_ref()
@@ -96,5 +96,5 @@ pub(crate) fn execute(req: &[u8]) -> Result<Vec<u8>, JitError> {
         (m.free)(out);
         v
     };
-    super::helper::decode_result(body)
+    super::request::decode_result(body)
 }

@@ -24,48 +24,8 @@
 
 use std::sync::OnceLock;
 
-use super::JitError;
-
 /// The environment variable that chooses the target.
 pub(crate) const ENV: &str = "OFFLOAD_RS_CPU_TARGET";
-
-/// What the CPU JIT compiles for (resolved by the compile service).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CpuTarget {
-    pub triple: String,
-    pub cpu: String,
-    pub features: String,
-    /// whether the code may call glibc's vector math (`OFFLOAD_RS_JIT_VECTOR_MATH`, src/jit/llvm/math.rs)
-    pub vector_math: bool,
-    /// whether the code gets stop points (src/jit/stop.rs; not chosen here: set per compile from
-    /// [`super::stop_points`])
-    pub stop_points: bool,
-}
-
-impl CpuTarget {
-    /// The compile service's answer to a target request: `(len: u32, bytes)` for triple, cpu, features.
-    #[cfg(any(feature = "llvm", test))]
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::new();
-        for s in [&self.triple, &self.cpu, &self.features] {
-            v.extend_from_slice(&(s.len() as u32).to_le_bytes());
-            v.extend_from_slice(s.as_bytes());
-        }
-        v
-    }
-
-    /// The inverse of [`CpuTarget::encode`] (vector math and stop points off).
-    pub(crate) fn decode(mut v: &[u8]) -> Option<CpuTarget> {
-        let mut s = [String::new(), String::new(), String::new()];
-        for x in &mut s {
-            let n = u32::from_le_bytes(v.get(..4)?.try_into().ok()?) as usize;
-            *x = std::str::from_utf8(v.get(4..4usize.checked_add(n)?)?).ok()?.to_string();
-            v = &v[4 + n..];
-        }
-        let [triple, cpu, features] = s;
-        v.is_empty().then_some(CpuTarget { triple, cpu, features, vector_math: false, stop_points: false })
-    }
-}
 
 /// This process's CPU as the client sees it (under valgrind: valgrind's CPU), read without LLVM.
 #[derive(Debug, Clone)]
@@ -106,36 +66,6 @@ pub(crate) fn key_bytes() -> &'static [u8] {
         v.extend_from_slice(&c.fingerprint);
         v
     })
-}
-
-/// The process's CPU target (see the module docs), resolved by the compile service on the first call
-/// that gets an answer (a service that cannot run is an error for this call only).
-pub(crate) fn cpu_target() -> Result<&'static CpuTarget, JitError> {
-    static TARGET: OnceLock<Result<CpuTarget, String>> = OnceLock::new();
-    if TARGET.get().is_none() {
-        let c = client_cpu();
-        let answer = match super::helper::resolve_target(c) {
-            Ok(mut t) => {
-                t.vector_math = vector_math_enabled();
-                if c.spec.is_none() && c.under_valgrind {
-                    super::helper::debug(&format!(
-                        "running under valgrind: the CPU JIT compiles for {} instead of the host's CPU (valgrind \
-                         cannot run every instruction of the host; {ENV} chooses)",
-                        t.cpu
-                    ));
-                }
-                Ok(t)
-            }
-            Err(JitError::InvalidTarget(e)) => Err(e),
-            Err(e) => return Err(e),
-        };
-        let _ = TARGET.set(answer);
-    }
-    match TARGET.get() {
-        Some(Ok(t)) => Ok(t),
-        Some(Err(e)) => Err(JitError::InvalidTarget(e.clone())),
-        None => Err(JitError::Compile("internal: the CPU target was not resolved".into())),
-    }
 }
 
 /// `OFFLOAD_RS_JIT_VECTOR_MATH=0`: every math call stays scalar (part of the cache key and of the
@@ -277,6 +207,7 @@ pub(crate) fn running_on_valgrind() -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::request::CpuTarget;
     use super::*;
 
     #[test]

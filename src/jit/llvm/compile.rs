@@ -8,7 +8,7 @@ use inkwell::context::Context;
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
 
 use crate::jit::compile::{Spec, supported_arch, time_line, timing, truncate, unsupported};
-use crate::jit::target::CpuTarget;
+use crate::jit::request::CpuTarget;
 use crate::jit::{Arch, JitError, KernelMeta, ParamLayout};
 
 unsafe extern "C" {

@@ -32,7 +32,7 @@ mod workaround_tests;
 use std::ffi::c_char;
 
 use super::JitError;
-use super::helper::{Request, encode_result};
+use super::request::{Request, encode_result};
 
 /// Runs one job of the compile service here: the helper's side, the in-process module's, and (with this
 /// feature) the library's own in-process compile. Returns the job's payload.
@@ -53,7 +53,7 @@ pub(crate) fn execute(req: &Request<'_>) -> Result<Vec<u8>, JitError> {
         } => {
             let spec =
                 (!kernel.is_empty()).then(|| super::compile::Spec { kernel: kernel.to_string(), group_size: group });
-            let target = super::target::CpuTarget {
+            let target = super::request::CpuTarget {
                 triple: triple.to_string(),
                 cpu: cpu.to_string(),
                 features: features.to_string(),
@@ -82,7 +82,7 @@ pub(crate) fn execute(req: &Request<'_>) -> Result<Vec<u8>, JitError> {
 /// # Safety
 /// `req` points to `len` readable bytes; `out` and `out_len` are writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn offload_rs_llvm_execute(
+unsafe extern "C" fn offload_rs_llvm_execute(
     req: *const u8,
     len: usize,
     out: *mut *mut u8,
@@ -116,13 +116,13 @@ pub unsafe extern "C" fn offload_rs_llvm_execute(
 /// # Safety
 /// `p` is NULL or a buffer from [`offload_rs_llvm_execute`], freed once.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn offload_rs_llvm_free(p: *mut u8) {
+unsafe extern "C" fn offload_rs_llvm_free(p: *mut u8) {
     // SAFETY: the caller's contract (malloc'ed by offload_rs_llvm_execute).
     unsafe { libc::free(p.cast()) };
 }
 
 /// The module's build id (NUL-terminated): the library uses a module of its own build only.
 #[unsafe(no_mangle)]
-pub extern "C" fn offload_rs_llvm_build_id() -> *const c_char {
+extern "C" fn offload_rs_llvm_build_id() -> *const c_char {
     concat!(env!("OFFLOAD_RS_BUILD_ID"), "\0").as_ptr().cast()
 }

@@ -9,7 +9,8 @@ use std::sync::OnceLock;
 use inkwell::targets::{InitializationConfig, Target, TargetMachine};
 
 use crate::jit::JitError;
-use crate::jit::target::{CpuTarget, ENV};
+use crate::jit::request::CpuTarget;
+use crate::jit::target::ENV;
 
 unsafe extern "C" {
     fn ol_rs_jit_cpu_info(

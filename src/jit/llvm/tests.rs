@@ -1053,7 +1053,7 @@ fn memcheck_compiles_every_target_and_frames_are_known() {
         for name in ["saxpy", "reduce", "dynshared"] {
             let Some(bc) = bitcode(name, t) else { return };
             for memcheck in [false, true] {
-                let (obj, kernels) = helper::compile_cpu(&bc, target::cpu_target().unwrap(), 3, memcheck, None)
+                let (obj, kernels) = service::compile_cpu(&bc, service::cpu_target().unwrap(), 3, memcheck, None)
                     .unwrap_or_else(|e| panic!("{name} for {t:?}, memcheck {memcheck}: {e}"));
                 let frames = stack::frame_sizes(&obj);
                 for k in &kernels {
@@ -1274,7 +1274,7 @@ fn specialised_matches_generic() {
 /// full pipeline (the quick one for replaced generic code may leave saxpy's .text without relocations).
 fn compiled(name: &str) -> Option<(Vec<u8>, Vec<KernelMeta>)> {
     let bc = bitcode(name, Tgt::Nv)?;
-    Some(super::compile::compile_in_process(&bc, target::cpu_target().unwrap(), 2, false, false, None).unwrap())
+    Some(super::compile::compile_in_process(&bc, service::cpu_target().unwrap(), 2, false, false, None).unwrap())
 }
 
 /// A tiny deterministic generator for the mutation corpora below.
@@ -2380,11 +2380,11 @@ fn vector_math_stays_within_glibc_bounds() {
         let Some(bc) = bitcode("vmath", t) else {
             return;
         };
-        let target = target::cpu_target().unwrap();
+        let target = service::cpu_target().unwrap();
         if target.vector_math {
             // (the launch-time specialisation: the generic build of a specialisable kernel is the quick one)
             let spec = compile::Spec { kernel: "vm_expf".into(), group_size: [256, 1, 1] };
-            let (obj, _) = helper::compile_cpu(&bc, target, 3, false, Some(&spec)).expect("compile vmath");
+            let (obj, _) = service::compile_cpu(&bc, target, 3, false, Some(&spec)).expect("compile vmath");
             assert!(obj.windows(4).any(|w| w == b"_ZGV"), "{t:?}: no call to a libmvec function in the compiled code");
         }
         let img = load(&bc).expect("load vmath");

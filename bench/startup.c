@@ -3,6 +3,7 @@
 // cache (ours) beside PoCL 3.1 building the same kernels from its warm kernel cache.
 //
 //   make lib && bash bench/build.sh && build/bench/startup [runs, default 11]
+//   STARTUP_BEFORE=<another build's libLLVMOffload.so.22.1> build/bench/startup: its rows beside ours
 //
 // Every figure is a fresh process (this program again, STARTUP_CHILD=<case>), timed by the parent from
 // posix_spawn to its exit (wait4), with its peak resident size (ru_maxrss); median (min-max) of `runs`.
@@ -185,7 +186,9 @@ int main(int argc, char **argv) {
     return 2;
   setenv("OFFLOAD_RS_JIT_CACHE_DIR", cache, 1);
   setenv("POCL_CACHE_DIR", pocl_cache, 1);
-  if (spawn_case("create", ours).ms < 0 || spawn_case("pocl", NULL).ms < 0)
+  const char *before = getenv("STARTUP_BEFORE");
+  if (spawn_case("create", ours).ms < 0 || spawn_case("pocl", NULL).ms < 0 ||
+      (before && spawn_case("create", before).ms < 0))
     fprintf(stderr, "warming a cache failed\n");
   struct row rows[] = {
       {"a process that does nothing", "none", NULL},
@@ -193,8 +196,10 @@ int main(int argc, char **argv) {
       {"olInit + olShutDown, LLVM 22.1.8's library", "init", llvm},
       {"create bench's program, warm disk cache, offload-rs", "create", ours},
       {"the same kernels built from PoCL 3.1's warm cache", "pocl", NULL},
+      {"olInit + olShutDown, STARTUP_BEFORE's library", "init", before},
+      {"create, warm disk cache, STARTUP_BEFORE's library", "create", before},
   };
-  int nrows = sizeof rows / sizeof rows[0];
+  int nrows = sizeof rows / sizeof rows[0] - (before ? 0 : 2);
   for (int i = 0; i < nrows; i++)
     rows[i].ok = true;
   for (int r = 0; r < runs; r++) // interleaved, so a busy moment touches every row alike
@@ -220,5 +225,9 @@ int main(int argc, char **argv) {
   if (rows[3].ok && rows[4].ok)
     printf("warm create: ours/PoCL's %.3f (time), %.2f (peak RSS)\n", rows[3].t.med / rows[4].t.med,
            rows[3].m.med / rows[4].m.med);
+  if (before && rows[5].ok && rows[6].ok)
+    printf("ours/STARTUP_BEFORE's: init %.2f (time) %.2f (peak RSS), warm create %.2f (time) %.2f (peak RSS)\n",
+           rows[1].t.med / rows[5].t.med, rows[1].m.med / rows[5].m.med, rows[3].t.med / rows[6].t.med,
+           rows[3].m.med / rows[6].m.med);
   return 0;
 }

@@ -1,5 +1,5 @@
-// Builds the JIT's C++ shims against LLVM 22's C++ API (src/jit/lower.cpp: IR lowering;
-// src/jit/kernel_memory.cpp: stack sizes and the memcheck pass) and the API's pinning thread-local
+// Builds the JIT's C++ shims against LLVM 22's C++ API (src/jit/llvm/lower.cpp: IR lowering;
+// src/jit/llvm/kernel_memory.cpp: stack sizes and the memcheck pass) and the API's pinning thread-local
 // (src/runtime/pin_tls.c, C), the stoppable calls of JIT'd code (src/jit/stop.c, C), and computes the JIT's build id. The shims are linked with libLLVM-22
 // (dynamic), which llvm-sys/inkwell already link.
 //
@@ -12,15 +12,15 @@ use std::process::Command;
 
 /// The C++ sources of the shim library, and the header they share.
 const CXX_SOURCES: [&str; 6] = [
-    "src/jit/lower.cpp",
-    "src/jit/kernel_memory.cpp",
-    "src/jit/passes.cpp",
-    "src/jit/stop_points.cpp",
-    "src/jit/target_info.cpp",
-    "src/jit/workarounds/hoist_invariant_divisions.cpp",
+    "src/jit/llvm/lower.cpp",
+    "src/jit/llvm/kernel_memory.cpp",
+    "src/jit/llvm/passes.cpp",
+    "src/jit/llvm/stop_points.cpp",
+    "src/jit/llvm/target_info.cpp",
+    "src/jit/llvm/workarounds/hoist_invariant_divisions.cpp",
 ];
 const CXX_HEADERS: [&str; 3] =
-    ["src/jit/shim.h", "src/jit/stop_points.h", "src/jit/workarounds/hoist_invariant_divisions.h"];
+    ["src/jit/llvm/shim.h", "src/jit/llvm/stop_points.h", "src/jit/llvm/workarounds/hoist_invariant_divisions.h"];
 /// The C sources (no LLVM): the API's pinning thread-local, and how JIT'd code is left at a stop point.
 const C_SOURCES: [&str; 2] = ["src/runtime/pin_tls.c", "src/jit/stop.c"];
 
@@ -63,43 +63,56 @@ fn main() {
     println!("cargo:rustc-env=OFFLOAD_RS_BUILD_ID={}", h.finalize().to_hex());
     println!("cargo:rustc-env=OFFLOAD_RS_LLVM_BUILD_VERSION={llvm_version}");
 
-    // The C++ takes a while to compile against LLVM's headers: rebuild it only when it changed (the
-    // build script reruns for any change under src/jit).
-    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default());
-    let mut sh = blake3::Hasher::new();
-    for f in CXX_SOURCES.iter().chain(&CXX_HEADERS) {
-        sh.update(&std::fs::read(f).unwrap_or_default());
-    }
-    let stamp_val = format!("{}\n{prefix}\n", sh.finalize().to_hex());
-    let stamp = out.join("lower.stamp");
-    let lib = out.join("libol_rs_jit_lower.a");
-    if lib.exists() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == stamp_val) {
-        println!("cargo:rustc-link-search=native={}", out.display());
-        println!("cargo:rustc-link-lib=static=ol_rs_jit_lower");
-        println!("cargo:rustc-link-lib=stdc++");
-    } else {
-        let cxxflags = Command::new(&cfg)
-            .arg("--cxxflags")
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_else(|_| format!("-I{prefix}/include -std=c++17"));
-        let mut b = cc::Build::new();
-        // Our C++ with warnings on (-Wall -Wextra); LLVM's headers as system headers, whose warnings are
-        // not ours.
-        b.cpp(true).files(CXX_SOURCES).warnings(true).extra_warnings(true);
-        for f in cxxflags.split_whitespace() {
-            if let Some(dir) = f.strip_prefix("-I") {
-                b.flag("-isystem").flag(dir);
-            } else if f.starts_with("-D") || f.starts_with("-std=") || f == "-fno-exceptions" {
-                b.flag(f);
-            }
+    // The libLLVM the JIT's LLVM side runs, by path: the client (built without the `llvm` feature) keys its
+    // caches with this file's identity (src/jit/disk.rs) without loading it.
+    let libllvm = std::fs::canonicalize(format!(
+        "{prefix}/lib/libLLVM.so.{}",
+        llvm_version.split('.').take(2).collect::<Vec<_>>().join(".")
+    ))
+    .map(|p| p.display().to_string())
+    .unwrap_or_default();
+    println!("cargo:rustc-env=OFFLOAD_RS_LIBLLVM={libllvm}");
+    // Only the `llvm` feature (the compile helper, the in-process LLVM module, the Rust tests) compiles
+    // and links the C++ against LLVM; the client library has no LLVM in it.
+    if std::env::var_os("CARGO_FEATURE_LLVM").is_some() {
+        // The C++ takes a while to compile against LLVM's headers: rebuild it only when it changed (the
+        // build script reruns for any change under src/jit).
+        let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default());
+        let mut sh = blake3::Hasher::new();
+        for f in CXX_SOURCES.iter().chain(&CXX_HEADERS) {
+            sh.update(&std::fs::read(f).unwrap_or_default());
         }
-        b.flag("-fno-rtti").opt_level(2).debug(false);
-        b.compile("ol_rs_jit_lower");
-        let _ = std::fs::write(&stamp, stamp_val);
+        let stamp_val = format!("{}\n{prefix}\n", sh.finalize().to_hex());
+        let stamp = out.join("lower.stamp");
+        let lib = out.join("libol_rs_jit_lower.a");
+        if lib.exists() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == stamp_val) {
+            println!("cargo:rustc-link-search=native={}", out.display());
+            println!("cargo:rustc-link-lib=static=ol_rs_jit_lower");
+            println!("cargo:rustc-link-lib=stdc++");
+        } else {
+            let cxxflags = Command::new(&cfg)
+                .arg("--cxxflags")
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_else(|_| format!("-I{prefix}/include -std=c++17"));
+            let mut b = cc::Build::new();
+            // Our C++ with warnings on (-Wall -Wextra); LLVM's headers as system headers, whose warnings are
+            // not ours.
+            b.cpp(true).files(CXX_SOURCES).warnings(true).extra_warnings(true);
+            for f in cxxflags.split_whitespace() {
+                if let Some(dir) = f.strip_prefix("-I") {
+                    b.flag("-isystem").flag(dir);
+                } else if f.starts_with("-D") || f.starts_with("-std=") || f == "-fno-exceptions" {
+                    b.flag(f);
+                }
+            }
+            b.flag("-fno-rtti").opt_level(2).debug(false);
+            b.compile("ol_rs_jit_lower");
+            let _ = std::fs::write(&stamp, stamp_val);
+        }
+        println!("cargo:rustc-link-search=native={prefix}/lib");
+        println!("cargo:rustc-link-lib=dylib=LLVM-22");
     }
-    println!("cargo:rustc-link-search=native={prefix}/lib");
-    println!("cargo:rustc-link-lib=dylib=LLVM-22");
 
     // The pinning thread-local in the initial-exec TLS model (src/runtime/pin_tls.c says why); the
     // stoppable calls of JIT'd code (src/jit/stop.c).

@@ -3,6 +3,7 @@
 #   build/bench/cpu_kernels          CPU device vs PoCL 3.1 vs memcpy (BENCHMARKS.md)
 #   build/bench/suite                the classic-kernel suite: CPU device vs PoCL 3.1 vs hand-written loops
 #   build/bench/jit_process          per-process program create, disk caches cold/warm vs PoCL; big client
+#   build/bench/startup              a short process's start: olInit alone (ours, LLVM's), warm create vs PoCL
 #   build/bench/cuda_launch          olLaunchKernel vs raw cuLaunchKernel (a GPU, or ffi-tests/fake_cuda)
 #   build/bench/guards               guards on work-item ids (flat ids, equality splits) next to their peers
 #   build/bench/vmath                Black-Scholes: vector math in kernels vs scalar-libm and libmvec hand loops, PoCL
@@ -33,6 +34,9 @@ echo "built $out/program_cache"
 cc -O2 -Wall -I"$inc" bench/jit_process.c -o "$out/jit_process" -Lbuild/lib -lLLVMOffload -lOpenCL -lpthread \
   -Wl,-rpath,"$PWD/build/lib"
 echo "built $out/jit_process"
+# links no offload library (each case dlopens the one it measures)
+cc -O2 -Wall -I"$inc" bench/startup.c -o "$out/startup" -ldl
+echo "built $out/startup"
 # guards on work-item ids: the test kernels of ffi-tests/kernels/flat_guards.c and eq_guards.c
 for k in flat_guards eq_guards; do
   clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -flto -O2 \

@@ -1,4 +1,4 @@
-// Guards on work-item ids on the CPU device (src/jit/lower.cpp, narrowToGuards and splitAtEqualities),
+// Guards on work-item ids on the CPU device (src/jit/llvm/lower.cpp, narrowToGuards and splitAtEqualities),
 // each timed next to a peer of the same run that does the same work in a form narrowed before:
 //
 //   make lib && bash bench/build.sh && build/bench/guards

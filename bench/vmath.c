@@ -3,7 +3,7 @@
 //
 //   make lib && bash bench/build.sh && build/bench/vmath
 //
-//   ours         the CPU device, nvptx64 bitcode (glibc's vector math through the JIT, src/jit/math.rs)
+//   ours         the CPU device, nvptx64 bitcode (glibc's vector math through the JIT, src/jit/llvm/math.rs)
 //   ours_scalar  the same with OFFLOAD_RS_JIT_VECTOR_MATH=0 (one scalar libm call per option)
 //   hand         the hand-written loop, clang -O3 -march=native, scalar libm (math-errno, as C is by default)
 //   hand_vec     the same loop with -fveclib=libmvec -fno-math-errno (glibc's vector math, by hand)

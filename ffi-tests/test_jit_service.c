@@ -945,6 +945,133 @@ TEST(rlimit_fsize_below_an_entry_compiles_without_caching) {
   CHECKF(entries(dir, path, sizeof path) == 0, "an entry was written past RLIMIT_FSIZE: %s", path);
 }
 
+// ---- a client that never loads LLVM (issue 24) ---------------------------------------------------------
+
+// Whether this process has a libLLVM mapped (libLLVM.so.22.1, libLLVM-22.so; not libLLVMOffload).
+static bool llvm_mapped(void) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[1024];
+  bool found = false;
+  while (f && fgets(line, sizeof line, f))
+    found |= strstr(line, "/libLLVM.so") != NULL || strstr(line, "/libLLVM-") != NULL;
+  if (f)
+    fclose(f);
+  return found;
+}
+
+// olInit, olIsValidBinary, a compile in the helper, a disk-cache hit and the kernels' launches map no
+// LLVM; the in-process module (OFFLOAD_RS_JIT_IN_PROCESS=1, asked for by JIT_SERVICE_MODULE=1) compiles
+// the same programs, and only then is LLVM mapped.
+static int child_no_llvm(void) {
+  if (llvm_mapped())
+    return 90;
+  size_t n;
+  void *img = t_load("seed_a", TGT, &n);
+  bool valid = false;
+  if (olIsValidBinary(t_cpu, img, n, &valid) != OL_SUCCESS || !valid)
+    return 91;
+  free(img);
+  if (llvm_mapped())
+    return 92;
+  if (which_of("seed_a") != VAL_A || which_of("seed_b") != VAL_B)
+    return 93; // (compiled by the helper, or a cache hit)
+  if (llvm_mapped())
+    return 94;
+  // cold: the helper compiled; warm: no helper started at all (nor LLVM anywhere for this process)
+  pid_t pids[8];
+  int nh = helpers_marked(getenv("JIT_SERVICE_MARK"), pids, 8);
+  if (getenv("JIT_SERVICE_WARM") ? nh != 0 : nh == 0)
+    return 97;
+  setenv("OFFLOAD_RS_JIT_CACHE_DIR", "off", 1);
+  setenv("OFFLOAD_RS_JIT_IN_PROCESS", "1", 1);
+  if (which_of("seed_b") != VAL_B || which_of("seed_a") != VAL_A)
+    return 95;
+  return llvm_mapped() ? 0 : 96;
+}
+
+TEST(the_library_maps_no_llvm_until_a_compile_runs_in_the_process) {
+  NEED_CPU();
+  char err[600];
+  snprintf(err, sizeof err, "%s/nollvm.stderr", g_root);
+  char mark[32], saved_mark[32];
+  snprintf(saved_mark, sizeof saved_mark, "%s", getenv("JIT_SERVICE_MARK"));
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s", use_cache("nollvm"));
+  for (int round = 0; round < 2; round++) { // a cold cache (compiled by the helper), then a warm one
+    snprintf(mark, sizeof mark, "%d-nollvm%d", (int)getpid(), round);
+    setenv("JIT_SERVICE_MARK", mark, 1);
+    setenv("OFFLOAD_RS_JIT_CACHE_DIR", dir, 1);
+    if (round == 1)
+      setenv("JIT_SERVICE_WARM", "1", 1);
+    pid_t pid = spawn_child("no_llvm", err, false);
+    CHECK(pid > 0);
+    int st = child_status(pid);
+    CHECKF(st == 0, "round %d: child exited %d (90-94: LLVM mapped without an in-process compile, 95: the module's "
+                    "compile is wrong, 96: LLVM not mapped after it, 97: a helper started from a warm cache or none "
+                    "from a cold one; stderr in %s)", round, st, err);
+  }
+  unsetenv("JIT_SERVICE_WARM");
+  setenv("JIT_SERVICE_MARK", saved_mark, 1);
+}
+
+// No helper and no LLVM module: a compile is COMPILE_FAILURE saying so, a disk-cache hit still loads, the
+// library stays usable; a file that is no module of ours (not ELF, or not ours) is refused the same way.
+static int child_no_compiler(void) {
+  size_t n;
+  void *img = t_load("seed_a", TGT, &n);
+  ol_program_handle_t p = NULL;
+  ol_result_t r = olCreateProgram(t_cpu, img, n, &p);
+  free(img);
+  if (r == OL_SUCCESS || r->Code != OL_ERRC_COMPILE_FAILURE)
+    return 100;
+  fprintf(stderr, "create: %s\n", r->Details ? r->Details : "");
+  if (!r->Details || !strstr(r->Details, "no compile helper, and no in-process LLVM module"))
+    return 101;
+  void *mem = NULL;
+  if (olMemAlloc(t_cpu, OL_ALLOC_TYPE_DEVICE, 64, &mem) != OL_SUCCESS || olMemFree(mem) != OL_SUCCESS)
+    return 102;
+  const char *hit = getenv("JIT_SERVICE_HIT_CACHE");
+  if (hit) { // a program compiled before, found in the disk cache without any compiler
+    setenv("OFFLOAD_RS_JIT_CACHE_DIR", hit, 1);
+    if (which_of("seed_b") != VAL_B)
+      return 103;
+  }
+  return 0;
+}
+
+TEST(no_helper_and_no_llvm_module_is_a_compile_failure_and_cached_programs_still_load) {
+  NEED_CPU();
+  const char *warm = use_cache("nocompiler-warm");
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s", warm);
+  CHECK(which_of("seed_b") == VAL_B); // an entry to hit
+  char err[600], notours[600];
+  snprintf(err, sizeof err, "%s/nocompiler.stderr", g_root);
+  snprintf(notours, sizeof notours, "%s/not-a-module.so", g_root);
+  sh("printf 'not an ELF file' > '%s'", notours);
+  const char *helper = getenv("OFFLOAD_RS_JIT_HELPER");
+  char *saved_helper = helper ? strdup(helper) : NULL;
+  const char *modules[] = {"/nonexistent/liboffload-rs-llvm.so", notours, "/lib/x86_64-linux-gnu/libm.so.6"};
+  setenv("OFFLOAD_RS_JIT_HELPER", "/nonexistent/offload-rs-jit", 1);
+  setenv("JIT_SERVICE_HIT_CACHE", dir, 1);
+  for (int i = 0; i < 3; i++) {
+    setenv("OFFLOAD_RS_JIT_MODULE", modules[i], 1);
+    setenv("OFFLOAD_RS_JIT_CACHE_DIR", "off", 1);
+    pid_t pid = spawn_child("no_compiler", err, false);
+    CHECK(pid > 0);
+    int st = child_status(pid);
+    CHECKF(st == 0, "module %s: child exited %d (100: not COMPILE_FAILURE, 101: the text, 102: the library "
+                    "unusable, 103: a cached program did not load; stderr in %s)", modules[i], st, err);
+  }
+  unsetenv("OFFLOAD_RS_JIT_MODULE");
+  unsetenv("JIT_SERVICE_HIT_CACHE");
+  if (saved_helper)
+    setenv("OFFLOAD_RS_JIT_HELPER", saved_helper, 1);
+  else
+    unsetenv("OFFLOAD_RS_JIT_HELPER");
+  free(saved_helper);
+}
+
 int main(void) {
   const char *child = getenv("JIT_SERVICE_CHILD");
   if (child) {
@@ -959,6 +1086,8 @@ int main(void) {
              : strcmp(child, "leaves_fork") == 0 ? child_leaves_fork()
              : strcmp(child, "symlink") == 0 ? child_symlink()
              : strcmp(child, "fsize") == 0 ? child_fsize()
+             : strcmp(child, "no_llvm") == 0 ? child_no_llvm()
+             : strcmp(child, "no_compiler") == 0 ? child_no_compiler()
                                             : 21;
     olShutDown();
     return rc;
@@ -996,6 +1125,8 @@ int main(void) {
   RUN(client_output_reader_sees_eof_and_helpers_exit_with_the_client);
   RUN(helper_found_beside_the_real_library_behind_a_symlink);
   RUN(rlimit_fsize_below_an_entry_compiles_without_caching);
+  RUN(the_library_maps_no_llvm_until_a_compile_runs_in_the_process);
+  RUN(no_helper_and_no_llvm_module_is_a_compile_failure_and_cached_programs_still_load);
   olShutDown();
   sh("rm -rf '%s'", g_root);
   return t_finish();

@@ -146,7 +146,7 @@ run_fake_cuda() {
 
 # The JIT's exactness checks once per CPU target family (OFFLOAD_RS_CPU_TARGET): each ISA level generates
 # different vector code, and LLVM's bugs follow the target (skylake: AVX2 with gathers, the LLVM 22.1
-# vectoriser miscompile src/jit/workarounds/ works around; x86-64-v4: AVX-512). The default run above is
+# vectoriser miscompile src/jit/llvm/workarounds/ works around; x86-64-v4: AVX-512). The default run above is
 # `native`; a target this machine cannot run is skipped, and the log says so.
 JIT_TARGETS=(x86-64-v2 x86-64-v3 skylake x86-64-v4)
 jit_target_matrix() { # jit_target_matrix [--c-only]
@@ -244,6 +244,14 @@ if ! step "dependencies" bash scripts/install-deps.sh; then
   echo "the dependencies could not be installed (see above): stopping"
   exit 1
 fi
+no_llvm_check() { # the libraries link no LLVM (issue 24): nothing NEEDED, nothing ldd finds, names it
+  local bad=0 l
+  for l in build/lib/libLLVMOffload.so.22.1 build/lib23/libLLVMOffload.so.23.1; do
+    echo "     $l needs: $(readelf -d "$l" | sed -nE 's/.*NEEDED.*\[(.*)\]/\1/p' | tr '\n' ' ')"
+    if ldd "$l" | grep -E 'libLLVM(-|\.so)|libstdc\+\+'; then echo "     $l loads LLVM"; bad=1; fi
+  done
+  return $bad
+}
 fmt_check() { # the file list, not pages of diff (run `cargo fmt` to fix)
   cargo fmt --check -- --color=never > "$LOG/cargo-fmt.log" 2>&1 && return 0
   grep '^Diff in' "$LOG/cargo-fmt.log" | sed 's/:[0-9]*:$//' | sort | uniq -c
@@ -253,13 +261,17 @@ fmt_check() { # the file list, not pages of diff (run `cargo fmt` to fix)
 
 step "cargo fmt --check" fmt_check
 step "cargo clippy --all-targets -- -D warnings" cargo clippy --all-targets -- -D warnings
+# the libraries' build: the crate without its `llvm` feature (src/jit/llvm/ left out)
+step "cargo clippy --lib --no-default-features -- -D warnings (the libraries' build)" \
+  cargo clippy --lib --no-default-features --target-dir target/client -- -D warnings
 step "gen-codeloc --check" python3 scripts/gen-codeloc.py --check
 step "no import cycles between files of src/" python3 scripts/check-imports.py
 # No GPU needed: NVIDIA's cuda.h and ptxas (PyPI wheels) check the CUDA plugin's driver table, and cargo
 # test's generated_ptx_passes_nvidia_ptxas assembles every PTX our NVPTX path makes.
 if [ "$QUICK" -eq 1 ]; then
   step "cargo test (incl. tests/header.rs)" cargo test
-  if step "make lib" make lib && step "build C tests" make -C ffi-tests tests; then
+  if step "make lib" make lib && step "the libraries link no LLVM (ldd)" no_llvm_check &&
+    step "build C tests" make -C ffi-tests tests; then
     step "C tests" run_c_tests
     step "C JIT tests per CPU target" jit_target_matrix --c-only
   fi
@@ -271,6 +283,7 @@ if step "CUDA tools from PyPI (cuda.h, ptxas 12.9 and 13.5)" bash scripts/cuda-t
 fi
 step "cargo test (incl. tests/header.rs)" cargo test
 if step "make lib" make lib; then
+  step "the libraries link no LLVM (ldd)" no_llvm_check
   step "symbol check" bash ffi-tests/check_symbols.sh
   step "symbol check of the 23.1 library" bash ffi-tests/check_symbols_23.sh
   step "ABI check (compile ffi-tests/abi_check.cpp)" make -C ffi-tests abi

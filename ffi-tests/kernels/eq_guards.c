@@ -1,4 +1,4 @@
-// Equality guards on the global x index with uniform operands (src/jit/lower.cpp, splitAtEqualities):
+// Equality guards on the global x index with uniform operands (src/jit/llvm/lower.cpp, splitAtEqualities):
 // the x work-item loop is cut at each point, so the items between the points run without the checks.
 // Only guards that decide a branch split (the ones here that load `out`, which the caller fills with 9);
 // the others are selects.

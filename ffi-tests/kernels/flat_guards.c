@@ -1,5 +1,5 @@
 // Guards on the flat work-item id f = tx + ty * nx + tz * nx * ny of 2-D and 3-D groups
-// (src/jit/lower.cpp, narrowToGuards' row-affine ids): in each row (ty, tz) f is tx plus a row-invariant
+// (src/jit/llvm/lower.cpp, narrowToGuards' row-affine ids): in each row (ty, tz) f is tx plus a row-invariant
 // offset, so the x loop of every row runs only the ids that pass, as for a 1-D id.
 // Shared arrays are 1024 long and filled everywhere, so partners beyond the group read defined data.
 #include <gpuintrin.h>

@@ -1,4 +1,4 @@
-// Loops inside barrier regions (src/jit/lower.cpp interchangeLoops: a uniform barrier-free loop gets
+// Loops inside barrier regions (src/jit/llvm/lower.cpp interchangeLoops: a uniform barrier-free loop gets
 // implicit barriers so the work-item loop runs inside it) and shared-memory atomics (markSharedAtomics:
 // plain load/op/store on the group's own memory, real atomics elsewhere). Every result is exact.
 #include <gpuintrin.h>

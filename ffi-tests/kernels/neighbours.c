@@ -1,4 +1,4 @@
-// Neighbour indices `(t + 1) % n` and `(t + n - 1) % n` around barriers (src/jit/lower.cpp work-item
+// Neighbour indices `(t + 1) % n` and `(t + n - 1) % n` around barriers (src/jit/llvm/lower.cpp work-item
 // loops). clang computes the modulo in i16 (the id is below 1024), and in a group-size specialisation
 // with a power-of-two n it becomes a mask; the last work-item of a group must wrap to element 0.
 

@@ -1,4 +1,4 @@
-// Guards on bit patterns of the work-item id (src/jit/lower.cpp, matchRunGuard): the region loops run
+// Guards on bit patterns of the work-item id (src/jit/llvm/lower.cpp, matchRunGuard): the region loops run
 // only the runs of matching ids where the form applies, and the guarded loop where it does not (a mask
 // that is neither a power of two nor 2^k - 1, divergent operands, the flat id of a 2-D group).
 // Shared arrays are 1024 long (seven of them stay under CUDA's 48 KiB of static shared memory, which the

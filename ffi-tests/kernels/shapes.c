@@ -1,4 +1,4 @@
-// Barrier and guard shapes of the work-group lowering (src/jit/lower.cpp): guarded regions, barriers in
+// Barrier and guard shapes of the work-group lowering (src/jit/llvm/lower.cpp): guarded regions, barriers in
 // uniform loops, uniform branches to different barriers, divergent barrier counts (general scheduler),
 // and guards whose `gid * stride + tid` wraps around (the unnarrowed fallback).
 #include <gpuintrin.h>

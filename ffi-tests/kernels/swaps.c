@@ -1,4 +1,4 @@
-// Conditional swaps of two shared elements a work-item read (src/jit/lower.cpp: speculateSharedStores
+// Conditional swaps of two shared elements a work-item read (src/jit/llvm/lower.cpp: speculateSharedStores
 // makes the stores selects, flattenDecision the decision in front of them, versionShortRuns gives run
 // loops of 1, 2 or 4 ids a copy with constant runs). Each group works on its own SW_LEN elements, all
 // of them filled and written back, so partners t ^ j beyond the group read and write defined data.

@@ -1,4 +1,4 @@
-// One kernel per libm function the CPU JIT vectorises through glibc's libmvec (src/jit/math.rs):
+// One kernel per libm function the CPU JIT vectorises through glibc's libmvec (src/jit/llvm/math.rs):
 // o[i] = f(a[i]) (or f(a[i], b[i])), float and double. jit::tests::vector_math_stays_within_glibc_bounds
 // compares every result with the host's scalar libm over many inputs.
 #include <gpuintrin.h>

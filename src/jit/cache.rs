@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use parking_lot::{Condvar, Mutex};
 
 use super::compile;
-use super::target::CpuTarget;
+use super::request::CpuTarget;
 use super::{JitError, KernelMeta};
 
 pub(crate) type Key = [u8; 32];
@@ -157,23 +157,14 @@ pub fn cache_stats() -> (usize, u64, u64) {
     (c.objects.live(), c.compiles.load(Ordering::Relaxed), c.hits.load(Ordering::Relaxed))
 }
 
-pub(crate) fn key_of(bc: &[u8], target: &CpuTarget, opt: u32, memcheck: bool, spec: Option<&compile::Spec>) -> Key {
-    let h = target;
+pub(crate) fn key_of(bc: &[u8], opt: u32, memcheck: bool, stop_points: bool, spec: Option<&compile::Spec>) -> Key {
     let mut k = blake3::Hasher::new();
     k.update(b"offload-rs jit\0");
     k.update(super::BUILD_ID.as_bytes());
     k.update(super::disk::llvm_version().as_bytes());
-    k.update(&[
-        opt as u8,
-        memcheck as u8,
-        compile::generic_is_replaced(memcheck, spec) as u8,
-        h.vector_math as u8,
-        h.stop_points as u8,
-    ]);
-    for s in [&h.triple, &h.cpu, &h.features] {
-        k.update(&(s.len() as u64).to_le_bytes());
-        k.update(s.as_bytes());
-    }
+    k.update(&[opt as u8, memcheck as u8, compile::generic_is_replaced(memcheck, spec) as u8, stop_points as u8]);
+    // what decides the target (target.rs), not the resolved target: a hit needs no LLVM
+    k.update(super::target::key_bytes());
     k.update(&(bc.len() as u64).to_le_bytes());
     k.update(bc);
     if let Some(s) = spec {
@@ -194,19 +185,12 @@ pub(crate) fn evict(key: &Key) {
 /// Returns the compiled object for `bc` (specialised per `spec`), compiling it at most once for
 /// concurrent callers.
 pub(crate) fn get_or_compile(bc: &[u8], spec: Option<&compile::Spec>) -> Result<Arc<CompiledObject>, JitError> {
-    let chosen = super::target::cpu_target()?;
-    let with_stops;
-    let target = if super::stop_points() {
-        with_stops = CpuTarget { stop_points: true, ..chosen.clone() };
-        &with_stops
-    } else {
-        chosen
-    };
     let opt = compile::opt_level();
     let memcheck = super::memcheck();
-    let key = key_of(bc, target, opt, memcheck, spec);
+    let stop_points = super::stop_points();
+    let key = key_of(bc, opt, memcheck, stop_points, spec);
     let c = cache();
-    let (obj, produced) = c.objects.get_or_produce(key, || produce(bc, target, opt, memcheck, key, spec))?;
+    let (obj, produced) = c.objects.get_or_produce(key, || produce(bc, stop_points, opt, memcheck, key, spec))?;
     if !produced {
         c.hits.fetch_add(1, Ordering::Relaxed);
     }
@@ -215,7 +199,7 @@ pub(crate) fn get_or_compile(bc: &[u8], spec: Option<&compile::Spec>) -> Result<
 
 fn produce(
     bc: &[u8],
-    target: &CpuTarget,
+    stop_points: bool,
     opt: u32,
     memcheck: bool,
     key: Key,
@@ -231,7 +215,10 @@ fn produce(
         return Ok(Arc::new(CompiledObject { object, kernels, key }));
     }
     super::check_before_compile(bc)?;
-    let (object, kernels) = super::helper::compile_cpu(bc, target, opt, memcheck, spec)?;
+    // resolved on the first miss (the compile service knows LLVM's CPU names)
+    let chosen = super::service::cpu_target()?;
+    let target = CpuTarget { stop_points, ..chosen.clone() };
+    let (object, kernels) = super::service::compile_cpu(bc, &target, opt, memcheck, spec)?;
     cache().compiles.fetch_add(1, Ordering::Relaxed);
     if let Some(d) = &dir {
         d.write(&key, &compile::encode_object(&object, &kernels));

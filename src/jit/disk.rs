@@ -31,17 +31,22 @@ const DEFAULT_SIZE: u64 = 256 << 20;
 #[cfg(test)]
 pub(crate) static DIR_OVERRIDE: parking_lot::Mutex<Option<std::path::PathBuf>> = parking_lot::Mutex::new(None);
 
-/// LLVM's version, as the library runs it (part of every key).
+/// The LLVM that compiles, as the library knows it without loading it (part of every key): the version
+/// the JIT was built against and the identity (device, inode, size, modification time) of the libLLVM
+/// file the compile helper and the in-process module load, so an upgraded LLVM underneath the same build
+/// is a miss, not an answer from the old one.
 pub(crate) fn llvm_version() -> &'static str {
     static V: OnceLock<String> = OnceLock::new();
     V.get_or_init(|| {
-        unsafe extern "C" {
-            fn LLVMGetVersion(major: *mut u32, minor: *mut u32, patch: *mut u32);
-        }
-        let (mut a, mut b, mut c) = (0u32, 0u32, 0u32);
-        // SAFETY: LLVM's C API writes three unsigned ints.
-        unsafe { LLVMGetVersion(&mut a, &mut b, &mut c) };
-        format!("{a}.{b}.{c}")
+        let path = env!("OFFLOAD_RS_LIBLLVM");
+        let id = std::fs::metadata(path).map_or_else(
+            |_| "absent".to_string(),
+            |m| {
+                use std::os::unix::fs::MetadataExt;
+                format!("{}:{}:{}:{}.{}", m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec())
+            },
+        );
+        format!("{} {path} {id}", env!("OFFLOAD_RS_LLVM_BUILD_VERSION"))
     })
 }
 
@@ -58,7 +63,7 @@ fn size_cap() -> u64 {
         _ => (t, 1),
     };
     num.trim().parse::<u64>().ok().and_then(|n| n.checked_mul(mul)).unwrap_or_else(|| {
-        super::helper::debug(&format!("OFFLOAD_RS_JIT_CACHE_SIZE={v} is not a size; using 256M"));
+        super::debug(&format!("OFFLOAD_RS_JIT_CACHE_SIZE={v} is not a size; using 256M"));
         DEFAULT_SIZE
     })
 }
@@ -116,7 +121,7 @@ impl Dir {
             }
         };
         let refuse = |why: String| {
-            super::helper::debug(&format!("JIT disk cache {} not used: {why}", path.display()));
+            super::debug(&format!("JIT disk cache {} not used: {why}", path.display()));
             None
         };
         if !path.exists() {
@@ -165,7 +170,7 @@ impl Dir {
             None
         };
         if let Some(why) = why {
-            super::helper::debug(&format!("JIT disk cache entry {} ignored: {why}", hex(key)));
+            super::debug(&format!("JIT disk cache entry {} ignored: {why}", hex(key)));
             return None;
         }
         let mut data = vec![0u8; st.st_size as usize];
@@ -185,7 +190,7 @@ impl Dir {
         let payload = match decode_entry(&data, key) {
             Ok(p) => p,
             Err(why) => {
-                super::helper::debug(&format!("JIT disk cache entry {} ignored: {why}", hex(key)));
+                super::debug(&format!("JIT disk cache entry {} ignored: {why}", hex(key)));
                 return None;
             }
         };
@@ -202,7 +207,7 @@ impl Dir {
             return;
         }
         if !super::fd::fits_fsize(data.len()) {
-            super::helper::debug(&format!("JIT disk cache entry {} not written: larger than RLIMIT_FSIZE", hex(key)));
+            super::debug(&format!("JIT disk cache entry {} not written: larger than RLIMIT_FSIZE", hex(key)));
             return;
         }
         let mut rnd = [0u8; 16];

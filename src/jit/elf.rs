@@ -68,7 +68,7 @@ fn resolve_external(name: &str) -> Option<usize> {
     }
     let c = CString::new(name).ok()?;
     if name.starts_with("_ZGV") {
-        // glibc's vector math (the JIT's vectorised math calls, src/jit/math.rs): from libmvec, loaded on
+        // glibc's vector math (the JIT's vectorised math calls, src/jit/llvm/math.rs): from libmvec, loaded on
         // first need and kept local (its names are not added to the client's global namespace)
         static LIBMVEC: OnceLock<usize> = OnceLock::new();
         let h = *LIBMVEC.get_or_init(|| {

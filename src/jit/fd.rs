@@ -8,7 +8,7 @@
 //! close-on-exec and moved to high numbers (at least [`HIGH_FD`] when `RLIMIT_NOFILE` allows), out of
 //! the range clients open and `dup2` onto.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 /// Lowest number kept descriptors are moved to.
 pub(crate) const HIGH_FD: i32 = 600;
@@ -99,13 +99,6 @@ impl Drop for KeptFd {
     }
 }
 
-/// A one-line note on stderr when `OFFLOAD_RS_DEBUG` is set.
-fn debug(msg: &str) {
-    if std::env::var_os("OFFLOAD_RS_DEBUG").is_some() {
-        eprintln!("offload-rs: {msg}");
-    }
-}
-
 /// Whether `bytes` more bytes may be written to a file under `RLIMIT_FSIZE` (a write past it raises
 /// SIGXFSZ, which ends the client).
 pub(crate) fn fits_fsize(bytes: usize) -> bool {
@@ -123,8 +116,9 @@ pub(crate) fn fits_fsize(bytes: usize) -> bool {
 /// others (so nothing planted there can redirect the write), with `O_EXCL|O_NOFOLLOW` after removing
 /// an earlier dump of that name, and within `RLIMIT_FSIZE`. Best effort: `OFFLOAD_RS_DEBUG` says why
 /// a dump was not written.
+#[cfg(feature = "llvm")]
 pub(crate) fn write_dump(dir: &std::path::Path, name: &str, data: &[u8]) {
-    let say = |why: String| debug(&format!("JIT dump {} not written: {why}", dir.join(name).display()));
+    let say = |why: String| super::debug(&format!("JIT dump {} not written: {why}", dir.join(name).display()));
     if !fits_fsize(data.len()) {
         return say("larger than RLIMIT_FSIZE".into());
     }
@@ -137,7 +131,7 @@ pub(crate) fn write_dump(dir: &std::path::Path, name: &str, data: &[u8]) {
         return say(format!("cannot open the directory ({})", std::io::Error::last_os_error()));
     }
     // SAFETY: fd is a fresh descriptor we own.
-    let dfd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let dfd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
     // SAFETY: fstat into a zeroed struct on our descriptor; geteuid has no preconditions.
     let (st, euid) = unsafe {
         let mut st: libc::stat = std::mem::zeroed();
@@ -163,7 +157,7 @@ pub(crate) fn write_dump(dir: &std::path::Path, name: &str, data: &[u8]) {
         return say(format!("{}", std::io::Error::last_os_error()));
     }
     // SAFETY: fresh descriptor we own.
-    let mut f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let mut f = std::fs::File::from(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
     if let Err(e) = std::io::Write::write_all(&mut f, data) {
         say(e.to_string());
     }

@@ -5,10 +5,10 @@
 //! where the loader put it (what LLVM's own JIT does); the debugger applies the debug sections'
 //! relocations. It is unregistered when the object is unloaded (`olDestroyProgram`).
 //!
-//! The descriptor and the breakpoint function are libLLVM's (the library links libLLVM, which defines
-//! them for its own JITs; one descriptor per process keeps every debugger's view in one list). Entries are
-//! linked and unlinked under one lock here; LLVM's own JITs, which this library never runs in the
-//! client's process, use a lock of their own.
+//! The descriptor and the breakpoint function: the library, which has no LLVM in it, defines them itself
+//! (`#[no_mangle]`, found by the debugger in its symbol table, as every JIT that is not LLVM's does);
+//! built with the `llvm` feature (the Rust tests), libLLVM's, which it links. Entries are linked and
+//! unlinked under one lock here.
 
 use parking_lot::Mutex;
 
@@ -31,9 +31,26 @@ struct Descriptor {
 const JIT_REGISTER_FN: u32 = 1;
 const JIT_UNREGISTER_FN: u32 = 2;
 
+#[cfg(feature = "llvm")]
 unsafe extern "C" {
     static mut __jit_debug_descriptor: Descriptor;
     fn __jit_debug_register_code();
+}
+
+/// GDB's JIT descriptor (version 1, nothing registered), which the debugger reads.
+#[cfg(not(feature = "llvm"))]
+#[unsafe(no_mangle)]
+static mut __jit_debug_descriptor: Descriptor =
+    Descriptor { version: 1, action_flag: 0, relevant_entry: std::ptr::null_mut(), first_entry: std::ptr::null_mut() };
+
+/// Where the debugger puts its breakpoint: called after each change of the descriptor. Never inlined,
+/// never empty to the optimiser.
+#[cfg(not(feature = "llvm"))]
+#[unsafe(no_mangle)]
+#[inline(never)]
+extern "C" fn __jit_debug_register_code() {
+    // SAFETY: an empty asm statement: a call the compiler cannot drop or fold.
+    unsafe { std::arch::asm!("", options(nostack, preserves_flags)) };
 }
 
 static LOCK: Mutex<()> = Mutex::new(());

@@ -41,19 +41,22 @@
 //! Protocol (both directions framed `len: u64 | id: u64 | body`): the request body is
 //! [`Request::encode`]; the response body is an encoded `Result` ([`encode_result`]).
 
-use std::ffi::{CStr, CString, OsStr};
+use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::JitError;
 use super::fd::KeptFd;
+#[cfg(feature = "llvm")]
+use super::{
+    JitError,
+    request::{Request, encode_result},
+};
 
 /// How long one compile may take before its helper is killed.
 pub(crate) const COMPILE_TIMEOUT: Duration = Duration::from_secs(600);
@@ -68,273 +71,19 @@ const HELPER_FD: i32 = 3;
 /// The JIT's build id (see build.rs).
 pub(crate) const BUILD_ID: &str = env!("OFFLOAD_RS_BUILD_ID");
 
-/// One job for the helper.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Request<'a> {
-    /// Bitcode -> x86-64 relocatable object and kernel metadata (`compile::compile_in_process`), with
-    /// the memory checker's instrumentation when `memcheck`, specialised for one kernel and group size
-    /// when `kernel` is not empty (`compile::Spec`); `replaced`: generic code that specialisations
-    /// replace at launch (`compile::generic_is_replaced`); for the client's target `triple`, `cpu`,
-    /// `features`, `vector_math` (target.rs: the helper compiles for exactly these, whatever CPU it sees
-    /// itself).
-    Cpu {
-        bc: &'a [u8],
-        opt: u32,
-        memcheck: bool,
-        replaced: bool,
-        kernel: &'a str,
-        group: [u32; 3],
-        triple: &'a str,
-        cpu: &'a str,
-        features: &'a str,
-        vector_math: bool,
-        stop_points: bool,
-    },
-    /// NVPTX bitcode -> PTX text for `cpu` (`sm_90`) with `features` (`+ptx84`).
-    Ptx { bc: &'a [u8], cpu: &'a str, features: &'a str, opt: u32 },
-}
-
-impl<'a> Request<'a> {
-    /// `kind: u8 | opt: u8 | flags: u8 (1 memcheck, 2 replaced, 4 no vector math, 8 stop points) | group: 3 x u32 | (len: u32, bytes) for
-    /// four strings (CPU: the specialised kernel, triple, cpu, features; PTX: cpu, features, "", "") |
-    /// bitcode`.
-    fn encode(&self) -> Vec<u8> {
-        let (kind, opt, flags, group, strs, bc): (u8, u32, u8, [u32; 3], [&str; 4], &[u8]) = match *self {
-            Request::Cpu {
-                bc,
-                opt,
-                memcheck,
-                replaced,
-                kernel,
-                group,
-                triple,
-                cpu,
-                features,
-                vector_math,
-                stop_points,
-            } => {
-                let flags = u8::from(memcheck)
-                    | (u8::from(replaced) << 1)
-                    | (u8::from(!vector_math) << 2)
-                    | (u8::from(stop_points) << 3);
-                (1, opt, flags, group, [kernel, triple, cpu, features], bc)
-            }
-            Request::Ptx { bc, cpu, features, opt } => (2, opt, 0, [0; 3], [cpu, features, "", ""], bc),
-        };
-        let mut v = Vec::with_capacity(bc.len() + 64);
-        v.push(kind);
-        v.push(opt.min(3) as u8);
-        v.push(flags);
-        for g in group {
-            v.extend_from_slice(&g.to_le_bytes());
-        }
-        for s in strs {
-            v.extend_from_slice(&(s.len() as u32).to_le_bytes());
-            v.extend_from_slice(s.as_bytes());
-        }
-        v.extend_from_slice(bc);
-        v
+/// Sends encoded request `req` to an idle or new helper and waits for its answer: `Err(why)` when no
+/// helper could be had (the caller may run the job itself), else the call's outcome (an `Err` is a
+/// helper that failed mid-call: killed, timed out, or gone; it is not reused). `t0`: when the job began
+/// (for `OFFLOAD_RS_JIT_TIME`).
+pub(crate) fn call(req: &[u8], t0: Instant) -> Result<Result<Vec<u8>, String>, String> {
+    let mut conn = pool().acquire()?;
+    if super::compile::timing() {
+        super::compile::time_line(&format!("helper acquired in {:.2} ms", t0.elapsed().as_secs_f64() * 1e3));
     }
-
-    fn decode(v: &'a [u8]) -> Option<Request<'a>> {
-        let (&kind, rest) = v.split_first()?;
-        let (&opt, rest) = rest.split_first()?;
-        let (&flags, mut rest) = rest.split_first()?;
-        let mut group = [0u32; 3];
-        for g in &mut group {
-            *g = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?);
-            rest = &rest[4..];
-        }
-        let mut strs = ["", "", "", ""];
-        for s in &mut strs {
-            let n = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
-            *s = std::str::from_utf8(rest.get(4..4usize.checked_add(n)?)?).ok()?;
-            rest = &rest[4 + n..];
-        }
-        let opt = u32::from(opt);
-        match kind {
-            1 => Some(Request::Cpu {
-                bc: rest,
-                opt,
-                memcheck: flags & 1 != 0,
-                replaced: flags & 2 != 0,
-                kernel: strs[0],
-                group,
-                triple: strs[1],
-                cpu: strs[2],
-                features: strs[3],
-                vector_math: flags & 4 == 0,
-                stop_points: flags & 8 != 0,
-            }),
-            2 => Some(Request::Ptx { bc: rest, cpu: strs[0], features: strs[1], opt }),
-            _ => None,
-        }
-    }
-
-    /// Runs the job here, in this process: the helper's side, and the fallback.
-    fn execute(&self) -> Result<Vec<u8>, JitError> {
-        match *self {
-            Request::Cpu {
-                bc,
-                opt,
-                memcheck,
-                replaced,
-                kernel,
-                group,
-                triple,
-                cpu,
-                features,
-                vector_math,
-                stop_points,
-            } => {
-                let spec = (!kernel.is_empty())
-                    .then(|| super::compile::Spec { kernel: kernel.to_string(), group_size: group });
-                let target = super::target::CpuTarget {
-                    triple: triple.to_string(),
-                    cpu: cpu.to_string(),
-                    features: features.to_string(),
-                    vector_math,
-                    stop_points,
-                };
-                super::compile::compile_in_process(bc, &target, opt, memcheck, replaced, spec.as_ref())
-                    .map(|(o, m)| super::compile::encode_object(&o, &m))
-            }
-            Request::Ptx { bc, cpu, features, opt } => {
-                super::nvptx::ptx_in_process(bc, cpu, features, opt).map(String::into_bytes)
-            }
-        }
-    }
-}
-
-/// Compiles bitcode to an x86-64 ELF relocatable object: (object, kernel metadata), in the compile
-/// helper process, or here when there is none. `memcheck`: instrument every memory access of the
-/// kernels (see `plugin::cpu::memcheck`); `spec`: a launch-time specialisation.
-pub(crate) fn compile_cpu(
-    bc: &[u8],
-    target: &super::target::CpuTarget,
-    opt: u32,
-    memcheck: bool,
-    spec: Option<&super::compile::Spec>,
-) -> Result<(Vec<u8>, Vec<super::KernelMeta>), JitError> {
-    let payload = run(Request::Cpu {
-        bc,
-        opt,
-        memcheck,
-        replaced: super::compile::generic_is_replaced(memcheck, spec),
-        kernel: spec.map_or("", |s| s.kernel.as_str()),
-        group: spec.map_or([0; 3], |s| s.group_size),
-        triple: &target.triple,
-        cpu: &target.cpu,
-        features: &target.features,
-        vector_math: target.vector_math,
-        stop_points: target.stop_points,
-    })?;
-    let (object, kernels) = super::compile::decode_object(&payload)
-        .ok_or_else(|| JitError::Compile("internal: malformed result from the JIT helper".into()))?;
-    // checked before anything (the disk cache) keeps it: the object must load
-    super::elf::LoadedObject::check(&object)
-        .map_err(|e| JitError::Compile(format!("internal: the JIT helper's object does not load: {e}")))?;
-    Ok((object, kernels))
-}
-
-/// PTX for NVPTX bitcode, compiled in the helper process (or here when there is none).
-pub fn compile_ptx(bc: &[u8], cpu: &str, features: &str) -> Result<String, JitError> {
-    let opt = super::compile::opt_level();
-    let v = run(Request::Ptx { bc, cpu, features, opt })?;
-    String::from_utf8(v).map_err(|_| JitError::Compile("internal: PTX from the JIT helper is not text".into()))
-}
-
-/// `tag: u8 | payload`; tag 0 is success, the others name the `JitError` variant.
-pub(crate) fn encode_result(r: Result<Vec<u8>, JitError>) -> Vec<u8> {
-    let (tag, body) = match r {
-        Ok(v) => (0u8, v),
-        Err(JitError::InvalidBinary(m)) => (1, m.into_bytes()),
-        Err(JitError::Compile(m)) => (2, m.into_bytes()),
-        Err(JitError::Link(m)) => (3, m.into_bytes()),
-        Err(JitError::Io(m)) => (4, m.into_bytes()),
-        Err(JitError::NotFound(m)) => (5, m.into_bytes()),
-        Err(JitError::Run(m)) => (6, m.into_bytes()),
-        Err(JitError::InvalidTarget(m)) => (7, m.into_bytes()),
-        Err(JitError::OutOfResources(m)) => (8, m.into_bytes()),
-    };
-    let mut v = Vec::with_capacity(body.len() + 1);
-    v.push(tag);
-    v.extend_from_slice(&body);
-    v
-}
-
-pub(crate) fn decode_result(mut v: Vec<u8>) -> Result<Vec<u8>, JitError> {
-    if v.is_empty() {
-        return Err(JitError::Compile("internal: empty result from the JIT helper".into()));
-    }
-    let tag = v.remove(0);
-    let msg = || String::from_utf8_lossy(&v).into_owned();
-    match tag {
-        0 => Ok(v),
-        1 => Err(JitError::InvalidBinary(msg())),
-        3 => Err(JitError::Link(msg())),
-        4 => Err(JitError::Io(msg())),
-        5 => Err(JitError::NotFound(msg())),
-        6 => Err(JitError::Run(msg())),
-        7 => Err(JitError::InvalidTarget(msg())),
-        8 => Err(JitError::OutOfResources(msg())),
-        _ => Err(JitError::Compile(msg())),
-    }
-}
-
-/// A one-line note on stderr when `OFFLOAD_RS_DEBUG` is set.
-pub(crate) fn debug(msg: &str) {
-    if std::env::var_os("OFFLOAD_RS_DEBUG").is_some() {
-        eprintln!("offload-rs: {msg}");
-    }
-}
-
-fn in_process_forced() -> bool {
-    std::env::var_os("OFFLOAD_RS_JIT_IN_PROCESS").is_some_and(|v| !v.is_empty() && v != "0")
-}
-
-/// Runs `req` in a helper process, or here when no helper can be started. Returns the job's payload.
-pub(crate) fn run(req: Request<'_>) -> Result<Vec<u8>, JitError> {
-    if in_process_forced() {
-        return req.execute();
-    }
-    let t0 = Instant::now();
-    match pool().acquire() {
-        Ok(mut conn) => {
-            if super::compile::timing() {
-                super::compile::time_line(&format!("helper acquired in {:.2} ms", t0.elapsed().as_secs_f64() * 1e3));
-            }
-            let r = conn.call(&req.encode());
-            let reusable = r.is_ok();
-            pool().release(conn, reusable);
-            decode_result(r.map_err(JitError::Compile)?)
-        }
-        Err(why) => {
-            if let Some(limit) = address_space_limit() {
-                // LLVM aborts the process when an allocation fails: under a limit that already kept the
-                // helper from starting, compiling here would risk the client's life
-                return Err(JitError::OutOfResources(format!(
-                    "the JIT's compile helper could not start ({why}) and the process's address space is \
-                     limited (RLIMIT_AS, {} MiB): compiling in the process instead could abort it (LLVM aborts \
-                     when it runs out of memory)",
-                    limit >> 20
-                )));
-            }
-            static SAID: AtomicBool = AtomicBool::new(false);
-            if !SAID.swap(true, Ordering::Relaxed) {
-                debug(&format!("JIT helper unavailable ({why}); compiling in the calling process"));
-            }
-            req.execute()
-        }
-    }
-}
-
-/// The process's address-space limit (`RLIMIT_AS`) in bytes, if it has one.
-fn address_space_limit() -> Option<u64> {
-    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit fills our struct.
-    let r = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut rl) };
-    (r == 0 && rl.rlim_cur != libc::RLIM_INFINITY).then_some(rl.rlim_cur)
+    let r = conn.call(req);
+    let reusable = r.is_ok();
+    pool().release(conn, reusable);
+    Ok(r)
 }
 
 /// A connection to one running helper. The socket and the server's pidfd are kept descriptors
@@ -563,78 +312,17 @@ impl Pool {
 fn helper_path() -> Result<&'static CStr, String> {
     static PATH: OnceLock<Result<CString, String>> = OnceLock::new();
     PATH.get_or_init(|| {
-        let p = match std::env::var_os("OFFLOAD_RS_JIT_HELPER").filter(|v| !v.is_empty()) {
-            Some(p) => PathBuf::from(p),
-            None => {
-                let me = own_file().ok_or("cannot tell where the library was loaded from")?;
-                // beside the real file first (a library reached through a symlink: Spack and Nix
-                // views, modules, /usr/lib links), then beside the name it was loaded by
-                let real = std::fs::canonicalize(&me).ok();
-                let dirs: Vec<&Path> =
-                    real.iter().chain(std::iter::once(&me)).map(|p| p.parent().unwrap_or(Path::new("/"))).collect();
-                let candidates = dirs.iter().flat_map(|dir| {
-                    [
-                        dir.join("offload-rs/offload-rs-jit"),
-                        // cargo's layout: target/<profile>/{<bin>, deps/<test>}
-                        dir.join("offload-rs-jit"),
-                        dir.join("../offload-rs-jit"),
-                    ]
-                });
-                candidates.into_iter().find(|c| is_executable(c)).ok_or_else(|| {
-                    format!(
-                        "no offload-rs/offload-rs-jit beside {} (installed by `make install`)",
-                        real.as_ref().unwrap_or(&me).display()
-                    )
-                })?
-            }
-        };
+        let p = super::beside::beside_library(
+            "OFFLOAD_RS_JIT_HELPER",
+            // cargo's layout too: target/<profile>/{<bin>, deps/<test>}
+            &["offload-rs/offload-rs-jit", "offload-rs-jit", "../offload-rs-jit"],
+            super::beside::is_executable,
+        )?;
         CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("bad helper path {}", p.display()))
     })
     .as_ref()
     .map(|c| c.as_c_str())
     .map_err(Clone::clone)
-}
-
-fn is_executable(p: &Path) -> bool {
-    let Ok(c) = CString::new(p.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: access() on a NUL-terminated path.
-    p.is_file() && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0
-}
-
-/// The file our code was loaded from: the library (or the executable it is linked into).
-fn own_file() -> Option<PathBuf> {
-    let addr = own_file as *const () as usize;
-    // SAFETY: dladdr fills `info` for an address inside a loaded object; the strings it points to live
-    // as long as the object stays loaded (we are inside it).
-    let from_dladdr = unsafe {
-        let mut info: libc::Dl_info = std::mem::zeroed();
-        if libc::dladdr(addr as *const libc::c_void, &mut info) != 0 && !info.dli_fname.is_null() {
-            Some(PathBuf::from(OsStr::from_bytes(CStr::from_ptr(info.dli_fname).to_bytes())))
-        } else {
-            None
-        }
-    };
-    if let Some(p) = &from_dladdr
-        && p.is_absolute()
-    {
-        return from_dladdr;
-    }
-    // A relative name (LD_LIBRARY_PATH=build/lib) is relative to the directory at load time: ask the
-    // kernel which file maps our code.
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    for line in maps.lines() {
-        let mut f = line.split_whitespace();
-        let range = f.next()?;
-        let (lo, hi) = range.split_once('-')?;
-        let (lo, hi) = (usize::from_str_radix(lo, 16).ok()?, usize::from_str_radix(hi, 16).ok()?);
-        if (lo..hi).contains(&addr) {
-            let path = f.nth(4)?;
-            return Some(PathBuf::from(path));
-        }
-    }
-    from_dladdr
 }
 
 /// Starts a helper: `path serve` (see [`spawn_process`]), then reads its hello, within `timeout`; a
@@ -1023,7 +711,7 @@ fn reaper_usable() -> bool {
         }
         // A reaper runs this library's code until it exits, after the client may have dlclose'd us:
         // the library is pinned (RTLD_NODELETE) first. (NULL: our code is in the executable itself.)
-        if let Some(c) = own_file().and_then(|p| CString::new(p.as_os_str().as_bytes()).ok()) {
+        if let Some(c) = super::beside::own_file().and_then(|p| CString::new(p.as_os_str().as_bytes()).ok()) {
             // SAFETY: RTLD_NOLOAD loads and runs nothing; it marks the already-loaded object
             // never-unloadable, and the extra reference is kept for the process's life.
             unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD | libc::RTLD_NODELETE) };
@@ -1127,6 +815,7 @@ fn keep_stderr() -> bool {
     ["OFFLOAD_RS_DEBUG", "OFFLOAD_RS_JIT_TIME"].iter().any(|v| std::env::var_os(v).is_some())
 }
 
+#[cfg(feature = "llvm")]
 /// The helper executable's `main` (`src/bin/offload-rs-jit.rs`).
 #[doc(hidden)]
 pub fn helper_main() -> ! {
@@ -1155,6 +844,7 @@ pub fn helper_main() -> ! {
     }
 }
 
+#[cfg(feature = "llvm")]
 /// Exits when the client is gone: its process has exited (its pidfd, descriptor 4, is readable; a
 /// forked child of the client that still holds our socket does not keep us alive) or it hung up the
 /// socket, also while a compile runs.
@@ -1179,6 +869,7 @@ fn watch_client(client_pidfd: bool) {
     }
 }
 
+#[cfg(feature = "llvm")]
 /// `client_pidfd`: descriptor 4 is a pidfd of the client (started by a reaper).
 fn serve(client_pidfd: bool) -> ! {
     watch_client(client_pidfd);
@@ -1196,7 +887,7 @@ fn serve(client_pidfd: bool) -> ! {
         };
         let out = match Request::decode(&body) {
             Some(req) => {
-                let r = std::panic::catch_unwind(|| req.execute());
+                let r = std::panic::catch_unwind(|| super::llvm::execute(&req));
                 encode_result(r.unwrap_or_else(|_| Err(JitError::Compile("internal: the JIT panicked".into()))))
             }
             None => encode_result(Err(JitError::Compile("internal: malformed request to the JIT helper".into()))),
@@ -1210,55 +901,6 @@ fn serve(client_pidfd: bool) -> ! {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn requests_round_trip() {
-        let bc = [1u8, 2, 3];
-        let r = Request::Ptx { bc: &bc, cpu: "sm_90", features: "+ptx84", opt: 2 };
-        match Request::decode(&r.encode()) {
-            Some(Request::Ptx { bc: b, cpu, features, opt }) => {
-                assert_eq!((b, cpu, features, opt), (&bc[..], "sm_90", "+ptx84", 2));
-            }
-            other => panic!("{other:?}"),
-        }
-        let r = Request::Cpu {
-            bc: &bc,
-            opt: 3,
-            memcheck: false,
-            replaced: true,
-            kernel: "k",
-            group: [64, 2, 1],
-            triple: "x86_64-pc-linux-gnu",
-            cpu: "x86-64-v3",
-            features: "-avx2",
-            vector_math: false,
-            stop_points: true,
-        };
-        match Request::decode(&r.encode()) {
-            Some(Request::Cpu {
-                bc: b,
-                opt,
-                memcheck,
-                replaced,
-                kernel,
-                group,
-                triple,
-                cpu,
-                features,
-                vector_math,
-                stop_points,
-            }) => {
-                assert_eq!((b, opt, memcheck, replaced, kernel, group), (&bc[..], 3, false, true, "k", [64, 2, 1]));
-                assert_eq!((triple, cpu, features, vector_math), ("x86_64-pc-linux-gnu", "x86-64-v3", "-avx2", false));
-                assert!(stop_points);
-            }
-            other => panic!("{other:?}"),
-        }
-        assert!(Request::decode(&[9, 0, 0, 0, 0, 0, 0, 0, 0, 0]).is_none());
-        assert!(Request::decode(&[2, 0, 255, 255, 255, 255]).is_none());
-        let e = decode_result(encode_result(Err(JitError::InvalidBinary("x".into()))));
-        assert!(matches!(e, Err(JitError::InvalidBinary(m)) if m == "x"));
-    }
 
     /// A helper executable that never exits (here a script that writes its pid and sleeps) costs at most
     /// the start timeout: it is then killed and reaped, and the start is an error (the compile then runs

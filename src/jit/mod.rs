@@ -44,7 +44,7 @@
 //! barriers under GPU rules), so LLVM vectorises it. A guard `if (gid * n + tid < len)` around the body
 //! narrows the x range to the ids that pass and disappears (no masked loads/stores); where `gid * n +
 //! tid` could wrap around 2^32 (checked once per group), an unchanged copy of the loop nest runs.
-//! Kernels with `__gpu_sync_threads` (or warp operations) are lowered in C++ (`lower.cpp`; the C API has
+//! Kernels with `__gpu_sync_threads` (or warp operations) are lowered in C++ (`llvm/lower.cpp`; the C API has
 //! no CloneFunction/InlineFunction/DemoteRegToStack/dominators), without fibers:
 //! * blocks are split at barriers; a *region* is what runs from the entry or a barrier to the next
 //!   barriers/exits. Each region's blocks are cloned into their own parallel z/y/x work-item loop;
@@ -94,34 +94,34 @@
 //! Compiled objects are cached by **content** (blake3 of the image, host CPU and features, options, build
 //! id, LLVM version) and evicted when the last [`LoadedImage`] made from them is dropped (unlike the
 //! address-keyed cache of LLVM PR #148847). Below that, the disk cache (disk.rs, on by default). LLVM
-//! runs on image bytes only in the compile helper process (helper.rs); `olIsValidBinary` reads the
-//! bitcode's triple without LLVM (bitcode.rs).
+//! runs on image bytes only in the compile helper process (helper.rs), or in the in-process LLVM module
+//! (module.rs) when asked or when no helper can start; the library itself has no LLVM in it (`llvm/` is
+//! built into the helper and the module only). `olIsValidBinary` reads the bitcode's triple without
+//! LLVM (bitcode.rs), and a cache hit loads without it.
 
+// Everything but `llvm` runs without LLVM (the client library); `llvm` is the JIT's LLVM side (the
+// `llvm` feature: the compile helper, the in-process LLVM module, the Rust tests), which the client
+// reaches only through the compile service (helper.rs, module.rs).
+mod beside;
 mod bitcode;
 mod cache;
-mod callgraph;
-mod cleanup;
 mod compile;
-mod devicelib;
 mod disk;
 mod elf;
 mod fd;
 mod gdbjit;
 pub mod helper;
-mod intrinsics;
-mod math;
+#[cfg(feature = "llvm")]
+mod llvm;
+#[cfg(not(feature = "llvm"))]
+mod module;
 mod native;
-mod normalise;
-mod nvptx;
 mod perfmap;
-mod pipeline;
+mod request;
+mod service;
 mod stack;
 mod stop;
 pub(crate) mod target;
-#[cfg(test)]
-mod tests;
-#[cfg(test)]
-mod workaround_tests;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -140,8 +140,15 @@ pub(crate) enum Arch {
 pub use cache::{ContentCache, cache_stats};
 pub(crate) use compile::opt_level;
 pub(crate) use helper::BUILD_ID;
-pub use helper::compile_ptx;
+pub use service::compile_ptx;
 pub use stop::{run_void, run_work_group, set_stop_points, stop_points, void_call_started};
+
+/// A one-line note on stderr when `OFFLOAD_RS_DEBUG` is set.
+pub(crate) fn debug(msg: &str) {
+    if std::env::var_os("OFFLOAD_RS_DEBUG").is_some() {
+        eprintln!("offload-rs: {msg}");
+    }
+}
 
 static MEMCHECK: AtomicBool = AtomicBool::new(false);
 
@@ -152,8 +159,17 @@ static MEMCHECK: AtomicBool = AtomicBool::new(false);
 /// Chooses the CPU JIT's target now (`OFFLOAD_RS_CPU_TARGET`, valgrind; see target.rs) and says whether
 /// it can be used: an unknown CPU or feature, or one this machine cannot run, is
 /// [`JitError::InvalidTarget`].
+///
+/// Only a chosen target is checked now (by the compile service: LLVM knows the names); the default needs
+/// no check and starts no LLVM. A service that cannot run now leaves the check to the first compile.
 pub fn cpu_target_check() -> Result<(), JitError> {
-    target::cpu_target().map(|_| ())
+    if target::client_cpu().spec.is_none() {
+        return Ok(());
+    }
+    match service::cpu_target() {
+        Err(e @ JitError::InvalidTarget(_)) => Err(e),
+        _ => Ok(()),
+    }
 }
 
 pub fn set_memcheck(on: bool) {
@@ -209,6 +225,13 @@ pub fn set_runtime_functions(r: RuntimeFunctions) {
     let _ = RUNTIME.set(r);
 }
 
+/// `int __ol_rs_rt_printf(const char *fmt, const void *args, uint64_t args_len, int cuda, uint32_t x,
+/// uint32_t y, uint32_t z)`.
+pub(crate) const RT_PRINTF: &str = "__ol_rs_rt_printf";
+/// `void __ol_rs_rt_trap(const char *msg, const char *file, uint32_t line, const char *function, uint32_t
+/// x, uint32_t y, uint32_t z, uint32_t gx, uint32_t gy, uint32_t gz)`.
+pub(crate) const RT_TRAP: &str = "__ol_rs_rt_trap";
+
 /// The registered runtime functions.
 fn runtime_functions() -> Option<&'static RuntimeFunctions> {
     RUNTIME.get()
@@ -218,8 +241,8 @@ fn runtime_functions() -> Option<&'static RuntimeFunctions> {
 fn runtime_function(name: &str) -> Option<usize> {
     let r = RUNTIME.get()?;
     match name {
-        devicelib::RT_PRINTF => Some(r.printf as usize),
-        devicelib::RT_TRAP => Some(r.trap as usize),
+        RT_PRINTF => Some(r.printf as usize),
+        RT_TRAP => Some(r.trap as usize),
         stop::RT_POLL => Some(stop::poll_address()),
         _ => None,
     }

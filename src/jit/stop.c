@@ -1,4 +1,4 @@
-// Leaving JIT'd code at a stop point (src/jit/stop_points.cpp), without a signal: the CPU device calls a
+// Leaving JIT'd code at a stop point (src/jit/llvm/stop_points.cpp), without a signal: the CPU device calls a
 // work-group function or a program's constructors through ol_rs_run_stoppable, which remembers where it
 // was called from (sigsetjmp, no signal mask saved); a due stop point calls __ol_rs_rt_poll, which asks
 // the runtime (ol_rs_jit_stop_requested, src/jit/stop.rs) and, when the code must stop, jumps back there

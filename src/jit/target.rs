@@ -1,12 +1,15 @@
-//! The CPU JIT's target: the CPU name and feature string the compiled code is for.
+//! The CPU JIT's target as the client chooses it, without LLVM: what it asks for, what its process's CPU
+//! lacks, and the part of every cache key that stands for the target.
 //!
-//! The client chooses it, once per process (the first `olInit`, or the first compile without one), and
-//! sends it with every compile request; the compile helper compiles for exactly that, and the memory and
-//! disk cache keys hold it. So the code always matches what the client's process can run, also when the
-//! helper sees another CPU than the client does (a client under valgrind, whose emulated CPU has no
-//! AVX-512, while the helper runs on the real one).
+//! The client chooses once per process and the compile service resolves the choice to an LLVM CPU name
+//! and feature string (src/jit/llvm/target.rs), at the first compile or at `olInit` when
+//! `OFFLOAD_RS_CPU_TARGET` is set; every compile request then carries the resolved target and the
+//! helper compiles for exactly that, whatever CPU it sees itself. So the code always matches what the
+//! client's process can run, also when the helper sees another CPU than the client does (a client under
+//! valgrind, whose emulated CPU has no AVX-512, while the helper runs on the real one): the client sends
+//! the features its own `cpuid` says are missing, and the service treats them as absent.
 //!
-//! * Default: `native`, the host's CPU name and features as LLVM reads them in the client.
+//! * Default: `native`, the host's CPU name and features as LLVM reads them.
 //! * Under valgrind (detected with valgrind's `RUNNING_ON_VALGRIND` client request): the highest of
 //!   `x86-64-v3`, `x86-64-v2`, `x86-64` that valgrind's CPU runs, without the host's extra features
 //!   (valgrind cannot run AVX-512 code), with an `OFFLOAD_RS_DEBUG` line saying so.
@@ -14,199 +17,165 @@
 //!   (`x86-64-v3`, `skylake-avx512`, `znver4`, ...) or `native`, with optional feature changes. An unknown
 //!   CPU or feature, or a target this machine cannot run (the features it lacks are named), is an error
 //!   at `olInit` (`OL_ERRC_INVALID_VALUE`).
+//!
+//! A cache hit needs no resolution: the key holds what decides the resolved target (the choice, the
+//! valgrind flag, the missing features, and a fingerprint of the `cpuid` leaves LLVM's host detection
+//! reads), so loading a cached program never starts LLVM.
 
-use std::collections::HashMap;
-use std::ffi::{CStr, CString, c_char, c_int};
 use std::sync::OnceLock;
-
-use inkwell::targets::{InitializationConfig, Target, TargetMachine};
-
-use super::JitError;
-
-unsafe extern "C" {
-    fn ol_rs_jit_cpu_info(
-        triple: *const c_char,
-        cpu: *const c_char,
-        features: *const c_char,
-        cpu_valid: *mut c_int,
-        known: *mut *mut c_char,
-        enabled: *mut *mut c_char,
-    ) -> c_int;
-    fn ol_rs_jit_free(p: *mut c_char);
-}
 
 /// The environment variable that chooses the target.
 pub(crate) const ENV: &str = "OFFLOAD_RS_CPU_TARGET";
 
-/// What the CPU JIT compiles for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CpuTarget {
-    pub triple: String,
-    pub cpu: String,
-    pub features: String,
-    /// whether the code may call glibc's vector math (`OFFLOAD_RS_JIT_VECTOR_MATH`, src/jit/math.rs)
-    pub vector_math: bool,
-    /// whether the code gets stop points (src/jit/stop.rs; not chosen here: set per compile from
-    /// [`super::stop_points`])
-    pub stop_points: bool,
-}
-
-/// How the client's process sees its CPU (under valgrind: valgrind's CPU).
+/// This process's CPU as the client sees it (under valgrind: valgrind's CPU), read without LLVM.
 #[derive(Debug, Clone)]
-pub(crate) struct HostView {
-    pub triple: String,
-    pub cpu: String,
-    /// LLVM's host feature string: `+name` or `-name` for every feature it detects
-    pub features: String,
+pub(crate) struct ClientCpu {
+    /// the value of [`ENV`], trimmed; `None` when unset or empty
+    pub spec: Option<String>,
     pub under_valgrind: bool,
+    /// the features (LLVM's names, comma-separated) this process's `cpuid` says are missing
+    pub lacks: String,
+    /// blake3 of the `cpuid` leaves (and `xgetbv`) LLVM's host detection reads
+    pub fingerprint: [u8; 32],
 }
 
-/// The host as this process sees it.
-pub(crate) fn host_view() -> &'static HostView {
-    static HOST: OnceLock<HostView> = OnceLock::new();
-    HOST.get_or_init(|| {
-        Target::initialize_x86(&InitializationConfig::default());
-        HostView {
-            triple: TargetMachine::get_default_triple().as_str().to_string_lossy().into_owned(),
-            cpu: TargetMachine::get_host_cpu_name().to_string(),
-            features: TargetMachine::get_host_cpu_features().to_string(),
-            under_valgrind: running_on_valgrind(),
-        }
+/// The client's CPU, read on the first call.
+pub(crate) fn client_cpu() -> &'static ClientCpu {
+    static CPU: OnceLock<ClientCpu> = OnceLock::new();
+    CPU.get_or_init(|| ClientCpu {
+        spec: std::env::var(ENV).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),
+        under_valgrind: running_on_valgrind(),
+        lacks: missing_features().join(","),
+        fingerprint: cpuid_fingerprint(),
     })
 }
 
-/// The process's CPU target (see the module docs), chosen on the first call.
-pub(crate) fn cpu_target() -> Result<&'static CpuTarget, JitError> {
-    static TARGET: OnceLock<Result<CpuTarget, String>> = OnceLock::new();
-    TARGET
-        .get_or_init(|| {
-            let spec = std::env::var(ENV).ok();
-            let host = host_view();
-            let mut t = choose(spec.as_deref(), host)?;
-            t.vector_math = super::math::vector_math_enabled();
-            if spec.is_none() && host.under_valgrind && std::env::var_os("OFFLOAD_RS_DEBUG").is_some() {
-                // as helper::debug's lines (not called from here: helper.rs depends on this file)
-                eprintln!(
-                    "offload-rs: running under valgrind: the CPU JIT compiles for {} instead of the host's {} \
-                     (valgrind cannot run every instruction of the host; {ENV} chooses)",
-                    t.cpu, host.cpu
-                );
-            }
-            Ok(t)
-        })
-        .as_ref()
-        .map_err(|e| JitError::InvalidTarget(e.clone()))
-}
-
-/// The target for `spec` (the value of [`ENV`], `None` when unset) on `host`.
-pub(crate) fn choose(spec: Option<&str>, host: &HostView) -> Result<CpuTarget, String> {
-    let spec = spec.map(str::trim).filter(|s| !s.is_empty());
-    let Some(spec) = spec else {
-        if host.under_valgrind {
-            for cpu in ["x86-64-v3", "x86-64-v2", "x86-64"] {
-                if let Ok(t) = resolve(cpu, &[], host) {
-                    return Ok(t);
-                }
-            }
+/// The target's part of every JIT cache key: what decides the resolved target, without resolving it.
+pub(crate) fn key_bytes() -> &'static [u8] {
+    static KEY: OnceLock<Vec<u8>> = OnceLock::new();
+    KEY.get_or_init(|| {
+        let c = client_cpu();
+        let mut v = b"target\0".to_vec();
+        let spec = c.spec.as_deref().unwrap_or("");
+        for s in [spec, c.lacks.as_str()] {
+            v.extend_from_slice(&(s.len() as u64).to_le_bytes());
+            v.extend_from_slice(s.as_bytes());
         }
-        return Ok(CpuTarget {
-            triple: host.triple.clone(),
-            cpu: host.cpu.clone(),
-            features: host.features.clone(),
-            vector_math: true,
-            stop_points: false,
-        });
-    };
-    let mut parts = spec.split(',').map(str::trim);
-    let cpu = parts.next().unwrap_or("");
-    let changes: Vec<&str> = parts.collect();
-    if cpu.is_empty() || cpu.starts_with(['+', '-']) {
-        return Err(format!(
-            "{ENV}={spec}: expected a CPU name first (native, x86-64-v3, skylake-avx512, ...), then optional \
-             +feature/-feature changes"
-        ));
-    }
-    resolve(cpu, &changes, host).map_err(|e| format!("{ENV}={spec}: {e}"))
-}
-
-/// `cpu` (or `native`) with the feature `changes`, checked against what LLVM knows and what `host` runs.
-fn resolve(cpu: &str, changes: &[&str], host: &HostView) -> Result<CpuTarget, String> {
-    let (name, base) = if cpu == "native" { (host.cpu.as_str(), host.features.as_str()) } else { (cpu, "") };
-    let probe = cpu_info(&host.triple, name, "")?;
-    if !probe.cpu_valid {
-        return Err(format!(
-            "'{cpu}' is not a CPU LLVM knows for {} (try native, x86-64, x86-64-v2, x86-64-v3, x86-64-v4, \
-             skylake, skylake-avx512, znver3, znver4)",
-            host.triple
-        ));
-    }
-    for c in changes {
-        let name = c.strip_prefix(['+', '-']).ok_or_else(|| format!("'{c}' is not +feature or -feature"))?;
-        if !probe.known.iter().any(|k| k == name) {
-            return Err(format!("'{name}' is not a feature LLVM knows for {}", host.triple));
-        }
-    }
-    let features =
-        [base].into_iter().chain(changes.iter().copied()).filter(|s| !s.is_empty()).collect::<Vec<_>>().join(",");
-    let enabled = cpu_info(&host.triple, name, &features)?.enabled;
-    let host_has: HashMap<&str, bool> = host
-        .features
-        .split(',')
-        .filter_map(|f| f.strip_prefix('+').map(|n| (n, true)).or_else(|| f.strip_prefix('-').map(|n| (n, false))))
-        .collect();
-    // Only what the host reports as absent counts: the rest of LLVM's features are tuning flags.
-    let missing: Vec<&str> = enabled.iter().map(String::as_str).filter(|f| host_has.get(f) == Some(&false)).collect();
-    if !missing.is_empty() {
-        let cpu_text = if host.under_valgrind { "the CPU valgrind emulates" } else { "this CPU" };
-        return Err(format!("code for '{cpu}' needs features {cpu_text} lacks: {}", missing.join(", ")));
-    }
-    Ok(CpuTarget {
-        triple: host.triple.clone(),
-        cpu: name.to_string(),
-        features,
-        vector_math: true,
-        stop_points: false,
+        v.push(u8::from(c.under_valgrind));
+        v.push(u8::from(vector_math_enabled()));
+        v.extend_from_slice(&c.fingerprint);
+        v
     })
 }
 
-/// Every feature LLVM turns on for `t` (implied ones included), e.g. to choose the vector math variants
-/// it may call.
-pub(crate) fn enabled_features(t: &CpuTarget) -> Vec<String> {
-    cpu_info(&t.triple, &t.cpu, &t.features).map(|i| i.enabled).unwrap_or_default()
+/// `OFFLOAD_RS_JIT_VECTOR_MATH=0`: every math call stays scalar (part of the cache key and of the
+/// compile request).
+pub(crate) fn vector_math_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("OFFLOAD_RS_JIT_VECTOR_MATH").is_none_or(|v| v != "0"))
 }
 
-struct CpuInfo {
-    cpu_valid: bool,
-    known: Vec<String>,
-    enabled: Vec<String>,
-}
-
-fn cpu_info(triple: &str, cpu: &str, features: &str) -> Result<CpuInfo, String> {
-    let (t, c, f) = (
-        CString::new(triple).map_err(|_| "a NUL byte in the triple")?,
-        CString::new(cpu).map_err(|_| "a NUL byte in the CPU name")?,
-        CString::new(features).map_err(|_| "a NUL byte in the features")?,
+/// The features this process's CPU lacks, by LLVM's name (`+name`, `-name` are LLVM's feature syntax;
+/// these are plain names): every x86 feature the standard library detects that LLVM may use in code.
+fn missing_features() -> Vec<&'static str> {
+    let mut out = Vec::new();
+    macro_rules! check {
+        ($($llvm:literal = $std:tt),* $(,)?) => {
+            $( if !std::arch::is_x86_feature_detected!($std) { out.push($llvm); } )*
+        };
+    }
+    #[cfg(target_arch = "x86_64")]
+    check!(
+        "sse3" = "sse3",
+        "ssse3" = "ssse3",
+        "sse4.1" = "sse4.1",
+        "sse4.2" = "sse4.2",
+        "sse4a" = "sse4a",
+        "popcnt" = "popcnt",
+        "lzcnt" = "lzcnt",
+        "bmi" = "bmi1",
+        "bmi2" = "bmi2",
+        "tbm" = "tbm",
+        "fma" = "fma",
+        "f16c" = "f16c",
+        "avx" = "avx",
+        "avx2" = "avx2",
+        "xsave" = "xsave",
+        "xsaveopt" = "xsaveopt",
+        "xsavec" = "xsavec",
+        "xsaves" = "xsaves",
+        "cx16" = "cmpxchg16b",
+        "movbe" = "movbe",
+        "adx" = "adx",
+        "aes" = "aes",
+        "pclmul" = "pclmulqdq",
+        "sha" = "sha",
+        "rdrnd" = "rdrand",
+        "rdseed" = "rdseed",
+        "fxsr" = "fxsr",
+        "avx512f" = "avx512f",
+        "avx512cd" = "avx512cd",
+        "avx512bw" = "avx512bw",
+        "avx512dq" = "avx512dq",
+        "avx512vl" = "avx512vl",
+        "avx512ifma" = "avx512ifma",
+        "avx512vbmi" = "avx512vbmi",
+        "avx512vbmi2" = "avx512vbmi2",
+        "avx512vnni" = "avx512vnni",
+        "avx512bitalg" = "avx512bitalg",
+        "avx512vpopcntdq" = "avx512vpopcntdq",
+        "avx512bf16" = "avx512bf16",
+        "avx512fp16" = "avx512fp16",
+        "vaes" = "vaes",
+        "vpclmulqdq" = "vpclmulqdq",
+        "gfni" = "gfni",
+        "avxvnni" = "avxvnni",
     );
-    let (mut valid, mut known, mut enabled): (c_int, *mut c_char, *mut c_char) =
-        (0, std::ptr::null_mut(), std::ptr::null_mut());
-    // SAFETY: NUL-terminated inputs; the shim writes the three out-pointers (malloc'ed strings or NULL).
-    let rc = unsafe { ol_rs_jit_cpu_info(t.as_ptr(), c.as_ptr(), f.as_ptr(), &mut valid, &mut known, &mut enabled) };
-    let take = |p: *mut c_char| -> String {
-        if p.is_null() {
-            return String::new();
+    out
+}
+
+/// blake3 of the `cpuid` leaves LLVM's host CPU and feature detection reads (vendor, family/model, the
+/// feature leaves 1, 7.0, 7.1, 0xD.1, 0x14, 0x19, 0x24, 0x80000001, 0x80000008) and of `xgetbv(0)`, the
+/// per-core parts (APIC ids) left out: the same on every core of one machine, different for another CPU
+/// or another set of enabled features.
+fn cpuid_fingerprint() -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid_count;
+        // (cpuid exists on every x86-64 CPU; leaves above the maximum are not asked)
+        let leaf = |l: u32, s: u32| __cpuid_count(l, s);
+        let max = leaf(0, 0).eax;
+        let max_ext = leaf(0x8000_0000, 0).eax;
+        let mut add = |l: u32, s: u32, mask_ebx: u32| {
+            let r = leaf(l, s);
+            for w in [l, s, r.eax, r.ebx & mask_ebx, r.ecx, r.edx] {
+                h.update(&w.to_le_bytes());
+            }
+        };
+        add(0, 0, !0);
+        // leaf 1's ebx holds the APIC id and logical count (per core): keep brand index and clflush size
+        add(1, 0, 0xffff);
+        for (l, s) in [(7, 0), (7, 1), (0xd, 1), (0x14, 0), (0x19, 0), (0x24, 0)] {
+            if l <= max {
+                add(l, s, !0);
+            }
         }
-        // SAFETY: a NUL-terminated string from the shim, freed once right after.
-        let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
-        // SAFETY: allocated by the shim's malloc.
-        unsafe { ol_rs_jit_free(p) };
-        s
-    };
-    let (known, enabled) = (take(known), take(enabled));
-    if rc != 0 {
-        return Err(known);
+        for l in [0x8000_0001, 0x8000_0008] {
+            if l <= max_ext {
+                add(l, 0, !0);
+            }
+        }
+        // OSXSAVE: the OS's enabled register state decides AVX and AVX-512 as much as cpuid does
+        if leaf(1, 0).ecx & (1 << 27) != 0 {
+            let (lo, hi): (u32, u32);
+            // SAFETY: xgetbv with ecx = 0 is available when OSXSAVE is set; it only reads XCR0.
+            unsafe { std::arch::asm!("xgetbv", in("ecx") 0u32, out("eax") lo, out("edx") hi, options(nomem, nostack)) };
+            h.update(&lo.to_le_bytes());
+            h.update(&hi.to_le_bytes());
+        }
     }
-    let list = |s: String| s.split(',').filter(|n| !n.is_empty()).map(str::to_string).collect::<Vec<_>>();
-    Ok(CpuInfo { cpu_valid: valid != 0, known: list(known), enabled: list(enabled) })
+    *h.finalize().as_bytes()
 }
 
 /// valgrind's `RUNNING_ON_VALGRIND` client request: non-zero under valgrind, 0 natively (the special
@@ -238,70 +207,29 @@ pub(crate) fn running_on_valgrind() -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::request::CpuTarget;
     use super::*;
-
-    fn host(features: &str, valgrind: bool) -> HostView {
-        HostView {
-            triple: "x86_64-pc-linux-gnu".into(),
-            cpu: "znver3".into(),
-            features: features.into(),
-            under_valgrind: valgrind,
-        }
-    }
-
-    const AVX2_HOST: &str = "+sse,+sse2,+sse3,+ssse3,+sse4.1,+sse4.2,+popcnt,+avx,+avx2,+fma,+bmi,+bmi2,+lzcnt,\
-                             +movbe,+f16c,+xsave,+cx16,+sahf,-avx512f,-avx512bw,-avx512vl,-avx512dq,-avx512cd";
-
-    #[test]
-    fn default_is_the_host_and_valgrind_gets_a_generic_level() {
-        Target::initialize_x86(&InitializationConfig::default());
-        let t = choose(None, &host(AVX2_HOST, false)).unwrap();
-        assert_eq!((t.cpu.as_str(), t.features.as_str()), ("znver3", AVX2_HOST));
-        let t = choose(None, &host(AVX2_HOST, true)).unwrap();
-        assert_eq!((t.cpu.as_str(), t.features.as_str()), ("x86-64-v3", ""));
-        let t = choose(Some("  "), &host(AVX2_HOST, false)).unwrap();
-        assert_eq!(t.cpu, "znver3");
-    }
-
-    #[test]
-    fn named_targets_and_feature_changes() {
-        Target::initialize_x86(&InitializationConfig::default());
-        let h = host(AVX2_HOST, false);
-        let t = choose(Some("x86-64-v3"), &h).unwrap();
-        assert_eq!((t.cpu.as_str(), t.features.as_str()), ("x86-64-v3", ""));
-        let t = choose(Some("x86-64-v2,+avx,-sse4.2"), &h).unwrap();
-        assert_eq!(t.features, "+avx,-sse4.2");
-        let t = choose(Some("native,-avx2"), &h).unwrap();
-        assert_eq!((t.cpu.as_str(), t.features), ("znver3", format!("{AVX2_HOST},-avx2")));
-    }
-
-    #[test]
-    fn bad_targets_are_errors_that_say_why() {
-        Target::initialize_x86(&InitializationConfig::default());
-        let h = host(AVX2_HOST, false);
-        let e = choose(Some("skylake-avx512"), &h).unwrap_err();
-        assert!(e.starts_with("OFFLOAD_RS_CPU_TARGET=skylake-avx512: code for 'skylake-avx512' needs features"), "{e}");
-        assert!(e.contains("avx512f") && e.contains("avx512bw"), "{e}");
-        let e = choose(Some("x86-64-v3,+avx512f"), &h).unwrap_err();
-        assert!(e.contains("lacks: avx512f"), "{e}");
-        let e = choose(Some("pentium9"), &h).unwrap_err();
-        assert!(e.contains("'pentium9' is not a CPU LLVM knows"), "{e}");
-        let e = choose(Some("x86-64,+nosuchfeature"), &h).unwrap_err();
-        assert!(e.contains("'nosuchfeature' is not a feature LLVM knows"), "{e}");
-        let e = choose(Some("x86-64,avx2"), &h).unwrap_err();
-        assert!(e.contains("'avx2' is not +feature or -feature"), "{e}");
-        let e = choose(Some("+avx2"), &h).unwrap_err();
-        assert!(e.contains("expected a CPU name first"), "{e}");
-        let e = choose(Some("x86\0"), &h).unwrap_err();
-        assert!(e.contains("NUL"), "{e}");
-        // under valgrind, the message names valgrind's CPU
-        let e = choose(Some("x86-64-v4"), &host(AVX2_HOST, true)).unwrap_err();
-        assert!(e.contains("the CPU valgrind emulates lacks"), "{e}");
-    }
 
     #[test]
     fn natively_not_under_valgrind() {
         // (the Rust tests never run under valgrind)
         assert!(!running_on_valgrind());
+    }
+
+    #[test]
+    fn the_cpu_as_the_client_sees_it() {
+        // the same on every call and every core; this machine has SSE2 and x86-64's baseline
+        assert_eq!(cpuid_fingerprint(), cpuid_fingerprint());
+        let lacks = missing_features();
+        assert!(!lacks.contains(&"fxsr"), "{lacks:?}");
+        assert_eq!(lacks.contains(&"avx2"), !std::arch::is_x86_feature_detected!("avx2"));
+        let t = CpuTarget {
+            triple: "x".into(),
+            cpu: "znver4".into(),
+            features: "+a,-b".into(),
+            ..CpuTarget::decode(&[0; 12]).unwrap()
+        };
+        assert_eq!(CpuTarget::decode(&t.encode()), Some(t));
+        assert_eq!(CpuTarget::decode(&[1, 0, 0]), None);
     }
 }

@@ -1,4 +1,4 @@
-//! The CPU device's runtime for kernels' `printf`, `assert` and traps (the calls `src/jit/devicelib.rs`
+//! The CPU device's runtime for kernels' `printf`, `assert` and traps (the calls `src/jit/llvm/devicelib.rs`
 //! rewrites; the loader resolves them to [`functions`]).
 //!
 //! # printf

@@ -2,7 +2,7 @@
 //! compute-sanitizer memcheck gives on a GPU.
 //!
 //! Kernels are then compiled with a check before every load, store, atomic and memory intrinsic
-//! (`src/jit/kernel_memory.cpp`, a separate JIT option and cache entry). The check, [`check_access`],
+//! (`src/jit/llvm/kernel_memory.cpp`, a separate JIT option and cache entry). The check, [`check_access`],
 //! allows an access that lies wholly inside one of:
 //! * the work-group's static shared memory, its dynamic shared memory, the barrier scratch of its
 //!   work-items and the launch's argument buffer (this launch's buffers on this thread);

@@ -1,6 +1,6 @@
 //! The LLVM steps both JIT paths share (the CPU path in compile.rs, the NVPTX path in nvptx.rs): parse
 //! bitcode in a fresh context, make a target machine, optimise with `default<O{LIBOMPTARGET_JIT_OPT_LEVEL}>`
-//! (through our own PassBuilder, src/jit/passes.cpp, so that the workarounds for LLVM bugs can hook into
+//! (through our own PassBuilder, src/jit/llvm/passes.cpp, so that the workarounds for LLVM bugs can hook into
 //! it), emit. Errors are LLVM's text; each path says which step failed in its own words.
 
 use inkwell::OptimizationLevel;
@@ -32,7 +32,7 @@ impl Workarounds {
     pub const NONE: Workarounds = Workarounds(0);
     /// `ol-hoist-invariant-divisions` at VectorizerStart: LLVM 22.1's loop vectoriser predicates a
     /// loop-invariant division by a non-constant and hands lane 0's (possibly poison) result to every lane
-    /// (src/jit/workarounds/hoist_invariant_divisions.cpp). Every CPU compile needs it.
+    /// (src/jit/llvm/workarounds/hoist_invariant_divisions.cpp). Every CPU compile needs it.
     pub const CPU: Workarounds = Workarounds(1);
 }
 
@@ -74,7 +74,7 @@ struct VecFnAbi {
 }
 
 /// Runs `default<O{opt}>` on `m`, with `workarounds` hooked in and the vectoriser allowed to call
-/// `vector_fns` (src/jit/math.rs).
+/// `vector_fns` (src/jit/llvm/math.rs).
 pub(crate) fn optimise(
     m: &Module,
     tm: &TargetMachine,

@@ -13,7 +13,7 @@
 //!
 //! Then the vectoriser may call glibc's vector variants (libmvec, `_ZGV<isa>N<lanes><args>_<name>`,
 //! resolved from `libmvec.so.1` by the loader): [`vector_variants`] lists those the target can run (SSE
-//! always, AVX2 and AVX-512 where the target has them), which src/jit/passes.cpp gives the target library
+//! always, AVX2 and AVX-512 where the target has them), which src/jit/llvm/passes.cpp gives the target library
 //! info. Their accuracy is glibc's (4 ulp at most, per glibc's manual; measured in
 //! `vector_math_stays_within_glibc_bounds`); `OFFLOAD_RS_JIT_VECTOR_MATH=0` keeps every math call scalar.
 
@@ -82,13 +82,6 @@ const MATH: &[MathFn] = &[
     f("erfc", 1, None, true),
     f("hypot", 2, None, true),
 ];
-
-/// `OFFLOAD_RS_JIT_VECTOR_MATH=0`: every math call stays scalar (part of the cache key and of the
-/// compile request).
-pub(crate) fn vector_math_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("OFFLOAD_RS_JIT_VECTOR_MATH").is_none_or(|v| v != "0"))
-}
 
 /// The libm calls of `m` as described in the module docs. GPU bitcode only: host bitcode keeps C's
 /// semantics (`errno`).

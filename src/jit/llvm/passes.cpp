@@ -2,13 +2,13 @@
 // ol_rs_jit_run_passes builds the PassBuilder itself (as LLVMRunPasses does, the same tuning options and
 // analyses, as rustc's PassWrapper.cpp builds its own), registers our pass names for pipeline strings and
 // hooks the LLVM-bug workarounds into LLVM's default pipelines. The policy (which pipeline, which
-// workarounds) is Rust's: src/jit/pipeline.rs.
+// workarounds) is Rust's: src/jit/llvm/pipeline.rs.
 //
 // Our passes (names usable in a pipeline string, e.g. `function(ol-hoist-invariant-divisions)`):
-//   ol-hoist-invariant-divisions   src/jit/workarounds/hoist_invariant_divisions.cpp (LLVM 22.1 LoopVectorize
+//   ol-hoist-invariant-divisions   src/jit/llvm/workarounds/hoist_invariant_divisions.cpp (LLVM 22.1 LoopVectorize
 //                                  miscompile of predicated loop-invariant divisions); with
 //                                  OL_RS_HOOK_HOIST_DIVISIONS also at VectorizerStart of `default<On>`.
-//   ol-stop-points                 src/jit/stop_points.cpp (OFFLOAD_RS_KERNEL_TIMEOUT: loops check now and
+//   ol-stop-points                 src/jit/llvm/stop_points.cpp (OFFLOAD_RS_KERNEL_TIMEOUT: loops check now and
 //                                  then whether they must stop; run after the optimisation pipeline).
 #include "llvm-c/Core.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
@@ -27,13 +27,13 @@
 
 using namespace llvm;
 
-// Flags of ol_rs_jit_run_passes (must match `PassFlags` in src/jit/pipeline.rs).
+// Flags of ol_rs_jit_run_passes (must match `PassFlags` in src/jit/llvm/pipeline.rs).
 enum : uint32_t {
   OL_RS_HOOK_HOIST_DIVISIONS = 1, // ol-hoist-invariant-divisions at VectorizerStart
 };
 
 // A vector variant of a scalar function the vectoriser may call (must match `VecFnAbi` in
-// src/jit/pipeline.rs; the list is src/jit/math.rs's).
+// src/jit/llvm/pipeline.rs; the list is src/jit/llvm/math.rs's).
 struct OlRsVecFn {
   const char *scalar;     // libm name or intrinsic (`expf`, `llvm.exp.f32`)
   const char *vector;     // glibc's vector function (`_ZGVdN8v_expf`)

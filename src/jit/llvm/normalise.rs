@@ -32,7 +32,7 @@ use inkwell::module::{Linkage, Module};
 use inkwell::values::{AsValueRef, FunctionValue};
 
 use super::callgraph::is_call;
-use super::{Arch, JitError, KernelMeta};
+use crate::jit::{Arch, JitError, KernelMeta};
 
 /// The GPU kernel calling conventions (`ptx_kernel`, `amdgpu_kernel`, `spir_kernel`).
 const GPU_KERNEL_CCS: [u32; 3] = [

@@ -1,4 +1,4 @@
-// ol-stop-points: the places where JIT'd code checks whether it must stop (src/jit/stop_points.cpp).
+// ol-stop-points: the places where JIT'd code checks whether it must stop (src/jit/llvm/stop_points.cpp).
 #pragma once
 
 #include "llvm/IR/PassManager.h"

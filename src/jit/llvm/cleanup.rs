@@ -18,7 +18,7 @@ use inkwell::module::{Linkage, Module};
 use inkwell::values::{AsValueRef, FunctionValue};
 
 use super::intrinsics::{IntrinsicOp, classify};
-use super::{Arch, JitError, KernelMeta};
+use crate::jit::{Arch, JitError, KernelMeta};
 
 unsafe extern "C" {
     fn ol_rs_jit_remove_dead_constant_users(v: *mut c_void);

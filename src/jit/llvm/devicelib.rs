@@ -42,14 +42,7 @@ use inkwell::llvm_sys::{LLVMOpcode, LLVMTypeKind};
 use inkwell::module::Module;
 
 use super::normalise::Builder;
-use super::{Arch, JitError};
-
-/// `int __ol_rs_rt_printf(const char *fmt, const void *args, uint64_t args_len, int cuda, uint32_t x,
-/// uint32_t y, uint32_t z)`.
-pub(crate) const RT_PRINTF: &str = "__ol_rs_rt_printf";
-/// `void __ol_rs_rt_trap(const char *msg, const char *file, uint32_t line, const char *function, uint32_t
-/// x, uint32_t y, uint32_t z, uint32_t gx, uint32_t gy, uint32_t gz)`.
-pub(crate) const RT_TRAP: &str = "__ol_rs_rt_trap";
+use crate::jit::{Arch, JitError, RT_PRINTF, RT_TRAP};
 
 /// HIP's printf entry points, which the CPU device does not run.
 const HIP_PRINTF: [&str; 3] = ["__ockl_printf_begin", "__printf_alloc", "__ockl_printf_append_args"];

@@ -12,7 +12,8 @@ use inkwell::attributes::AttributeLoc;
 use inkwell::context::Context;
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetTriple};
 
-use super::{JitError, pipeline};
+use super::pipeline;
+use crate::jit::JitError;
 
 fn init_nvptx() {
     static INIT: Once = Once::new();

@@ -15,7 +15,7 @@ use inkwell::llvm_sys::prelude::LLVMValueRef;
 use inkwell::module::{Linkage, Module};
 use inkwell::values::{AsValueRef, FunctionValue};
 
-use super::JitError;
+use crate::jit::JitError;
 
 /// Whether `v` is a call, invoke or callbr instruction.
 ///

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
-use super::*;
+use crate::jit::*;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Tgt {
@@ -1053,7 +1053,7 @@ fn memcheck_compiles_every_target_and_frames_are_known() {
         for name in ["saxpy", "reduce", "dynshared"] {
             let Some(bc) = bitcode(name, t) else { return };
             for memcheck in [false, true] {
-                let (obj, kernels) = helper::compile_cpu(&bc, target::cpu_target().unwrap(), 3, memcheck, None)
+                let (obj, kernels) = service::compile_cpu(&bc, service::cpu_target().unwrap(), 3, memcheck, None)
                     .unwrap_or_else(|e| panic!("{name} for {t:?}, memcheck {memcheck}: {e}"));
                 let frames = stack::frame_sizes(&obj);
                 for k in &kernels {
@@ -1274,7 +1274,7 @@ fn specialised_matches_generic() {
 /// full pipeline (the quick one for replaced generic code may leave saxpy's .text without relocations).
 fn compiled(name: &str) -> Option<(Vec<u8>, Vec<KernelMeta>)> {
     let bc = bitcode(name, Tgt::Nv)?;
-    Some(compile::compile_in_process(&bc, target::cpu_target().unwrap(), 2, false, false, None).unwrap())
+    Some(super::compile::compile_in_process(&bc, service::cpu_target().unwrap(), 2, false, false, None).unwrap())
 }
 
 /// A tiny deterministic generator for the mutation corpora below.
@@ -1399,9 +1399,9 @@ fn disk_cache_ignores_forged_entries() {
     };
     check();
     drop(load(&other).unwrap());
-    let key = cache::key_of(&bc, target::cpu_target().unwrap(), compile::opt_level(), false, None);
+    let key = cache::key_of(&bc, compile::opt_level(), false, false, None);
     let name: String = key.iter().map(|b| format!("{b:02x}")).collect();
-    let okey = cache::key_of(&other, target::cpu_target().unwrap(), compile::opt_level(), false, None);
+    let okey = cache::key_of(&other, compile::opt_level(), false, false, None);
     let oname: String = okey.iter().map(|b| format!("{b:02x}")).collect();
     // another key's entry under our name
     std::fs::copy(dir.join(&oname), dir.join(&name)).unwrap();
@@ -1427,7 +1427,7 @@ fn bitcode_triple_without_llvm_matches_llvm() {
             return;
         };
         let ctx = inkwell::context::Context::create();
-        let llvm = pipeline::parse(&ctx, &bc).unwrap().get_triple().as_str().to_string_lossy().into_owned();
+        let llvm = super::pipeline::parse(&ctx, &bc).unwrap().get_triple().as_str().to_string_lossy().into_owned();
         assert_eq!(bitcode_triple(&bc).as_deref(), Ok(llvm.as_str()), "{t:?}");
         assert_eq!(bitcode_triple(&wrap(&bc, bc.len() + 20 + 24)).as_deref(), Ok(llvm.as_str()), "{t:?} wrapped");
         assert!(is_valid_for_cpu(&bc));
@@ -2313,7 +2313,7 @@ fn ulps(a: f64, b: f64, float: bool) -> u64 {
     (ord(a) - ord(b)).unsigned_abs().min(u128::from(u64::MAX)) as u64
 }
 
-/// Math calls in kernels are vectorised through glibc's libmvec (src/jit/math.rs): every function's
+/// Math calls in kernels are vectorised through glibc's libmvec (src/jit/llvm/math.rs): every function's
 /// results over many inputs of its domain are within glibc's documented bound for its vector functions
 /// (4 ulp) of the host's scalar libm, on nvptx64 and amdgcn bitcode, and the compiled code does call
 /// the vector variants (unless OFFLOAD_RS_JIT_VECTOR_MATH=0). Prints the largest error per function.
@@ -2380,11 +2380,11 @@ fn vector_math_stays_within_glibc_bounds() {
         let Some(bc) = bitcode("vmath", t) else {
             return;
         };
-        let target = target::cpu_target().unwrap();
+        let target = service::cpu_target().unwrap();
         if target.vector_math {
             // (the launch-time specialisation: the generic build of a specialisable kernel is the quick one)
             let spec = compile::Spec { kernel: "vm_expf".into(), group_size: [256, 1, 1] };
-            let (obj, _) = helper::compile_cpu(&bc, target, 3, false, Some(&spec)).expect("compile vmath");
+            let (obj, _) = service::compile_cpu(&bc, target, 3, false, Some(&spec)).expect("compile vmath");
             assert!(obj.windows(4).any(|w| w == b"_ZGV"), "{t:?}: no call to a libmvec function in the compiled code");
         }
         let img = load(&bc).expect("load vmath");

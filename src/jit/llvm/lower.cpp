@@ -11,13 +11,13 @@
 // DemoteRegToStack, dominator and post-dominator trees, loop info, ConstantExpr -> instruction
 // conversion, IRBuilder inside inlined code (shared/reference/cpu-kernels.md section 7). The module-wide
 // steps before it are in Rust and run first (src/jit/compile.rs calls them in order): the recursion
-// check (src/jit/callgraph.rs); the warp width, the normalisation of every function (host target
+// check (src/jit/llvm/callgraph.rs); the warp width, the normalisation of every function (host target
 // attributes, calling conventions, addrspace(5) allocas), the one kernel of a launch-time
 // specialisation, llvm.global_ctors/dtors -> __ol_rs_init/__ol_rs_fini, host bitcode's exports
-// (src/jit/normalise.rs). The GPU intrinsic table (which names are GPU intrinsics, what each becomes) is
-// Rust data too (src/jit/intrinsics.rs), asked through OlRsLowerOptions::classify_intrinsic; the IR for
+// (src/jit/llvm/normalise.rs). The GPU intrinsic table (which names are GPU intrinsics, what each becomes) is
+// Rust data too (src/jit/llvm/intrinsics.rs), asked through OlRsLowerOptions::classify_intrinsic; the IR for
 // each operation is built here (replaceIntrinsics), inside the kernel's inlined body. The clean-up after
-// the per-kernel lowering is in Rust as well (src/jit/cleanup.rs), with two thin primitives from here
+// the per-kernel lowering is in Rust as well (src/jit/llvm/cleanup.rs), with two thin primitives from here
 // (ol_rs_jit_remove_dead_constant_users, ol_rs_jit_erase_named_metadata) for what the C API lacks.
 // What stays here needs C++-only LLVM: every step of lowerKernel (cloning, inlining, demotion,
 // dominator/post-dominator trees, loop info, ConstantExpr expansion, IRBuilder in inlined code).
@@ -51,7 +51,7 @@
 //       (scopeSlots); buildCbs runs these steps as member functions cbs* (cbsCheckAllocas ... cbsFinish),
 //       each commented with what it takes and gives, on one CbsState (one CbsRegion per region);
 //     atomics on the group's own shared memory become plain loads and stores (markSharedAtomics);
-//  3. (in Rust, src/jit/cleanup.rs) clean-up: the original kernels and unused helpers removed, GPU
+//  3. (in Rust, src/jit/llvm/cleanup.rs) clean-up: the original kernels and unused helpers removed, GPU
 //     intrinsics left over and CUDA printf/assert are errors, the module verified.
 
 #include "llvm/ADT/SmallVector.h"
@@ -101,7 +101,7 @@
 using namespace llvm;
 using namespace llvm::PatternMatch;
 
-// What a call to a GPU intrinsic becomes: the operations of `IntrinsicOp` in src/jit/intrinsics.rs
+// What a call to a GPU intrinsic becomes: the operations of `IntrinsicOp` in src/jit/llvm/intrinsics.rs
 // (same values; the meaning of `arg` is documented there), the table of names being in Rust.
 enum IntrinsicOp : uint32_t {
   IOP_NOT_GPU, IOP_UNSUPPORTED, IOP_LOCAL_ID, IOP_GROUP_SIZE, IOP_GROUP_ID, IOP_NUM_GROUPS, IOP_WARP_SIZE,
@@ -109,13 +109,13 @@ enum IntrinsicOp : uint32_t {
   IOP_SHFL, IOP_VOTE, IOP_IMPLICITARG_PTR, IOP_DISPATCH_PTR, IOP_MBCNT, IOP_BALLOT, IOP_SPV_BALLOT,
   IOP_READ_LANE, IOP_SPV_ID,
 };
-// Must match `Intrinsic` in src/jit/intrinsics.rs.
+// Must match `Intrinsic` in src/jit/llvm/intrinsics.rs.
 struct OlRsIntrinsic {
   uint32_t op; // IntrinsicOp
   int32_t arg;
 };
-static_assert(sizeof(OlRsIntrinsic) == 8, "OlRsIntrinsic must match Intrinsic in src/jit/intrinsics.rs");
-// `classify_intrinsic` in src/jit/intrinsics.rs: the name need not be NUL-terminated.
+static_assert(sizeof(OlRsIntrinsic) == 8, "OlRsIntrinsic must match Intrinsic in src/jit/llvm/intrinsics.rs");
+// `classify_intrinsic` in src/jit/llvm/intrinsics.rs: the name need not be NUL-terminated.
 typedef OlRsIntrinsic (*OlRsClassifyFn)(const char *name, size_t len);
 
 namespace {
@@ -184,7 +184,7 @@ struct Lowering {
     return cc == CallingConv::PTX_Kernel || cc == CallingConv::AMDGPU_KERNEL ||
            cc == CallingConv::SPIR_KERNEL;
   }
-  // The GPU intrinsic table is in Rust (src/jit/intrinsics.rs): what a call to the function named n becomes.
+  // The GPU intrinsic table is in Rust (src/jit/llvm/intrinsics.rs): what a call to the function named n becomes.
   OlRsClassifyFn classify = nullptr;
   OlRsIntrinsic classifyName(StringRef n) const {
     return classify ? classify(n.data(), n.size()) : OlRsIntrinsic{IOP_NOT_GPU, 0};
@@ -572,7 +572,7 @@ struct Lowering {
   // from __gpu_num_threads_x() or amdgcn's implicit-argument / dispatch-packet fields) divides by the
   // value loaded at run time (E_GSR*), not by the constant: LLVM 22.1's loop vectoriser takes
   // `base + ((t + 1) & (n - 1))` as consecutive in t once n is a power-of-two constant and loads past the
-  // group (src/jit/tests.rs, neighbour_indices_wrap_around*). Trip counts and every other use keep the
+  // group (src/jit/llvm/tests.rs, neighbour_indices_wrap_around*). Trip counts and every other use keep the
   // constant.
   void runtimeDivisors(Function *F) {
     unsigned o = F->arg_size() - E_COUNT;
@@ -3611,9 +3611,9 @@ struct Lowering {
           I.setDebugLoc(L);
   }
 
-  // After the module-wide steps in Rust (src/jit/normalise.rs: normalisation, the kernel of a
+  // After the module-wide steps in Rust (src/jit/llvm/normalise.rs: normalisation, the kernel of a
   // specialisation, constructors/destructors): every kernel lowered (the clean-up follows in Rust,
-  // src/jit/cleanup.rs).
+  // src/jit/llvm/cleanup.rs).
   bool run() {
     std::vector<Function *> kernels;
     for (Function &F : M)
@@ -3639,7 +3639,7 @@ struct OlRsLowerOptions {
   const char *spec_kernel; // NULL: the generic lowering of every kernel
   uint32_t spec_group_size[3];
   uint32_t warp_size; // the warp width the kernels were built for
-  OlRsClassifyFn classify_intrinsic; // the GPU intrinsic table (src/jit/intrinsics.rs)
+  OlRsClassifyFn classify_intrinsic; // the GPU intrinsic table (src/jit/llvm/intrinsics.rs)
 };
 static_assert(sizeof(OlRsLowerOptions) == 32 && offsetof(OlRsLowerOptions, spec_group_size) == 8 &&
                   offsetof(OlRsLowerOptions, warp_size) == 20 && offsetof(OlRsLowerOptions, classify_intrinsic) == 24,
@@ -3706,7 +3706,7 @@ extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, int arch, const char *cpu, cons
 
 extern "C" void ol_rs_jit_free(char *p) { std::free(p); }
 
-// Thin primitives for src/jit/cleanup.rs, where LLVM's C API has no equivalent.
+// Thin primitives for src/jit/llvm/cleanup.rs, where LLVM's C API has no equivalent.
 // Constant users of global value V (a function or variable) that nothing uses are destroyed.
 extern "C" void ol_rs_jit_remove_dead_constant_users(LLVMValueRef V) {
   cast<GlobalValue>(unwrap(V))->removeDeadConstantUsers();

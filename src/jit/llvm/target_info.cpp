@@ -1,4 +1,4 @@
-// What LLVM's C API cannot say about a CPU target (the policy that uses it is in src/jit/target.rs): the
+// What LLVM's C API cannot say about a CPU target (the policy that uses it is in src/jit/llvm/target.rs): the
 // names of every subtarget feature of a triple, whether a CPU name is one LLVM knows, and which features a
 // (CPU, feature string) pair turns on, implied ones included. Read through MCSubtargetInfo, without a
 // TargetMachine and without LLVM's "is not a recognized processor/feature" warnings on stderr: the CPU

@@ -1,4 +1,4 @@
-//! Tests of the workarounds for LLVM bugs (src/jit/workarounds/): each one's pass on IR (it fires where
+//! Tests of the workarounds for LLVM bugs (src/jit/llvm/workarounds/): each one's pass on IR (it fires where
 //! it must and leaves alone what it must), and the miscompile it works around, run through the JIT's
 //! own pipeline for the CPUs that show it, on any x86-64 machine.
 
@@ -9,6 +9,7 @@ use inkwell::module::Module;
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
 
 use super::pipeline::{self, Workarounds};
+use crate::jit::elf;
 
 /// shared/evidence/lv-predicated-urem-gather: `for (i = 0; i < 96; i++) if ((j + i) % 3 == 0) out[i] =
 /// tile[(j * 5) % n]; else out[i] = -1;` with `n` a run-time value, the urem loop-invariant but under a
@@ -143,7 +144,7 @@ fn wrong_elements(cpu: &str, workarounds: Workarounds) -> usize {
     f.remove_string_attribute(AttributeLoc::Function, "target-features");
     let generic = machine("x86-64");
     let obj = pipeline::emit(&m, &generic, FileType::Object).expect("emit");
-    let loaded = super::elf::LoadedObject::load(&obj).expect("load");
+    let loaded = elf::LoadedObject::load(&obj).expect("load");
     let addr = loaded.code_symbol("f").expect("f in the object");
     // SAFETY: `f` was compiled from PREDICATED_UREM for this machine's triple with the C ABI:
     // void f(int32_t *out, const int32_t *tile, uint32_t j, uint32_t n), reading tile[0..n), writing

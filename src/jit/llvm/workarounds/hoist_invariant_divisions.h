@@ -1,4 +1,4 @@
-// The JIT's workarounds for LLVM bugs, one new-PM pass each (registered by name in src/jit/passes.cpp).
+// The JIT's workarounds for LLVM bugs, one new-PM pass each (registered by name in src/jit/llvm/passes.cpp).
 #pragma once
 
 #include "llvm/IR/PassManager.h"

@@ -25,7 +25,7 @@
 // uniform value outside the loop: nothing to predicate.
 //
 // Delete when the LLVM the JIT links no longer has the bug (the regression test
-// `predicated_invariant_division_feeding_a_gather` in src/jit/tests.rs runs the pattern for a
+// `predicated_invariant_division_feeding_a_gather` in src/jit/llvm/tests.rs runs the pattern for a
 // gather-capable CPU on any x86-64 machine).
 #include "hoist_invariant_divisions.h"
 

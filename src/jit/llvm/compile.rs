@@ -1,0 +1,289 @@
+//! Bitcode -> x86-64 relocatable object: parse, verify, retarget (triple/datalayout here), lower (the
+//! module-wide steps in `normalise`, each kernel in the C++ shim `lower.cpp`, then `cleanup`), optimise
+//! with the host TargetMachine, emit an ELF object in memory.
+
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
+
+use inkwell::context::Context;
+use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
+
+use crate::jit::compile::{Spec, supported_arch, time_line, timing, truncate, unsupported};
+use crate::jit::request::CpuTarget;
+use crate::jit::{Arch, JitError, KernelMeta, ParamLayout};
+
+unsafe extern "C" {
+    fn ol_rs_jit_lower(
+        m: *mut c_void,
+        arch: c_int,
+        cpu: *const c_char,
+        features: *const c_char,
+        opts: *const LowerOptions,
+        on_kernel: unsafe extern "C" fn(cx: *mut c_void, info: *const KernelInfo),
+        cx: *mut c_void,
+        err_out: *mut *mut c_char,
+    ) -> c_int;
+    fn ol_rs_jit_free(p: *mut c_char);
+    fn ol_rs_jit_emit_stack_sizes(tm: *mut c_void);
+    fn ol_rs_jit_memcheck_instrument(m: *mut c_void, arch: c_int, err_out: *mut *mut c_char) -> c_int;
+}
+
+/// Options of the C++ lowering (must match `OlRsLowerOptions` in lower.cpp).
+#[repr(C)]
+struct LowerOptions {
+    /// NUL-terminated kernel name, or NULL for the generic lowering of every kernel
+    spec_kernel: *const c_char,
+    spec_group_size: [u32; 3],
+    /// the warp width the kernels were built for ([`super::normalise::warp_width`])
+    warp_size: u32,
+    /// the GPU intrinsic table
+    classify_intrinsic: unsafe extern "C" fn(name: *const c_char, len: usize) -> super::intrinsics::Intrinsic,
+}
+
+/// One kernel parameter as the lowering reports it (must match `OlRsParam` in lower.cpp).
+#[repr(C)]
+struct ParamAbi {
+    size: u64,
+    align: u64,
+}
+
+/// One kernel's metadata as the lowering reports it (must match `OlRsKernelInfo` in lower.cpp); the
+/// pointers are valid only during the callback.
+#[repr(C)]
+struct KernelInfo {
+    name: *const c_char,
+    symbol: *const c_char,
+    params: *const ParamAbi,
+    num_params: u64,
+    static_local_bytes: u64,
+    scratch_bytes_per_wi: u64,
+    warp_size: u32,
+    has_barriers: bool,
+    specialisable: bool,
+}
+
+const _: () = {
+    assert!(std::mem::size_of::<LowerOptions>() == 32 && std::mem::offset_of!(LowerOptions, spec_group_size) == 8);
+    assert!(std::mem::offset_of!(LowerOptions, warp_size) == 20);
+    assert!(std::mem::offset_of!(LowerOptions, classify_intrinsic) == 24);
+    assert!(std::mem::size_of::<ParamAbi>() == 16);
+    assert!(std::mem::size_of::<KernelInfo>() == 56);
+    assert!(std::mem::offset_of!(KernelInfo, symbol) == 8);
+    assert!(std::mem::offset_of!(KernelInfo, params) == 16);
+    assert!(std::mem::offset_of!(KernelInfo, num_params) == 24);
+    assert!(std::mem::offset_of!(KernelInfo, static_local_bytes) == 32);
+    assert!(std::mem::offset_of!(KernelInfo, scratch_bytes_per_wi) == 40);
+    assert!(std::mem::offset_of!(KernelInfo, warp_size) == 48);
+    assert!(std::mem::offset_of!(KernelInfo, has_barriers) == 52);
+    assert!(std::mem::offset_of!(KernelInfo, specialisable) == 53);
+};
+
+/// The lowering's callback: copies one kernel's metadata into the `Vec<KernelMeta>` behind `cx`.
+/// Nothing in it can panic but allocation failure (which aborts), so no unwinding reaches the C++.
+///
+/// # Safety
+/// `cx` is the `&mut Vec<KernelMeta>` passed to `ol_rs_jit_lower`; `info` and what it points to are
+/// valid for the call (NUL-terminated names, `num_params` parameters).
+unsafe extern "C" fn collect_kernel(cx: *mut c_void, info: *const KernelInfo) {
+    // SAFETY: see the function's contract.
+    let (out, k) = unsafe { (&mut *(cx as *mut Vec<KernelMeta>), &*info) };
+    let text = |p: *const c_char| {
+        // SAFETY: a NUL-terminated string from the shim, valid for the call.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    };
+    let params = if k.num_params == 0 {
+        &[][..]
+    } else {
+        // SAFETY: `num_params` elements at `params`, valid for the call.
+        unsafe { std::slice::from_raw_parts(k.params, k.num_params as usize) }
+    };
+    out.push(KernelMeta {
+        name: text(k.name),
+        symbol: text(k.symbol),
+        static_local_bytes: k.static_local_bytes as usize,
+        scratch_bytes_per_wi: k.scratch_bytes_per_wi as usize,
+        has_barriers: k.has_barriers,
+        specialisable: k.specialisable,
+        warp_size: k.warp_size,
+        params: params.iter().map(|p| ParamLayout { size: p.size as usize, align: p.align as usize }).collect(),
+    });
+}
+
+fn tm_for(t: &CpuTarget, opt: u32) -> Result<TargetMachine, JitError> {
+    Target::initialize_x86(&InitializationConfig::default());
+    let tm = super::pipeline::target_machine(&t.triple, &t.cpu, &t.features, opt, RelocMode::PIC, CodeModel::Small)
+        .map_err(JitError::Compile)?;
+    // SAFETY: `tm` is a live target machine; the shim only sets one of its options.
+    unsafe { ol_rs_jit_emit_stack_sizes(tm.as_mut_ptr() as *mut c_void) };
+    Ok(tm)
+}
+
+/// The optimisation level of a quick generic compile ([`generic_is_replaced`], every kernel
+/// specialisable).
+const QUICK_OPT: u32 = 1;
+
+/// Compiles `bc` here (the helper's side) for `target` (the client's choice, target.rs): parse, verify,
+/// lower, optimise, emit. `replaced`: see [`generic_is_replaced`].
+pub(crate) fn compile_in_process(
+    bc: &[u8],
+    target: &CpuTarget,
+    opt: u32,
+    memcheck: bool,
+    replaced: bool,
+    spec: Option<&Spec>,
+) -> Result<(Vec<u8>, Vec<KernelMeta>), JitError> {
+    let h = target;
+    let timing = timing();
+    let t0 = std::time::Instant::now();
+    let cpu0 = thread_cpu_ms();
+    let stamp = |what: &str| {
+        if timing {
+            // the thread's CPU time too: on a loaded machine it is the steadier figure
+            let (wall, cpu) = (t0.elapsed().as_secs_f64() * 1e3, thread_cpu_ms() - cpu0);
+            time_line(&format!("{what} at {wall:.2} ms (cpu {cpu:.2} ms)"));
+        }
+    };
+    let ctx = Context::create();
+    let m = super::pipeline::parse(&ctx, bc)
+        .map_err(|e| JitError::InvalidBinary(format!("expected valid LLVM bitcode, found malformed bitcode: {e}")))?;
+    stamp("parsed");
+    let triple = m.get_triple().as_str().to_string_lossy().into_owned();
+    let arch = supported_arch(&triple).ok_or_else(|| unsupported(&triple))?;
+    m.verify().map_err(|e| JitError::Compile(format!("input module does not verify: {}", truncate(&e.to_string()))))?;
+    stamp("verified");
+    let tm = tm_for(target, opt)?;
+    m.set_triple(&tm.get_triple());
+    m.set_data_layout(&tm.get_target_data().get_data_layout());
+    let cpu = CString::new(h.cpu.as_str()).unwrap_or_default();
+    let feat = CString::new(h.features.as_str()).unwrap_or_default();
+    let spec_name = match spec {
+        Some(s) => Some(CString::new(s.kernel.as_str()).map_err(|_| JitError::NotFound(s.kernel.clone()))?),
+        None => None,
+    };
+    let opts = LowerOptions {
+        spec_kernel: spec_name.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
+        spec_group_size: spec.map_or([0; 3], |s| s.group_size),
+        warp_size: super::normalise::warp_width(&m, arch),
+        classify_intrinsic: super::intrinsics::classify_intrinsic,
+    };
+    let mut kernels: Vec<KernelMeta> = Vec::new();
+    let mut err: *mut c_char = std::ptr::null_mut();
+    if memcheck {
+        // SAFETY: as for the lowering below; the shim returns a malloc'ed error string or NULL.
+        let rc = unsafe { ol_rs_jit_memcheck_instrument(m.as_mut_ptr() as *mut c_void, arch as c_int, &mut err) };
+        if rc != 0 {
+            let msg = if err.is_null() {
+                String::new()
+            } else {
+                // SAFETY: a NUL-terminated string from the shim, freed once right after.
+                let s = unsafe { CStr::from_ptr(err) }.to_string_lossy().into_owned();
+                // SAFETY: allocated by the shim's malloc.
+                unsafe { ol_rs_jit_free(err) };
+                s
+            };
+            return Err(JitError::Compile(format!("memcheck instrumentation: {msg}")));
+        }
+    }
+    if arch != Arch::Host {
+        // host bitcode is compiled as it is; GPU kernels are fully inlined
+        super::callgraph::check_recursion(&m)?;
+    }
+    // printf, assert and traps -> the CPU device's runtime (before the lowering, which sees the ids)
+    super::devicelib::lower_device_calls(&m, arch)?;
+    // The lowering: the module-wide steps here (src/jit/llvm/normalise.rs, the warp width read above before
+    // the normalisation drops the GPU target features), then each kernel in C++ (lower.cpp).
+    super::normalise::normalise_functions(&m, &h.cpu, &h.features);
+    if arch != Arch::Host {
+        super::normalise::scalarise_vectors(&m, &tm)?;
+        super::math::prepare_math_calls(&m);
+    }
+    // the glibc vector math the vectoriser may call (host bitcode keeps its own math as compiled)
+    let vector_fns = if target.vector_math && arch != Arch::Host {
+        super::math::vector_variants(&super::target::enabled_features(target))
+    } else {
+        Vec::new()
+    };
+    if let Some(s) = spec.filter(|_| arch != Arch::Host) {
+        super::normalise::select_kernel(&m, &s.kernel)?;
+    }
+    super::normalise::lower_structors(&m)?;
+    let gpu_kernels = super::normalise::kernels(&m);
+    let rc = if arch == Arch::Host {
+        kernels = super::normalise::host_kernels(&m);
+        0
+    } else {
+        // SAFETY: the module pointer is valid for the call (owned by `m`); `opts` and the name it points
+        // to outlive the call; `collect_kernel` gets `&mut kernels` as its context, as it expects; the
+        // error out-pointer is valid and the shim returns a malloc'ed string that we free with
+        // ol_rs_jit_free.
+        unsafe {
+            ol_rs_jit_lower(
+                m.as_mut_ptr() as *mut c_void,
+                arch as c_int,
+                cpu.as_ptr(),
+                feat.as_ptr(),
+                &opts,
+                collect_kernel,
+                &mut kernels as *mut Vec<KernelMeta> as *mut c_void,
+                &mut err,
+            )
+        }
+    };
+    let take = |p: *mut c_char| -> String {
+        if p.is_null() {
+            return String::new();
+        }
+        // SAFETY: p is a NUL-terminated malloc'ed string from the shim.
+        let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        // SAFETY: p came from the shim's malloc and is freed once.
+        unsafe { ol_rs_jit_free(p) };
+        s
+    };
+    // debugging aid (OFFLOAD_RS_JIT_DUMP_LOWERED): specialised compiles get their own files
+    let dump_sfx = spec.map_or(String::new(), |s| {
+        format!(".{}.{}x{}x{}", s.kernel, s.group_size[0], s.group_size[1], s.group_size[2])
+    });
+    let err = take(err);
+    if rc != 0 {
+        return Err(JitError::Compile(err));
+    }
+    if arch != Arch::Host {
+        super::cleanup::clean_up(&m, arch, &gpu_kernels, &kernels)?;
+        m.verify().map_err(|e| {
+            JitError::Compile(format!("internal: lowered module does not verify: {}", truncate(&e.to_string())))
+        })?;
+    }
+    let dump = |stage: &str| {
+        // OFFLOAD_RS_JIT_DUMP_LOWERED=<dir>: <dir>/<image hash>.<stage>.ll
+        if let Some(d) = std::env::var_os("OFFLOAD_RS_JIT_DUMP_LOWERED").filter(|d| !d.is_empty()) {
+            let name = format!("{}{dump_sfx}.{stage}.ll", &blake3::hash(bc).to_hex()[..16]);
+            crate::jit::fd::write_dump(std::path::Path::new(&d), &name, m.print_to_string().to_bytes());
+        }
+    };
+    dump("lowered");
+    m.verify()
+        .map_err(|e| JitError::Compile(format!("lowered module does not verify: {}", truncate(&e.to_string()))))?;
+    stamp("lowered");
+    // Generic code that runs only where no specialisation does gets the quick pipeline.
+    let quick = replaced && opt > QUICK_OPT && !kernels.is_empty() && kernels.iter().all(|k| k.specialisable);
+    let (tm, opt) = if quick { (tm_for(target, QUICK_OPT)?, QUICK_OPT) } else { (tm, opt) };
+    super::pipeline::optimise(&m, &tm, opt, super::pipeline::Workarounds::CPU, &vector_fns)
+        .map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
+    if target.stop_points {
+        // after the optimisation, which then saw the loops as they are without them (src/jit/stop.rs)
+        super::stop_points::insert(&m, &tm).map_err(|e| JitError::Compile(format!("stop points: {e}")))?;
+    }
+    dump("opt");
+    stamp("optimised");
+    let obj = super::pipeline::emit(&m, &tm, FileType::Object)
+        .map_err(|e| JitError::Compile(format!("code generation failed: {e}")))?;
+    stamp("object emitted");
+    Ok((obj, kernels))
+}
+
+/// This thread's CPU time in milliseconds (for `OFFLOAD_RS_JIT_TIME`).
+fn thread_cpu_ms() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
+}

@@ -143,3 +143,57 @@ __gpu_kernel void nbody(const struct body *pos, const struct body *vel, struct b
   vel_out[i] = v;
   pos_out[i] = (struct body){p.x + v.x, p.y + v.y, p.z + v.z, p.m};
 }
+
+// Warp collectives, as CUDA code is full of them (__shfl_xor_sync, __shfl_up_sync): the lanes of a warp
+// (__gpu_num_lanes(): 32 on nvptx64, 64 on amdgcn) exchange values with shuffles, the warps through shared
+// memory. Group sizes are a multiple of the warp width, with at most a warp's width of warps.
+
+// Per-group sum (as reduce): a butterfly over each warp's lanes (the xor form), each warp's sum to shared
+// memory, then the first warp adds those up the same way.
+__gpu_kernel void wreduce(const float *in, float *out) {
+  static __gpu_local float partial[64];
+  uint32_t t = __gpu_thread_id_x(), lanes = __gpu_num_lanes(), lane = __gpu_lane_id();
+  float v = in[gid_x()];
+  for (uint32_t off = lanes / 2; off > 0; off >>= 1)
+    v += __gpu_shuffle_idx_f32(__gpu_lane_mask(), lane ^ off, v, lanes);
+  if (lane == 0)
+    partial[t / lanes] = v;
+  __gpu_sync_threads();
+  if (t < lanes) {
+    float s = t < __gpu_num_threads_x() / lanes ? partial[t] : 0.0f;
+    for (uint32_t off = lanes / 2; off > 0; off >>= 1)
+      s += __gpu_shuffle_idx_f32(__gpu_lane_mask(), lane ^ off, s, lanes);
+    if (t == 0)
+      out[__gpu_block_id_x()] = s;
+  }
+}
+
+// Inclusive prefix sum within each group (as scan): each warp scans its lanes with shuffles from `off`
+// lanes below (the up form; the lanes below `off` keep their value), the warps' totals go through shared
+// memory and the first warp scans them, and every lane adds the total of the warps before its own.
+__gpu_kernel void wscan(const float *in, float *out) {
+  static __gpu_local float totals[64];
+  uint32_t t = __gpu_thread_id_x(), lanes = __gpu_num_lanes(), lane = __gpu_lane_id(), w = t / lanes;
+  float v = in[gid_x()];
+  for (uint32_t off = 1; off < lanes; off <<= 1) {
+    float up = __gpu_shuffle_idx_f32(__gpu_lane_mask(), lane - off, v, lanes);
+    if (lane >= off)
+      v += up;
+  }
+  if (lane == lanes - 1)
+    totals[w] = v;
+  __gpu_sync_threads();
+  if (t < lanes) {
+    uint32_t warps = __gpu_num_threads_x() / lanes;
+    float s = t < warps ? totals[t] : 0.0f;
+    for (uint32_t off = 1; off < lanes; off <<= 1) {
+      float up = __gpu_shuffle_idx_f32(__gpu_lane_mask(), lane - off, s, lanes);
+      if (lane >= off)
+        s += up;
+    }
+    if (t < warps)
+      totals[t] = s;
+  }
+  __gpu_sync_threads();
+  out[gid_x()] = v + (w ? totals[w - 1] : 0.0f);
+}

@@ -121,3 +121,60 @@ __kernel void nbody(__global const float4 *pos, __global const float4 *vel, __gl
   vel_out[i] = v;
   pos_out[i] = (float4)(p.x + v.x, p.y + v.y, p.z + v.z, p.w);
 }
+
+// The warp kernels (wreduce, wscan) for OpenCL C 1.2, which has no sub-group shuffles: the same exchanges
+// between the lanes of a SUITE_LANES-wide warp through local memory, a barrier around each.
+#define SUITE_LANES 32
+
+__kernel void wreduce(__global const float *in, __global float *out) {
+  __local float x[SUITE_WG], partial[SUITE_LANES];
+  uint t = get_local_id(0), lane = t % SUITE_LANES;
+  float v = in[get_global_id(0)];
+  for (uint off = SUITE_LANES / 2; off > 0; off >>= 1) {
+    x[t] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    v += x[t ^ off];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lane == 0)
+    partial[t / SUITE_LANES] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float s = t < get_local_size(0) / SUITE_LANES ? partial[t] : 0.0f;
+  for (uint off = SUITE_LANES / 2; off > 0; off >>= 1) {
+    x[t] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    s += x[t ^ off];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (t == 0)
+    out[get_group_id(0)] = s;
+}
+
+__kernel void wscan(__global const float *in, __global float *out) {
+  __local float x[SUITE_WG], totals[SUITE_LANES];
+  uint t = get_local_id(0), lane = t % SUITE_LANES, w = t / SUITE_LANES;
+  float v = in[get_global_id(0)];
+  for (uint off = 1; off < SUITE_LANES; off <<= 1) {
+    x[t] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane >= off)
+      v += x[t - off];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lane == SUITE_LANES - 1)
+    totals[w] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint warps = get_local_size(0) / SUITE_LANES;
+  float s = t < warps ? totals[t] : 0.0f;
+  for (uint off = 1; off < SUITE_LANES; off <<= 1) {
+    x[t] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (t >= off)
+      s += x[t - off];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (t < warps)
+    totals[t] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  out[get_global_id(0)] = v + (w ? totals[w - 1] : 0.0f);
+}

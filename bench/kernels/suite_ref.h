@@ -28,11 +28,13 @@ enum suite_kernel {
   SUITE_STENCIL,
   SUITE_BITONIC,
   SUITE_NBODY,
+  SUITE_WREDUCE,
+  SUITE_WSCAN,
   SUITE_COUNT
 };
 
-static const char *const suite_names[SUITE_COUNT] = {"saxpy",     "reduce",  "scan",    "matmul", "histogram",
-                                                     "transpose", "stencil", "bitonic", "nbody"};
+static const char *const suite_names[SUITE_COUNT] = {"saxpy",   "reduce",  "scan",  "matmul",  "histogram", "transpose",
+                                                     "stencil", "bitonic", "nbody", "wreduce", "wscan"};
 
 enum suite_arg_kind { SUITE_ARG_BUF, SUITE_ARG_U32, SUITE_ARG_F32 };
 struct suite_arg {
@@ -91,7 +93,8 @@ static inline void suite_add_u32(struct suite_case *c, uint32_t v) {
 // The case for kernel k at size (w, h) with groups of lx (x ly for the stencil) work-items; sizes are
 // rounded to what the kernel needs (whole groups for the kernels without bounds checks, a multiple of
 // SUITE_TILE for matmul). The 1-D kernels take any power of two lx <= SUITE_WG (saxpy and histogram any
-// lx <= SUITE_WG), the stencil any lx x ly; matmul and transpose always use SUITE_TILE x SUITE_TILE.
+// lx <= SUITE_WG; wreduce and wscan a multiple of the warp width, 32 or 64), the stencil any lx x ly;
+// matmul and transpose always use SUITE_TILE x SUITE_TILE.
 static inline struct suite_case suite_case_shaped(enum suite_kernel k, uint32_t w, uint32_t h, uint32_t lx,
                                                   uint32_t ly) {
   struct suite_case c;
@@ -113,13 +116,15 @@ static inline struct suite_case suite_case_shaped(enum suite_kernel k, uint32_t 
     suite_add_buf(&c, (size_t)w * 4, true);
     suite_add_u32(&c, w);
     break;
-  case SUITE_REDUCE: // (in, out[groups])
-  case SUITE_SCAN:   // (in, out)
+  case SUITE_REDUCE:  // (in, out[groups])
+  case SUITE_WREDUCE: // (in, out[groups])
+  case SUITE_SCAN:    // (in, out)
+  case SUITE_WSCAN:   // (in, out)
   case SUITE_BITONIC: // (in, out)
     c.groups[0] = suite_div_up(w, lx);
     c.w = c.groups[0] * lx;
     suite_add_buf(&c, (size_t)c.w * 4, false);
-    suite_add_buf(&c, (size_t)(k == SUITE_REDUCE ? c.groups[0] : c.w) * 4, true);
+    suite_add_buf(&c, (size_t)(k == SUITE_REDUCE || k == SUITE_WREDUCE ? c.groups[0] : c.w) * 4, true);
     break;
   case SUITE_MATMUL: // (a, b, c, n)
     c.w = suite_div_up(w, SUITE_TILE) * SUITE_TILE;
@@ -207,10 +212,12 @@ static inline void suite_fill(const struct suite_case *c, void *const bufs[]) {
     }
     break;
   case SUITE_REDUCE:
+  case SUITE_WREDUCE:
     for (size_t i = 0; i < n0; i++)
       f0[i] = (float)(i % 1000);
     break;
   case SUITE_SCAN:
+  case SUITE_WSCAN:
     for (size_t i = 0; i < n0; i++)
       f0[i] = (float)(i % 7);
     break;
@@ -268,6 +275,7 @@ static inline void suite_reference(const struct suite_case *c, void *const bufs[
       o[i] = 1.0f + 2.0f * f0[i] * (float)launches;
     break;
   case SUITE_REDUCE:
+  case SUITE_WREDUCE:
     for (uint32_t g = 0; g < c->groups[0]; g++) {
       float s = 0;
       for (uint32_t t = 0; t < c->local[0]; t++)
@@ -276,6 +284,7 @@ static inline void suite_reference(const struct suite_case *c, void *const bufs[
     }
     break;
   case SUITE_SCAN:
+  case SUITE_WSCAN:
     for (uint32_t i = 0; i < w; i++)
       o[i] = (i % c->local[0] ? o[i - 1] : 0.0f) + f0[i];
     break;

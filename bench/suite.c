@@ -40,6 +40,8 @@ static struct suite_case bench_case(enum suite_kernel k) {
   case SUITE_SCAN:
   case SUITE_WSCAN:
     return suite_case(k, 6u << 20, 1);
+  case SUITE_COMPACT:
+    return suite_case(k, 16u << 20, 1);
   case SUITE_MATMUL:
     return suite_case(k, 512, 1);
   case SUITE_HISTOGRAM:

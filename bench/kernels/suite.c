@@ -197,3 +197,27 @@ __gpu_kernel void wscan(const float *in, float *out) {
   __gpu_sync_threads();
   out[gid_x()] = v + (w ? totals[w - 1] : 0.0f);
 }
+
+// Stream compaction with ballots: each group keeps its elements that are multiples of 3, in order, at the
+// front of its part of `out`, and their number in counts[group]. A warp's ballot of the predicate gives
+// each lane its place among the warp's kept elements (the set bits below it); the warps' counts go
+// through shared memory (the first warp adds up those before its own, as a prefix).
+__gpu_kernel void compact(const uint32_t *in, uint32_t *out, uint32_t *counts) {
+  static __gpu_local uint32_t kept[64];
+  uint32_t t = __gpu_thread_id_x(), lanes = __gpu_num_lanes(), lane = __gpu_lane_id(), w = t / lanes;
+  uint32_t v = in[gid_x()];
+  _Bool keep = v % 3 == 0;
+  uint64_t mask = __gpu_ballot(__gpu_lane_mask(), keep);
+  uint32_t below = (uint32_t)__builtin_popcountll(mask & ((1ull << lane) - 1));
+  if (lane == 0)
+    kept[w] = (uint32_t)__builtin_popcountll(mask);
+  __gpu_sync_threads();
+  uint32_t before = 0;
+  for (uint32_t k = 0; k < w; k++)
+    before += kept[k];
+  uint32_t *dst = out + (uint64_t)__gpu_block_id_x() * __gpu_num_threads_x();
+  if (keep)
+    dst[before + below] = v;
+  if (t == __gpu_num_threads_x() - 1)
+    counts[__gpu_block_id_x()] = before + kept[w];
+}

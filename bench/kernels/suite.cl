@@ -178,3 +178,27 @@ __kernel void wscan(__global const float *in, __global float *out) {
   barrier(CLK_LOCAL_MEM_FENCE);
   out[get_global_id(0)] = v + (w ? totals[w - 1] : 0.0f);
 }
+
+// compact without ballots: each lane counts the kept flags below it in its warp from local memory.
+__kernel void compact(__global const uint *in, __global uint *out, __global uint *counts) {
+  __local uint flag[SUITE_WG], kept[SUITE_LANES];
+  uint t = get_local_id(0), lane = t % SUITE_LANES, w = t / SUITE_LANES, nt = get_local_size(0);
+  uint v = in[get_global_id(0)];
+  uint keep = v % 3 == 0;
+  flag[t] = keep;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint below = 0;
+  for (uint l = 0; l < lane; l++)
+    below += flag[t - lane + l];
+  if (lane == SUITE_LANES - 1)
+    kept[w] = below + keep;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint before = 0;
+  for (uint k = 0; k < w; k++)
+    before += kept[k];
+  __global uint *dst = out + get_group_id(0) * nt;
+  if (keep)
+    dst[before + below] = v;
+  if (t == nt - 1)
+    counts[get_group_id(0)] = before + kept[w];
+}

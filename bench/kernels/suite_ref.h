@@ -30,11 +30,13 @@ enum suite_kernel {
   SUITE_NBODY,
   SUITE_WREDUCE,
   SUITE_WSCAN,
+  SUITE_COMPACT,
   SUITE_COUNT
 };
 
 static const char *const suite_names[SUITE_COUNT] = {"saxpy",   "reduce",  "scan",  "matmul",  "histogram", "transpose",
-                                                     "stencil", "bitonic", "nbody", "wreduce", "wscan"};
+                                                     "stencil", "bitonic", "nbody", "wreduce", "wscan",
+                                                     "compact"};
 
 enum suite_arg_kind { SUITE_ARG_BUF, SUITE_ARG_U32, SUITE_ARG_F32 };
 struct suite_arg {
@@ -157,6 +159,13 @@ static inline struct suite_case suite_case_shaped(enum suite_kernel k, uint32_t 
     suite_add_u32(&c, w);
     suite_add_u32(&c, h);
     break;
+  case SUITE_COMPACT: // (in, out, counts[groups]): each group's kept elements first, in order
+    c.groups[0] = suite_div_up(w, lx);
+    c.w = c.groups[0] * lx;
+    suite_add_buf(&c, (size_t)c.w * 4, false);
+    suite_add_buf(&c, (size_t)c.w * 4, true);
+    suite_add_buf(&c, (size_t)c.groups[0] * 4, true);
+    break;
   case SUITE_NBODY: // (pos, vel, pos_out, vel_out, n)
     c.groups[0] = suite_div_up(w, lx);
     c.w = c.groups[0] * lx;
@@ -235,6 +244,10 @@ static inline void suite_fill(const struct suite_case *c, void *const bufs[]) {
     for (size_t i = 0; i < n0; i++)
       f0[i] = (float)(i % 16777216u);
     break;
+  case SUITE_COMPACT: // about a third kept (the multiples of 3), in runs and alone
+    for (size_t i = 0; i < n0; i++)
+      ((uint32_t *)bufs[0])[i] = suite_hash((uint32_t)i) % 1000 + 1;
+    break;
   case SUITE_STENCIL:
     for (size_t i = 0; i < n0; i++)
       f0[i] = suite_small(3, (uint32_t)i, 17, 0);
@@ -309,6 +322,25 @@ static inline void suite_reference(const struct suite_case *c, void *const bufs[
       for (uint32_t x = 0; x < w; x++)
         o[(size_t)x * h + y] = f0[(size_t)y * w + x];
     break;
+  case SUITE_COMPACT: {
+    const uint32_t *in = (const uint32_t *)bufs[0];
+    uint32_t *u = (uint32_t *)want;
+    memset(u, 0, c->bytes[b]);
+    for (uint32_t g = 0; g < c->groups[0]; g++) {
+      uint32_t kept = 0;
+      for (uint32_t t = 0; t < c->local[0]; t++) {
+        uint32_t v = in[g * c->local[0] + t];
+        if (v % 3 == 0) {
+          if (b == 1)
+            u[g * c->local[0] + kept] = v;
+          kept++;
+        }
+      }
+      if (b == 2)
+        u[g] = kept;
+    }
+    break;
+  }
   case SUITE_STENCIL:
     for (uint32_t y = 0; y < h; y++)
       for (uint32_t x = 0; x < w; x++) {
@@ -362,7 +394,7 @@ static inline size_t suite_check(const struct suite_case *c, void *const bufs[],
     }
     suite_reference(c, bufs, b, launches, want);
     const uint32_t *gw = (const uint32_t *)want, *gg = (const uint32_t *)bufs[b];
-    bool ints = c->kernel == SUITE_HISTOGRAM;
+    bool ints = c->kernel == SUITE_HISTOGRAM || c->kernel == SUITE_COMPACT;
     for (size_t i = 0; i < c->bytes[b] / 4; i++) {
       bool same = ints ? gg[i] == gw[i] : ((const float *)bufs[b])[i] == ((const float *)want)[i];
       if (!same && bad++ == 0) {

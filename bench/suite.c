@@ -35,9 +35,13 @@ static struct suite_case bench_case(enum suite_kernel k) {
   case SUITE_SAXPY:
     return suite_case(k, (16u << 20) - 3, 1); // not a whole number of groups: the bounds check matters
   case SUITE_REDUCE:
+  case SUITE_WREDUCE:
     return suite_case(k, 16u << 20, 1);
   case SUITE_SCAN:
+  case SUITE_WSCAN:
     return suite_case(k, 6u << 20, 1);
+  case SUITE_COMPACT:
+    return suite_case(k, 16u << 20, 1);
   case SUITE_MATMUL:
     return suite_case(k, 512, 1);
   case SUITE_HISTOGRAM:

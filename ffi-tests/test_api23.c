@@ -185,6 +185,15 @@ TEST(launch_args) {
   bool yes = true;
   ol_kernel_launch_prop_t unknown[] = {{(ol_kernel_launch_prop_type_t)7, &yes}, OL_KERNEL_LAUNCH_PROP_END};
   CHECK_ERR(OL_ERRC_INVALID_ENUMERATION, olLaunchKernel(NULL, cpu, k, &la, unknown, 5, ptrs, sizes));
+  /* 23's order: the queue's device, then the symbol's kind, then the properties */
+  ol_symbol_handle_t g = NULL;
+  CHECK_OK(olGetSymbol(p, "api23_constant", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &g));
+  CHECK_ERR(OL_ERRC_SYMBOL_KIND, olLaunchKernel(NULL, cpu, g, &la, unknown, 5, ptrs, sizes));
+  ol_queue_handle_t hq = NULL;
+  if (host && olCreateQueue(host, &hq) == OL_SUCCESS) {
+    CHECK_ERR(OL_ERRC_INVALID_DEVICE, olLaunchKernel(hq, cpu, g, &la, unknown, 5, ptrs, sizes));
+    CHECK_OK(olDestroyQueue(hq));
+  }
   CHECK_ERR(OL_ERRC_INVALID_NULL_POINTER, olLaunchKernel(NULL, cpu, k, NULL, NULL, 5, ptrs, sizes));
   CHECK_ERR(OL_ERRC_INVALID_NULL_HANDLE, olLaunchKernel(NULL, NULL, k, &la, NULL, 5, ptrs, sizes));
   /* the library stays usable */

@@ -93,6 +93,10 @@ TEST(transpose) { SIZES(SUITE_TRANSPOSE, {40, 24, 0, 0}, {48, 16, 0, 0}, {5, 37,
 TEST(stencil) { SIZES(SUITE_STENCIL, {37, 21, 0, 0}, {32, 32, 0, 0}, {3, 3, 0, 0}, {70, 19, 32, 8}); }
 TEST(bitonic) { SIZES(SUITE_BITONIC, {SUITE_WG * 6, 1, 0, 0}, {512, 1, 64, 0}); }
 TEST(nbody) { SIZES(SUITE_NBODY, {SUITE_WG * 3, 1, 0, 0}, {384, 1, 128, 0}); }
+// groups of a multiple of the warp width (64 covers both targets' widths), one warp or several
+TEST(wreduce) { SIZES(SUITE_WREDUCE, {SUITE_WG * 7, 1, 0, 0}, {SUITE_WG, 1, 0, 0}, {640, 1, 64, 0}, {512, 1, 128, 0}); }
+TEST(compact) { SIZES(SUITE_COMPACT, {SUITE_WG * 6, 1, 0, 0}, {512, 1, 128, 0}, {384, 1, 64, 0}); }
+TEST(wscan) { SIZES(SUITE_WSCAN, {SUITE_WG * 5, 1, 0, 0}, {512, 1, 128, 0}, {320, 1, 64, 0}); }
 
 int main(void) {
   signal(SIGALRM, watchdog);
@@ -118,6 +122,9 @@ int main(void) {
   RUN(stencil);
   RUN(bitonic);
   RUN(nbody);
+  RUN(wreduce);
+  RUN(wscan);
+  RUN(compact);
   if (t_cpu) {
     CHECK_OK(olDestroyQueue(queue));
     CHECK_OK(olDestroyProgram(progs[0]));

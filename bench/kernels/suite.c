@@ -143,3 +143,81 @@ __gpu_kernel void nbody(const struct body *pos, const struct body *vel, struct b
   vel_out[i] = v;
   pos_out[i] = (struct body){p.x + v.x, p.y + v.y, p.z + v.z, p.m};
 }
+
+// Warp collectives, as CUDA code is full of them (__shfl_xor_sync, __shfl_up_sync): the lanes of a warp
+// (__gpu_num_lanes(): 32 on nvptx64, 64 on amdgcn) exchange values with shuffles, the warps through shared
+// memory. Group sizes are a multiple of the warp width, with at most a warp's width of warps.
+
+// Per-group sum (as reduce): a butterfly over each warp's lanes (the xor form), each warp's sum to shared
+// memory, then the first warp adds those up the same way.
+__gpu_kernel void wreduce(const float *in, float *out) {
+  static __gpu_local float partial[64];
+  uint32_t t = __gpu_thread_id_x(), lanes = __gpu_num_lanes(), lane = __gpu_lane_id();
+  float v = in[gid_x()];
+  for (uint32_t off = lanes / 2; off > 0; off >>= 1)
+    v += __gpu_shuffle_idx_f32(__gpu_lane_mask(), lane ^ off, v, lanes);
+  if (lane == 0)
+    partial[t / lanes] = v;
+  __gpu_sync_threads();
+  if (t < lanes) {
+    float s = t < __gpu_num_threads_x() / lanes ? partial[t] : 0.0f;
+    for (uint32_t off = lanes / 2; off > 0; off >>= 1)
+      s += __gpu_shuffle_idx_f32(__gpu_lane_mask(), lane ^ off, s, lanes);
+    if (t == 0)
+      out[__gpu_block_id_x()] = s;
+  }
+}
+
+// Inclusive prefix sum within each group (as scan): each warp scans its lanes with shuffles from `off`
+// lanes below (the up form; the lanes below `off` keep their value), the warps' totals go through shared
+// memory and the first warp scans them, and every lane adds the total of the warps before its own.
+__gpu_kernel void wscan(const float *in, float *out) {
+  static __gpu_local float totals[64];
+  uint32_t t = __gpu_thread_id_x(), lanes = __gpu_num_lanes(), lane = __gpu_lane_id(), w = t / lanes;
+  float v = in[gid_x()];
+  for (uint32_t off = 1; off < lanes; off <<= 1) {
+    float up = __gpu_shuffle_idx_f32(__gpu_lane_mask(), lane - off, v, lanes);
+    if (lane >= off)
+      v += up;
+  }
+  if (lane == lanes - 1)
+    totals[w] = v;
+  __gpu_sync_threads();
+  if (t < lanes) {
+    uint32_t warps = __gpu_num_threads_x() / lanes;
+    float s = t < warps ? totals[t] : 0.0f;
+    for (uint32_t off = 1; off < lanes; off <<= 1) {
+      float up = __gpu_shuffle_idx_f32(__gpu_lane_mask(), lane - off, s, lanes);
+      if (lane >= off)
+        s += up;
+    }
+    if (t < warps)
+      totals[t] = s;
+  }
+  __gpu_sync_threads();
+  out[gid_x()] = v + (w ? totals[w - 1] : 0.0f);
+}
+
+// Stream compaction with ballots: each group keeps its elements that are multiples of 3, in order, at the
+// front of its part of `out`, and their number in counts[group]. A warp's ballot of the predicate gives
+// each lane its place among the warp's kept elements (the set bits below it); the warps' counts go
+// through shared memory (the first warp adds up those before its own, as a prefix).
+__gpu_kernel void compact(const uint32_t *in, uint32_t *out, uint32_t *counts) {
+  static __gpu_local uint32_t kept[64];
+  uint32_t t = __gpu_thread_id_x(), lanes = __gpu_num_lanes(), lane = __gpu_lane_id(), w = t / lanes;
+  uint32_t v = in[gid_x()];
+  _Bool keep = v % 3 == 0;
+  uint64_t mask = __gpu_ballot(__gpu_lane_mask(), keep);
+  uint32_t below = (uint32_t)__builtin_popcountll(mask & ((1ull << lane) - 1));
+  if (lane == 0)
+    kept[w] = (uint32_t)__builtin_popcountll(mask);
+  __gpu_sync_threads();
+  uint32_t before = 0;
+  for (uint32_t k = 0; k < w; k++)
+    before += kept[k];
+  uint32_t *dst = out + (uint64_t)__gpu_block_id_x() * __gpu_num_threads_x();
+  if (keep)
+    dst[before + below] = v;
+  if (t == __gpu_num_threads_x() - 1)
+    counts[__gpu_block_id_x()] = before + kept[w];
+}

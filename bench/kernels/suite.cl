@@ -121,3 +121,84 @@ __kernel void nbody(__global const float4 *pos, __global const float4 *vel, __gl
   vel_out[i] = v;
   pos_out[i] = (float4)(p.x + v.x, p.y + v.y, p.z + v.z, p.w);
 }
+
+// The warp kernels (wreduce, wscan) for OpenCL C 1.2, which has no sub-group shuffles: the same exchanges
+// between the lanes of a SUITE_LANES-wide warp through local memory, a barrier around each.
+#define SUITE_LANES 32
+
+__kernel void wreduce(__global const float *in, __global float *out) {
+  __local float x[SUITE_WG], partial[SUITE_LANES];
+  uint t = get_local_id(0), lane = t % SUITE_LANES;
+  float v = in[get_global_id(0)];
+  for (uint off = SUITE_LANES / 2; off > 0; off >>= 1) {
+    x[t] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    v += x[t ^ off];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lane == 0)
+    partial[t / SUITE_LANES] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float s = t < get_local_size(0) / SUITE_LANES ? partial[t] : 0.0f;
+  for (uint off = SUITE_LANES / 2; off > 0; off >>= 1) {
+    x[t] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    s += x[t ^ off];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (t == 0)
+    out[get_group_id(0)] = s;
+}
+
+__kernel void wscan(__global const float *in, __global float *out) {
+  __local float x[SUITE_WG], totals[SUITE_LANES];
+  uint t = get_local_id(0), lane = t % SUITE_LANES, w = t / SUITE_LANES;
+  float v = in[get_global_id(0)];
+  for (uint off = 1; off < SUITE_LANES; off <<= 1) {
+    x[t] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane >= off)
+      v += x[t - off];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lane == SUITE_LANES - 1)
+    totals[w] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint warps = get_local_size(0) / SUITE_LANES;
+  float s = t < warps ? totals[t] : 0.0f;
+  for (uint off = 1; off < SUITE_LANES; off <<= 1) {
+    x[t] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (t >= off)
+      s += x[t - off];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (t < warps)
+    totals[t] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  out[get_global_id(0)] = v + (w ? totals[w - 1] : 0.0f);
+}
+
+// compact without ballots: each lane counts the kept flags below it in its warp from local memory.
+__kernel void compact(__global const uint *in, __global uint *out, __global uint *counts) {
+  __local uint flag[SUITE_WG], kept[SUITE_LANES];
+  uint t = get_local_id(0), lane = t % SUITE_LANES, w = t / SUITE_LANES, nt = get_local_size(0);
+  uint v = in[get_global_id(0)];
+  uint keep = v % 3 == 0;
+  flag[t] = keep;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint below = 0;
+  for (uint l = 0; l < lane; l++)
+    below += flag[t - lane + l];
+  if (lane == SUITE_LANES - 1)
+    kept[w] = below + keep;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint before = 0;
+  for (uint k = 0; k < w; k++)
+    before += kept[k];
+  __global uint *dst = out + get_group_id(0) * nt;
+  if (keep)
+    dst[before + below] = v;
+  if (t == nt - 1)
+    counts[get_group_id(0)] = before + kept[w];
+}

@@ -194,10 +194,88 @@ static void nbody_group(const struct suite_case *c, void *const bufs[], uint32_t
   }
 }
 
+// The warp kernels with a warp of SUITE_LANES (nvptx64's 32): the same exchanges as loops over lanes.
+#define SUITE_LANES 32
+#define SUITE_WARPS (SUITE_WG / SUITE_LANES)
+
+static void wreduce_group(const struct suite_case *c, void *const bufs[], uint32_t g, uint32_t gy) {
+  (void)c, (void)gy;
+  const float *restrict in = (const float *)bufs[0] + (size_t)g * SUITE_WG;
+  float v[SUITE_WG], x[SUITE_WG], partial[SUITE_LANES];
+  for (uint32_t t = 0; t < SUITE_WG; t++)
+    v[t] = in[t];
+  for (uint32_t off = SUITE_LANES / 2; off > 0; off >>= 1) {
+    for (uint32_t t = 0; t < SUITE_WG; t++)
+      x[t] = v[t ^ off];
+    for (uint32_t t = 0; t < SUITE_WG; t++)
+      v[t] += x[t];
+  }
+  for (uint32_t l = 0; l < SUITE_LANES; l++)
+    partial[l] = l < SUITE_WARPS ? v[l * SUITE_LANES] : 0.0f;
+  for (uint32_t off = SUITE_LANES / 2; off > 0; off >>= 1) {
+    for (uint32_t l = 0; l < SUITE_LANES; l++)
+      x[l] = partial[l ^ off];
+    for (uint32_t l = 0; l < SUITE_LANES; l++)
+      partial[l] += x[l];
+  }
+  ((float *)bufs[1])[g] = partial[0];
+}
+
+static void wscan_group(const struct suite_case *c, void *const bufs[], uint32_t g, uint32_t gy) {
+  (void)c, (void)gy;
+  const float *restrict in = (const float *)bufs[0] + (size_t)g * SUITE_WG;
+  float *restrict out = (float *)bufs[1] + (size_t)g * SUITE_WG;
+  float v[SUITE_WG], x[SUITE_WG], totals[SUITE_LANES], y[SUITE_LANES];
+  for (uint32_t t = 0; t < SUITE_WG; t++)
+    v[t] = in[t];
+  for (uint32_t off = 1; off < SUITE_LANES; off <<= 1) {
+    for (uint32_t t = 0; t < SUITE_WG; t++)
+      x[t] = t % SUITE_LANES >= off ? v[t - off] : 0.0f;
+    for (uint32_t t = 0; t < SUITE_WG; t++)
+      v[t] += x[t];
+  }
+  for (uint32_t l = 0; l < SUITE_LANES; l++)
+    totals[l] = l < SUITE_WARPS ? v[l * SUITE_LANES + SUITE_LANES - 1] : 0.0f;
+  for (uint32_t off = 1; off < SUITE_LANES; off <<= 1) {
+    for (uint32_t l = 0; l < SUITE_LANES; l++)
+      y[l] = l >= off ? totals[l - off] : 0.0f;
+    for (uint32_t l = 0; l < SUITE_LANES; l++)
+      totals[l] += y[l];
+  }
+  for (uint32_t t = 0; t < SUITE_WG; t++)
+    out[t] = v[t] + (t >= SUITE_LANES ? totals[t / SUITE_LANES - 1] : 0.0f);
+}
+
+static void compact_group(const struct suite_case *c, void *const bufs[], uint32_t g, uint32_t gy) {
+  (void)c, (void)gy;
+  const uint32_t *restrict in = (const uint32_t *)bufs[0] + (size_t)g * SUITE_WG;
+  uint32_t *restrict out = (uint32_t *)bufs[1] + (size_t)g * SUITE_WG;
+  uint32_t keep[SUITE_WG], kept[SUITE_WARPS];
+  uint64_t mask[SUITE_WARPS];
+  for (uint32_t t = 0; t < SUITE_WG; t++)
+    keep[t] = in[t] % 3 == 0;
+  for (uint32_t w = 0; w < SUITE_WARPS; w++) { // the ballots
+    uint64_t m = 0;
+    for (uint32_t l = 0; l < SUITE_LANES; l++)
+      m |= (uint64_t)keep[w * SUITE_LANES + l] << l;
+    mask[w] = m;
+    kept[w] = (uint32_t)__builtin_popcountll(m);
+  }
+  uint32_t before = 0;
+  for (uint32_t w = 0; w < SUITE_WARPS; w++) {
+    for (uint32_t l = 0; l < SUITE_LANES; l++)
+      if (keep[w * SUITE_LANES + l])
+        out[before + (uint32_t)__builtin_popcountll(mask[w] & ((1ull << l) - 1))] = in[w * SUITE_LANES + l];
+    before += kept[w];
+  }
+  ((uint32_t *)bufs[2])[g] = before;
+}
+
 static group_fn *const group_fns[SUITE_COUNT] = {
     [SUITE_SAXPY] = saxpy_group,         [SUITE_REDUCE] = reduce_group,   [SUITE_SCAN] = scan_group,
     [SUITE_MATMUL] = matmul_group,       [SUITE_HISTOGRAM] = histogram_group, [SUITE_TRANSPOSE] = transpose_group,
     [SUITE_STENCIL] = stencil_group,     [SUITE_BITONIC] = bitonic_group, [SUITE_NBODY] = nbody_group,
+    [SUITE_WREDUCE] = wreduce_group,     [SUITE_WSCAN] = wscan_group,     [SUITE_COMPACT] = compact_group,
 };
 
 struct hand_launch {

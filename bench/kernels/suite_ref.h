@@ -28,11 +28,15 @@ enum suite_kernel {
   SUITE_STENCIL,
   SUITE_BITONIC,
   SUITE_NBODY,
+  SUITE_WREDUCE,
+  SUITE_WSCAN,
+  SUITE_COMPACT,
   SUITE_COUNT
 };
 
-static const char *const suite_names[SUITE_COUNT] = {"saxpy",     "reduce",  "scan",    "matmul", "histogram",
-                                                     "transpose", "stencil", "bitonic", "nbody"};
+static const char *const suite_names[SUITE_COUNT] = {"saxpy",   "reduce",  "scan",  "matmul",  "histogram", "transpose",
+                                                     "stencil", "bitonic", "nbody", "wreduce", "wscan",
+                                                     "compact"};
 
 enum suite_arg_kind { SUITE_ARG_BUF, SUITE_ARG_U32, SUITE_ARG_F32 };
 struct suite_arg {
@@ -91,7 +95,8 @@ static inline void suite_add_u32(struct suite_case *c, uint32_t v) {
 // The case for kernel k at size (w, h) with groups of lx (x ly for the stencil) work-items; sizes are
 // rounded to what the kernel needs (whole groups for the kernels without bounds checks, a multiple of
 // SUITE_TILE for matmul). The 1-D kernels take any power of two lx <= SUITE_WG (saxpy and histogram any
-// lx <= SUITE_WG), the stencil any lx x ly; matmul and transpose always use SUITE_TILE x SUITE_TILE.
+// lx <= SUITE_WG; wreduce and wscan a multiple of the warp width, 32 or 64), the stencil any lx x ly;
+// matmul and transpose always use SUITE_TILE x SUITE_TILE.
 static inline struct suite_case suite_case_shaped(enum suite_kernel k, uint32_t w, uint32_t h, uint32_t lx,
                                                   uint32_t ly) {
   struct suite_case c;
@@ -113,13 +118,15 @@ static inline struct suite_case suite_case_shaped(enum suite_kernel k, uint32_t 
     suite_add_buf(&c, (size_t)w * 4, true);
     suite_add_u32(&c, w);
     break;
-  case SUITE_REDUCE: // (in, out[groups])
-  case SUITE_SCAN:   // (in, out)
+  case SUITE_REDUCE:  // (in, out[groups])
+  case SUITE_WREDUCE: // (in, out[groups])
+  case SUITE_SCAN:    // (in, out)
+  case SUITE_WSCAN:   // (in, out)
   case SUITE_BITONIC: // (in, out)
     c.groups[0] = suite_div_up(w, lx);
     c.w = c.groups[0] * lx;
     suite_add_buf(&c, (size_t)c.w * 4, false);
-    suite_add_buf(&c, (size_t)(k == SUITE_REDUCE ? c.groups[0] : c.w) * 4, true);
+    suite_add_buf(&c, (size_t)(k == SUITE_REDUCE || k == SUITE_WREDUCE ? c.groups[0] : c.w) * 4, true);
     break;
   case SUITE_MATMUL: // (a, b, c, n)
     c.w = suite_div_up(w, SUITE_TILE) * SUITE_TILE;
@@ -151,6 +158,13 @@ static inline struct suite_case suite_case_shaped(enum suite_kernel k, uint32_t 
     suite_add_buf(&c, (size_t)w * h * 4, true);
     suite_add_u32(&c, w);
     suite_add_u32(&c, h);
+    break;
+  case SUITE_COMPACT: // (in, out, counts[groups]): each group's kept elements first, in order
+    c.groups[0] = suite_div_up(w, lx);
+    c.w = c.groups[0] * lx;
+    suite_add_buf(&c, (size_t)c.w * 4, false);
+    suite_add_buf(&c, (size_t)c.w * 4, true);
+    suite_add_buf(&c, (size_t)c.groups[0] * 4, true);
     break;
   case SUITE_NBODY: // (pos, vel, pos_out, vel_out, n)
     c.groups[0] = suite_div_up(w, lx);
@@ -207,10 +221,12 @@ static inline void suite_fill(const struct suite_case *c, void *const bufs[]) {
     }
     break;
   case SUITE_REDUCE:
+  case SUITE_WREDUCE:
     for (size_t i = 0; i < n0; i++)
       f0[i] = (float)(i % 1000);
     break;
   case SUITE_SCAN:
+  case SUITE_WSCAN:
     for (size_t i = 0; i < n0; i++)
       f0[i] = (float)(i % 7);
     break;
@@ -227,6 +243,10 @@ static inline void suite_fill(const struct suite_case *c, void *const bufs[]) {
   case SUITE_TRANSPOSE:
     for (size_t i = 0; i < n0; i++)
       f0[i] = (float)(i % 16777216u);
+    break;
+  case SUITE_COMPACT: // about a third kept (the multiples of 3), in runs and alone
+    for (size_t i = 0; i < n0; i++)
+      ((uint32_t *)bufs[0])[i] = suite_hash((uint32_t)i) % 1000 + 1;
     break;
   case SUITE_STENCIL:
     for (size_t i = 0; i < n0; i++)
@@ -268,6 +288,7 @@ static inline void suite_reference(const struct suite_case *c, void *const bufs[
       o[i] = 1.0f + 2.0f * f0[i] * (float)launches;
     break;
   case SUITE_REDUCE:
+  case SUITE_WREDUCE:
     for (uint32_t g = 0; g < c->groups[0]; g++) {
       float s = 0;
       for (uint32_t t = 0; t < c->local[0]; t++)
@@ -276,6 +297,7 @@ static inline void suite_reference(const struct suite_case *c, void *const bufs[
     }
     break;
   case SUITE_SCAN:
+  case SUITE_WSCAN:
     for (uint32_t i = 0; i < w; i++)
       o[i] = (i % c->local[0] ? o[i - 1] : 0.0f) + f0[i];
     break;
@@ -300,6 +322,25 @@ static inline void suite_reference(const struct suite_case *c, void *const bufs[
       for (uint32_t x = 0; x < w; x++)
         o[(size_t)x * h + y] = f0[(size_t)y * w + x];
     break;
+  case SUITE_COMPACT: {
+    const uint32_t *in = (const uint32_t *)bufs[0];
+    uint32_t *u = (uint32_t *)want;
+    memset(u, 0, c->bytes[b]);
+    for (uint32_t g = 0; g < c->groups[0]; g++) {
+      uint32_t kept = 0;
+      for (uint32_t t = 0; t < c->local[0]; t++) {
+        uint32_t v = in[g * c->local[0] + t];
+        if (v % 3 == 0) {
+          if (b == 1)
+            u[g * c->local[0] + kept] = v;
+          kept++;
+        }
+      }
+      if (b == 2)
+        u[g] = kept;
+    }
+    break;
+  }
   case SUITE_STENCIL:
     for (uint32_t y = 0; y < h; y++)
       for (uint32_t x = 0; x < w; x++) {
@@ -353,7 +394,7 @@ static inline size_t suite_check(const struct suite_case *c, void *const bufs[],
     }
     suite_reference(c, bufs, b, launches, want);
     const uint32_t *gw = (const uint32_t *)want, *gg = (const uint32_t *)bufs[b];
-    bool ints = c->kernel == SUITE_HISTOGRAM;
+    bool ints = c->kernel == SUITE_HISTOGRAM || c->kernel == SUITE_COMPACT;
     for (size_t i = 0; i < c->bytes[b] / 4; i++) {
       bool same = ints ? gg[i] == gw[i] : ((const float *)bufs[b])[i] == ((const float *)want)[i];
       if (!same && bad++ == 0) {

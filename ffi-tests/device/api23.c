@@ -4,6 +4,9 @@
 #include <gpuintrin.h>
 #include <stdint.h>
 
+// A symbol that is not a kernel (constant: the kernels stay specialisable).
+__attribute__((visibility("default"))) const uint32_t api23_constant = 23;
+
 // out[0] = a + b + (int64_t)c, out[1] = d: a 4-byte, an 8-byte, a double and a byte argument.
 __gpu_kernel void add_args(int32_t a, int64_t b, double c, uint8_t d, int64_t *out) {
   if (__gpu_thread_id_x() == 0 && __gpu_block_id_x() == 0) {

@@ -271,6 +271,17 @@ pub fn launch_kernel(
     dims: LaunchDims,
     cooperative: bool,
 ) -> OlResult<()> {
+    let kernel = launch_target(queue, dev, sym)?;
+    launch_checked(queue, dev, kernel, args, dims, cooperative)
+}
+
+/// The launch's own checks, in LLVM's order: the queue is the device's (`INVALID_DEVICE`), the symbol a
+/// kernel (`SYMBOL_KIND`). Returns the kernel.
+pub fn launch_target<'s>(
+    queue: Option<&Arc<Queue>>,
+    dev: &Arc<Device>,
+    sym: &'s Symbol,
+) -> OlResult<&'s Arc<dyn plugin::Kernel>> {
     if let Some(q) = queue
         && q.device.handle != dev.handle
     {
@@ -279,9 +290,18 @@ pub fn launch_kernel(
             "device specified does not match the device of the given queue",
         ));
     }
-    let Some(kernel) = &sym.kernel else {
-        return Err(OlError::new(OL_ERRC_SYMBOL_KIND, "provided symbol is not a kernel"));
-    };
+    sym.kernel.as_ref().ok_or_else(|| OlError::new(OL_ERRC_SYMBOL_KIND, "provided symbol is not a kernel"))
+}
+
+/// Launches `kernel` ([`launch_target`]'s answer) on `queue` (NULL: on the device, waiting for it).
+pub fn launch_checked(
+    queue: Option<&Arc<Queue>>,
+    dev: &Arc<Device>,
+    kernel: &Arc<dyn plugin::Kernel>,
+    args: LaunchArgs<'_>,
+    dims: LaunchDims,
+    cooperative: bool,
+) -> OlResult<()> {
     let pdev = dev.plugin()?;
     match (queue, cooperative) {
         (Some(q), false) => q.inner.launch(kernel.clone(), args, dims)?,

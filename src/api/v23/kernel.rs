@@ -197,10 +197,10 @@ unsafe fn checked_args<'a>(
 ///
 /// Errors, in order: `INVALID_ARGUMENT` (exactly one of ArgPtrs/ArgSizes NULL; NumArgs > 0 with either
 /// NULL), `INVALID_NULL_HANDLE` (Device, Kernel), `INVALID_NULL_POINTER` (LaunchSizeArgs),
-/// `INVALID_QUEUE`, `INVALID_DEVICE`, `INVALID_ARGUMENT` (stale symbol), `INVALID_ENUMERATION` (unknown
-/// property), `INVALID_ARGUMENT` (no list end; argument count or size mismatch; bad grid; cooperative grid
-/// too large), `INVALID_DEVICE` (queue of another device), `SYMBOL_KIND`, `UNSUPPORTED` (cooperative on a
-/// device without it).
+/// `INVALID_QUEUE`, `INVALID_DEVICE`, `INVALID_ARGUMENT` (stale symbol), `INVALID_DEVICE` (queue of another
+/// device), `SYMBOL_KIND`, `INVALID_ENUMERATION` (unknown property), `INVALID_ARGUMENT` (no list end;
+/// argument count or size mismatch; bad grid; cooperative grid too large), `UNSUPPORTED` (cooperative on
+/// a device without it).
 ///
 /// # Safety
 /// `ArgPtrs`/`ArgSizes` valid for `NumArgs` entries, each pointer for its size; `Properties` NULL or
@@ -243,6 +243,8 @@ pub unsafe extern "C" fn ol_launch_kernel(
             let q = if Queue.is_null() { None } else { Some(handle::queue(ctx, raw_handle(Queue))?) };
             let d = handle::device(ctx, raw_handle(Device))?;
             let k = handle::symbol(ctx, raw_handle(Kernel))?;
+            // as 23's implementation: the queue's device and the symbol's kind, then the properties
+            let kernel = objects::launch_target(q, d, k)?;
             // SAFETY: NULL or terminated per the caller contract.
             let coop = unsafe { cooperative(Properties) }?;
             // SAFETY: non-NULL and valid per the caller contract.
@@ -253,8 +255,8 @@ pub unsafe extern "C" fn ol_launch_kernel(
                 dyn_shared_mem: la.DynSharedMemory,
             };
             // SAFETY: NumArgs entries per the caller contract.
-            let args = unsafe { checked_args(&k.name, objects::kernel_params(k), NumArgs, ArgPtrs, ArgSizes) }?;
-            objects::launch_kernel(q, d, k, LaunchArgs::Values(&args), dims, coop)
+            let args = unsafe { checked_args(&k.name, kernel.params(), NumArgs, ArgPtrs, ArgSizes) }?;
+            objects::launch_checked(q, d, kernel, LaunchArgs::Values(&args), dims, coop)
         },
         || {
             // SAFETY: NULL or valid per the caller contract.

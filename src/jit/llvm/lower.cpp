@@ -2543,7 +2543,8 @@ struct Lowering {
           continue;
         if (auto *A = dyn_cast<Argument>(Op)) {
           unsigned n = A->getArgNo();
-          if (n == o + E_LX || n == o + E_LY || n == o + E_LZ || n == o + E_LWI)
+          // (the scratch argument stands for the exchange area inside the regions, not in the prologue)
+          if (n == o + E_LX || n == o + E_LY || n == o + E_LZ || n == o + E_LWI || n == o + E_SCRATCH)
             ok = false;
           continue;
         }

@@ -291,6 +291,24 @@ static void program_and_symbols(void) {
   CHECK(!valid);
   OK(olIsValidBinary(gpu, isa_future, strlen(isa_future) + 1, &valid));
   CHECK(!valid);
+  // Images without a NUL at their end, in buffers of exactly their size (8-byte multiples): PTX, and the
+  // fuzzer's fatbin-looking bytes that the driver's PTX reader walked up to a NUL (under ASan, a read past
+  // the buffer is an error): the library hands the driver a copy with a NUL after it.
+  unsigned char fuzz80[80] = {0x50, 0xed, 0x55, 0xba, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x3d, 0x85, 0xff, 0xff};
+  memset(fuzz80 + 16, 'm', 64);
+  char *unterminated[2] = {malloc(80), malloc(80)};
+  REQUIRE(unterminated[0] && unterminated[1]);
+  memset(unterminated[0], ' ', 80);
+  memcpy(unterminated[0], ptx_old, strlen(ptx_old));
+  memcpy(unterminated[1], fuzz80, 80);
+  for (int i = 0; i < 2; i++) {
+    ol_program_handle_t p80 = NULL;
+    ol_result_t r = olCreateProgram(gpu, unterminated[i], 80, &p80);
+    CHECKF(i == 1 || r == OL_SUCCESS, "PTX without a NUL: %s", r ? r->Details : "");
+    if (p80)
+      OK(olDestroyProgram(p80));
+    free(unterminated[i]);
+  }
   // kernels and globals
   const char *kernels[] = {"saxpy", "reduce", "coords2d", "coords3d", "structarg", "read_ctor", "noargs"};
   for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {

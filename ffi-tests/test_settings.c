@@ -105,6 +105,10 @@ static int child(void) {
     uint32_t cu = 0;
     if (!olGetDeviceInfo(t_cpu, OL_DEVICE_INFO_NUM_COMPUTE_UNITS, sizeof cu, &cu))
       printf("CU %u\n", cu);
+    uint32_t vw_float = 0, vw_char = 0;
+    if (!olGetDeviceInfo(t_cpu, OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_FLOAT, sizeof vw_float, &vw_float) &&
+        !olGetDeviceInfo(t_cpu, OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_CHAR, sizeof vw_char, &vw_char))
+      printf("VW %u %u\n", vw_float, vw_char);
     if (getenv("SETTINGS_AS_HEADROOM_MB")) {
       run_under_limit();
     } else if (getenv("SETTINGS_RUN")) {
@@ -294,6 +298,26 @@ TEST(each_cpu_target_has_its_own_cache_entry) {
   setenv("OFFLOAD_RS_JIT_CACHE_DIR", "off", 1);
 }
 
+// The native vector widths are those of the code the JIT makes: OFFLOAD_RS_CPU_TARGET's, not the host's.
+TEST(native_vector_widths_follow_the_cpu_target) {
+  NEED_CPU();
+  char out[8192], b[256];
+  struct { const char *target; const char *want; } cases[] = {
+      {"x86-64-v2", "4 16"},       // SSE: 4 floats, 16 chars
+      {"x86-64-v3", "8 32"},       // AVX2
+      {"x86-64-v3,-avx2", "8 16"}, // AVX without AVX2: 256-bit floats, 128-bit integers
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    CHECK(run_child("OFFLOAD_RS_CPU_TARGET", cases[i].target, false, out, sizeof out) == 0);
+    if (!fact(out, "INIT", b, sizeof b) || strcmp(b, "0 ") != 0) {
+      printf("  (%s does not run here: %s)\n", cases[i].target, b);
+      continue;
+    }
+    CHECKF(fact(out, "VW", b, sizeof b) && strcmp(b, cases[i].want) == 0, "OFFLOAD_RS_CPU_TARGET=%s: VW %s, want %s",
+           cases[i].target, fact(out, "VW", b, sizeof b) ? b : "(none)", cases[i].want);
+  }
+}
+
 // `test_settings --target-runs CPU`: whether the JIT can compile for OFFLOAD_RS_CPU_TARGET=CPU here (exit 0;
 // else 1 and the reason on stdout): scripts/test.sh's target matrix skips the targets this machine cannot run.
 static int target_runs(const char *cpu) {
@@ -326,6 +350,7 @@ int main(int argc, char **argv) {
   RUN(a_tight_address_space_limit_gives_errors_never_an_abort);
   RUN(cpu_threads_are_the_compute_units_and_kernels_run);
   RUN(each_cpu_target_has_its_own_cache_entry);
+  RUN(native_vector_widths_follow_the_cpu_target);
   olShutDown();
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);

@@ -172,6 +172,14 @@ pub fn cpu_target_check() -> Result<(), JitError> {
     }
 }
 
+/// The features the CPU JIT's code may use when `OFFLOAD_RS_CPU_TARGET` chose its target (LLVM's names,
+/// implied ones included), resolved at `olInit`; `None` for the default target (the host's CPU as this
+/// process sees it) or when the compile service could not answer.
+pub fn chosen_target_features() -> Option<&'static [String]> {
+    target::client_cpu().spec.as_ref()?;
+    service::cpu_target_features().ok()
+}
+
 pub fn set_memcheck(on: bool) {
     MEMCHECK.store(on, Ordering::Relaxed);
 }

@@ -18,27 +18,29 @@ pub(crate) struct CpuTarget {
 }
 
 impl CpuTarget {
-    /// The compile service's answer to a target request: `(len: u32, bytes)` for triple, cpu, features.
+    /// The compile service's answer to a target request: `(len: u32, bytes)` for triple, cpu, features
+    /// and `enabled` (every feature LLVM turns on for the target, implied ones included, comma-separated).
     #[cfg(any(feature = "llvm", test))]
-    pub(crate) fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self, enabled: &str) -> Vec<u8> {
         let mut v = Vec::new();
-        for s in [&self.triple, &self.cpu, &self.features] {
+        for s in [self.triple.as_str(), &self.cpu, &self.features, enabled] {
             v.extend_from_slice(&(s.len() as u32).to_le_bytes());
             v.extend_from_slice(s.as_bytes());
         }
         v
     }
 
-    /// The inverse of [`CpuTarget::encode`] (vector math and stop points off).
-    pub(crate) fn decode(mut v: &[u8]) -> Option<CpuTarget> {
-        let mut s = [String::new(), String::new(), String::new()];
+    /// The inverse of [`CpuTarget::encode`] (vector math and stop points off), with the enabled features.
+    pub(crate) fn decode(mut v: &[u8]) -> Option<(CpuTarget, Vec<String>)> {
+        let mut s = [String::new(), String::new(), String::new(), String::new()];
         for x in &mut s {
             let n = u32::from_le_bytes(v.get(..4)?.try_into().ok()?) as usize;
             *x = std::str::from_utf8(v.get(4..4usize.checked_add(n)?)?).ok()?.to_string();
             v = &v[4 + n..];
         }
-        let [triple, cpu, features] = s;
-        v.is_empty().then_some(CpuTarget { triple, cpu, features, vector_math: false, stop_points: false })
+        let [triple, cpu, features, enabled] = s;
+        let enabled = enabled.split(',').filter(|f| !f.is_empty()).map(str::to_string).collect();
+        v.is_empty().then_some((CpuTarget { triple, cpu, features, vector_math: false, stop_points: false }, enabled))
     }
 }
 

@@ -10,14 +10,15 @@ use std::time::Instant;
 use super::JitError;
 use super::request::{CpuTarget, Request, decode_result};
 
-/// The process's CPU target (see the module docs), resolved by the compile service on the first call
-/// that gets an answer (a service that cannot run is an error for this call only).
-pub(crate) fn cpu_target() -> Result<&'static CpuTarget, JitError> {
-    static TARGET: OnceLock<Result<CpuTarget, String>> = OnceLock::new();
+/// The process's CPU target (target.rs), resolved by the compile service on the first call that gets an
+/// answer (a service that cannot run is an error for this call only), and every feature LLVM turns on
+/// for it.
+fn resolved() -> Result<&'static (CpuTarget, Vec<String>), JitError> {
+    static TARGET: OnceLock<Result<(CpuTarget, Vec<String>), String>> = OnceLock::new();
     if TARGET.get().is_none() {
         let c = super::target::client_cpu();
         let answer = match resolve_target(c.spec.as_deref().unwrap_or(""), c.under_valgrind, &c.lacks) {
-            Ok(mut t) => {
+            Ok((mut t, enabled)) => {
                 t.vector_math = super::target::vector_math_enabled();
                 if c.spec.is_none() && c.under_valgrind {
                     super::debug(&format!(
@@ -27,7 +28,7 @@ pub(crate) fn cpu_target() -> Result<&'static CpuTarget, JitError> {
                         super::target::ENV
                     ));
                 }
-                Ok(t)
+                Ok((t, enabled))
             }
             Err(JitError::InvalidTarget(e)) => Err(e),
             Err(e) => return Err(e),
@@ -39,6 +40,16 @@ pub(crate) fn cpu_target() -> Result<&'static CpuTarget, JitError> {
         Some(Err(e)) => Err(JitError::InvalidTarget(e.clone())),
         None => Err(JitError::Compile("internal: the CPU target was not resolved".into())),
     }
+}
+
+/// The process's CPU target ([`resolved`]).
+pub(crate) fn cpu_target() -> Result<&'static CpuTarget, JitError> {
+    resolved().map(|(t, _)| t)
+}
+
+/// Every feature LLVM turns on for the process's CPU target ([`resolved`]).
+pub(crate) fn cpu_target_features() -> Result<&'static [String], JitError> {
+    resolved().map(|(_, f)| f.as_slice())
 }
 
 /// Compiles bitcode to an x86-64 ELF relocatable object: (object, kernel metadata), in the compile
@@ -80,7 +91,7 @@ pub fn compile_ptx(bc: &[u8], cpu: &str, features: &str) -> Result<String, JitEr
 }
 
 /// The client's CPU target ([`Request::Target`]), resolved by the compile service.
-fn resolve_target(spec: &str, under_valgrind: bool, lacks: &str) -> Result<CpuTarget, JitError> {
+fn resolve_target(spec: &str, under_valgrind: bool, lacks: &str) -> Result<(CpuTarget, Vec<String>), JitError> {
     let v = run(Request::Target { spec, under_valgrind, lacks })?;
     CpuTarget::decode(&v).ok_or_else(|| JitError::Compile("internal: malformed target from the JIT helper".into()))
 }

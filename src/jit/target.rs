@@ -227,9 +227,9 @@ mod tests {
             triple: "x".into(),
             cpu: "znver4".into(),
             features: "+a,-b".into(),
-            ..CpuTarget::decode(&[0; 12]).unwrap()
+            ..CpuTarget::decode(&[0; 16]).unwrap().0
         };
-        assert_eq!(CpuTarget::decode(&t.encode()), Some(t));
+        assert_eq!(CpuTarget::decode(&t.encode("avx2,fma")), Some((t, vec!["avx2".to_string(), "fma".to_string()])));
         assert_eq!(CpuTarget::decode(&[1, 0, 0]), None);
     }
 }

@@ -68,7 +68,8 @@ pub(crate) fn execute(req: &Request<'_>) -> Result<Vec<u8>, JitError> {
         }
         Request::Target { spec, under_valgrind, lacks } => {
             let spec = (!spec.is_empty()).then_some(spec);
-            target::resolve_request(spec, under_valgrind, lacks).map(|t| t.encode())
+            target::resolve_request(spec, under_valgrind, lacks)
+                .map(|t| t.encode(&target::enabled_features(&t).join(",")))
         }
     }
 }

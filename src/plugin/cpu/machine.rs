@@ -41,7 +41,8 @@ pub fn read_device_info() -> DeviceInfo {
     let (vendor, vendor_id) = vendor_names(&vendor_raw);
     let mem_total = usable_memory_of(meminfo_total(&meminfo).unwrap_or(1 << 30));
     let cpu_mhz = read_max_clock_mhz(&cpuinfo);
-    let features = SimdFeatures::detect();
+    // what the JIT's code may use: the chosen target's features (OFFLOAD_RS_CPU_TARGET), else this CPU's
+    let features = crate::jit::chosen_target_features().map_or_else(SimdFeatures::detect, SimdFeatures::of_llvm);
 
     DeviceInfo {
         name: model.clone(),
@@ -351,6 +352,27 @@ impl SimdFeatures {
         }
     }
 
+    /// The widths code with LLVM's features `enabled` (plain names: `avx2`, `avx512f`, ...) may use.
+    pub fn of_llvm(enabled: &[String]) -> Self {
+        let has = |f: &str| enabled.iter().any(|e| e == f);
+        let (avx512, fp16) = (has("avx512f"), has("avx512fp16"));
+        let float_bytes = if avx512 {
+            64
+        } else if has("avx") {
+            32
+        } else {
+            16
+        };
+        let int_bytes = if avx512 && has("avx512bw") {
+            64
+        } else if has("avx2") {
+            32
+        } else {
+            16
+        };
+        SimdFeatures { int_bytes, float_bytes, half: fp16, half_bytes: if fp16 { 64 } else { 0 } }
+    }
+
     /// char, short, int, long, float, double, half: elements per native register.
     pub fn native_vector_width(&self) -> [u32; 7] {
         [
@@ -368,6 +390,15 @@ impl SimdFeatures {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn widths_of_a_chosen_target() {
+        let f = |l: &[&str]| SimdFeatures::of_llvm(&l.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(f(&["sse4.2", "popcnt"]).native_vector_width(), [16, 8, 4, 2, 4, 2, 0]);
+        assert_eq!(f(&["avx", "avx2", "fma"]).native_vector_width(), [32, 16, 8, 4, 8, 4, 0]);
+        assert_eq!(f(&["avx", "avx512f"]).native_vector_width(), [16, 8, 4, 2, 16, 8, 0]);
+        assert_eq!(f(&["avx2", "avx512f", "avx512bw", "avx512fp16"]).native_vector_width(), [64, 32, 16, 8, 16, 8, 32]);
+    }
 
     #[test]
     fn info_is_plausible() {

@@ -293,8 +293,9 @@ impl Device for CudaDevice {
             Some(p) => &p.ptx,
             None => &bytes,
         };
-        // Keep the image 8-byte aligned for the driver.
-        let mut aligned = vec![0u64; data.len().div_ceil(8)];
+        // Keep the image 8-byte aligned for the driver, with a NUL after it: the driver reads PTX up to its
+        // NUL (`cuModuleLoadDataEx` takes "NUL-terminated PTX"), and the client's bytes need not have one.
+        let mut aligned = vec![0u64; (data.len() + 1).div_ceil(8)];
         // SAFETY: aligned has room for data.len() bytes.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), aligned.as_mut_ptr().cast::<u8>(), data.len()) };
 

@@ -9,7 +9,8 @@
 #     kernels/*.bc          ffi-tests/kernels/cuda/*.c as NVPTX bitcode (the CPU device's kind)
 #     tools/unxz-static     a static .xz decompressor (the GPU machine may lack xz-utils)
 #     tools/rawcheck        raw driver check + launch-latency baseline in C (no offload-rs code)
-#     tools/capi_smoke      end-to-end check through the C API (lib/libLLVMOffload.so.22.1)
+#     tools/capi_smoke      end-to-end check through the C API (lib/libLLVMOffload.so.22.1, with its compile
+#                           helper offload-rs-jit and LLVM module liboffload-rs-llvm.so, also in lib/)
 #     tools/test_cuda       ffi-tests/test_cuda.c, the CUDA acceptance test through the C API
 #     tools/cuda_launch     bench/cuda_launch.c: olLaunchKernel vs raw cuLaunchKernel (+ kernels/*.sm_90.ptx)
 #     kernels/device/*.nvptx64.bc   its device code (ffi-tests/device/*.c, named as ffi-tests expects)
@@ -113,6 +114,10 @@ if make -s lib OUT="$LIBOUT" >/dev/null 2>&1; then
     clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -O2 \
         -S ffi-tests/device/kernels.c -o "$KIT/kernels/device_kernels.sm_90.ptx"
     compress "$LIBOUT/lib/libLLVMOffload.so.22.1" "$KIT/lib"
+    # the library has no LLVM in it: its compiles (PTX from bitcode) run in the compile helper or the
+    # in-process LLVM module, which gpu-check.sh puts in lib/offload-rs/ beside it
+    compress "$LIBOUT/lib/offload-rs/offload-rs-jit" "$KIT/lib"
+    compress "$LIBOUT/lib/offload-rs/liboffload-rs-llvm.so" "$KIT/lib"
 else
     echo "   (make lib failed: the C API smoke test is left out of the kit)"
 fi

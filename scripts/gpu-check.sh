@@ -59,6 +59,12 @@ for d in bin lib glibc; do
     done
 done
 chmod +x "$RT/bin/cuda-tests" "$RT/glibc"/ld-linux* 2>/dev/null
+# the library's compile helper and LLVM module live in offload-rs/ beside it
+mkdir -p "$RT/lib/offload-rs"
+for f in offload-rs-jit liboffload-rs-llvm.so; do
+    if [ -e "$RT/lib/$f" ]; then mv "$RT/lib/$f" "$RT/lib/offload-rs/$f"; fi
+done
+chmod +x "$RT/lib/offload-rs/offload-rs-jit" 2>/dev/null || true
 du -sh "$RT"
 
 export LD_LIBRARY_PATH="$RT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -25,17 +25,6 @@ struct Module {
     free: FreeFn,
 }
 
-fn dl_error() -> String {
-    // SAFETY: dlerror returns NULL or a NUL-terminated message of this thread's last dl call.
-    let e = unsafe { libc::dlerror() };
-    if e.is_null() {
-        "unknown error".into()
-    } else {
-        // SAFETY: non-NULL, NUL-terminated (above).
-        unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
-    }
-}
-
 /// Loads the module (once; a module that cannot be used stays unused, with the reason).
 fn module() -> Result<&'static Module, &'static str> {
     static M: OnceLock<Result<Module, String>> = OnceLock::new();
@@ -50,7 +39,7 @@ fn module() -> Result<&'static Module, &'static str> {
         // of the client's namespace. The handle is never closed.
         let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         if h.is_null() {
-            return Err(format!("cannot load {}: {}", path.display(), dl_error()));
+            return Err(format!("cannot load {}: {}", path.display(), super::native::dl_error()));
         }
         let sym = |name: &CStr| {
             // SAFETY: dlsym on a live handle with a NUL-terminated name.

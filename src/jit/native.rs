@@ -51,7 +51,7 @@ pub(crate) struct NativeLib {
 /// Loads are serialised: the check that a name is free and the load under it are one step.
 static LOADING: Mutex<()> = Mutex::new(());
 
-fn dl_error() -> String {
+pub(crate) fn dl_error() -> String {
     // SAFETY: dlerror returns a thread-local string or NULL.
     let e = unsafe { libc::dlerror() };
     if e.is_null() {

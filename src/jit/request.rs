@@ -23,25 +23,35 @@ impl CpuTarget {
     #[cfg(any(feature = "llvm", test))]
     pub(crate) fn encode(&self, enabled: &str) -> Vec<u8> {
         let mut v = Vec::new();
-        for s in [self.triple.as_str(), &self.cpu, &self.features, enabled] {
-            v.extend_from_slice(&(s.len() as u32).to_le_bytes());
-            v.extend_from_slice(s.as_bytes());
-        }
+        put_strs(&mut v, &[&self.triple, &self.cpu, &self.features, enabled]);
         v
     }
 
     /// The inverse of [`CpuTarget::encode`] (vector math and stop points off), with the enabled features.
     pub(crate) fn decode(mut v: &[u8]) -> Option<(CpuTarget, Vec<String>)> {
-        let mut s = [String::new(), String::new(), String::new(), String::new()];
-        for x in &mut s {
-            let n = u32::from_le_bytes(v.get(..4)?.try_into().ok()?) as usize;
-            *x = std::str::from_utf8(v.get(4..4usize.checked_add(n)?)?).ok()?.to_string();
-            v = &v[4 + n..];
-        }
-        let [triple, cpu, features, enabled] = s;
+        let [triple, cpu, features, enabled] = take_strs(&mut v)?.map(str::to_string);
         let enabled = enabled.split(',').filter(|f| !f.is_empty()).map(str::to_string).collect();
         v.is_empty().then_some((CpuTarget { triple, cpu, features, vector_math: false, stop_points: false }, enabled))
     }
+}
+
+/// Appends each of `strs` as `len: u32 | bytes`.
+fn put_strs(v: &mut Vec<u8>, strs: &[&str]) {
+    for s in strs {
+        v.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        v.extend_from_slice(s.as_bytes());
+    }
+}
+
+/// Takes `N` strings written by [`put_strs`] from the front of `v`; `None` for bytes it did not write.
+fn take_strs<'a, const N: usize>(v: &mut &'a [u8]) -> Option<[&'a str; N]> {
+    let mut out = [""; N];
+    for s in &mut out {
+        let n = u32::from_le_bytes(v.get(..4)?.try_into().ok()?) as usize;
+        *s = std::str::from_utf8(v.get(4..4usize.checked_add(n)?)?).ok()?;
+        *v = &v[4 + n..];
+    }
+    Some(out)
 }
 
 /// One job for the helper.
@@ -112,10 +122,7 @@ impl<'a> Request<'a> {
         for g in group {
             v.extend_from_slice(&g.to_le_bytes());
         }
-        for s in strs {
-            v.extend_from_slice(&(s.len() as u32).to_le_bytes());
-            v.extend_from_slice(s.as_bytes());
-        }
+        put_strs(&mut v, &strs);
         v.extend_from_slice(bc);
         v
     }
@@ -130,12 +137,7 @@ impl<'a> Request<'a> {
             *g = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?);
             rest = &rest[4..];
         }
-        let mut strs = ["", "", "", ""];
-        for s in &mut strs {
-            let n = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
-            *s = std::str::from_utf8(rest.get(4..4usize.checked_add(n)?)?).ok()?;
-            rest = &rest[4 + n..];
-        }
+        let strs: [&str; 4] = take_strs(&mut rest)?;
         let opt = u32::from(opt);
         match kind {
             1 => Some(Request::Cpu {

@@ -321,30 +321,18 @@ pub struct SimdFeatures {
 }
 
 impl SimdFeatures {
+    /// This CPU's, as this process sees it.
     pub fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
-            let avx512 = std::is_x86_feature_detected!("avx512f");
-            let avx512bw = std::is_x86_feature_detected!("avx512bw");
-            let avx2 = std::is_x86_feature_detected!("avx2");
-            let avx = std::is_x86_feature_detected!("avx");
-            let fp16 = std::is_x86_feature_detected!("avx512fp16");
-            let float_bytes = if avx512 {
-                64
-            } else if avx {
-                32
-            } else {
-                16
-            };
-            // byte/short ops need AVX512BW for 512-bit and AVX2 for 256-bit registers
-            let int_bytes = if avx512 && avx512bw {
-                64
-            } else if avx2 {
-                32
-            } else {
-                16
-            };
-            SimdFeatures { int_bytes, float_bytes, half: fp16, half_bytes: if fp16 { 64 } else { 0 } }
+            Self::with(|f| match f {
+                "avx512f" => std::is_x86_feature_detected!("avx512f"),
+                "avx512bw" => std::is_x86_feature_detected!("avx512bw"),
+                "avx2" => std::is_x86_feature_detected!("avx2"),
+                "avx" => std::is_x86_feature_detected!("avx"),
+                "avx512fp16" => std::is_x86_feature_detected!("avx512fp16"),
+                _ => false,
+            })
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -354,7 +342,11 @@ impl SimdFeatures {
 
     /// The widths code with LLVM's features `enabled` (plain names: `avx2`, `avx512f`, ...) may use.
     pub fn of_llvm(enabled: &[String]) -> Self {
-        let has = |f: &str| enabled.iter().any(|e| e == f);
+        Self::with(|f| enabled.iter().any(|e| e == f))
+    }
+
+    /// The widths for an x86 CPU with the features `has` says it has (LLVM's names).
+    fn with(has: impl Fn(&str) -> bool) -> Self {
         let (avx512, fp16) = (has("avx512f"), has("avx512fp16"));
         let float_bytes = if avx512 {
             64
@@ -363,6 +355,7 @@ impl SimdFeatures {
         } else {
             16
         };
+        // byte/short ops need AVX512BW for 512-bit and AVX2 for 256-bit registers
         let int_bytes = if avx512 && has("avx512bw") {
             64
         } else if has("avx2") {

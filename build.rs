@@ -1,4 +1,4 @@
-// Builds the JIT's C++ shims against LLVM 22's C++ API (src/jit/llvm/lower.cpp: IR lowering;
+// Builds the JIT's C++ shims against LLVM 22's C++ API (src/jit/llvm/lower/: IR lowering;
 // src/jit/llvm/kernel_memory.cpp: stack sizes and the memcheck pass) and the API's pinning thread-local
 // (src/runtime/pin_tls.c, C), the stoppable calls of JIT'd code (src/jit/stop.c, C), and computes the JIT's build id. The shims are linked with libLLVM-22
 // (dynamic), which llvm-sys/inkwell already link.
@@ -10,17 +10,24 @@
 use std::path::Path;
 use std::process::Command;
 
-/// The C++ sources of the shim library, and the header they share.
-const CXX_SOURCES: [&str; 6] = [
-    "src/jit/llvm/lower.cpp",
-    "src/jit/llvm/kernel_memory.cpp",
-    "src/jit/llvm/passes.cpp",
-    "src/jit/llvm/stop_points.cpp",
-    "src/jit/llvm/target_info.cpp",
-    "src/jit/llvm/workarounds/hoist_invariant_divisions.cpp",
-];
-const CXX_HEADERS: [&str; 3] =
-    ["src/jit/llvm/shim.h", "src/jit/llvm/stop_points.h", "src/jit/llvm/workarounds/hoist_invariant_divisions.h"];
+/// The C++ of the shim library: every `.cpp` (compiled) and `.h` under src/jit/llvm (the lowering's
+/// files in src/jit/llvm/lower/, the pass driver, the workarounds, ...), in a stable order.
+fn cxx_files(ext: &str) -> Vec<std::path::PathBuf> {
+    fn walk(p: &Path, ext: &str, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(p) else { return };
+        for e in rd.filter_map(Result::ok).map(|e| e.path()) {
+            if e.is_dir() {
+                walk(&e, ext, out);
+            } else if e.extension().is_some_and(|x| x == ext) {
+                out.push(e);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(Path::new("src/jit/llvm"), ext, &mut out);
+    out.sort();
+    out
+}
 /// The C sources (no LLVM): the API's pinning thread-local, and how JIT'd code is left at a stop point.
 const C_SOURCES: [&str; 2] = ["src/runtime/pin_tls.c", "src/jit/stop.c"];
 
@@ -79,7 +86,9 @@ fn main() {
         // build script reruns for any change under src/jit).
         let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default());
         let mut sh = blake3::Hasher::new();
-        for f in CXX_SOURCES.iter().chain(&CXX_HEADERS) {
+        let sources = cxx_files("cpp");
+        for f in sources.iter().chain(&cxx_files("h")) {
+            sh.update(f.to_string_lossy().as_bytes());
             sh.update(&std::fs::read(f).unwrap_or_default());
         }
         let stamp_val = format!("{}\n{prefix}\n", sh.finalize().to_hex());
@@ -98,7 +107,7 @@ fn main() {
             let mut b = cc::Build::new();
             // Our C++ with warnings on (-Wall -Wextra); LLVM's headers as system headers, whose warnings are
             // not ours.
-            b.cpp(true).files(CXX_SOURCES).warnings(true).extra_warnings(true);
+            b.cpp(true).files(&sources).warnings(true).extra_warnings(true);
             for f in cxxflags.split_whitespace() {
                 if let Some(dir) = f.strip_prefix("-I") {
                     b.flag("-isystem").flag(dir);

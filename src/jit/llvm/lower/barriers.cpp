@@ -1,0 +1,178 @@
+// The barrier side of the work-group function with barriers (buildCbs): markers isolated, the blocks
+// each barrier reaches, and which barriers are uniform.
+#include "lowering.h"
+
+namespace ol_rs::lower {
+
+
+bool Lowering::firstCallTo(BasicBlock *BB, Function *Fn) {
+  auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
+  return CI && CI->getCalledFunction() == Fn && Fn;
+}
+
+
+// Continuation-based synchronisation. F = K.body with barrier/exit markers; sets scratchPerWi to
+// the scratch bytes each work-item needs. The steps below run in order on one CbsState.
+bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi) {
+  CbsState st;
+  st.F = F;
+  st.o = F->arg_size() - E_COUNT;
+  st.BM = M.getFunction("__ol_rs.barrier");
+  st.EM = M.getFunction("__ol_rs.exit");
+  removeUnreachableBlocks(*F);
+  if (!cbsCheckAllocas(st))
+    return false;
+  st.entry = &F->getEntryBlock();
+  cbsDivergence(st);
+  cbsIsolateMarkers(st);
+  cbsUniformBarriers(st);
+  cbsDemotePhis(st);
+  cbsFindHoistable(st);
+  cbsDemoteLiveAcross(st);
+  scopeSlots(F, st.demoted);
+  cbsLayout(st);
+  scratchPerWi = st.S + 12;
+  cbsRegionEntries(st);
+  IRBuilder<> B(st.NE);
+  cbsScheduler(st, B);
+  for (size_t k = 0; k < st.regionEntry.size(); ++k)
+    cbsRegion(st, B, k);
+  return cbsFinish(st);
+}
+
+
+// Step 1 (takes F; gives false with an error if it cannot be lowered): dynamic allocas are not supported.
+bool Lowering::cbsCheckAllocas(CbsState &st) {
+  for (BasicBlock &BB : *st.F)
+    for (Instruction &I : BB)
+      if (auto *AI = dyn_cast<AllocaInst>(&I))
+        if (!AI->isStaticAlloca() || !AI->getAllocatedType()->isSized())
+          return fail("dynamic alloca in a kernel with barriers is not supported");
+  return true;
+}
+
+
+// Step 1 (takes F; gives st.div, st.divTerm): the divergent values, and the terminators whose
+// successor choice may differ between work-items (taken before PHI demotion, which replaces i1 PHI
+// conditions by loads the analysis has not seen).
+void Lowering::cbsDivergence(CbsState &st) {
+  Function *F = st.F;
+  st.div = divergentValues(F);
+  auto &div = st.div;
+  auto &divTerm = st.divTerm;
+  for (BasicBlock &BB : *F) {
+    Instruction *T = BB.getTerminator();
+    if (auto *BI = dyn_cast<BranchInst>(T)) {
+      if (BI->isConditional() && div.count(BI->getCondition()))
+        divTerm.insert(T);
+    } else if (auto *SI = dyn_cast<SwitchInst>(T)) {
+      if (div.count(SI->getCondition()))
+        divTerm.insert(T);
+    } else if (!isa<ReturnInst>(T) && !isa<UnreachableInst>(T)) {
+      divTerm.insert(T);
+    }
+  }
+}
+
+
+// Step 2 (takes F; changes its blocks): isolate markers into their own blocks: a barrier is alone in
+// its block (which then has a single successor), an exit marker starts its block.
+void Lowering::cbsIsolateMarkers(CbsState &st) {
+  Function *F = st.F, *BM = st.BM, *EM = st.EM;
+  std::vector<CallInst *> marks;
+  for (BasicBlock &BB : *F)
+    for (Instruction &I : BB)
+      if (auto *CI = dyn_cast<CallInst>(&I))
+        if (CI->getCalledFunction() && (CI->getCalledFunction() == BM || CI->getCalledFunction() == EM))
+          marks.push_back(CI);
+  for (CallInst *CI : marks) {
+    BasicBlock *BB = CI->getParent();
+    if (&*BB->getFirstNonPHIIt() != CI || BB == &F->getEntryBlock() || isa<PHINode>(BB->front()))
+      BB = BB->splitBasicBlock(CI->getIterator(), "cbs.mark");
+    if (CI->getCalledFunction() == BM)
+      BB->splitBasicBlock(std::next(CI->getIterator()), "cbs.after");
+  }
+}
+
+
+// st.reach[B]: the barrier blocks (nullptr = exit) reachable from B without crossing a barrier.
+void Lowering::cbsComputeReach(CbsState &st) {
+  auto &reach = st.reach;
+  reach.clear();
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (BasicBlock &BB : *st.F) {
+      std::set<BasicBlock *> r;
+      if (st.isBarrierBlk(&BB))
+        r.insert(&BB);
+      else if (st.isExitBlk(&BB))
+        r.insert(nullptr);
+      else
+        for (BasicBlock *S : successors(&BB)) {
+          auto it = reach.find(S);
+          if (it != reach.end())
+            r.insert(it->second.begin(), it->second.end());
+        }
+      std::set<BasicBlock *> &cur = reach[&BB];
+      if (r != cur) {
+        cur = std::move(r);
+        changed = true;
+      }
+    }
+  }
+}
+
+
+// Step 2b (takes st.divTerm; gives st.uniform, st.reach; may add barriers): uniform barriers. When
+// every branch whose direction may differ between work-items leads (without crossing a barrier) to
+// a single barrier or exit, all work-items of a group reach the same barriers in the same order.
+// Then no per-work-item resume state is needed (see step 5), and every uniform branch that chooses
+// between different barriers/exits gets an implicit barrier on each out-edge, so the choice is made
+// once per group and each region starts at its own code (where a guard on the work-item id can
+// narrow the work-item loop).
+void Lowering::cbsUniformBarriers(CbsState &st) {
+  Function *F = st.F, *BM = st.BM, *EM = st.EM;
+  auto &divTerm = st.divTerm;
+  auto &reach = st.reach;
+  bool &uniform = st.uniform;
+  auto isBarrierBlk = [&](BasicBlock *BB) { return st.isBarrierBlk(BB); };
+  auto isExitBlk = [&](BasicBlock *BB) { return st.isExitBlk(BB); };
+  auto computeReach = [&]() { cbsComputeReach(st); };
+  computeReach();
+  uniform = true;
+  for (BasicBlock &BB : *F)
+    if (!isBarrierBlk(&BB) && !isExitBlk(&BB) && divTerm.count(BB.getTerminator()) && reach[&BB].size() > 1)
+      uniform = false;
+  std::set<BasicBlock *> underDivergence;
+  if (uniform)
+    underDivergence = interchangeLoops(F, divTerm, BM, EM, reach, computeReach,
+                                       [&](BasicBlock *BB) { return isBarrierBlk(BB) || isExitBlk(BB); });
+  if (uniform) {
+    std::vector<BasicBlock *> blks;
+    for (BasicBlock &BB : *F)
+      blks.push_back(&BB);
+    for (BasicBlock *Xb : blks) {
+      Instruction *T = Xb->getTerminator();
+      if (isBarrierBlk(Xb) || T->getNumSuccessors() < 2 || reach[Xb].size() <= 1 || divTerm.count(T) ||
+          underDivergence.count(Xb))
+        continue;
+      std::map<BasicBlock *, unsigned> edges;
+      for (unsigned i = 0; i < T->getNumSuccessors(); ++i)
+        ++edges[T->getSuccessor(i)];
+      for (unsigned i = 0; i < T->getNumSuccessors(); ++i) {
+        BasicBlock *S = T->getSuccessor(i);
+        if (isBarrierBlk(S) || edges[S] != 1)
+          continue;
+        BasicBlock *N = BasicBlock::Create(C, "cbs.ibar", F);
+        IRBuilder<> B(N);
+        B.CreateCall(barrierMarker());
+        B.CreateBr(S);
+        S->replacePhiUsesWith(Xb, N);
+        T->setSuccessor(i, N);
+      }
+    }
+    computeReach();
+  }
+}
+
+} // namespace ol_rs::lower

@@ -1,0 +1,352 @@
+// GPU intrinsics in the inlined kernel body (replaceIntrinsics): an extra argument, inline code, or a
+// barrier / exit marker; warp collectives as an exchange through scratch between two barriers.
+#include "lowering.h"
+
+namespace ol_rs::lower {
+
+
+// Emits code computing the collective result at the position of CI (which is erased afterwards).
+// Layout: xchg slots are i64 at E_SCRATCH + 8 * lwi (CBS reserves them), see buildCbs().
+Value *Lowering::emitExchange(IRBuilder<> &B, Function *F, Value *val64,
+                    function_ref<Value *(IRBuilder<> &, Value * /*xchg*/, Value * /*lane*/,
+                                         Value * /*warpBase*/, Value * /*nInWarp*/)>
+                        compute) {
+  Value *lwi = F->getArg(F->arg_size() - E_COUNT + E_LWI);
+  Value *scratch = F->getArg(F->arg_size() - E_COUNT + E_SCRATCH);
+  Value *lwi64 = B.CreateZExt(lwi, I64);
+  Value *slot = B.CreateGEP(I64, scratch, lwi64);
+  B.CreateStore(val64, slot);
+  B.CreateCall(barrierMarker());
+  Value *W = ConstantInt::get(I32, warp);
+  Value *lane = B.CreateURem(lwi, W);
+  Value *base = B.CreateSub(lwi, lane);
+  Value *nwi = nwiOf(B, F);
+  Value *left = B.CreateSub(nwi, base);
+  Value *nInWarp = B.CreateSelect(B.CreateICmpULT(left, W), left, W);
+  Value *r = compute(B, scratch, lane, base, nInWarp);
+  B.CreateCall(barrierMarker());
+  return r;
+}
+
+
+Value *Lowering::nwiOf(IRBuilder<> &B, Function *F) {
+  unsigned o = F->arg_size() - E_COUNT;
+  return B.CreateMul(B.CreateMul(F->getArg(o + E_GSX), F->getArg(o + E_GSY)), F->getArg(o + E_GSZ));
+}
+
+
+Value *Lowering::laneMaskOf(IRBuilder<> &B, Function *F, Type *Ty) {
+  // mask of the lanes of this work-item's warp that exist (the group may end inside a warp).
+  unsigned o = F->arg_size() - E_COUNT;
+  Value *lwi = F->getArg(o + E_LWI);
+  Value *W = ConstantInt::get(I32, warp);
+  Value *lane = B.CreateURem(lwi, W);
+  Value *base = B.CreateSub(lwi, lane);
+  Value *left = B.CreateSub(nwiOf(B, F), base);
+  Value *n = B.CreateSelect(B.CreateICmpULT(left, W), left, W);
+  Value *n64 = B.CreateZExt(n, I64);
+  Value *full = B.CreateSelect(B.CreateICmpUGE(n64, ConstantInt::get(I64, 64)),
+                               ConstantInt::get(I64, ~0ULL),
+                               B.CreateSub(B.CreateShl(ConstantInt::get(I64, 1), n64), ConstantInt::get(I64, 1)));
+  return B.CreateTrunc(full, Ty);
+}
+
+
+Value *Lowering::toI64(IRBuilder<> &B, Value *v) {
+  Type *T = v->getType();
+  if (T->isPointerTy())
+    return B.CreatePtrToInt(v, I64);
+  unsigned bits = DL.getTypeSizeInBits(T);
+  Value *iv = T->isIntegerTy() ? v : B.CreateBitCast(v, IntegerType::get(C, bits));
+  return B.CreateZExt(iv, I64);
+}
+
+Value *Lowering::fromI64(IRBuilder<> &B, Value *v, Type *T) {
+  if (T->isPointerTy())
+    return B.CreateIntToPtr(v, T);
+  unsigned bits = DL.getTypeSizeInBits(T);
+  Value *iv = B.CreateTrunc(v, IntegerType::get(C, bits));
+  return T->isIntegerTy() ? iv : B.CreateBitCast(iv, T);
+}
+
+
+// Reads lane j's slot (j relative to warp base).
+Value *Lowering::readSlot(IRBuilder<> &B, Value *xchg, Value *base, Value *j) {
+  Value *idx = B.CreateZExt(B.CreateAdd(base, j), I64);
+  return B.CreateLoad(I64, B.CreateGEP(I64, xchg, idx));
+}
+
+
+Value *Lowering::ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp) {
+  // OR over lanes 0..nInWarp of (slot != 0) << lane: a small loop.
+  Function *F = B.GetInsertBlock()->getParent();
+  BasicBlock *pre = B.GetInsertBlock();
+  BasicBlock *loop = BasicBlock::Create(C, "ballot.loop", F);
+  BasicBlock *done = BasicBlock::Create(C, "ballot.done", F);
+  // split: everything after the insert point must move to `done`.
+  BasicBlock *rest = pre->splitBasicBlock(B.GetInsertPoint(), "ballot.rest");
+  pre->getTerminator()->eraseFromParent();
+  B.SetInsertPoint(pre);
+  B.CreateBr(loop);
+  B.SetInsertPoint(loop);
+  PHINode *i = B.CreatePHI(I32, 2);
+  PHINode *acc = B.CreatePHI(I64, 2);
+  i->addIncoming(ConstantInt::get(I32, 0), pre);
+  acc->addIncoming(ConstantInt::get(I64, 0), pre);
+  Value *s = readSlot(B, xchg, base, i);
+  Value *bit = B.CreateShl(B.CreateZExt(B.CreateICmpNE(s, ConstantInt::get(I64, 0)), I64),
+                           B.CreateZExt(i, I64));
+  Value *acc2 = B.CreateOr(acc, bit);
+  Value *i2 = B.CreateAdd(i, ConstantInt::get(I32, 1));
+  i->addIncoming(i2, loop);
+  acc->addIncoming(acc2, loop);
+  B.CreateCondBr(B.CreateICmpULT(i2, nInWarp), loop, done);
+  B.SetInsertPoint(done);
+  B.CreateBr(rest);
+  B.SetInsertPoint(done->getTerminator());
+  return acc2;
+}
+
+
+// Replace GPU intrinsics inside F (= K.body). Sets `collective` if any barrier-like op was introduced.
+bool Lowering::replaceIntrinsics(Function *F, bool &collective, bool &hasExit) {
+  unsigned o = F->arg_size() - E_COUNT;
+  auto X = [&](int e) -> Value * { return F->getArg(o + e); };
+  SmallVector<CallInst *, 32> calls;
+  for (BasicBlock &BB : *F)
+    for (Instruction &I : BB)
+      if (auto *CI = dyn_cast<CallInst>(&I))
+        if (Function *Callee = CI->getCalledFunction())
+          if (isGpuIntrinsicName(Callee->getName()))
+            calls.push_back(CI);
+  for (CallInst *CI : calls) {
+    StringRef n = CI->getCalledFunction()->getName();
+    std::string name = n.str();
+    OlRsIntrinsic in = classifyName(n);
+    IRBuilder<> B(CI);
+    Value *R = nullptr;
+    bool erased = false;
+    auto asTy = [&](Value *v) -> Value * {
+      Type *T = CI->getType();
+      if (v->getType() == T)
+        return v;
+      if (T->isIntegerTy() && v->getType()->isIntegerTy())
+        return B.CreateZExtOrTrunc(v, T);
+      if (T->isPointerTy() && v->getType()->isPointerTy())
+        return B.CreateAddrSpaceCast(v, T);
+      return nullptr;
+    };
+    switch (in.op) {
+    case IOP_LOCAL_ID:
+      R = asTy(X(E_LX + in.arg));
+      break;
+    case IOP_GROUP_SIZE:
+      R = asTy(X(E_GSX + in.arg));
+      break;
+    case IOP_GROUP_ID:
+      R = asTy(X(E_GIDX + in.arg));
+      break;
+    case IOP_NUM_GROUPS:
+      R = asTy(X(E_NGX + in.arg));
+      break;
+    case IOP_WARP_SIZE:
+      R = asTy(ConstantInt::get(I32, warp));
+      break;
+    case IOP_LANE_ID:
+      R = asTy(B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp)));
+      break;
+    case IOP_LANE_MASK: { // arg: 0 eq, 1 lt, 2 le, 3 ge, 4 gt
+      Value *lane = B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp));
+      Value *one = B.CreateShl(ConstantInt::get(I32, 1), lane);
+      if (in.arg == 0) R = one;
+      else if (in.arg == 1) R = B.CreateSub(one, ConstantInt::get(I32, 1));
+      else if (in.arg == 2) R = B.CreateOr(one, B.CreateSub(one, ConstantInt::get(I32, 1)));
+      else if (in.arg == 3) R = B.CreateNot(B.CreateSub(one, ConstantInt::get(I32, 1)));
+      else R = B.CreateNot(B.CreateOr(one, B.CreateSub(one, ConstantInt::get(I32, 1))));
+      R = asTy(R);
+      break;
+    }
+    case IOP_BARRIER: { // arg 1: returns whether this is the first work-item to arrive (never)
+      bool isFirst = in.arg == 1;
+      if (!CI->getType()->isVoidTy() && !isFirst)
+        return fail("unsupported barrier intrinsic '" + name + "' (reduction barriers are not supported)");
+      B.CreateCall(barrierMarker());
+      collective = true;
+      if (!CI->getType()->isVoidTy())
+        R = ConstantInt::getFalse(C);
+      else
+        erased = true;
+      break;
+    }
+    case IOP_NO_OP:
+      erased = true;
+      break;
+    case IOP_FENCE:
+      B.CreateFence(AtomicOrdering::SequentiallyConsistent);
+      erased = true;
+      break;
+    case IOP_EXIT:
+      B.CreateCall(exitMarker());
+      hasExit = true;
+      erased = true;
+      break;
+    case IOP_ACTIVE_MASK:
+      R = laneMaskOf(B, F, I32);
+      break;
+    case IOP_SHFL: {
+      // (mask, a, b, c) -> a from lane j, PTX shfl semantics; arg & 3: up, down, bfly, idx; arg & 4: the
+      // predicate form.
+      int mode = in.arg & 3;
+      bool pred = (in.arg & 4) != 0;
+      Type *VT = pred ? cast<StructType>(CI->getType())->getElementType(0) : CI->getType();
+      Value *a = CI->getArgOperand(1), *bval = CI->getArgOperand(2), *cval = CI->getArgOperand(3);
+      collective = true;
+      Value *res = emitExchange(B, F, toI64(B, a), [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *base, Value *nIn) -> Value * {
+        Value *b5 = B2.CreateAnd(bval, 31), *c5 = B2.CreateAnd(cval, 31);
+        Value *segMask = B2.CreateAnd(B2.CreateLShr(cval, 8), 31);
+        Value *minLane = B2.CreateAnd(lane, segMask);
+        Value *maxLane = B2.CreateOr(minLane, B2.CreateAnd(c5, B2.CreateNot(segMask)));
+        Value *j, *p;
+        if (mode == 0) {
+          j = B2.CreateSub(lane, b5);
+          p = B2.CreateICmpSGE(j, maxLane);
+        } else if (mode == 1) {
+          j = B2.CreateAdd(lane, b5);
+          p = B2.CreateICmpSLE(j, maxLane);
+        } else if (mode == 2) {
+          j = B2.CreateXor(lane, b5);
+          p = B2.CreateICmpSLE(j, maxLane);
+        } else {
+          j = B2.CreateOr(minLane, B2.CreateAnd(b5, B2.CreateNot(segMask)));
+          p = B2.CreateICmpSLE(j, maxLane);
+        }
+        j = B2.CreateSelect(p, j, lane);
+        // lanes past the end of a partial warp read their own value
+        j = B2.CreateSelect(B2.CreateICmpULT(j, nIn), j, lane);
+        Value *v = fromI64(B2, readSlot(B2, xchg, base, j), VT);
+        if (!pred)
+          return v;
+        Value *s = UndefValue::get(CI->getType());
+        s = B2.CreateInsertValue(s, v, 0);
+        return B2.CreateInsertValue(s, p, 1);
+      });
+      R = res;
+      break;
+    }
+    case IOP_VOTE: { // arg: 0 ballot, 1 any, 2 all, 3 uni
+      Value *p = CI->arg_size() == 2 ? CI->getArgOperand(1) : CI->getArgOperand(0);
+      collective = true;
+      Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
+        return ballotCompute(B2, xchg, base, nIn);
+      });
+      Value *exist = laneMaskOf(B, F, I64);
+      if (in.arg == 0)
+        R = B.CreateTrunc(ballot, I32);
+      else if (in.arg == 1)
+        R = B.CreateICmpNE(ballot, ConstantInt::get(I64, 0));
+      else if (in.arg == 2)
+        R = B.CreateICmpEQ(ballot, exist);
+      else
+        R = B.CreateOr(B.CreateICmpEQ(ballot, exist), B.CreateICmpEQ(ballot, ConstantInt::get(I64, 0)));
+      break;
+    }
+    case IOP_IMPLICITARG_PTR:
+      R = asTy(X(E_IMPLARG));
+      break;
+    case IOP_DISPATCH_PTR:
+      R = asTy(X(E_DISPATCH));
+      break;
+    case IOP_MBCNT: { // arg 1: the high half
+      bool hi = in.arg == 1;
+      Value *mask = CI->getArgOperand(0), *acc = CI->getArgOperand(1);
+      Value *lane = B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp));
+      Value *l = hi ? B.CreateSelect(B.CreateICmpULE(lane, ConstantInt::get(I32, 32)), ConstantInt::get(I32, 0),
+                                     B.CreateSub(lane, ConstantInt::get(I32, 32)))
+                    : B.CreateSelect(B.CreateICmpUGE(lane, ConstantInt::get(I32, 32)), ConstantInt::get(I32, 32), lane);
+      Value *l64 = B.CreateZExt(l, I64);
+      Value *below = B.CreateTrunc(B.CreateSub(B.CreateShl(ConstantInt::get(I64, 1), l64), ConstantInt::get(I64, 1)), I32);
+      Function *pop = Intrinsic::getOrInsertDeclaration(&M, Intrinsic::ctpop, {I32});
+      R = B.CreateAdd(acc, B.CreateCall(pop, {B.CreateAnd(mask, below)}));
+      break;
+    }
+    case IOP_BALLOT: {
+      collective = true;
+      Value *p = CI->getArgOperand(0);
+      Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
+        return ballotCompute(B2, xchg, base, nIn);
+      });
+      R = B.CreateTrunc(ballot, CI->getType());
+      break;
+    }
+    case IOP_READ_LANE: { // arg: 0 the first lane, 1 the lane in operand 1, 2 ds.bpermute
+      collective = true;
+      bool bperm = in.arg == 2;
+      Value *v = bperm ? CI->getArgOperand(1) : CI->getArgOperand(0);
+      Value *sel = bperm ? CI->getArgOperand(0) : (in.arg == 1 ? CI->getArgOperand(1) : nullptr);
+      Type *VT = CI->getType();
+      R = emitExchange(B, F, toI64(B, v), [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *base, Value *nIn) {
+        Value *j = ConstantInt::get(I32, 0);
+        if (sel) {
+          j = bperm ? B2.CreateAnd(B2.CreateLShr(sel, 2), warp - 1) : B2.CreateAnd(sel, warp - 1);
+          j = B2.CreateSelect(B2.CreateICmpULT(j, nIn), j, lane);
+        }
+        return fromI64(B2, readSlot(B2, xchg, base, j), VT);
+      });
+      break;
+    }
+    case IOP_SPV_ID: { // arg: 0 local id, 1 group id, 2 group size, 3 number of groups
+      auto *c = CI->arg_size() == 1 ? dyn_cast<ConstantInt>(CI->getArgOperand(0)) : nullptr;
+      if (!c || c->getZExtValue() > 2)
+        return fail("'" + name + "' with a non-constant dimension is not supported");
+      int d = (int)c->getZExtValue();
+      static constexpr int base[4] = {E_LX, E_GIDX, E_GSX, E_NGX};
+      R = asTy(X(base[in.arg & 3] + d));
+      break;
+    }
+    case IOP_SPV_BARRIER:
+      B.CreateCall(barrierMarker());
+      collective = true;
+      erased = true;
+      break;
+    case IOP_SPV_BALLOT: {
+      collective = true;
+      Value *p = CI->getArgOperand(0);
+      Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
+        return ballotCompute(B2, xchg, base, nIn);
+      });
+      auto *VT = dyn_cast<FixedVectorType>(CI->getType());
+      if (!VT || VT->getNumElements() != 4 || !VT->getElementType()->isIntegerTy(32))
+        return fail("unsupported form of '" + name + "'");
+      Value *v = Constant::getNullValue(VT);
+      v = B.CreateInsertElement(v, B.CreateTrunc(ballot, I32), (uint64_t)0);
+      v = B.CreateInsertElement(v, B.CreateTrunc(B.CreateLShr(ballot, 32), I32), (uint64_t)1);
+      R = v;
+      break;
+    }
+    default: // IOP_UNSUPPORTED
+      break;
+    }
+    if (!R && !erased)
+      return fail("unsupported GPU intrinsic '" + name + "' in kernel (the CPU JIT cannot emulate it)");
+    if (R) {
+      if (R->getType() != CI->getType())
+        return fail("internal: type mismatch replacing '" + name + "'");
+      CI->replaceAllUsesWith(R);
+    }
+    CI->eraseFromParent();
+  }
+  // Workgroup-scope fences are meaningless when a whole group runs on one thread.
+  for (BasicBlock &BB : *F)
+    for (Instruction &I : make_early_inc_range(BB))
+      if (auto *FI = dyn_cast<FenceInst>(&I)) {
+        SmallVector<StringRef, 8> names;
+        C.getSyncScopeNames(names);
+        StringRef sc = FI->getSyncScopeID() < names.size() ? names[FI->getSyncScopeID()] : "";
+        if (sc == "workgroup" || sc == "wavefront" || sc == "singlethread" || sc.starts_with("workgroup-") ||
+            sc.starts_with("wavefront-") || sc == "cta")
+          FI->eraseFromParent();
+      }
+  return true;
+}
+
+} // namespace ol_rs::lower

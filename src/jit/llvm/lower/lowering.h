@@ -1,0 +1,362 @@
+// The shared declarations of the CPU lowering (src/jit/llvm/lower/): the intrinsic table's ABI, the
+// extra parameters of a kernel body, the WgCtx offsets, and struct Lowering, whose member functions are
+// defined in the files named above each group of declarations. src/jit/llvm/lower/README.md describes the
+// lowering step by step.
+#pragma once
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Analysis/AssumptionCache.h"
+#include "llvm/Analysis/Loads.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/PostDominators.h"
+#include "llvm/Analysis/ScalarEvolution.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/Analysis/ValueTracking.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DataLayout.h"
+#include "llvm/IR/DebugInfoMetadata.h"
+#include "llvm/IR/DerivedTypes.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/PatternMatch.h"
+#include "llvm/IR/ReplaceConstant.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/Local.h"
+#include "llvm/Transforms/Utils/LowerAtomic.h"
+#include "llvm-c/Core.h"
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../shim.h"
+
+using namespace llvm;
+using namespace llvm::PatternMatch;
+
+// What a call to a GPU intrinsic becomes: the operations of `IntrinsicOp` in src/jit/llvm/intrinsics.rs
+// (same values; the meaning of `arg` is documented there), the table of names being in Rust.
+enum IntrinsicOp : uint32_t {
+  IOP_NOT_GPU, IOP_UNSUPPORTED, IOP_LOCAL_ID, IOP_GROUP_SIZE, IOP_GROUP_ID, IOP_NUM_GROUPS, IOP_WARP_SIZE,
+  IOP_LANE_ID, IOP_LANE_MASK, IOP_BARRIER, IOP_SPV_BARRIER, IOP_NO_OP, IOP_FENCE, IOP_EXIT, IOP_ACTIVE_MASK,
+  IOP_SHFL, IOP_VOTE, IOP_IMPLICITARG_PTR, IOP_DISPATCH_PTR, IOP_MBCNT, IOP_BALLOT, IOP_SPV_BALLOT,
+  IOP_READ_LANE, IOP_SPV_ID,
+};
+// Must match `Intrinsic` in src/jit/llvm/intrinsics.rs.
+struct OlRsIntrinsic {
+  uint32_t op; // IntrinsicOp
+  int32_t arg;
+};
+static_assert(sizeof(OlRsIntrinsic) == 8, "OlRsIntrinsic must match Intrinsic in src/jit/llvm/intrinsics.rs");
+// `classify_intrinsic` in src/jit/llvm/intrinsics.rs: the name need not be NUL-terminated.
+typedef OlRsIntrinsic (*OlRsClassifyFn)(const char *name, size_t len);
+
+namespace ol_rs::lower {
+
+enum Arch { ARCH_NVPTX = 0, ARCH_AMDGCN = 1, ARCH_SPIRV = 2, ARCH_HOST = 3 };
+
+// Extra trailing parameters of K.body, in this order.
+enum Extra {
+  E_LX, E_LY, E_LZ, E_LWI,
+  E_GIDX, E_GIDY, E_GIDZ,
+  E_NGX, E_NGY, E_NGZ,
+  E_GSX, E_GSY, E_GSZ,
+  E_LOCAL, E_DYN, E_IMPLARG, E_DISPATCH, E_SCRATCH,
+  E_GSRX, E_GSRY, E_GSRZ, // the group size as loaded at run time, also in a specialisation (runtimeDivisors)
+  E_COUNT
+};
+
+// WgCtx field offsets (must match `WgCtx` in src/jit/mod.rs).
+constexpr unsigned CTX_ARGS = 0, CTX_LOCAL = 8, CTX_DYN = 16, CTX_SCRATCH = 24, CTX_GID = 32,
+                   CTX_NG = 44, CTX_GS = 56;
+
+constexpr int RESUME_EXIT = -1;
+constexpr bool kUniformFastPath = true;
+
+struct Lowering {
+  Module &M;
+  int arch;
+  unsigned warp;
+  std::string cpu, features;
+  std::string err;
+  LLVMContext &C;
+  const DataLayout &DL;
+  Type *I8, *I16, *I32, *I64, *Ptr, *Void;
+  Type *I1Ty() { return Type::getInt1Ty(C); }
+
+  // Launch-time specialisation: lower only this kernel, for this group size (constants), without the
+  // module's constructors and destructors (they run in the generic instance).
+  std::string specKernel;
+  uint32_t specGs[3] = {0, 0, 0};
+
+  Lowering(Module &M, int arch, const char *cpu, const char *features)
+      : M(M), arch(arch), warp(1), cpu(cpu), features(features), C(M.getContext()),
+        DL(M.getDataLayout()) {
+    I8 = Type::getInt8Ty(C);
+    I16 = Type::getInt16Ty(C);
+    I32 = Type::getInt32Ty(C);
+    I64 = Type::getInt64Ty(C);
+    Ptr = PointerType::get(C, 0);
+    Void = Type::getVoidTy(C);
+  }
+  bool fail(const std::string &m);
+  Function *markerFn(StringRef name, Type *ret, ArrayRef<Type *> args);
+  Function *barrierMarker() { return markerFn("__ol_rs.barrier", Void, {}); }
+  Function *exitMarker() { return markerFn("__ol_rs.exit", Void, {}); }
+  static bool isGpuKernelCC(CallingConv::ID cc);
+  // The GPU intrinsic table is in Rust (src/jit/llvm/intrinsics.rs): what a call to the function named n becomes.
+  OlRsClassifyFn classify = nullptr;
+  OlRsIntrinsic classifyName(StringRef n) const;
+  bool isGpuIntrinsicName(StringRef n) const { return classifyName(n).op != IOP_NOT_GPU; }
+
+  // ---------------------------------------------------------------- per-kernel lowering
+  struct KInfo {
+    std::string name, wgName;
+    uint64_t staticLocal = 0;
+    uint64_t scratchPerWi = 0;
+    bool barriers = false;
+    bool specialisable = false; // no mutable global state: a separately loaded copy behaves the same
+    std::vector<std::pair<uint64_t, uint64_t>> params; // size, align
+  };
+  // what run() produced, one entry per work-group function (handed to Rust by ol_rs_jit_lower)
+  std::vector<KInfo> lowered;
+  bool inlineAll(Function *F);
+  Value *emitExchange(IRBuilder<> &B, Function *F, Value *val64,
+                      function_ref<Value *(IRBuilder<> &, Value * /*xchg*/, Value * /*lane*/,
+                                           Value * /*warpBase*/, Value * /*nInWarp*/)>
+                          compute);
+  Value *nwiOf(IRBuilder<> &B, Function *F);
+  Value *laneMaskOf(IRBuilder<> &B, Function *F, Type *Ty);
+  Value *toI64(IRBuilder<> &B, Value *v);
+  Value *fromI64(IRBuilder<> &B, Value *v, Type *T);
+  Value *readSlot(IRBuilder<> &B, Value *xchg, Value *base, Value *j);
+  Value *ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp);
+  bool replaceIntrinsics(Function *F, bool &collective, bool &hasExit);
+  void runtimeDivisors(Function *F);
+  bool lowerLocals(Function *F, uint64_t &staticBytes);
+  static Value *X(unsigned o, Function *F, int e) { return F->getArg(o + e); }
+
+  // Shared-memory atomics without the lock prefix: a work-group runs on one host thread and its
+  // __gpu_local memory (static: E_LOCAL, dynamic: E_DYN, per worker) is its own, so an atomicrmw or
+  // cmpxchg whose pointer provably points there (every underlying object is one of those two
+  // arguments; a pointer loaded from memory or passed in is not) needs no atomic instruction. Marked
+  // here, while the SSA values still show where pointers come from (CBS demotes them to scratch), and
+  // made plain by plainSharedAtomics() once the work-group function is built, so that the plain loads
+  // and stores are in no parallel-accesses group: two work-items of one region loop may update the
+  // same element, and the vectoriser must see that dependence. Volatile atomics stay as they are.
+  static constexpr const char *kSharedAtomicMD = "ol.shared.atomic";
+  void markSharedAtomics(Function *F);
+  void plainSharedAtomics(Function *F);
+  void exitsToReturns(Function *F);
+  MDNode *newAccessGroup();
+  void addAccessGroup(Instruction &I, MDNode *AG);
+  void markParallelLoop(Instruction *latchBr, MDNode *AG, bool noInterleave = false);
+  std::set<Value *> divergentValues(Function *F);
+  static bool groupInvariant(const std::vector<BasicBlock *> &set, const std::set<Value *> &div,
+                             const std::set<Instruction *> &divTerm, const std::set<AllocaInst *> &uniSlots,
+                             Function *BM, Function *EM);
+  void hoistSlotStores(BasicBlock *RE, BasicBlock *Pre, BasicBlock *NE, const std::set<Value *> &slots,
+                       ArrayRef<BasicBlock *> clones);
+  static bool sameAddress(Value *A, Value *B, int depth = 0);
+  void speculateSharedStores(Function *F, ArrayRef<BasicBlock *> clones, MDNode *AG,
+                             const std::function<bool(BasicBlock *)> &leaves);
+  bool flattenDecision(BasicBlock *N);
+  static bool uniSlotLoad(Instruction *I, const std::set<AllocaInst *> &uniSlots);
+  static bool slotUnchanged(LoadInst *Ld, BasicBlock *D, BasicBlock *UB);
+
+  // Values known to be a power of two or zero: the preloaded copies of demoted PHIs that pow2OrZero
+  // proved (buildCbs records them; after demotion the induction is no longer visible).
+  std::set<Value *> pow2Vals;
+  bool pow2OrZero(Value *V, std::set<Value *> &visiting, int depth = 0);
+  bool pow2OrZero(Value *V);
+
+  // A guard that keeps the work-items whose id t (in dimension `dim`) has t mod P in [off, off + len):
+  //   (t ^ j) > t     bit hb(j) of t clear (hb: the highest set bit; j = 0 keeps none): P = 2hb, len = hb
+  //   (t & m) == 0    m a power of two: P = 2m, len = m; m = 2^k - 1: every 2^k-th id, P = m + 1, len = 1
+  //   (t & m) != 0    m a power of two: P = 2m, off = m, len = m
+  //   t % q == 0      every q-th id: P = q, len = 1
+  // P, off, len are i64 values computed with PB; `exact` says (at run time) that the form applies (m is a
+  // power of two or a mask, q != 0); where it does not, the caller keeps the guard and loops over all ids.
+  // `bit`: a power of two (or zero) m that t is known not to contain, so that t ^ m == t | m == t + m.
+  struct RunGuard {
+    int dim = -1;
+    Value *P = nullptr, *off = nullptr, *len = nullptr, *exact = nullptr;
+    Value *bit = nullptr;
+  };
+  bool matchRunGuard(ICmpInst *Cmp, bool want, const std::function<int(Value *)> &idDim,
+                     const std::function<bool(Value *)> &avail, IRBuilder<> &PB, RunGuard &g);
+  void addRunLoop(PHINode *id, ICmpInst *inDim, BasicBlock *from, Value *lo, Value *hi, const RunGuard &g,
+                  IRBuilder<> &PB);
+
+  // A run loop made by addRunLoop, for versionShortRuns: `s` the run's first id before clamping to lo,
+  // `step` rb + P; P, off, len as used (after the contiguous-range selects), lo/hi the id range; `bit`
+  // the run guard's disjoint bit (rewritten to + in the body) or null.
+  struct RunLoop {
+    PHINode *id;
+    ICmpInst *inDim;
+    BasicBlock *RH, *exitBB;
+    Instruction *s, *step;
+    Value *lo, *hi, *P, *off, *len, *bit;
+  };
+  std::vector<RunLoop> runLoops; // filled by addRunLoop, consumed by versionShortRuns
+  void versionShortRuns(Function *F);
+  static void rewriteDisjointBit(PHINode *id, Value *m);
+  static bool hoistIfUniform(Value *V, const std::set<BasicBlock *> &groupLevel, BasicBlock *Pre, int depth = 0);
+  static bool hoistIfRowUniform(Value *V, std::array<PHINode *, 2> rowIds, const std::set<BasicBlock *> &groupLevel,
+                                BasicBlock *Pre, BasicBlock *Row, int depth = 0);
+
+  // Index-set splitting at equality guards: in a work-item loop (`id`, its header's bound check
+  // `inDim`, entered from `from`, body from `body` up to the latch `latch`), comparisons
+  // `id + c == b` / `!=` with c and b uniform (i32, so exactly `id == (b - c) mod 2^32`; or i64 on
+  // zext(id), size_t index arithmetic: `id == b - c` mod 2^64) are answered per segment: the id's range
+  // is cut at each such point p into [.., p), [p, p + 1), [p + 1, ..), a segment loop around the id's
+  // loop, and within a segment starting at s the comparison is `s == p`, invariant in the loop
+  // (unswitched by O3), so the segments between the points run without it and vectorise (a stencil's
+  // `x == 0 || x == w - 1`). Uniform values are computed at the end of Pre, the segment bounds at the
+  // end of `from` (the range may be per row, narrowToGuards).
+  static constexpr size_t kMaxEqualityPoints = 4;
+  void splitAtEqualities(BasicBlock *body, BasicBlock *latch, const std::set<BasicBlock *> &groupLevel, BasicBlock *Pre,
+                         PHINode *id, ICmpInst *inDim, BasicBlock *from);
+  void narrowToGuards(BasicBlock *RE, const std::function<bool(BasicBlock *)> &leaves,
+                      const std::set<BasicBlock *> &groupLevel, BasicBlock *Pre, std::array<PHINode *, 3> ids,
+                      std::array<ICmpInst *, 3> inDim, std::array<Value *, 3> gs, std::array<BasicBlock *, 3> from,
+                      Value **assumed = nullptr);
+  static bool usesMutableGlobals(Function *F);
+
+  // Implicit loop barriers (what PoCL's -pocl-implicit-loop-barriers does): in a kernel on the uniform
+  // barrier path (step 2b of buildCbs), a loop without barriers, exits or divergent exits (so its trip
+  // count is the same for every work-item) gets a barrier on each edge into its header. Inserting a
+  // barrier that every work-item reaches the same number of times, in the same order, is legal for
+  // race-free GPU code. The regions then run `for j { for t { body } }`: what crosses the new barriers
+  // (accumulators, values loaded before the loop) lives in per-work-item arrays indexed by the work-item
+  // id, the counter in a shared slot, and the work-item loop is the inner one, which vectorises with
+  // plain loads and stores. Only the innermost such loops are chosen, and only where it pays: a body of
+  // at least kInterchangeMinBody instructions and no constant trip count of kInterchangeMaxUnrolled or
+  // less (those the unroller flattens better). After inserting a loop's barriers, buildCbs' condition
+  // must still hold for every divergent branch D: the barriers/exits reachable from D without crossing
+  // a barrier (`reach`, refreshed by `computeReach`) are one, or D's work-items meet again at D's
+  // immediate post-dominator before any barrier or exit (`isSync`); then they all reach the same
+  // barriers (the divergent `if (i < n)` in a uniform loop, whose latch then chooses between barriers).
+  // Otherwise the loop is not reached by every work-item, and its barriers are taken out again.
+  // Returns the blocks between such a D and its post-dominator: step 2b must not put implicit barriers
+  // on their (uniform) branches, which not every work-item runs.
+  static constexpr unsigned kInterchangeMinBody = 4, kInterchangeMaxUnrolled = 4;
+  std::set<BasicBlock *> interchangeLoops(Function *F, const std::set<Instruction *> &divTerm, Function *BM, Function *EM,
+                        std::map<BasicBlock *, std::set<BasicBlock *>> &reach,
+                        const std::function<void()> &computeReach, const std::function<bool(BasicBlock *)> &isSync);
+  void scopeSlots(Function *F, const std::vector<AllocaInst *> &slots);
+  bool shareHeaderSlot(Instruction *I, const std::map<AllocaInst *, BasicBlock *> &phiSlot, DominatorTree &DT);
+
+  // What crosses the steps of one buildCbs run, filled in step order (the step that sets a field is
+  // named beside it).
+  struct CbsState {
+    Function *F = nullptr;                 // K.body with barrier/exit markers
+    unsigned o = 0;                        // index of F's first extra argument (enum Extra)
+    Function *BM = nullptr, *EM = nullptr; // the barrier and exit markers (null if the module has none)
+    BasicBlock *entry = nullptr;           // F's entry block as the steps found it (the region 0 entry)
+    std::set<Value *> div;                 // step 1: values that may differ between work-items (step 3 adds clones)
+    std::set<Instruction *> divTerm;       // step 1: terminators whose successor choice may differ
+    bool uniform = true;                   // step 2b: all work-items reach the same barriers in the same order
+    std::map<BasicBlock *, std::set<BasicBlock *>> reach; // step 2b: cbsComputeReach
+    std::set<AllocaInst *> uniSlots;  // steps 2c, 3: demotion slots of work-item-invariant values: one shared copy
+    std::set<AllocaInst *> pow2Slots; // step 2c: uniform slots that only ever hold a power of two or zero
+    std::vector<AllocaInst *> demoted; // steps 2c, 3: every demotion slot
+    std::map<AllocaInst *, BasicBlock *> phiSlot; // step 2c: per-work-item PHI slot -> the PHI's block
+    std::set<Instruction *> hoistable; // step 3: uniform entry-block values computed once per group
+    // step 4: the per-work-item layout of all allocas (offsets, sizes; S bytes per work-item)
+    std::vector<AllocaInst *> allocas;
+    std::vector<uint64_t> offs, sizes;
+    uint64_t S = 0;
+    // step 5 (cbsRegionEntries): the original blocks, the region each barrier block resumes at, the
+    // region entries, the new entry block NE
+    std::vector<BasicBlock *> origBlocks;
+    std::map<BasicBlock *, int> barrierId;
+    std::vector<BasicBlock *> regionEntry;
+    BasicBlock *NE = nullptr;
+    // step 5 (cbsScheduler): the group prologue's values and the scheduler's blocks
+    Value *scratch = nullptr, *nwi64 = nullptr, *xchg = nullptr, *resume = nullptr, *uniV = nullptr;
+    std::vector<Value *> uniPtr; // per alloca: its shared slot in scratch (uniform slots), else null
+    AllocaInst *next = nullptr;
+    BasicBlock *sched = nullptr, *done = nullptr, *scanStart = nullptr;
+    SwitchInst *SW = nullptr;
+
+    bool isBarrierBlk(BasicBlock *BB) const {
+      auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
+      return CI && BM && CI->getCalledFunction() == BM;
+    }
+    bool isExitBlk(BasicBlock *BB) const {
+      auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
+      return (CI && EM && CI->getCalledFunction() == EM) || succ_empty(BB);
+    }
+  };
+
+  // One region of step 5 while it is built (cbsRegion's sub-steps fill it in order).
+  struct CbsRegion {
+    size_t k = 0;                                  // the region's id (its `next` value)
+    std::string sfx;                               // suffix of its block names
+    std::vector<BasicBlock *> set;                 // its original blocks (cbsRegionBlocks)
+    const std::set<BasicBlock *> *reach = nullptr; // the barriers (nullptr = exit) it can leave through
+    bool once = false;                             // group-invariant: run once for the group
+    BasicBlock *Pre = nullptr;                     // cbsRegionPrologue: where the scheduler enters it
+    std::vector<Value *> preVal;                   // per alloca: the shared slot's value at Pre
+    ValueToValueMapTy VM;                          // original -> clone (cbsRegionLoops, cbsCloneRegion)
+    BasicBlock *L = nullptr, *P = nullptr, *Hz = nullptr, *Hy = nullptr; // cbsRegionLoops: the loop nest
+    PHINode *lx = nullptr, *ly = nullptr, *lz = nullptr;
+    ICmpInst *inX = nullptr, *inY = nullptr, *inZ = nullptr;
+    Value *myResume = nullptr;                     // the work-item's resume id (non-uniform case)
+    MDNode *AG = nullptr;                          // the x loop's access group
+    SmallVector<BasicBlock *, 32> clones;          // cbsCloneRegion: the cloned blocks, in `set` order
+    std::map<BasicBlock *, BasicBlock *> origOf;   // clone -> original
+  };
+  static bool firstCallTo(BasicBlock *BB, Function *Fn);
+  bool buildCbs(Function *F, uint64_t &scratchPerWi);
+  bool cbsCheckAllocas(CbsState &st);
+  void cbsDivergence(CbsState &st);
+  void cbsIsolateMarkers(CbsState &st);
+  void cbsComputeReach(CbsState &st);
+  void cbsUniformBarriers(CbsState &st);
+  void cbsDemotePhis(CbsState &st);
+  void cbsFindHoistable(CbsState &st);
+  void cbsDemoteLiveAcross(CbsState &st);
+  std::vector<Instruction *> cbsLiveAcross(CbsState &st);
+  std::vector<Instruction *> cbsRematerialise(CbsState &st, const std::vector<Instruction *> &work);
+  void cbsLayout(CbsState &st);
+  void cbsRegionEntries(CbsState &st);
+  void cbsScheduler(CbsState &st, IRBuilder<> &B);
+
+  // the id a work-item leaving through exit block `e` (a barrier block, or nullptr = exit) resumes at
+  int cbsExitId(CbsState &st, BasicBlock *e) { return e ? st.barrierId[e] : RESUME_EXIT; }
+  void cbsRegion(CbsState &st, IRBuilder<> &B, size_t k);
+  void cbsUnswitchExit(CbsState &st, CbsRegion &R);
+  std::vector<BasicBlock *> cbsRegionBlocks(CbsState &st, size_t k);
+  void cbsRegionPrologue(CbsState &st, IRBuilder<> &B, CbsRegion &R);
+  void cbsRegionLoops(CbsState &st, IRBuilder<> &B, CbsRegion &R);
+  void cbsCloneRegion(CbsState &st, CbsRegion &R);
+  void cbsUsePreloads(CbsState &st, CbsRegion &R);
+  void cbsEnterRegion(CbsState &st, IRBuilder<> &B, CbsRegion &R);
+  void cbsLeaveRegion(CbsState &st, CbsRegion &R);
+  void cbsSplitEqualities(CbsState &st, CbsRegion &R);
+  bool cbsFinish(CbsState &st);
+  bool lowerKernel(Function *K, KInfo &ki);
+  void attachDebugInfo(Function *K, Function *NF, Function *WG);
+  bool run();
+};
+
+} // namespace ol_rs::lower

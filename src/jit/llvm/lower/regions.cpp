@@ -1,0 +1,518 @@
+// Regions between barriers, each in its own work-item loop: layout, entries, the scheduler and each
+// region's prologue, loops, preloads, entry and exit (cbsLayout ... cbsFinish).
+#include "lowering.h"
+
+namespace ol_rs::lower {
+
+
+// Step 4 (takes F's allocas; gives st.allocas, st.offs, st.sizes, st.S): the per-work-item layout
+// of all allocas in scratch.
+void Lowering::cbsLayout(CbsState &st) {
+  auto &allocas = st.allocas;
+  auto &offs = st.offs;
+  auto &sizes = st.sizes;
+  uint64_t &S = st.S;
+  for (BasicBlock &BB : *st.F)
+    for (Instruction &I : BB)
+      if (auto *AI = dyn_cast<AllocaInst>(&I))
+        allocas.push_back(AI);
+  S = 0;
+  for (AllocaInst *AI : allocas) {
+    uint64_t sz = AI->getAllocationSize(DL).value_or(TypeSize::getFixed(0)).getFixedValue();
+    uint64_t al = std::min<uint64_t>(AI->getAlign().value(), 64);
+    sz = (sz + al - 1) / al * al;
+    if (sz == 0) sz = al;
+    S = (S + al - 1) / al * al;
+    offs.push_back(S);
+    sizes.push_back(sz);
+    S += sz;
+  }
+  S = (S + 7) / 8 * 8;
+}
+
+
+// Step 5: one work-item loop per region. A region starts at the kernel entry or right after a
+// barrier and runs to the next barriers/exits; its blocks are cloned into a loop over the
+// work-items. General case: the loop runs the work-items whose resume id is the region's, and a
+// scheduler picks the region of the first unfinished work-item. Uniform case (step 2b): every
+// work-item leaves a region through the same barrier, so the region records it in one group-level
+// `next` and the regions simply follow each other (barriers in loops become a loop around region
+// loops).
+//
+// cbsRegionEntries (takes st.uniform, st.allocas, st.hoistable; gives st.origBlocks, st.barrierId,
+// st.regionEntry, st.NE): numbers the regions (under uniform barriers, barriers that resume at the
+// same block share a region) and creates the new entry block NE holding the allocas and the
+// hoisted values.
+void Lowering::cbsRegionEntries(CbsState &st) {
+  Function *F = st.F, *BM = st.BM;
+  bool uniform = st.uniform;
+  BasicBlock *oldEntry = st.entry;
+  auto &origBlocks = st.origBlocks;
+  auto &barrierId = st.barrierId;
+  auto &regionEntry = st.regionEntry;
+  for (BasicBlock &BB : *F)
+    origBlocks.push_back(&BB);
+  regionEntry = {oldEntry};
+  std::map<BasicBlock *, int> entryRegion = {{oldEntry, 0}};
+  for (BasicBlock *BB : origBlocks)
+    if (firstCallTo(BB, BM)) {
+      BasicBlock *S = BB->getSingleSuccessor();
+      auto it = entryRegion.find(S);
+      if (uniform && it != entryRegion.end()) {
+        barrierId[BB] = it->second;
+        continue;
+      }
+      barrierId[BB] = (int)regionEntry.size();
+      entryRegion[S] = (int)regionEntry.size();
+      regionEntry.push_back(S);
+    }
+  BasicBlock *NE = BasicBlock::Create(C, "cbs.entry", F, oldEntry);
+  st.NE = NE;
+  for (AllocaInst *AI : st.allocas) {
+    AI->removeFromParent();
+    AI->insertInto(NE, NE->end());
+  }
+  std::vector<Instruction *> hoist;
+  for (Instruction &I : *oldEntry)
+    if (st.hoistable.count(&I))
+      hoist.push_back(&I);
+  for (Instruction *I : hoist) {
+    I->removeFromParent();
+    I->insertInto(NE, NE->end());
+  }
+}
+
+
+// Step 5 (takes st.NE, st.uniform, the layout; gives the group prologue's values and the scheduler
+// blocks of CbsState, B left at the end of cbs.sched): the group prologue in NE (the exchange area,
+// the resume ids, the shared slots, `next`, `uni`) and the scheduler: cbs.sched switches on `next`
+// to the region's preload block (default: cbs.done, the return); a region's work-item loop ends at
+// cbs.scan, which under uniform barriers goes straight back to cbs.sched, otherwise scans the resume
+// ids first.
+void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
+  Function *F = st.F;
+  unsigned o = st.o;
+  uint64_t S = st.S;
+  bool uniform = st.uniform;
+  auto &allocas = st.allocas;
+  auto &offs = st.offs;
+  auto &uniSlots = st.uniSlots;
+  Value *scratch = X(o, F, E_SCRATCH);
+  st.scratch = scratch;
+  Value *nwi = nwiOf(B, F);
+  Value *nwi64 = B.CreateZExt(nwi, I64);
+  st.nwi64 = nwi64;
+  st.xchg = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S)), "cbs.xchg");
+  Value *resume = nullptr;
+  if (!uniform) {
+    resume = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S + 8)), "cbs.resume");
+    B.CreateMemSet(resume, ConstantInt::get(I8, 0), B.CreateMul(nwi64, ConstantInt::get(I64, 4)), MaybeAlign(4));
+  }
+  st.resume = resume;
+  std::vector<Value *> &uniPtr = st.uniPtr;
+  uniPtr.assign(allocas.size(), nullptr);
+  for (size_t j = 0; j < allocas.size(); ++j)
+    if (uniSlots.count(allocas[j]))
+      uniPtr[j] = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, offs[j])), "cbs.uslot");
+  AllocaInst *next = B.CreateAlloca(I32, nullptr, "cbs.next");
+  st.next = next;
+  B.CreateStore(ConstantInt::get(I32, 0), next);
+  // General case, `uni`: every work-item waits at the region `next` (the common, convergent case).
+  // Region loops test it (loop-invariant) before the per-item resume check, so O3's loop unswitching
+  // can produce a check-free loop that the vectoriser can handle.
+  AllocaInst *uni = B.CreateAlloca(I1Ty(), nullptr, "cbs.uni");
+  B.CreateStore(ConstantInt::getTrue(C), uni);
+  BasicBlock *sched = BasicBlock::Create(C, "cbs.sched", F);
+  BasicBlock *done = BasicBlock::Create(C, "cbs.done", F);
+  BasicBlock *scanStart = BasicBlock::Create(C, "cbs.scan", F);
+  st.sched = sched;
+  st.done = done;
+  st.scanStart = scanStart;
+  B.CreateBr(sched);
+  B.SetInsertPoint(done);
+  B.CreateRetVoid();
+  B.SetInsertPoint(sched);
+  st.uniV = B.CreateLoad(I1Ty(), uni, "uni");
+  st.SW = B.CreateSwitch(B.CreateLoad(I32, next), done);
+  if (uniform) {
+    // after a region: straight to the next one
+    B.SetInsertPoint(scanStart);
+    B.CreateBr(sched);
+  } else {
+    // After a region: min/max of all resume ids (EXIT is the largest unsigned value). All exited ->
+    // done; otherwise run the smallest pending region next; uniform iff every work-item waits there.
+    BasicBlock *scanHead = BasicBlock::Create(C, "cbs.scan.head", F);
+    BasicBlock *scanBody = BasicBlock::Create(C, "cbs.scan.body", F);
+    BasicBlock *scanNext = BasicBlock::Create(C, "cbs.scan.next", F);
+    BasicBlock *scanFound = BasicBlock::Create(C, "cbs.scan.found", F);
+    B.SetInsertPoint(scanStart);
+    B.CreateBr(scanHead);
+    B.SetInsertPoint(scanHead);
+    PHINode *si = B.CreatePHI(I32, 2, "scan.i");
+    PHINode *mn = B.CreatePHI(I32, 2, "scan.min");
+    PHINode *mx = B.CreatePHI(I32, 2, "scan.max");
+    si->addIncoming(ConstantInt::get(I32, 0), scanStart);
+    mn->addIncoming(ConstantInt::get(I32, RESUME_EXIT), scanStart);
+    mx->addIncoming(ConstantInt::get(I32, 0), scanStart);
+    B.CreateCondBr(B.CreateICmpULT(si, nwi), scanBody, scanFound);
+    B.SetInsertPoint(scanBody);
+    Value *sr = B.CreateLoad(I32, B.CreateGEP(I32, resume, B.CreateZExt(si, I64)));
+    Value *mn2 = B.CreateSelect(B.CreateICmpULT(sr, mn), sr, mn);
+    Value *mx2 = B.CreateSelect(B.CreateICmpUGT(sr, mx), sr, mx);
+    si->addIncoming(B.CreateAdd(si, ConstantInt::get(I32, 1), "", true, true), scanBody);
+    mn->addIncoming(mn2, scanBody);
+    mx->addIncoming(mx2, scanBody);
+    B.CreateBr(scanHead);
+    B.SetInsertPoint(scanFound);
+    B.CreateStore(mn, next);
+    B.CreateStore(B.CreateICmpEQ(mn, mx), uni);
+    B.CreateCondBr(B.CreateICmpEQ(mn, ConstantInt::get(I32, RESUME_EXIT)), done, scanNext);
+    B.SetInsertPoint(scanNext);
+    B.CreateBr(sched);
+  }
+}
+
+
+// Step 5, region k (takes CbsState as steps 1-5 left it, B; adds the region's blocks): its preload
+// block, its work-item loop nest (or a single run for a group-invariant region), its blocks cloned
+// into it, and its exits turned into a record of where the work-items resume.
+void Lowering::cbsRegion(CbsState &st, IRBuilder<> &B, size_t k) {
+  CbsRegion R;
+  R.k = k;
+  R.sfx = ".r" + std::to_string(k);
+  R.set = cbsRegionBlocks(st, k);
+  R.reach = &st.reach[st.regionEntry[k]];
+  R.once = st.uniform && groupInvariant(R.set, st.div, st.divTerm, st.uniSlots, st.BM, st.EM);
+  cbsRegionPrologue(st, B, R);
+  cbsRegionLoops(st, B, R);
+  cbsCloneRegion(st, R);
+  cbsUsePreloads(st, R);
+  cbsEnterRegion(st, B, R);
+  cbsLeaveRegion(st, R);
+  if (!runLoops.empty()) // what narrowToGuards made, once the region loop is closed
+    versionShortRuns(st.F);
+  cbsSplitEqualities(st, R);
+  cbsUnswitchExit(st, R);
+}
+
+
+// Step 5, region k (takes st.regionEntry, st.barrierId; gives its original blocks): the blocks
+// reachable from its entry without crossing a barrier block (included).
+std::vector<BasicBlock *> Lowering::cbsRegionBlocks(CbsState &st, size_t k) {
+  std::vector<BasicBlock *> set;
+  std::set<BasicBlock *> seen;
+  std::vector<BasicBlock *> work = {st.regionEntry[k]};
+  while (!work.empty()) {
+    BasicBlock *BB = work.back();
+    work.pop_back();
+    if (!seen.insert(BB).second)
+      continue;
+    set.push_back(BB);
+    if (st.barrierId.count(BB))
+      continue;
+    for (BasicBlock *Su : successors(BB))
+      work.push_back(Su);
+  }
+  return set;
+}
+
+
+// Step 5, region (takes R.k, R.reach; gives R.Pre, R.preVal, B at the end of Pre): the block the
+// scheduler enters the region at. It loads the shared slots' values (the region's loads that no
+// store can precede use them, cbsUsePreloads), and a region with one exit records it up front:
+// its loop may run no work-item at all (guards).
+void Lowering::cbsRegionPrologue(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
+  auto &allocas = st.allocas;
+  auto &uniPtr = st.uniPtr;
+  BasicBlock *Pre = BasicBlock::Create(C, "cbs.preload" + R.sfx, st.F);
+  R.Pre = Pre;
+  st.SW->addCase(cast<ConstantInt>(ConstantInt::get(I32, R.k)), Pre);
+  B.SetInsertPoint(Pre);
+  std::vector<Value *> &preVal = R.preVal;
+  preVal.assign(allocas.size(), nullptr);
+  for (size_t j = 0; j < allocas.size(); ++j)
+    if (uniPtr[j]) {
+      preVal[j] = B.CreateLoad(allocas[j]->getAllocatedType(), uniPtr[j], "pre");
+      if (st.pow2Slots.count(allocas[j]))
+        pow2Vals.insert(preVal[j]);
+    }
+  if (st.uniform && R.reach->size() == 1)
+    B.CreateStore(ConstantInt::get(I32, cbsExitId(st, *R.reach->begin())), st.next);
+}
+
+
+// Step 5, region (takes R.Pre, R.once; gives R.VM's slot and id mappings, the loop nest's blocks and
+// ids in R, B at the end of the block the region's body is entered from): for a group-invariant
+// region, nothing (it runs once, as work-item 0); otherwise top-tested z, y, x loops over the
+// work-items, x innermost and marked parallel, each work-item's slots at its offset in scratch.
+void Lowering::cbsRegionLoops(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
+  Function *F = st.F;
+  unsigned o = st.o;
+  bool uniform = st.uniform;
+  auto &allocas = st.allocas;
+  auto &offs = st.offs;
+  auto &sizes = st.sizes;
+  auto &uniPtr = st.uniPtr;
+  Value *scratch = st.scratch, *nwi64 = st.nwi64, *xchg = st.xchg, *resume = st.resume;
+  const std::string &sfx = R.sfx;
+  ValueToValueMapTy &VM = R.VM;
+  BasicBlock *Pre = R.Pre;
+  Value *gsx = X(o, F, E_GSX), *gsy = X(o, F, E_GSY), *gsz = X(o, F, E_GSZ);
+  if (R.once) {
+    // every instruction is group-invariant: run it once for the group (as work-item 0)
+    Value *z0 = ConstantInt::get(I32, 0);
+    for (size_t j = 0; j < allocas.size(); ++j)
+      VM[allocas[j]] = uniPtr[j] ? uniPtr[j] : B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, offs[j])));
+    VM[X(o, F, E_LX)] = z0;
+    VM[X(o, F, E_LY)] = z0;
+    VM[X(o, F, E_LZ)] = z0;
+    VM[X(o, F, E_LWI)] = z0;
+    VM[scratch] = xchg;
+    return;
+  }
+  // z, y, x loops so that the local x id is the inner induction variable (affine: vectorisable)
+  BasicBlock *&Hz = R.Hz, *&Hy = R.Hy, *&P = R.P, *&L = R.L;
+  PHINode *&lx = R.lx, *&ly = R.ly, *&lz = R.lz;
+  ICmpInst *&inX = R.inX, *&inY = R.inY, *&inZ = R.inZ;
+  Hz = BasicBlock::Create(C, "cbs.hz" + sfx, F);
+  Hy = BasicBlock::Create(C, "cbs.hy" + sfx, F);
+  BasicBlock *H = BasicBlock::Create(C, "cbs.hx" + sfx, F);
+  P = BasicBlock::Create(C, "cbs.pre" + sfx, F);
+  L = BasicBlock::Create(C, "cbs.latch" + sfx, F);
+  BasicBlock *Ly = BasicBlock::Create(C, "cbs.ly" + sfx, F);
+  BasicBlock *Lz = BasicBlock::Create(C, "cbs.lz" + sfx, F);
+  B.CreateBr(Hz);
+  B.SetInsertPoint(Hz);
+  lz = B.CreatePHI(I32, 2, "lz" + sfx);
+  lz->addIncoming(ConstantInt::get(I32, 0), Pre);
+  inZ = cast<ICmpInst>(B.CreateICmpULT(lz, gsz));
+  B.CreateCondBr(inZ, Hy, st.scanStart);
+  B.SetInsertPoint(Hy);
+  ly = B.CreatePHI(I32, 2, "ly" + sfx);
+  ly->addIncoming(ConstantInt::get(I32, 0), Hz);
+  Value *rowBase = B.CreateMul(B.CreateAdd(B.CreateMul(lz, gsy), ly), gsx);
+  inY = cast<ICmpInst>(B.CreateICmpULT(ly, gsy));
+  B.CreateCondBr(inY, H, Lz);
+  B.SetInsertPoint(H);
+  lx = B.CreatePHI(I32, 2, "lx" + sfx);
+  lx->addIncoming(ConstantInt::get(I32, 0), Hy);
+  inX = cast<ICmpInst>(B.CreateICmpULT(lx, gsx));
+  B.CreateCondBr(inX, P, Ly);
+  B.SetInsertPoint(L);
+  lx->addIncoming(B.CreateAdd(lx, ConstantInt::get(I32, 1), "", true, true), L);
+  R.AG = newAccessGroup();
+  markParallelLoop(B.CreateBr(H), R.AG, /*noInterleave=*/true); // keeps barrier kernels' code small
+  B.SetInsertPoint(Ly);
+  ly->addIncoming(B.CreateAdd(ly, ConstantInt::get(I32, 1), "", true, true), Ly);
+  B.CreateBr(Hy);
+  B.SetInsertPoint(Lz);
+  lz->addIncoming(B.CreateAdd(lz, ConstantInt::get(I32, 1), "", true, true), Lz);
+  B.CreateBr(Hz);
+  B.SetInsertPoint(P);
+  Value *wi = B.CreateAdd(rowBase, lx, "wi" + sfx, true, true);
+  Value *wi64 = B.CreateZExt(wi, I64);
+  if (!uniform)
+    R.myResume = B.CreateGEP(I32, resume, wi64);
+  for (size_t j = 0; j < allocas.size(); ++j) {
+    if (uniPtr[j]) {
+      VM[allocas[j]] = uniPtr[j];
+      continue;
+    }
+    Value *base = B.CreateMul(nwi64, ConstantInt::get(I64, offs[j]));
+    VM[allocas[j]] = B.CreateGEP(I8, scratch, B.CreateAdd(base, B.CreateMul(wi64, ConstantInt::get(I64, sizes[j]))));
+  }
+  VM[X(o, F, E_LX)] = lx;
+  VM[X(o, F, E_LY)] = ly;
+  VM[X(o, F, E_LZ)] = lz;
+  VM[X(o, F, E_LWI)] = wi;
+  VM[scratch] = xchg;
+}
+
+
+// Step 5, region (takes R.set, R.VM; gives R.clones, R.origOf, the clones' mappings in R.VM): the
+// region's blocks cloned, their operands remapped to the loop's ids and slots.
+void Lowering::cbsCloneRegion(CbsState &st, CbsRegion &R) {
+  for (BasicBlock *BB : R.set) {
+    BasicBlock *NB = CloneBasicBlock(BB, R.VM, R.sfx, st.F);
+    R.VM[BB] = NB;
+    R.origOf[NB] = BB;
+    R.clones.push_back(NB);
+  }
+  remapInstructionsInBlocks(R.clones, R.VM);
+}
+
+
+// Step 5, region (takes R.set, R.VM, R.preVal; changes the clones): loads of a shared (uniform) slot
+// that no store of this region can precede read the value the slot had when the region started:
+// use the preloaded copy (other work-items may already have stored the next value).
+void Lowering::cbsUsePreloads(CbsState &st, CbsRegion &R) {
+  auto &allocas = st.allocas;
+  auto &uniPtr = st.uniPtr;
+  auto &barrierId = st.barrierId;
+  auto &set = R.set;
+  auto &preVal = R.preVal;
+  ValueToValueMapTy &VM = R.VM;
+  std::set<BasicBlock *> inSet(set.begin(), set.end());
+  std::map<AllocaInst *, size_t> slotIdx;
+  for (size_t j = 0; j < allocas.size(); ++j)
+    if (uniPtr[j])
+      slotIdx[allocas[j]] = j;
+  std::map<size_t, std::set<BasicBlock *>> reached; // blocks reachable after a store
+  for (BasicBlock *BB : set)
+    for (Instruction &I : *BB)
+      if (auto *St = dyn_cast<StoreInst>(&I))
+        if (auto *A = dyn_cast<AllocaInst>(St->getPointerOperand()))
+          if (slotIdx.count(A)) {
+            size_t j = slotIdx[A];
+            if (barrierId.count(BB))
+              continue;
+            std::vector<BasicBlock *> wl(succ_begin(BB), succ_end(BB));
+            while (!wl.empty()) {
+              BasicBlock *Xb = wl.back();
+              wl.pop_back();
+              if (!inSet.count(Xb) || !reached[j].insert(Xb).second || barrierId.count(Xb))
+                continue;
+              for (BasicBlock *Su : successors(Xb))
+                wl.push_back(Su);
+            }
+          }
+  for (BasicBlock *BB : set) {
+    std::set<size_t> storedHere;
+    for (Instruction &I : *BB) {
+      if (auto *St = dyn_cast<StoreInst>(&I))
+        if (auto *A = dyn_cast<AllocaInst>(St->getPointerOperand()))
+          if (slotIdx.count(A))
+            storedHere.insert(slotIdx[A]);
+      auto *Ld = dyn_cast<LoadInst>(&I);
+      if (!Ld)
+        continue;
+      auto *A = dyn_cast<AllocaInst>(Ld->getPointerOperand());
+      if (!A || !slotIdx.count(A))
+        continue;
+      size_t j = slotIdx[A];
+      if (storedHere.count(j) || reached[j].count(BB))
+        continue;
+      auto *Lc = cast<Instruction>(VM[Ld]);
+      Lc->replaceAllUsesWith(preVal[j]);
+      Lc->eraseFromParent();
+    }
+  }
+}
+
+
+// Step 5, region (takes R; changes the clones, Pre; B's block gets its branch into the region):
+// the clones join the x loop's access group; under uniform barriers the region's one-time slot
+// stores move to Pre (hoistSlotStores), the loop is narrowed to the ids that pass a guard
+// (narrowToGuards) and conditional shared stores become selects (speculateSharedStores, with
+// flattenDecision); in the general case a work-item runs the region only if its resume id is the
+// region's. (cbsRegion then gives short run loops their copies, versionShortRuns.)
+void Lowering::cbsEnterRegion(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
+  Function *F = st.F, *EM = st.EM;
+  unsigned o = st.o;
+  bool uniform = st.uniform, once = R.once;
+  auto &barrierId = st.barrierId;
+  auto &uniPtr = st.uniPtr;
+  auto &origOf = R.origOf;
+  auto &clones = R.clones;
+  MDNode *AG = R.AG;
+  BasicBlock *Pre = R.Pre, *NE = st.NE;
+  if (AG)
+    for (BasicBlock *NB : clones)
+      for (Instruction &I : *NB)
+        addAccessGroup(I, AG);
+  BasicBlock *RE = cast<BasicBlock>(R.VM[st.regionEntry[R.k]]);
+  if (uniform && !once)
+    hoistSlotStores(RE, Pre, NE, std::set<Value *>(uniPtr.begin(), uniPtr.end()), clones);
+  auto leavesRegion = [&](BasicBlock *Sc) {
+    auto it = origOf.find(Sc);
+    if (it == origOf.end())
+      return false;
+    BasicBlock *Ob = it->second;
+    return barrierId.count(Ob) || firstCallTo(Ob, EM) || isa<ReturnInst>(&*Sc->getFirstNonPHIIt());
+  };
+  runLoops.clear(); // (what narrowToGuards adds is versioned once the region loop is closed)
+  if (uniform && !once && R.reach->size() == 1)
+    narrowToGuards(
+        RE, leavesRegion, {Pre, NE}, Pre, {R.lx, R.ly, R.lz}, {R.inX, R.inY, R.inZ},
+        {X(o, F, E_GSX), X(o, F, E_GSY), X(o, F, E_GSZ)}, {R.Hy, R.Hz, Pre});
+  if (once) {
+    B.CreateBr(RE);
+  } else if (uniform) {
+    B.CreateBr(RE);
+    speculateSharedStores(F, clones, AG, leavesRegion); // (needs the region reachable)
+  } else {
+    // Convergent case (every work-item waits here): no per-item check. Only worth the duplicated
+    // loop at O3 with large groups; the check is cheap and if-converted by the vectoriser anyway.
+    BasicBlock *Chk = BasicBlock::Create(C, "cbs.check" + R.sfx, F);
+    if (kUniformFastPath)
+      B.CreateCondBr(st.uniV, RE, Chk);
+    else
+      B.CreateBr(Chk);
+    B.SetInsertPoint(Chk);
+    LoadInst *rl = B.CreateLoad(I32, R.myResume);
+    addAccessGroup(*rl, AG);
+    B.CreateCondBr(B.CreateICmpEQ(rl, ConstantInt::get(I32, R.k)), RE, R.L);
+  }
+}
+
+
+// Step 5, region (takes R; changes the clones): where a work-item goes after leaving the region
+// (the scheduler for a region run once, else the x loop's latch), and how it records its resume
+// point: in `next` under uniform barriers (unless Pre did already), else in its resume id.
+void Lowering::cbsLeaveRegion(CbsState &st, CbsRegion &R) {
+  bool uniform = st.uniform;
+  auto &barrierId = st.barrierId;
+  auto &set = R.set;
+  auto &clones = R.clones;
+  const std::set<BasicBlock *> &regionReach = *R.reach;
+  BasicBlock *after = R.once ? st.sched : R.L;
+  auto leave = [&](BasicBlock *NB, int id) {
+    IRBuilder<> B2(NB);
+    if (uniform) {
+      if (regionReach.size() != 1)
+        B2.CreateStore(ConstantInt::get(I32, id), st.next);
+    } else {
+      addAccessGroup(*B2.CreateStore(ConstantInt::get(I32, id), R.myResume), R.AG);
+    }
+    B2.CreateBr(after);
+  };
+  for (size_t c = 0; c < set.size(); ++c) {
+    BasicBlock *NB = clones[c];
+    if (barrierId.count(set[c])) {
+      NB->getTerminator()->eraseFromParent();
+      NB->front().eraseFromParent();
+      leave(NB, barrierId[set[c]]);
+    } else if (firstCallTo(NB, st.EM)) {
+      while (!NB->empty())
+        NB->back().eraseFromParent();
+      leave(NB, RESUME_EXIT);
+    } else if (isa<ReturnInst>(NB->getTerminator())) {
+      NB->getTerminator()->eraseFromParent();
+      leave(NB, RESUME_EXIT);
+    }
+  }
+}
+
+
+// Step 5, last (takes st.origBlocks, st.allocas; gives false with an error if a marker is left):
+// the original body, now unreachable, and its allocas removed.
+bool Lowering::cbsFinish(CbsState &st) {
+  Function *F = st.F, *BM = st.BM, *EM = st.EM;
+  for (BasicBlock *BB : st.origBlocks)
+    BB->dropAllReferences();
+  for (BasicBlock *BB : st.origBlocks)
+    BB->eraseFromParent();
+  for (AllocaInst *AI : st.allocas) {
+    AI->replaceAllUsesWith(PoisonValue::get(AI->getType()));
+    AI->eraseFromParent();
+  }
+  for (BasicBlock &BB : *F)
+    for (Instruction &I : BB)
+      if (auto *CI = dyn_cast<CallInst>(&I))
+        if (CI->getCalledFunction() && (CI->getCalledFunction() == BM || CI->getCalledFunction() == EM))
+          return fail("internal: unsplit barrier marker");
+  removeUnreachableBlocks(*F);
+  return true;
+}
+
+} // namespace ol_rs::lower

@@ -176,6 +176,11 @@ jit_target_matrix() { # jit_target_matrix [--c-only]
   for tt in test_suite test_kernels; do
     ctest "stop points: $tt" env OFFLOAD_RS_KERNEL_TIMEOUT=600 "build/ffi-tests/$tt" || ok=1
   done
+  # without any of the lowering's transforms (src/jit/llvm/lower/README.md; scripts/lowering-matrix.sh
+  # switches each off in turn): the results must not depend on them
+  for tt in test_suite test_kernels; do
+    ctest "no lowering transforms: $tt" env OFFLOAD_RS_JIT_LOWERING=none "build/ffi-tests/$tt" || ok=1
+  done
   return $ok
 }
 

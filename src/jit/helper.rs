@@ -15,7 +15,7 @@
 //!   signal 0: the client's `wait()`/`waitpid(-1)` ignore it and no SIGCHLD is sent, even when the client
 //!   is a subreaper or PID 1). It puts every signal at its default disposition, takes its own process
 //!   group (a Ctrl-C for the client's terminal does not reach it), points stdin, stdout and (unless
-//!   `OFFLOAD_RS_DEBUG`/`OFFLOAD_RS_JIT_TIME`) stderr at /dev/null, keeps only the socket (3) and a pidfd
+//!   `OFFLOAD_RS_DEBUG`/`OFFLOAD_RS_JIT_TIME`/`OFFLOAD_RS_JIT_STATS`) stderr at /dev/null, keeps only the socket (3) and a pidfd
 //!   of the client (4), starts the server as its child the way `posix_spawn` does (`CLONE_VM |
 //!   CLONE_VFORK`, then exec, empty signal mask), closes everything it holds, reaps the server and exits;
 //!   we reap the reaper (`__WALL`) and kill the server through a pidfd. The server says hello with the
@@ -571,9 +571,9 @@ extern "C" fn reaper_main(arg: *mut libc::c_void) -> libc::c_int {
 }
 
 /// Starts `path argv` with clean state: every signal at its default disposition, an empty mask, its own
-/// process group, stdin and stdout on /dev/null, stderr the client's only under `OFFLOAD_RS_DEBUG` or
-/// `OFFLOAD_RS_JIT_TIME` (else /dev/null: a reader of the client's output sees end-of-file when the
-/// client exits), `fd` as descriptor 3, a pidfd of the client as 4, nothing else.
+/// process group, stdin and stdout on /dev/null, stderr the client's only under `OFFLOAD_RS_DEBUG`,
+/// `OFFLOAD_RS_JIT_TIME` or `OFFLOAD_RS_JIT_STATS` (else /dev/null: a reader of the client's output sees
+/// end-of-file when the client exits), `fd` as descriptor 3, a pidfd of the client as 4, nothing else.
 ///
 /// Never a child of the client that its waits can see, even when the client is a subreaper or PID 1
 /// (where any orphan lands): the server is the child of a *reaper*, a clone child of the client that
@@ -812,7 +812,7 @@ fn reap_by(pid: libc::pid_t, deadline: Instant) -> Result<(), String> {
 
 /// The helper keeps the client's stderr only when it has something to say there.
 fn keep_stderr() -> bool {
-    ["OFFLOAD_RS_DEBUG", "OFFLOAD_RS_JIT_TIME"].iter().any(|v| std::env::var_os(v).is_some())
+    ["OFFLOAD_RS_DEBUG", "OFFLOAD_RS_JIT_TIME", "OFFLOAD_RS_JIT_STATS"].iter().any(|v| std::env::var_os(v).is_some())
 }
 
 #[cfg(feature = "llvm")]

@@ -44,7 +44,7 @@
 //! barriers under GPU rules), so LLVM vectorises it. A guard `if (gid * n + tid < len)` around the body
 //! narrows the x range to the ids that pass and disappears (no masked loads/stores); where `gid * n +
 //! tid` could wrap around 2^32 (checked once per group), an unchanged copy of the loop nest runs.
-//! Kernels with `__gpu_sync_threads` (or warp operations) are lowered in C++ (`llvm/lower.cpp`; the C API has
+//! Kernels with `__gpu_sync_threads` (or warp operations) are lowered in C++ (`llvm/lower/`; the C API has
 //! no CloneFunction/InlineFunction/DemoteRegToStack/dominators), without fibers:
 //! * blocks are split at barriers; a *region* is what runs from the entry or a barrier to the next
 //!   barriers/exits. Each region's blocks are cloned into their own parallel z/y/x work-item loop;
@@ -127,8 +127,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The target a device bitcode module was built for (its value is the `arch` of lower.cpp's
-/// `ol_rs_jit_lower`); `Host` is host bitcode, whose functions are work-group functions already.
+/// The target a device bitcode module was built for; `Host` is host bitcode, whose functions are
+/// work-group functions already.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Arch {
     Nvptx = 0,

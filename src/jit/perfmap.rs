@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use super::elf::LoadedObject;
 
-/// The work-group functions' symbol prefix (lower.cpp's `wgName`).
+/// The work-group functions' symbol prefix (lower/kernel_body.cpp's `wgName`).
 const WG_PREFIX: &str = "__ol_wg.";
 
 fn enabled() -> bool {

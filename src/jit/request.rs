@@ -15,6 +15,9 @@ pub(crate) struct CpuTarget {
     /// whether the code gets stop points (src/jit/stop.rs; not chosen here: set per compile from
     /// [`super::stop_points`])
     pub stop_points: bool,
+    /// which of the lowering's transforms run (`OFFLOAD_RS_JIT_LOWERING`, src/jit/llvm/lowering.rs; empty:
+    /// all of them)
+    pub lowering: String,
 }
 
 impl CpuTarget {
@@ -27,11 +30,15 @@ impl CpuTarget {
         v
     }
 
-    /// The inverse of [`CpuTarget::encode`] (vector math and stop points off), with the enabled features.
+    /// The inverse of [`CpuTarget::encode`] (vector math and stop points off, every lowering transform on),
+    /// with the enabled features.
     pub(crate) fn decode(mut v: &[u8]) -> Option<(CpuTarget, Vec<String>)> {
         let [triple, cpu, features, enabled] = take_strs(&mut v)?.map(str::to_string);
         let enabled = enabled.split(',').filter(|f| !f.is_empty()).map(str::to_string).collect();
-        v.is_empty().then_some((CpuTarget { triple, cpu, features, vector_math: false, stop_points: false }, enabled))
+        v.is_empty().then_some((
+            CpuTarget { triple, cpu, features, vector_math: false, stop_points: false, lowering: String::new() },
+            enabled,
+        ))
     }
 }
 
@@ -75,6 +82,7 @@ pub(crate) enum Request<'a> {
         features: &'a str,
         vector_math: bool,
         stop_points: bool,
+        lowering: &'a str,
     },
     /// NVPTX bitcode -> PTX text for `cpu` (`sm_90`) with `features` (`+ptx84`).
     Ptx { bc: &'a [u8], cpu: &'a str, features: &'a str, opt: u32 },
@@ -86,11 +94,11 @@ pub(crate) enum Request<'a> {
 
 impl<'a> Request<'a> {
     /// `kind: u8 | opt: u8 | flags: u8 (CPU: 1 memcheck, 2 replaced, 4 no vector math, 8 stop points;
-    /// target: 1 under valgrind) | group: 3 x u32 | (len: u32, bytes) for four strings (CPU: the
-    /// specialised kernel, triple, cpu, features; PTX: cpu, features, "", ""; target: spec, lacks, "", "")
-    /// | bitcode`.
+    /// target: 1 under valgrind) | group: 3 x u32 | (len: u32, bytes) for five strings (CPU: the
+    /// specialised kernel, triple, cpu, features, lowering; PTX: cpu, features, "", "", ""; target: spec,
+    /// lacks, "", "", "") | bitcode`.
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let (kind, opt, flags, group, strs, bc): (u8, u32, u8, [u32; 3], [&str; 4], &[u8]) = match *self {
+        let (kind, opt, flags, group, strs, bc): (u8, u32, u8, [u32; 3], [&str; 5], &[u8]) = match *self {
             Request::Cpu {
                 bc,
                 opt,
@@ -103,16 +111,17 @@ impl<'a> Request<'a> {
                 features,
                 vector_math,
                 stop_points,
+                lowering,
             } => {
                 let flags = u8::from(memcheck)
                     | (u8::from(replaced) << 1)
                     | (u8::from(!vector_math) << 2)
                     | (u8::from(stop_points) << 3);
-                (1, opt, flags, group, [kernel, triple, cpu, features], bc)
+                (1, opt, flags, group, [kernel, triple, cpu, features, lowering], bc)
             }
-            Request::Ptx { bc, cpu, features, opt } => (2, opt, 0, [0; 3], [cpu, features, "", ""], bc),
+            Request::Ptx { bc, cpu, features, opt } => (2, opt, 0, [0; 3], [cpu, features, "", "", ""], bc),
             Request::Target { spec, under_valgrind, lacks } => {
-                (3, 0, u8::from(under_valgrind), [0; 3], [spec, lacks, "", ""], &[][..])
+                (3, 0, u8::from(under_valgrind), [0; 3], [spec, lacks, "", "", ""], &[][..])
             }
         };
         let mut v = Vec::with_capacity(bc.len() + 64);
@@ -137,7 +146,7 @@ impl<'a> Request<'a> {
             *g = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?);
             rest = &rest[4..];
         }
-        let strs: [&str; 4] = take_strs(&mut rest)?;
+        let strs: [&str; 5] = take_strs(&mut rest)?;
         let opt = u32::from(opt);
         match kind {
             1 => Some(Request::Cpu {
@@ -152,6 +161,7 @@ impl<'a> Request<'a> {
                 features: strs[3],
                 vector_math: flags & 4 == 0,
                 stop_points: flags & 8 != 0,
+                lowering: strs[4],
             }),
             2 => Some(Request::Ptx { bc: rest, cpu: strs[0], features: strs[1], opt }),
             3 => Some(Request::Target { spec: strs[0], under_valgrind: flags & 1 != 0, lacks: strs[1] }),
@@ -225,6 +235,7 @@ mod tests {
             features: "-avx2",
             vector_math: false,
             stop_points: true,
+            lowering: "-ol-run-guards",
         };
         match Request::decode(&r.encode()) {
             Some(Request::Cpu {
@@ -239,10 +250,12 @@ mod tests {
                 features,
                 vector_math,
                 stop_points,
+                lowering,
             }) => {
                 assert_eq!((b, opt, memcheck, replaced, kernel, group), (&bc[..], 3, false, true, "k", [64, 2, 1]));
                 assert_eq!((triple, cpu, features, vector_math), ("x86_64-pc-linux-gnu", "x86-64-v3", "-avx2", false));
                 assert!(stop_points);
+                assert_eq!(lowering, "-ol-run-guards");
             }
             other => panic!("{other:?}"),
         }

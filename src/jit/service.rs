@@ -20,6 +20,7 @@ fn resolved() -> Result<&'static (CpuTarget, Vec<String>), JitError> {
         let answer = match resolve_target(c.spec.as_deref().unwrap_or(""), c.under_valgrind, &c.lacks) {
             Ok((mut t, enabled)) => {
                 t.vector_math = super::target::vector_math_enabled();
+                t.lowering = super::target::lowering().to_string();
                 if c.spec.is_none() && c.under_valgrind {
                     super::debug(&format!(
                         "running under valgrind: the CPU JIT compiles for {} instead of the host's CPU (valgrind \
@@ -74,6 +75,7 @@ pub(crate) fn compile_cpu(
         features: &target.features,
         vector_math: target.vector_math,
         stop_points: target.stop_points,
+        lowering: &target.lowering,
     })?;
     let (object, kernels) = super::compile::decode_object(&payload)
         .ok_or_else(|| JitError::Compile("internal: malformed result from the JIT helper".into()))?;

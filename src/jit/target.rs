@@ -63,9 +63,18 @@ pub(crate) fn key_bytes() -> &'static [u8] {
         }
         v.push(u8::from(c.under_valgrind));
         v.push(u8::from(vector_math_enabled()));
+        v.extend_from_slice(&(lowering().len() as u64).to_le_bytes());
+        v.extend_from_slice(lowering().as_bytes());
         v.extend_from_slice(&c.fingerprint);
         v
     })
+}
+
+/// `OFFLOAD_RS_JIT_LOWERING`, read once: which of the lowering's transforms run (src/jit/llvm/lowering.rs
+/// reads it; empty: all). Part of the cache key and of the compile request.
+pub(crate) fn lowering() -> &'static str {
+    static SPEC: OnceLock<String> = OnceLock::new();
+    SPEC.get_or_init(|| std::env::var("OFFLOAD_RS_JIT_LOWERING").map(|s| s.trim().to_string()).unwrap_or_default())
 }
 
 /// `OFFLOAD_RS_JIT_VECTOR_MATH=0`: every math call stays scalar (part of the cache key and of the

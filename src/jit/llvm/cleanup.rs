@@ -1,8 +1,8 @@
-//! The lowering's module-wide clean-up, after the C++ per-kernel lowering (`lower.cpp`) has built the
+//! The lowering's module-wide clean-up, after the C++ per-kernel lowering (`lower/`) has built the
 //! work-group functions: the original kernels and every function no work-group function uses removed,
 //! `__gpu_local` variables left unused removed (one still used is an error), and what cannot run on the
 //! CPU refused: CUDA printf/assert calls that devicelib.rs did not rewrite (an unknown signature), GPU intrinsics that the lowering did not reach (compile.rs verifies
-//! the module next). Plain LLVM-C but for two thin primitives of lower.cpp (`removeDeadConstantUsers`,
+//! the module next). Plain LLVM-C but for two thin primitives of lower/entry.cpp (`removeDeadConstantUsers`,
 //! erasing named metadata).
 
 use std::collections::HashSet;

@@ -1,5 +1,5 @@
 //! Bitcode -> x86-64 relocatable object: parse, verify, retarget (triple/datalayout here), lower (the
-//! module-wide steps in `normalise`, each kernel in the C++ shim `lower.cpp`, then `cleanup`), optimise
+//! module-wide steps in `normalise`, each kernel in the C++ lowering `lower/`, then `cleanup`), optimise
 //! with the host TargetMachine, emit an ELF object in memory.
 
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
@@ -14,7 +14,6 @@ use crate::jit::{Arch, JitError, KernelMeta, ParamLayout};
 unsafe extern "C" {
     fn ol_rs_jit_lower(
         m: *mut c_void,
-        arch: c_int,
         cpu: *const c_char,
         features: *const c_char,
         opts: *const LowerOptions,
@@ -27,7 +26,7 @@ unsafe extern "C" {
     fn ol_rs_jit_memcheck_instrument(m: *mut c_void, arch: c_int, err_out: *mut *mut c_char) -> c_int;
 }
 
-/// Options of the C++ lowering (must match `OlRsLowerOptions` in lower.cpp).
+/// Options of the C++ lowering (must match `OlRsLowerOptions` in lower/entry.cpp).
 #[repr(C)]
 struct LowerOptions {
     /// NUL-terminated kernel name, or NULL for the generic lowering of every kernel
@@ -37,16 +36,18 @@ struct LowerOptions {
     warp_size: u32,
     /// the GPU intrinsic table
     classify_intrinsic: unsafe extern "C" fn(name: *const c_char, len: usize) -> super::intrinsics::Intrinsic,
+    /// which transforms run (bit i: [`super::lowering::NAMES`]`[i]`)
+    transforms: u64,
 }
 
-/// One kernel parameter as the lowering reports it (must match `OlRsParam` in lower.cpp).
+/// One kernel parameter as the lowering reports it (must match `OlRsParam` in lower/entry.cpp).
 #[repr(C)]
 struct ParamAbi {
     size: u64,
     align: u64,
 }
 
-/// One kernel's metadata as the lowering reports it (must match `OlRsKernelInfo` in lower.cpp); the
+/// One kernel's metadata as the lowering reports it (must match `OlRsKernelInfo` in lower/entry.cpp); the
 /// pointers are valid only during the callback.
 #[repr(C)]
 struct KernelInfo {
@@ -59,14 +60,20 @@ struct KernelInfo {
     warp_size: u32,
     has_barriers: bool,
     specialisable: bool,
+    /// `num_stats` counts, one per transform ([`super::lowering::NAMES`])
+    stats: *const u32,
+    num_stats: u32,
 }
 
 const _: () = {
-    assert!(std::mem::size_of::<LowerOptions>() == 32 && std::mem::offset_of!(LowerOptions, spec_group_size) == 8);
+    assert!(std::mem::size_of::<LowerOptions>() == 40 && std::mem::offset_of!(LowerOptions, spec_group_size) == 8);
+    assert!(std::mem::offset_of!(LowerOptions, transforms) == 32);
     assert!(std::mem::offset_of!(LowerOptions, warp_size) == 20);
     assert!(std::mem::offset_of!(LowerOptions, classify_intrinsic) == 24);
     assert!(std::mem::size_of::<ParamAbi>() == 16);
-    assert!(std::mem::size_of::<KernelInfo>() == 56);
+    assert!(std::mem::size_of::<KernelInfo>() == 72);
+    assert!(std::mem::offset_of!(KernelInfo, stats) == 56);
+    assert!(std::mem::offset_of!(KernelInfo, num_stats) == 64);
     assert!(std::mem::offset_of!(KernelInfo, symbol) == 8);
     assert!(std::mem::offset_of!(KernelInfo, params) == 16);
     assert!(std::mem::offset_of!(KernelInfo, num_params) == 24);
@@ -106,6 +113,15 @@ unsafe extern "C" fn collect_kernel(cx: *mut c_void, info: *const KernelInfo) {
         warp_size: k.warp_size,
         params: params.iter().map(|p| ParamLayout { size: p.size as usize, align: p.align as usize }).collect(),
     });
+    let mut stats = super::lowering::Stats::default();
+    if !k.stats.is_null() {
+        // SAFETY: `num_stats` counts at `stats`, valid for the call.
+        let counts = unsafe { std::slice::from_raw_parts(k.stats, k.num_stats as usize) };
+        for (s, c) in stats.0.iter_mut().zip(counts) {
+            *s = *c;
+        }
+    }
+    super::lowering::report(&text(k.name), stats);
 }
 
 fn tm_for(t: &CpuTarget, opt: u32) -> Result<TargetMachine, JitError> {
@@ -164,6 +180,7 @@ pub(crate) fn compile_in_process(
         spec_group_size: spec.map_or([0; 3], |s| s.group_size),
         warp_size: super::normalise::warp_width(&m, arch),
         classify_intrinsic: super::intrinsics::classify_intrinsic,
+        transforms: super::lowering::parse(&target.lowering).map_err(JitError::Compile)?,
     };
     let mut kernels: Vec<KernelMeta> = Vec::new();
     let mut err: *mut c_char = std::ptr::null_mut();
@@ -190,7 +207,7 @@ pub(crate) fn compile_in_process(
     // printf, assert and traps -> the CPU device's runtime (before the lowering, which sees the ids)
     super::devicelib::lower_device_calls(&m, arch)?;
     // The lowering: the module-wide steps here (src/jit/llvm/normalise.rs, the warp width read above before
-    // the normalisation drops the GPU target features), then each kernel in C++ (lower.cpp).
+    // the normalisation drops the GPU target features), then each kernel in C++ (lower/).
     super::normalise::normalise_functions(&m, &h.cpu, &h.features);
     if arch != Arch::Host {
         super::normalise::scalarise_vectors(&m, &tm)?;
@@ -218,7 +235,6 @@ pub(crate) fn compile_in_process(
         unsafe {
             ol_rs_jit_lower(
                 m.as_mut_ptr() as *mut c_void,
-                arch as c_int,
                 cpu.as_ptr(),
                 feat.as_ptr(),
                 &opts,

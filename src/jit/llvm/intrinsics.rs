@@ -1,12 +1,12 @@
 //! The GPU intrinsic table: which called names are GPU intrinsics (nvvm, amdgcn, r600, spirv) and what
-//! the lowering replaces each with. The C++ lowering (`replaceIntrinsics` in lower.cpp) asks
+//! the lowering replaces each with. The C++ lowering (`replaceIntrinsics` in lower/intrinsics.cpp) asks
 //! [`classify_intrinsic`] about every called function and builds the replacement IR for the
 //! [`IntrinsicOp`] it gets; a GPU intrinsic it does not get an operation for is an error there, as is
 //! one left over after lowering.
 
 use std::ffi::c_char;
 
-/// What a call to a GPU intrinsic becomes (must match `enum IntrinsicOp` in lower.cpp). `arg` of
+/// What a call to a GPU intrinsic becomes (must match `enum IntrinsicOp` in lower/lowering.h). `arg` of
 /// [`Intrinsic`] is given per operation.
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +58,7 @@ pub(crate) enum IntrinsicOp {
     SpvId = 23,
 }
 
-/// One classification (must match `OlRsIntrinsic` in lower.cpp).
+/// One classification (must match `OlRsIntrinsic` in lower/lowering.h).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Intrinsic {

@@ -9,7 +9,7 @@
 //!
 //! What is here: parsing and compiling bitcode to x86-64 objects ([`compile`]: the module-wide steps in
 //! `normalise`, printf/assert/trap in `devicelib`, math in `math`, each kernel's lowering in C++
-//! (`lower.cpp`, `passes.cpp`, `kernel_memory.cpp`, `workarounds/`), `cleanup`, then `pipeline`'s
+//! (`lower/`, `passes.cpp`, `kernel_memory.cpp`, `workarounds/`), `cleanup`, then `pipeline`'s
 //! optimisation and code generation, `stop_points` when asked), NVPTX bitcode to PTX (`nvptx`), and the
 //! resolution of the client's CPU target ([`target`]).
 
@@ -18,6 +18,7 @@ mod cleanup;
 pub(crate) mod compile;
 mod devicelib;
 mod intrinsics;
+pub(crate) mod lowering;
 mod math;
 mod normalise;
 mod nvptx;
@@ -50,6 +51,7 @@ pub(crate) fn execute(req: &Request<'_>) -> Result<Vec<u8>, JitError> {
             features,
             vector_math,
             stop_points,
+            lowering,
         } => {
             let spec =
                 (!kernel.is_empty()).then(|| super::compile::Spec { kernel: kernel.to_string(), group_size: group });
@@ -59,6 +61,7 @@ pub(crate) fn execute(req: &Request<'_>) -> Result<Vec<u8>, JitError> {
                 features: features.to_string(),
                 vector_math,
                 stop_points,
+                lowering: lowering.to_string(),
             };
             compile::compile_in_process(bc, &target, opt, memcheck, replaced, spec.as_ref())
                 .map(|(o, m)| super::compile::encode_object(&o, &m))

@@ -1,4 +1,4 @@
-//! The lowering's module-wide steps, run before the C++ per-kernel lowering (`lower.cpp`), in the order
+//! The lowering's module-wide steps, run before the C++ per-kernel lowering (`lower/`), in the order
 //! `compile` calls them: the warp width clang folded into the bitcode ([`warp_width`], read before the
 //! normalisation drops the GPU target features), the normalisation of every function
 //! ([`normalise_functions`]), GPU bitcode's small vectors split into elements ([`scalarise_vectors`]),

@@ -1,4 +1,4 @@
-// What the JIT's C++ shims (lower.cpp, kernel_memory.cpp) share.
+// What the JIT's C++ shims (lower/, kernel_memory.cpp, passes.cpp, ...) share.
 #pragma once
 
 #include <cstdlib>

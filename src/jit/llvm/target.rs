@@ -85,6 +85,7 @@ pub(crate) fn choose(spec: Option<&str>, host: &HostView) -> Result<CpuTarget, S
             features: host.features.clone(),
             vector_math: true,
             stop_points: false,
+            lowering: String::new(),
         });
     };
     let mut parts = spec.split(',').map(str::trim);
@@ -136,6 +137,7 @@ fn resolve(cpu: &str, changes: &[&str], host: &HostView) -> Result<CpuTarget, St
         features,
         vector_math: true,
         stop_points: false,
+        lowering: String::new(),
     })
 }
 

@@ -34,14 +34,20 @@ fn clang() -> Option<&'static str> {
 
 /// Compiles ffi-tests/kernels/<name>.c for `t`, memoised per process.
 fn bitcode(name: &str, t: Tgt) -> Option<Vec<u8>> {
+    bitcode_of(&format!("ffi-tests/kernels/{name}.c"), t)
+}
+
+/// Compiles the C file at `path` (relative to the crate) for `t`, memoised per process.
+fn bitcode_of(path: &str, t: Tgt) -> Option<Vec<u8>> {
     type Memo = Mutex<HashMap<(String, Tgt), Vec<u8>>>;
     static MEMO: OnceLock<Memo> = OnceLock::new();
     let cl = clang()?;
     let memo = MEMO.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(v) = memo.lock().unwrap().get(&(name.to_string(), t)) {
+    if let Some(v) = memo.lock().unwrap().get(&(path.to_string(), t)) {
         return Some(v.clone());
     }
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ffi-tests/kernels").join(format!("{name}.c"));
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path);
+    let name = src.file_stem().unwrap().to_string_lossy().into_owned();
     let dir = std::env::temp_dir().join(format!("offload-rs-jit-tests-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // unique per call: tests asking for the same bitcode at once must not share the output file
@@ -59,7 +65,7 @@ fn bitcode(name: &str, t: Tgt) -> Option<Vec<u8>> {
     assert!(st.success(), "clang-22 failed on {name}.c for {t:?}");
     let v = std::fs::read(&out).unwrap();
     let _ = std::fs::remove_file(&out);
-    memo.lock().unwrap().insert((name.to_string(), t), v.clone());
+    memo.lock().unwrap().insert((path.to_string(), t), v.clone());
     Some(v)
 }
 
@@ -1894,7 +1900,7 @@ fn neighbour_indices_wrap_around() {
 /// is a constant) as consecutive in t and loads one vector past the group for the last work-items; plain
 /// host C at clang-22 -O2 is miscompiled the same way (`out[i] = in[(g << 8) + ((i + 1) & 255)]` for
 /// i < 256 reads in[(g << 8) + 256] at i = 255). A specialisation therefore divides by the group size as
-/// loaded at run time (lower.cpp, runtimeDivisors); this test fails without that.
+/// loaded at run time (workarounds/runtime_divisors.cpp, `ol-runtime-divisors`); this test fails without that.
 #[test]
 fn neighbour_indices_wrap_around_power_of_two_groups() {
     let _g = shared();
@@ -2459,4 +2465,237 @@ fn vector_math_stays_within_glibc_bounds() {
         }
     }
     eprintln!("largest error in ulp (nvptx64, then amdgcn): {}", report.join(", "));
+}
+
+/// What the lowering's transforms did to each kernel of `bc` (src/jit/llvm/lowering.rs), compiled with
+/// `lowering` (`OFFLOAD_RS_JIT_LOWERING`'s syntax), generic or specialised for `spec`.
+fn transform_stats(bc: &[u8], lowering: &str, spec: Option<(&str, [u32; 3])>) -> Vec<(String, super::lowering::Stats)> {
+    let mut target = service::cpu_target().unwrap().clone();
+    target.lowering = lowering.to_string();
+    let spec = spec.map(|(k, g)| crate::jit::compile::Spec { kernel: k.to_string(), group_size: g });
+    let (r, stats) =
+        super::lowering::recorded(|| super::compile::compile_in_process(bc, &target, 3, false, false, spec.as_ref()));
+    r.unwrap_or_else(|e| panic!("compile with OFFLOAD_RS_JIT_LOWERING={lowering:?}: {e}"));
+    stats
+}
+
+/// Each transform of the lowering fires on a kernel it is meant for and not on one it must leave alone
+/// (a guard it cannot prove, a divergent barrier, memory that is not the group's own, ...), as its counts
+/// (`OFFLOAD_RS_JIT_STATS`) show; switched off (`-name`), it does nothing and the kernel still compiles.
+#[test]
+fn each_transform_fires_where_it_is_meant_to_and_not_elsewhere() {
+    let _g = shared();
+    const H: &str = "#include <gpuintrin.h>\n#include <stdint.h>\n#define T __gpu_thread_id_x()\n#define N __gpu_num_threads_x()\n#define G (__gpu_block_id_x() * N + T)\n";
+    // a uniform barrier and nothing else; a tree reduction (`t % 2d == 0`), one by halves (`t < d`); a
+    // bitonic stage's compare-and-swap; a loop over tiles of shared memory
+    const UNIFORM: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }";
+    const TREE: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t d = 1; d < N; d *= 2) { if (T % (2 * d) == 0) s[T] += s[T + d]; __gpu_sync_threads(); } if (T == 0) o[__gpu_block_id_x()] = s[0]; }";
+    const HALVES: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t d = N / 2; d > 0; d >>= 1) { if (T < d) s[T] += s[T + d]; __gpu_sync_threads(); } if (T == 0) o[__gpu_block_id_x()] = s[0]; }";
+    const SWAPS: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t j = N / 2; j > 0; j >>= 1) { uint32_t p = T ^ j; if (p > T) { float a = s[T], b = s[p]; if (a > b) { s[T] = b; s[p] = a; } } __gpu_sync_threads(); } o[G] = s[T]; }";
+    const TILES: &str = "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float acc = 0.0f; for (uint32_t b = 0; b < n; b += 256) { s[T] = in[b + T]; __gpu_sync_threads(); for (uint32_t j = 0; j < 256; ++j) acc += s[j] * (float)(j + T); __gpu_sync_threads(); } o[G] = acc; }";
+    // (transform, fires, kernel source (kernel `k`), specialised at this group size)
+    let cases: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
+        (
+            "ol-narrow-guards",
+            true,
+            "__gpu_kernel void k(float *y, const float *x, uint32_t n) { if (G < n) y[G] += 2.0f * x[G]; }",
+            None,
+        ),
+        (
+            "ol-narrow-guards",
+            false,
+            "__gpu_kernel void k(float *y, const uint32_t *x) { if (G < x[G]) y[G] = 1.0f; }",
+            None,
+        ),
+        (
+            "ol-equality-split",
+            true,
+            "__gpu_kernel void k(float *o, const float *in, uint32_t w) { uint32_t x = G; if (x >= w) return; o[x] = (x == 0 || x == w - 1) ? 0.0f : in[x - 1] + in[x + 1]; }",
+            None,
+        ),
+        (
+            "ol-equality-split",
+            false,
+            "__gpu_kernel void k(float *o, const uint32_t *in) { uint32_t x = G; o[x] = x == in[x] ? 1.0f : 2.0f; }",
+            None,
+        ),
+        (
+            "ol-uniform-barriers",
+            true,
+            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }",
+            None,
+        ),
+        (
+            "ol-uniform-barriers",
+            false,
+            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; if (in[G] > 0.0f) __gpu_sync_threads(); o[G] = s[N - 1 - T]; }",
+            None,
+        ),
+        (
+            "ol-once-regions",
+            true,
+            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t off = 1; off < N; off <<= 1) { float v = T >= off ? s[T - off] : 0.0f; __gpu_sync_threads(); s[T] += v; __gpu_sync_threads(); } o[G] = s[T]; }",
+            None,
+        ),
+        (
+            "ol-once-regions",
+            false,
+            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }",
+            None,
+        ),
+        (
+            "ol-run-guards",
+            true,
+            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t d = 1; d < N; d *= 2) { if (T % (2 * d) == 0) s[T] += s[T + d]; __gpu_sync_threads(); } if (T == 0) o[__gpu_block_id_x()] = s[0]; }",
+            None,
+        ),
+        (
+            "ol-run-guards",
+            false,
+            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t d = N / 2; d > 0; d >>= 1) { if (T < d) s[T] += s[T + d]; __gpu_sync_threads(); } if (T == 0) o[__gpu_block_id_x()] = s[0]; }",
+            None,
+        ),
+        (
+            "ol-speculate-shared-stores",
+            true,
+            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t j = N / 2; j > 0; j >>= 1) { uint32_t p = T ^ j; if (p > T) { float a = s[T], b = s[p]; if (a > b) { s[T] = b; s[p] = a; } } __gpu_sync_threads(); } o[G] = s[T]; }",
+            None,
+        ),
+        (
+            "ol-speculate-shared-stores",
+            false,
+            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = 0.0f; __gpu_sync_threads(); if (in[G] > 0.0f) s[N - 1 - T] = 1.0f; __gpu_sync_threads(); o[G] = s[T]; }",
+            None,
+        ),
+        (
+            "ol-plain-shared-atomics",
+            true,
+            "__gpu_kernel void k(uint32_t *o, const uint32_t *in) { static __gpu_local uint32_t b[256]; b[T] = 0; __gpu_sync_threads(); __atomic_fetch_add(&b[in[G] & 255], 1, __ATOMIC_RELAXED); __gpu_sync_threads(); o[G] = b[T]; }",
+            None,
+        ),
+        (
+            "ol-plain-shared-atomics",
+            false,
+            "__gpu_kernel void k(uint32_t *o, const uint32_t *in) { __atomic_fetch_add(&o[in[G] & 255], 1, __ATOMIC_RELAXED); }",
+            None,
+        ),
+        (
+            "ol-rematerialise",
+            true,
+            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; float *p = &s[T]; *p = in[G]; __gpu_sync_threads(); o[G] = *p + s[(T + 1) % N]; }",
+            None,
+        ),
+        (
+            "ol-rematerialise",
+            false,
+            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; float v = in[G] * 2.0f; s[T] = 1.0f; __gpu_sync_threads(); if (v > s[0]) o[__gpu_block_id_x()] = v; }",
+            None,
+        ),
+        (
+            "ol-implicit-loop-barriers",
+            true,
+            "__gpu_kernel void k(float *o, const float *in, const float *w, uint32_t n) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); float acc = 0.0f; for (uint32_t j = 0; j < n; ++j) acc += s[j & 255] * w[j * 256 + T] + (float)j; o[G] = acc; }",
+            None,
+        ),
+        (
+            "ol-implicit-loop-barriers",
+            false,
+            "__gpu_kernel void k(float *o, const float *in, const float *w) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); float acc = 0.0f; for (uint32_t j = 0; j < T; ++j) acc += s[j & 255] * w[j * 256 + T] + (float)j; o[G] = acc; }",
+            None,
+        ),
+        ("ol-scope-slots", true, SWAPS, None),
+        ("ol-scope-slots", false, "__gpu_kernel void k(float *y, const float *x) { y[G] = x[G]; }", None),
+        ("ol-hoist-slot-stores", true, TREE, None),
+        ("ol-hoist-slot-stores", false, UNIFORM, None),
+        ("ol-short-runs", true, SWAPS, None),
+        ("ol-short-runs", false, HALVES, None),
+        ("ol-flatten-decision", true, SWAPS, None),
+        ("ol-flatten-decision", false, UNIFORM, None),
+        ("ol-unswitch-region-exit", true, TILES, None),
+        ("ol-unswitch-region-exit", false, UNIFORM, None),
+        ("ol-share-header-slot", true, TILES, None),
+        ("ol-share-header-slot", false, UNIFORM, None),
+        (
+            "ol-runtime-divisors",
+            true,
+            "__gpu_kernel void k(float *o, const float *in) { o[G] = in[__gpu_block_id_x() * N + (T + 1) % N]; }",
+            Some([64, 1, 1]),
+        ),
+        (
+            "ol-runtime-divisors",
+            false,
+            "__gpu_kernel void k(float *o, const float *in) { o[G] = in[__gpu_block_id_x() * N + (T + 1) % 7]; }",
+            Some([64, 1, 1]),
+        ),
+    ];
+    let mut bad = Vec::new();
+    for (name, fires, src, spec) in cases {
+        let Some(bc) = nvptx_bitcode_of(&format!("{H}{src}\n")) else {
+            return;
+        };
+        let spec = spec.map(|g| ("k", g));
+        let on = transform_stats(&bc, "", spec);
+        let count = on.iter().map(|(_, s)| s.of(name)).sum::<u32>();
+        if (count > 0) != *fires {
+            bad.push(format!(
+                "{name} {} on `{src}`: {:?}",
+                if *fires { "did not fire" } else { "fired" },
+                on.iter().map(|(k, s)| format!("{k}: {s}")).collect::<Vec<_>>()
+            ));
+        }
+        let off = transform_stats(&bc, &format!("-{name}"), spec);
+        if off.iter().any(|(_, s)| s.of(name) > 0) {
+            bad.push(format!("{name} fired while switched off"));
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// The suite's kernels (bench/kernels/suite.c), as they run (specialised for their group shape), get the
+/// transforms meant for them, on nvptx64 and amdgcn: a transform that decays is a test failure here
+/// before it is a slowdown in BENCHMARKS.md. Prints every kernel's counts.
+#[test]
+fn the_suite_kernels_get_their_transforms() {
+    let _g = shared();
+    // (kernel, group shape, transforms that must fire on both targets)
+    let expect: &[(&str, [u32; 3], &[&str])] = &[
+        ("saxpy", [256, 1, 1], &["ol-narrow-guards"]),
+        (
+            "reduce",
+            [256, 1, 1],
+            &["ol-uniform-barriers", "ol-once-regions", "ol-hoist-slot-stores", "ol-narrow-guards"],
+        ),
+        ("scan", [256, 1, 1], &["ol-uniform-barriers", "ol-once-regions", "ol-rematerialise"]),
+        (
+            "bitonic",
+            [256, 1, 1],
+            &["ol-run-guards", "ol-short-runs", "ol-speculate-shared-stores", "ol-flatten-decision"],
+        ),
+        ("histogram", [256, 1, 1], &["ol-uniform-barriers", "ol-narrow-guards", "ol-plain-shared-atomics"]),
+        ("matmul", [16, 16, 1], &["ol-rematerialise", "ol-share-header-slot", "ol-unswitch-region-exit"]),
+        ("stencil", [16, 16, 1], &["ol-narrow-guards", "ol-equality-split"]),
+        ("transpose", [16, 16, 1], &["ol-uniform-barriers", "ol-narrow-guards"]),
+        ("nbody", [256, 1, 1], &["ol-uniform-barriers", "ol-implicit-loop-barriers", "ol-unswitch-region-exit"]),
+        // (their warp exchanges sit under branches that differ between warps: not uniform barriers)
+        ("wreduce", [256, 1, 1], &["ol-scope-slots"]),
+        ("wscan", [256, 1, 1], &["ol-scope-slots"]),
+        ("compact", [256, 1, 1], &["ol-uniform-barriers", "ol-equality-split"]),
+    ];
+    let mut bad = Vec::new();
+    for t in [Tgt::Nv, Tgt::Amd] {
+        let Some(bc) = bitcode_of("bench/kernels/suite.c", t) else {
+            return;
+        };
+        for (k, g, want) in expect {
+            let stats = transform_stats(&bc, "", Some((k, *g)));
+            let s = stats.iter().find(|(n, _)| n == k).map(|(_, s)| *s).unwrap_or_default();
+            eprintln!("{t:?} {k} {g:?}: {s}");
+            for w in *want {
+                if s.of(w) == 0 {
+                    bad.push(format!("{t:?} {k}: {w} did not fire ({s})"));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
 }

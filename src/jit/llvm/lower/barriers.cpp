@@ -29,7 +29,8 @@ bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi) {
   cbsDemotePhis(st);
   cbsFindHoistable(st);
   cbsDemoteLiveAcross(st);
-  scopeSlots(F, st.demoted);
+  if (on(T_SCOPE_SLOTS))
+    scopeSlots(F, st.demoted);
   cbsLayout(st);
   scratchPerWi = st.S + 12;
   cbsRegionEntries(st);
@@ -143,8 +144,12 @@ void Lowering::cbsUniformBarriers(CbsState &st) {
   for (BasicBlock &BB : *F)
     if (!isBarrierBlk(&BB) && !isExitBlk(&BB) && divTerm.count(BB.getTerminator()) && reach[&BB].size() > 1)
       uniform = false;
+  if (uniform && !on(T_UNIFORM_BARRIERS))
+    uniform = false;
+  else if (uniform)
+    fired(T_UNIFORM_BARRIERS);
   std::set<BasicBlock *> underDivergence;
-  if (uniform)
+  if (uniform && on(T_IMPLICIT_LOOP_BARRIERS))
     underDivergence = interchangeLoops(F, divTerm, BM, EM, reach, computeReach,
                                        [&](BasicBlock *BB) { return isBarrierBlk(BB) || isExitBlk(BB); });
   if (uniform) {

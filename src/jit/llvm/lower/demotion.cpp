@@ -170,15 +170,19 @@ void Lowering::cbsDemoteLiveAcross(CbsState &st) {
   BasicBlock::iterator allocaPt = st.entry->begin();
   while (isa<AllocaInst>(&*allocaPt))
     ++allocaPt;
-  std::vector<Instruction *> keep = cbsRematerialise(st, cbsLiveAcross(st));
+  std::vector<Instruction *> live = cbsLiveAcross(st);
+  std::vector<Instruction *> keep = on(T_REMATERIALISE) ? cbsRematerialise(st, live) : live;
+  fired(T_REMATERIALISE, live.size() - keep.size());
   DominatorTree DT(*st.F);
   for (Instruction *I : keep) {
     bool uni = !st.div.count(I);
     if (auto *LI = dyn_cast<LoadInst>(I))
       if (auto *A = dyn_cast<AllocaInst>(LI->getPointerOperand()))
         uni = st.uniSlots.count(A) != 0;
-    if (!uni && shareHeaderSlot(I, st.phiSlot, DT))
+    if (!uni && on(T_SHARE_HEADER_SLOT) && shareHeaderSlot(I, st.phiSlot, DT)) {
+      fired(T_SHARE_HEADER_SLOT);
       continue;
+    }
     AllocaInst *A = DemoteRegToStack(*I, false, allocaPt);
     if (A)
       st.demoted.push_back(A);

@@ -12,9 +12,11 @@ struct OlRsLowerOptions {
   uint32_t spec_group_size[3];
   uint32_t warp_size; // the warp width the kernels were built for
   OlRsClassifyFn classify_intrinsic; // the GPU intrinsic table (src/jit/llvm/intrinsics.rs)
+  uint64_t transforms;               // bit i: Transform i runs (src/jit/llvm/lowering.rs)
 };
-static_assert(sizeof(OlRsLowerOptions) == 32 && offsetof(OlRsLowerOptions, spec_group_size) == 8 &&
-                  offsetof(OlRsLowerOptions, warp_size) == 20 && offsetof(OlRsLowerOptions, classify_intrinsic) == 24,
+static_assert(sizeof(OlRsLowerOptions) == 40 && offsetof(OlRsLowerOptions, spec_group_size) == 8 &&
+                  offsetof(OlRsLowerOptions, warp_size) == 20 && offsetof(OlRsLowerOptions, classify_intrinsic) == 24 &&
+                  offsetof(OlRsLowerOptions, transforms) == 32,
               "OlRsLowerOptions must match LowerOptions in src/jit/compile.rs");
 
 // One kernel parameter's size and alignment, and one kernel's metadata: must match `ParamAbi` and
@@ -32,28 +34,32 @@ struct OlRsKernelInfo {
   uint32_t warp_size;
   bool has_barriers;
   bool specialisable; // uses no mutable global variable
+  const uint32_t *stats; // what each transform did (Transform order)
+  uint32_t num_stats;
 };
 static_assert(sizeof(OlRsParam) == 16, "OlRsParam must match ParamAbi in src/jit/compile.rs");
-static_assert(sizeof(OlRsKernelInfo) == 56 && offsetof(OlRsKernelInfo, symbol) == 8 &&
+static_assert(sizeof(OlRsKernelInfo) == 72 && offsetof(OlRsKernelInfo, symbol) == 8 &&
                   offsetof(OlRsKernelInfo, params) == 16 && offsetof(OlRsKernelInfo, num_params) == 24 &&
                   offsetof(OlRsKernelInfo, static_local_bytes) == 32 &&
                   offsetof(OlRsKernelInfo, scratch_bytes_per_wi) == 40 &&
                   offsetof(OlRsKernelInfo, warp_size) == 48 && offsetof(OlRsKernelInfo, has_barriers) == 52 &&
-                  offsetof(OlRsKernelInfo, specialisable) == 53,
+                  offsetof(OlRsKernelInfo, specialisable) == 53 && offsetof(OlRsKernelInfo, stats) == 56 &&
+                  offsetof(OlRsKernelInfo, num_stats) == 64,
               "OlRsKernelInfo must match KernelInfo in src/jit/compile.rs");
 
 // Lowers module MR in place (see the header comment). On success calls on_kernel(cx, info) once per
 // work-group function and returns 0; otherwise returns 1 with a malloc'ed message in *err_out.
-extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, int arch, const char *cpu, const char *features,
+extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, const char *cpu, const char *features,
                                const OlRsLowerOptions *opts,
                                void (*on_kernel)(void *cx, const OlRsKernelInfo *info), void *cx,
                                char **err_out) {
   *err_out = nullptr;
   Module *M = unwrap(MR);
-  Lowering L(*M, arch, cpu ? cpu : "", features ? features : "");
+  Lowering L(*M, cpu ? cpu : "", features ? features : "");
   if (opts) {
     L.warp = opts->warp_size;
     L.classify = opts->classify_intrinsic;
+    L.transforms = opts->transforms;
   }
   if (opts && opts->spec_kernel) {
     L.specKernel = opts->spec_kernel;
@@ -70,7 +76,8 @@ extern "C" int ol_rs_jit_lower(LLVMModuleRef MR, int arch, const char *cpu, cons
     for (const auto &p : ki.params)
       params.push_back({p.first, p.second});
     OlRsKernelInfo info = {ki.name.c_str(), ki.wgName.c_str(), params.data(), params.size(), ki.staticLocal,
-                           ki.scratchPerWi, L.warp, ki.barriers, ki.specialisable};
+                           ki.scratchPerWi, L.warp, ki.barriers, ki.specialisable, ki.stats.data(),
+                           (uint32_t)ki.stats.size()};
     on_kernel(cx, &info);
   }
   return 0;

@@ -96,8 +96,10 @@ std::set<BasicBlock *> Lowering::interchangeLoops(Function *F, const std::set<In
       H->replacePhiUsesWith(P, N);
       added.push_back({P, N});
     }
-    if (stillUniform())
+    if (stillUniform()) {
+      fired(T_IMPLICIT_LOOP_BARRIERS);
       continue;
+    }
     for (auto &[P, N] : added) {
       P->getTerminator()->replaceSuccessorWith(N, H);
       H->replacePhiUsesWith(N, P);

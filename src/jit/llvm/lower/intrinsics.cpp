@@ -109,7 +109,7 @@ Value *Lowering::ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *
 
 
 // Replace GPU intrinsics inside F (= K.body). Sets `collective` if any barrier-like op was introduced.
-bool Lowering::replaceIntrinsics(Function *F, bool &collective, bool &hasExit) {
+bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
   unsigned o = F->arg_size() - E_COUNT;
   auto X = [&](int e) -> Value * { return F->getArg(o + e); };
   SmallVector<CallInst *, 32> calls;
@@ -187,7 +187,6 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective, bool &hasExit) {
       break;
     case IOP_EXIT:
       B.CreateCall(exitMarker());
-      hasExit = true;
       erased = true;
       break;
     case IOP_ACTIVE_MASK:

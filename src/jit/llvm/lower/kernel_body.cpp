@@ -81,6 +81,7 @@ bool Lowering::usesMutableGlobals(Function *F) {
 
 bool Lowering::lowerKernel(Function *K, KInfo &ki) {
   pow2Vals.clear(); // values of the previous kernel, possibly erased
+  stats = {};
   ki.name = K->getName().str();
   ki.wgName = "__ol_wg." + ki.name;
   FunctionType *FT = K->getFunctionType();
@@ -133,14 +134,15 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
   }
   if (!inlineAll(NF))
     return false;
-  bool collective = false, hasExit = false;
-  if (!replaceIntrinsics(NF, collective, hasExit))
+  bool collective = false;
+  if (!replaceIntrinsics(NF, collective))
     return false;
   if (!lowerLocals(NF, ki.staticLocal))
     return false;
-  if (!specKernel.empty())
+  if (!specKernel.empty() && on(T_RUNTIME_DIVISORS))
     runtimeDivisors(NF);
-  markSharedAtomics(NF);
+  if (on(T_PLAIN_SHARED_ATOMICS))
+    markSharedAtomics(NF);
   ki.barriers = collective;
   ki.specialisable = !usesMutableGlobals(NF);
   if (collective) {
@@ -273,12 +275,15 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
       // stores). Where `gid * n + tid` could wrap around, a second, unchanged nest runs instead.
       Value *assumed = ConstantInt::getTrue(C);
       BasicBlock *L = A.L;
-      narrowToGuards(
-          A.P, [&](BasicBlock *Sc) { return Sc == L; }, {E}, E, {A.x, A.y, A.z}, {A.inX, A.inY, A.inZ},
-          {gs[0], gs[1], gs[2]}, {A.hy, A.hz, E}, &assumed);
+      if (on(T_NARROW_GUARDS))
+        narrowToGuards(
+            A.P, [&](BasicBlock *Sc) { return Sc == L; }, {E}, E, {A.x, A.y, A.z}, {A.inX, A.inY, A.inZ},
+            {gs[0], gs[1], gs[2]}, {A.hy, A.hz, E}, &assumed);
       runLoops.clear(); // (versionShortRuns is for barrier regions)
-      splitAtEqualities(A.P, L, {E}, E, A.y, A.inY, A.hz);
-      splitAtEqualities(A.P, L, {E}, E, A.x, A.inX, A.hy);
+      if (on(T_EQUALITY_SPLIT)) {
+        splitAtEqualities(A.P, L, {E}, E, A.y, A.inY, A.hz);
+        splitAtEqualities(A.P, L, {E}, E, A.x, A.inX, A.hy);
+      }
       if (!isa<ConstantInt>(assumed)) {
         Nest Bn = buildNest(E);
         toNest->eraseFromParent();
@@ -293,6 +298,7 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
     plainSharedAtomics(NF);
   plainSharedAtomics(WG);
   attachDebugInfo(K, NF, WG);
+  ki.stats = stats;
   return true;
 }
 

@@ -73,6 +73,7 @@ void Lowering::plainSharedAtomics(Function *F) {
     for (Instruction &I : BB)
       if (I.getMetadata(kSharedAtomicMD))
         v.push_back(&I);
+  fired(T_PLAIN_SHARED_ATOMICS, v.size());
   for (Instruction *I : v) {
     if (auto *RMW = dyn_cast<AtomicRMWInst>(I))
       lowerAtomicRMWInst(RMW);

@@ -1,7 +1,7 @@
 // The shared declarations of the CPU lowering (src/jit/llvm/lower/): the intrinsic table's ABI, the
-// extra parameters of a kernel body, the WgCtx offsets, and struct Lowering, whose member functions are
-// defined in the files named above each group of declarations. src/jit/llvm/lower/README.md describes the
-// lowering step by step.
+// extra parameters of a kernel body, the WgCtx offsets, the switchable transforms, and struct Lowering,
+// whose member functions are defined in the file of their step (src/jit/llvm/lower/README.md: the steps
+// in order, the transforms, and which file holds what).
 #pragma once
 
 #include "llvm/ADT/SmallVector.h"
@@ -70,8 +70,6 @@ typedef OlRsIntrinsic (*OlRsClassifyFn)(const char *name, size_t len);
 
 namespace ol_rs::lower {
 
-enum Arch { ARCH_NVPTX = 0, ARCH_AMDGCN = 1, ARCH_SPIRV = 2, ARCH_HOST = 3 };
-
 // Extra trailing parameters of K.body, in this order.
 enum Extra {
   E_LX, E_LY, E_LZ, E_LWI,
@@ -88,11 +86,33 @@ constexpr unsigned CTX_ARGS = 0, CTX_LOCAL = 8, CTX_DYN = 16, CTX_SCRATCH = 24, 
                    CTX_NG = 44, CTX_GS = 56;
 
 constexpr int RESUME_EXIT = -1;
-constexpr bool kUniformFastPath = true;
+
+// The lowering's transforms that can be switched off (OFFLOAD_RS_JIT_LOWERING) and that count what they
+// did (OFFLOAD_RS_JIT_STATS): bit i of OlRsLowerOptions::transforms, entry i of OlRsKernelInfo::stats.
+// Must match `Transform` in src/jit/llvm/lowering.rs (the names, and which kernels each is for), and
+// src/jit/llvm/lower/README.md describes each.
+enum Transform : unsigned {
+  T_UNIFORM_BARRIERS,        // barriers.cpp: regions follow each other through a group-level `next`
+  T_ONCE_REGIONS,            // regions.cpp: group-invariant regions run once per group
+  T_IMPLICIT_LOOP_BARRIERS,  // implicit_loop_barriers.cpp
+  T_REMATERIALISE,           // demotion.cpp: values recomputed after a barrier instead of kept in scratch
+  T_SHARE_HEADER_SLOT,       // demotion.cpp
+  T_SCOPE_SLOTS,             // opt/scope_slots.cpp
+  T_HOIST_SLOT_STORES,       // opt/slot_stores.cpp
+  T_NARROW_GUARDS,           // opt/guard_narrowing.cpp
+  T_RUN_GUARDS,              // opt/run_guards.cpp (matchRunGuard, addRunLoop)
+  T_SHORT_RUNS,              // opt/run_guards.cpp (versionShortRuns)
+  T_EQUALITY_SPLIT,          // opt/equality_split.cpp
+  T_SPECULATE_SHARED_STORES, // opt/shared_store_speculation.cpp
+  T_FLATTEN_DECISION,        // opt/shared_store_speculation.cpp
+  T_UNSWITCH_REGION_EXIT,    // opt/unswitch_region_exit.cpp
+  T_PLAIN_SHARED_ATOMICS,    // local_memory.cpp
+  T_RUNTIME_DIVISORS,        // ../workarounds/runtime_divisors.cpp (an LLVM 22.1 miscompile's workaround)
+  T_COUNT
+};
 
 struct Lowering {
   Module &M;
-  int arch;
   unsigned warp;
   std::string cpu, features;
   std::string err;
@@ -106,8 +126,8 @@ struct Lowering {
   std::string specKernel;
   uint32_t specGs[3] = {0, 0, 0};
 
-  Lowering(Module &M, int arch, const char *cpu, const char *features)
-      : M(M), arch(arch), warp(1), cpu(cpu), features(features), C(M.getContext()),
+  Lowering(Module &M, const char *cpu, const char *features)
+      : M(M), warp(1), cpu(cpu), features(features), C(M.getContext()),
         DL(M.getDataLayout()) {
     I8 = Type::getInt8Ty(C);
     I16 = Type::getInt16Ty(C);
@@ -134,7 +154,14 @@ struct Lowering {
     bool barriers = false;
     bool specialisable = false; // no mutable global state: a separately loaded copy behaves the same
     std::vector<std::pair<uint64_t, uint64_t>> params; // size, align
+    std::array<uint32_t, T_COUNT> stats{};             // what each transform did (see `stats`)
   };
+  // Which transforms run (bit i: Transform i), and what each did in the kernel being lowered: the
+  // number of loops, values, stores, ... it changed (lowerKernel resets them; KInfo::stats keeps them).
+  uint64_t transforms = ~uint64_t(0);
+  std::array<uint32_t, T_COUNT> stats{};
+  bool on(Transform t) const { return (transforms >> t) & 1; }
+  void fired(Transform t, uint32_t n = 1) { stats[t] += n; }
   // what run() produced, one entry per work-group function (handed to Rust by ol_rs_jit_lower)
   std::vector<KInfo> lowered;
   bool inlineAll(Function *F);
@@ -148,7 +175,7 @@ struct Lowering {
   Value *fromI64(IRBuilder<> &B, Value *v, Type *T);
   Value *readSlot(IRBuilder<> &B, Value *xchg, Value *base, Value *j);
   Value *ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp);
-  bool replaceIntrinsics(Function *F, bool &collective, bool &hasExit);
+  bool replaceIntrinsics(Function *F, bool &collective);
   void runtimeDivisors(Function *F);
   bool lowerLocals(Function *F, uint64_t &staticBytes);
   static Value *X(unsigned o, Function *F, int e) { return F->getArg(o + e); }

@@ -182,17 +182,22 @@ void Lowering::cbsRegion(CbsState &st, IRBuilder<> &B, size_t k) {
   R.sfx = ".r" + std::to_string(k);
   R.set = cbsRegionBlocks(st, k);
   R.reach = &st.reach[st.regionEntry[k]];
-  R.once = st.uniform && groupInvariant(R.set, st.div, st.divTerm, st.uniSlots, st.BM, st.EM);
+  R.once = st.uniform && on(T_ONCE_REGIONS) &&
+           groupInvariant(R.set, st.div, st.divTerm, st.uniSlots, st.BM, st.EM);
+  if (R.once)
+    fired(T_ONCE_REGIONS);
   cbsRegionPrologue(st, B, R);
   cbsRegionLoops(st, B, R);
   cbsCloneRegion(st, R);
   cbsUsePreloads(st, R);
   cbsEnterRegion(st, B, R);
   cbsLeaveRegion(st, R);
-  if (!runLoops.empty()) // what narrowToGuards made, once the region loop is closed
+  if (!runLoops.empty() && on(T_SHORT_RUNS)) // what narrowToGuards made, once the region loop is closed
     versionShortRuns(st.F);
-  cbsSplitEqualities(st, R);
-  cbsUnswitchExit(st, R);
+  if (on(T_EQUALITY_SPLIT))
+    cbsSplitEqualities(st, R);
+  if (on(T_UNSWITCH_REGION_EXIT))
+    cbsUnswitchExit(st, R);
 }
 
 
@@ -421,7 +426,7 @@ void Lowering::cbsEnterRegion(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
       for (Instruction &I : *NB)
         addAccessGroup(I, AG);
   BasicBlock *RE = cast<BasicBlock>(R.VM[st.regionEntry[R.k]]);
-  if (uniform && !once)
+  if (uniform && !once && on(T_HOIST_SLOT_STORES))
     hoistSlotStores(RE, Pre, NE, std::set<Value *>(uniPtr.begin(), uniPtr.end()), clones);
   auto leavesRegion = [&](BasicBlock *Sc) {
     auto it = origOf.find(Sc);
@@ -431,7 +436,7 @@ void Lowering::cbsEnterRegion(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
     return barrierId.count(Ob) || firstCallTo(Ob, EM) || isa<ReturnInst>(&*Sc->getFirstNonPHIIt());
   };
   runLoops.clear(); // (what narrowToGuards adds is versioned once the region loop is closed)
-  if (uniform && !once && R.reach->size() == 1)
+  if (uniform && !once && R.reach->size() == 1 && on(T_NARROW_GUARDS))
     narrowToGuards(
         RE, leavesRegion, {Pre, NE}, Pre, {R.lx, R.ly, R.lz}, {R.inX, R.inY, R.inZ},
         {X(o, F, E_GSX), X(o, F, E_GSY), X(o, F, E_GSZ)}, {R.Hy, R.Hz, Pre});
@@ -439,15 +444,13 @@ void Lowering::cbsEnterRegion(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
     B.CreateBr(RE);
   } else if (uniform) {
     B.CreateBr(RE);
-    speculateSharedStores(F, clones, AG, leavesRegion); // (needs the region reachable)
+    if (on(T_SPECULATE_SHARED_STORES))
+      speculateSharedStores(F, clones, AG, leavesRegion); // (needs the region reachable)
   } else {
     // Convergent case (every work-item waits here): no per-item check. Only worth the duplicated
     // loop at O3 with large groups; the check is cheap and if-converted by the vectoriser anyway.
     BasicBlock *Chk = BasicBlock::Create(C, "cbs.check" + R.sfx, F);
-    if (kUniformFastPath)
-      B.CreateCondBr(st.uniV, RE, Chk);
-    else
-      B.CreateBr(Chk);
+    B.CreateCondBr(st.uniV, RE, Chk);
     B.SetInsertPoint(Chk);
     LoadInst *rl = B.CreateLoad(I32, R.myResume);
     addAccessGroup(*rl, AG);

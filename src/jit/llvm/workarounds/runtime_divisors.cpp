@@ -4,8 +4,6 @@
 
 namespace ol_rs::lower {
 
-
-// addrspace(3) globals used by F -> local_mem + offset / dyn_local_mem.
 // In a launch-time specialisation, a division or remainder by the group size (`(t + 1) % n`, with n
 // from __gpu_num_threads_x() or amdgcn's implicit-argument / dispatch-packet fields) divides by the
 // value loaded at run time (E_GSR*), not by the constant: LLVM 22.1's loop vectoriser takes
@@ -56,6 +54,7 @@ void Lowering::runtimeDivisors(Function *F) {
         continue;
       IRBuilder<> B(BO);
       BO->setOperand(1, B.CreateZExtOrTrunc(F->getArg(o + E_GSRX + d), BO->getType()));
+      fired(T_RUNTIME_DIVISORS);
     }
 }
 

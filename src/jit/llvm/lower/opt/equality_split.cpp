@@ -85,6 +85,7 @@ void Lowering::splitAtEqualities(BasicBlock *body, BasicBlock *latch, const std:
   }
   if (found.empty())
     return;
+  fired(T_EQUALITY_SPLIT, found.size());
   auto *HT = cast<BranchInst>(H->getTerminator());
   BasicBlock *exitBB = HT->getSuccessor(1);
   Function *F = H->getParent();

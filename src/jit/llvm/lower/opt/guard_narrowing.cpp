@@ -203,7 +203,7 @@ void Lowering::narrowToGuards(BasicBlock *RE, const std::function<bool(BasicBloc
         continue;
       }
       RunGuard rg;
-      if (matchRunGuard(Cmp, w, runDim, avail, PB, rg)) {
+      if (on(T_RUN_GUARDS) && matchRunGuard(Cmp, w, runDim, avail, PB, rg)) {
         if (rg.dim >= 3) {
           // runs of x + B: x mod P in [o, o + len) cyclically, o = (off - B) mod P; runs starting at
           // o - P from the period at or below x's lower bound cover the one that wraps around
@@ -338,12 +338,14 @@ void Lowering::narrowToGuards(BasicBlock *RE, const std::function<bool(BasicBloc
     IRBuilder<> &DB = d == 0 && rowX ? RowB : PB;
     if (run[d].dim >= 0) {
       addRunLoop(ids[d], inDim[d], from[d], lo[d], DB.CreateBinaryIntrinsic(Intrinsic::smax, hi[d], lo[d]), run[d], DB);
+      fired(T_RUN_GUARDS);
       if (run[d].bit && match(run[d].exact, m_One()))
         rewriteDisjointBit(ids[d], run[d].bit);
       continue;
     }
     if (!touched[d])
       continue;
+    fired(T_NARROW_GUARDS);
     ids[d]->setIncomingValueForBlock(from[d], DB.CreateTrunc(lo[d], I32));
     // an empty range has hi <= lo; never below 0, which would read as a huge unsigned bound
     inDim[d]->setOperand(1, DB.CreateTrunc(DB.CreateBinaryIntrinsic(Intrinsic::smax, hi[d], lo[d]), I32));

@@ -207,6 +207,7 @@ void Lowering::versionShortRuns(Function *F) {
     from->getTerminator()->replaceSuccessorWith(r.RH, Dsp);
     r.RH->replacePhiUsesWith(from, Dsp);
     SwitchInst *Sw = PB.CreateSwitch(key, r.RH, 3);
+    fired(T_SHORT_RUNS);
     for (uint64_t c : lens) {
       ValueToValueMapTy VM;
       SmallVector<BasicBlock *, 16> copy;

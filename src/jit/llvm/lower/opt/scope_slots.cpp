@@ -28,6 +28,7 @@ void Lowering::scopeSlots(Function *F, const std::vector<AllocaInst *> &slots) {
   }
   if (all.empty())
     return;
+  fired(T_SCOPE_SLOTS, all.size());
   MDNode *allList = MDNode::get(C, all);
   for (BasicBlock &BB : *F)
     for (Instruction &I : BB) {

@@ -105,8 +105,10 @@ void Lowering::speculateSharedStores(Function *F, ArrayRef<BasicBlock *> clones,
         addAccessGroup(*New, AG);
       }
       St->eraseFromParent();
+      fired(T_SPECULATE_SHARED_STORES);
     }
-    flattenDecision(N);
+    if (on(T_FLATTEN_DECISION) && flattenDecision(N))
+      fired(T_FLATTEN_DECISION);
   }
 }
 

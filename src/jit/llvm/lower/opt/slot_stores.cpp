@@ -65,6 +65,7 @@ void Lowering::hoistSlotStores(BasicBlock *RE, BasicBlock *Pre, BasicBlock *NE, 
         fwd[P] = V;
         St->setMetadata(LLVMContext::MD_access_group, nullptr);
         St->moveBefore(Pre->getTerminator()->getIterator());
+        fired(T_HOIST_SLOT_STORES);
         continue;
       }
       if (auto *Ld = dyn_cast<LoadInst>(&I)) {

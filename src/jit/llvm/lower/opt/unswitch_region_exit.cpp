@@ -88,6 +88,7 @@ void Lowering::cbsUnswitchExit(CbsState &st, CbsRegion &R) {
   decide(cast<BranchInst>(cast<BasicBlock>(VM[Br->getParent()])->getTerminator()), 1);
   decide(Br, 0);
   BranchInst::Create(R.Hz, cast<BasicBlock>(VM[R.Hz]), cond, T->getIterator());
+  fired(T_UNSWITCH_REGION_EXIT);
   T->eraseFromParent();
 }
 

@@ -1,0 +1,155 @@
+//! The CPU lowering's transforms by name (src/jit/llvm/lower/README.md describes each): which run
+//! (`OFFLOAD_RS_JIT_LOWERING`, for bisecting a miscompile or measuring one transform) and what each did
+//! per kernel (`OFFLOAD_RS_JIT_STATS=1`, like LLVM's `-stats`). The C++ side gets the choice as a bit mask
+//! (`OlRsLowerOptions::transforms`) and reports the counts per kernel (`OlRsKernelInfo::stats`).
+//!
+//! `OFFLOAD_RS_JIT_LOWERING` is a comma list: `ol-x,ol-y` runs only those; `-ol-x,-ol-y` runs all but those;
+//! `none` runs none of them (the lowering's required steps always run); empty or unset runs all. The
+//! workarounds of LLVM bugs ([`WORKAROUNDS`]) run unless named with a `-`: without them LLVM miscompiles.
+//! An unknown name fails the compile with the list of names.
+
+use std::cell::RefCell;
+use std::fmt;
+
+/// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
+pub(crate) const NAMES: [&str; 16] = [
+    "ol-uniform-barriers",
+    "ol-once-regions",
+    "ol-implicit-loop-barriers",
+    "ol-rematerialise",
+    "ol-share-header-slot",
+    "ol-scope-slots",
+    "ol-hoist-slot-stores",
+    "ol-narrow-guards",
+    "ol-run-guards",
+    "ol-short-runs",
+    "ol-equality-split",
+    "ol-speculate-shared-stores",
+    "ol-flatten-decision",
+    "ol-unswitch-region-exit",
+    "ol-plain-shared-atomics",
+    "ol-runtime-divisors",
+];
+
+/// Every transform on.
+pub(crate) const ALL: u64 = (1 << NAMES.len()) - 1;
+
+/// The transforms that work around LLVM bugs (`ol-runtime-divisors`): on unless switched off by name.
+pub(crate) const WORKAROUNDS: u64 = 1 << 15;
+
+/// The bit of the transform called `name`.
+pub(crate) fn bit(name: &str) -> Option<u64> {
+    NAMES.iter().position(|n| *n == name).map(|i| 1 << i)
+}
+
+/// The transforms `spec` (`OFFLOAD_RS_JIT_LOWERING`'s syntax, see the module docs) runs, as a bit mask.
+pub(crate) fn parse(spec: &str) -> Result<u64, String> {
+    let items: Vec<&str> = spec.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    if items == ["none"] {
+        return Ok(WORKAROUNDS);
+    }
+    let known = |n: &str| {
+        bit(n).ok_or_else(|| {
+            format!("OFFLOAD_RS_JIT_LOWERING: unknown transform '{n}' (the transforms: none, {})", NAMES.join(", "))
+        })
+    };
+    let (removed, chosen): (Vec<&str>, Vec<&str>) = items.iter().partition(|s| s.starts_with('-'));
+    let mut mask = if chosen.is_empty() { ALL } else { WORKAROUNDS };
+    for n in chosen {
+        mask |= known(n)?;
+    }
+    for n in removed {
+        mask &= !known(&n[1..])?;
+    }
+    Ok(mask)
+}
+
+/// What each transform did in one kernel (loops narrowed, values recomputed, stores made selects, ...).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Stats(pub [u32; NAMES.len()]);
+
+impl Stats {
+    /// The count of the transform called `name` (0 for an unknown name).
+    #[cfg(test)]
+    pub(crate) fn of(&self, name: &str) -> u32 {
+        NAMES.iter().position(|n| *n == name).map_or(0, |i| self.0[i])
+    }
+}
+
+impl fmt::Display for Stats {
+    /// `ol-narrow-guards 2, ol-scope-slots 5` (the transforms that did something), or `nothing`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut any = false;
+        for (n, c) in NAMES.iter().zip(self.0).filter(|(_, c)| *c > 0) {
+            write!(f, "{}{n} {c}", if any { ", " } else { "" })?;
+            any = true;
+        }
+        if !any {
+            f.write_str("nothing")?;
+        }
+        Ok(())
+    }
+}
+
+/// `OFFLOAD_RS_JIT_STATS=1`: whether compiles print what the lowering's transforms did.
+pub(crate) fn printing() -> bool {
+    std::env::var_os("OFFLOAD_RS_JIT_STATS").is_some_and(|v| v != "0")
+}
+
+thread_local! {
+    /// What [`recorded`] collects on this thread.
+    static RECORD: RefCell<Option<Vec<(String, Stats)>>> = const { RefCell::new(None) };
+}
+
+/// One kernel's counts, after its lowering: printed (`OFFLOAD_RS_JIT_STATS`) as
+/// `offload-rs jit: lowering <kernel>: <stats>`, and kept for [`recorded`].
+pub(crate) fn report(kernel: &str, stats: Stats) {
+    if printing() {
+        crate::jit::compile::time_line(&format!("lowering {kernel}: {stats}"));
+    }
+    RECORD.with(|r| {
+        if let Some(v) = r.borrow_mut().as_mut() {
+            v.push((kernel.to_string(), stats));
+        }
+    });
+}
+
+/// Runs `f` and returns what it returned with the counts of every kernel lowered on this thread meanwhile
+/// (the tests' view of `OFFLOAD_RS_JIT_STATS`).
+#[cfg(test)]
+pub(crate) fn recorded<R>(f: impl FnOnce() -> R) -> (R, Vec<(String, Stats)>) {
+    RECORD.with(|r| *r.borrow_mut() = Some(Vec::new()));
+    let out = f();
+    (out, RECORD.with(|r| r.borrow_mut().take().unwrap_or_default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lowering_specs() {
+        assert_eq!(parse(""), Ok(ALL));
+        assert_eq!(parse("none"), Ok(WORKAROUNDS));
+        assert_eq!(bit("ol-runtime-divisors"), Some(WORKAROUNDS));
+        let two = bit("ol-run-guards").unwrap() | bit("ol-short-runs").unwrap();
+        assert_eq!(parse("ol-run-guards, ol-short-runs"), Ok(two | WORKAROUNDS));
+        assert_eq!(parse("-ol-run-guards"), Ok(ALL & !bit("ol-run-guards").unwrap()));
+        assert_eq!(parse("ol-run-guards,-ol-run-guards"), Ok(WORKAROUNDS));
+        assert_eq!(parse("ol-run-guards,-ol-runtime-divisors"), Ok(bit("ol-run-guards").unwrap()));
+        let e = parse("ol-run-guard").unwrap_err();
+        assert!(e.contains("unknown transform 'ol-run-guard'") && e.contains("ol-run-guards"), "{e}");
+        assert!(parse("-nonsense").is_err());
+        assert_eq!(bit(NAMES[15]), Some(1 << 15));
+    }
+
+    #[test]
+    fn stats_print_what_fired() {
+        let mut s = Stats::default();
+        assert_eq!(s.to_string(), "nothing");
+        s.0[7] = 2;
+        s.0[5] = 1;
+        assert_eq!(s.to_string(), "ol-scope-slots 1, ol-narrow-guards 2");
+        assert_eq!(s.of("ol-narrow-guards"), 2);
+    }
+}

@@ -23,7 +23,9 @@
 // The -D options that give the OpenCL C kernels suite_shape.h's shapes (SUITE_WG, ...).
 #define SUITE_CL_OPTIONS                                                                            \
   "-DSUITE_WG=" BENCH_STR(SUITE_WG) " -DSUITE_TILE=" BENCH_STR(SUITE_TILE) " -DSUITE_BINS=" BENCH_STR(   \
-      SUITE_BINS) " -DSUITE_HIST_PER_ITEM=" BENCH_STR(SUITE_HIST_PER_ITEM)
+      SUITE_BINS) " -DSUITE_HIST_PER_ITEM=" BENCH_STR(SUITE_HIST_PER_ITEM) " -DSUITE_CONV_R=" BENCH_STR(  \
+      SUITE_CONV_R) " -DSUITE_MANDEL_ITERS=" BENCH_STR(SUITE_MANDEL_ITERS) " -DSUITE_RADIX_BITS=" BENCH_STR( \
+      SUITE_RADIX_BITS)
 
 #define OL(call)                                                                                    \
   do {                                                                                              \
@@ -112,13 +114,15 @@ static inline void cl_read_sources(const char *file, const char *src[2]) {
   src[1] = read_file(kernel_path(path, sizeof path, file), &sz);
 }
 
-// The program of cl_read_sources' `src`, built for dev with SUITE_CL_OPTIONS; exits with the build log on
-// failure.
+// The program of cl_read_sources' `src`, built for dev with SUITE_CL_OPTIONS and kernel_path's directory
+// on the include path (suite.cl includes blackscholes.cl); exits with the build log on failure.
 static inline cl_program cl_build(cl_context ctx, cl_device_id dev, const char *src[2]) {
   cl_int err;
   cl_program prog = clCreateProgramWithSource(ctx, 2, src, NULL, &err);
   CL(err);
-  err = clBuildProgram(prog, 1, &dev, SUITE_CL_OPTIONS, NULL, NULL);
+  char dir[512], opts[1024];
+  snprintf(opts, sizeof opts, "%s -I%s", SUITE_CL_OPTIONS, kernel_path(dir, sizeof dir, ""));
+  err = clBuildProgram(prog, 1, &dev, opts, NULL, NULL);
   if (err != CL_SUCCESS) {
     char log[16384];
     clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
@@ -163,7 +167,7 @@ static inline ol_device_handle_t find_cpu_device(void) {
   return d;
 }
 
-#define SIDE_MAXK 96
+#define SIDE_MAXK 128
 struct side {
   char key[SIDE_MAXK][48];
   double val[SIDE_MAXK];

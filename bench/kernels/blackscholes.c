@@ -1,4 +1,5 @@
-// Black-Scholes (blackscholes.h) as a gpuintrin kernel for the CPU device (bench/vmath.c).
+// Black-Scholes (blackscholes.h) as a gpuintrin kernel for the CPU device: bench/vmath.c builds it alone,
+// the classic-kernel suite (suite.c) includes it as its option pricer.
 #include <gpuintrin.h>
 #include <stdint.h>
 

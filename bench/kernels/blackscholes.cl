@@ -1,4 +1,5 @@
-// Black-Scholes (blackscholes.h) in OpenCL C, for PoCL (bench/vmath.c).
+// Black-Scholes (blackscholes.h) in OpenCL C, for PoCL: bench/vmath.c builds it alone, the classic-kernel
+// suite (suite.cl) includes it.
 #define BS_FN inline
 #define BS_EXP exp
 #define BS_LOG log

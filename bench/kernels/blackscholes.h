@@ -1,7 +1,8 @@
 // Black-Scholes European option pricing, one option per work-item (the classic CUDA/OpenCL SDK sample):
 // exp, log, sqrt and a polynomial cumulative normal distribution. Shared by the gpuintrin kernel
-// (blackscholes.c), its OpenCL C twin (blackscholes.cl) and the hand-written loops (blackscholes_hand.c);
-// the includer defines BS_FN (function qualifiers) and BS_EXP, BS_LOG, BS_SQRT, BS_FABS.
+// (blackscholes.c), its OpenCL C twin (blackscholes.cl) and the hand-written loops (blackscholes_hand.c,
+// and the suite's in suite_hand.c); the includer defines BS_FN (function qualifiers) and BS_EXP, BS_LOG,
+// BS_SQRT, BS_FABS.
 #ifndef BLACKSCHOLES_H
 #define BLACKSCHOLES_H
 

@@ -221,3 +221,150 @@ __gpu_kernel void compact(const uint32_t *in, uint32_t *out, uint32_t *counts) {
   if (t == __gpu_num_threads_x() - 1)
     counts[__gpu_block_id_x()] = before + kept[w];
 }
+
+// Kernels with a math library, divergent loops, irregular memory and a local sort pass. expf, logf, sqrtf
+// and fabsf come from the CPU device's math library (declared by blackscholes.c).
+
+// The option pricer: bench/vmath.c's Black-Scholes kernel (exp, log, sqrt and a polynomial CNDF per
+// option; blackscholes.h), one source for both benchmarks.
+#include "blackscholes.c"
+
+// Row-wise softmax, one group per row of `cols` (any number: the last chunk of a row is partial):
+// out = exp(in - max) / sum(exp(in - max)). Each work-item takes the max and then the sum of exponentials
+// over its strided elements; a tree in shared memory with barriers combines them (the group size a power
+// of two).
+__gpu_kernel void softmax(const float *in, float *out, uint32_t cols) {
+  static __gpu_local float s[SUITE_WG];
+  uint32_t t = __gpu_thread_id_x(), nt = __gpu_num_threads_x();
+  const float *row = in + (uint64_t)__gpu_block_id_x() * cols;
+  float *orow = out + (uint64_t)__gpu_block_id_x() * cols;
+  float m = -__builtin_inff();
+  for (uint32_t j = t; j < cols; j += nt)
+    m = __builtin_fmaxf(m, row[j]);
+  s[t] = m;
+  __gpu_sync_threads();
+  for (uint32_t k = nt / 2; k > 0; k >>= 1) {
+    if (t < k)
+      s[t] = __builtin_fmaxf(s[t], s[t + k]);
+    __gpu_sync_threads();
+  }
+  m = s[0];
+  __gpu_sync_threads();
+  float sum = 0.0f;
+  for (uint32_t j = t; j < cols; j += nt)
+    sum += expf(row[j] - m);
+  s[t] = sum;
+  __gpu_sync_threads();
+  for (uint32_t k = nt / 2; k > 0; k >>= 1) {
+    if (t < k)
+      s[t] += s[t + k];
+    __gpu_sync_threads();
+  }
+  float inv = 1.0f / s[0];
+  for (uint32_t j = t; j < cols; j += nt)
+    orow[j] = expf(row[j] - m) * inv;
+}
+
+// 2-D convolution of a w x h image with a (2r+1) x (2r+1) filter (r = SUITE_CONV_R, zero outside the
+// image) on a 2-D grid of SUITE_TILE x SUITE_TILE groups: the group loads its tile and an r-wide halo,
+// (SUITE_TILE + 2r)^2 values, cooperatively into shared memory, and the filter beside it, then each
+// work-item inside the image computes its output from shared memory. The tiles at the right and bottom
+// edges are partial.
+#define SUITE_CONV_SPAN (SUITE_TILE + 2 * SUITE_CONV_R)
+__gpu_kernel void conv2d(const float *in, const float *filter, float *out, uint32_t w, uint32_t h) {
+  static __gpu_local float tile[SUITE_CONV_SPAN][SUITE_CONV_SPAN], f[SUITE_CONV_TAPS];
+  uint32_t tx = __gpu_thread_id_x(), ty = __gpu_thread_id_y(), t = ty * SUITE_TILE + tx;
+  int x0 = (int)(__gpu_block_id_x() * SUITE_TILE) - SUITE_CONV_R;
+  int y0 = (int)(__gpu_block_id_y() * SUITE_TILE) - SUITE_CONV_R;
+  for (uint32_t i = t; i < SUITE_CONV_SPAN * SUITE_CONV_SPAN; i += SUITE_TILE * SUITE_TILE) {
+    int x = x0 + (int)(i % SUITE_CONV_SPAN), y = y0 + (int)(i / SUITE_CONV_SPAN);
+    _Bool inside = x >= 0 && y >= 0 && x < (int)w && y < (int)h;
+    tile[i / SUITE_CONV_SPAN][i % SUITE_CONV_SPAN] = inside ? in[(uint32_t)y * w + (uint32_t)x] : 0.0f;
+  }
+  if (t < SUITE_CONV_TAPS)
+    f[t] = filter[t];
+  __gpu_sync_threads();
+  uint32_t x = __gpu_block_id_x() * SUITE_TILE + tx, y = __gpu_block_id_y() * SUITE_TILE + ty;
+  if (x < w && y < h) {
+    float acc = 0.0f;
+    for (uint32_t dy = 0; dy <= 2 * SUITE_CONV_R; dy++)
+      for (uint32_t dx = 0; dx <= 2 * SUITE_CONV_R; dx++)
+        acc += f[dy * (2 * SUITE_CONV_R + 1) + dx] * tile[ty + dy][tx + dx];
+    out[y * w + x] = acc;
+  }
+}
+
+// The Mandelbrot set's escape times on a w x h grid of pixels from (x0, y0), `step` apart: per pixel,
+// z = z^2 + c from z = 0 until |z| > 2 or SUITE_MANDEL_ITERS iterations; out = the iterations taken. A
+// divergent loop per work-item. Every operation is its own statement, so that no compiler contracts a
+// multiply and an add into an FMA (clang's default, -ffp-contract=on, fuses only within an expression):
+// every form computes the same IEEE single-precision trajectory and the counts are exact.
+__gpu_kernel void mandel(uint32_t *out, uint32_t w, uint32_t h, float x0, float y0, float step) {
+  uint32_t x = __gpu_block_id_x() * __gpu_num_threads_x() + __gpu_thread_id_x();
+  uint32_t y = __gpu_block_id_y() * __gpu_num_threads_y() + __gpu_thread_id_y();
+  if (x >= w || y >= h)
+    return;
+  float cr = (float)x * step, ci = (float)y * step;
+  cr = cr + x0;
+  ci = ci + y0;
+  float zr = 0.0f, zi = 0.0f;
+  uint32_t k = 0;
+  for (; k < SUITE_MANDEL_ITERS; k++) {
+    float zr2 = zr * zr, zi2 = zi * zi, zri = zr * zi;
+    if (zr2 + zi2 > 4.0f)
+      break;
+    zr = zr2 - zi2;
+    zr = zr + cr;
+    zi = zri + zri;
+    zi = zi + ci;
+  }
+  out[y * w + x] = k;
+}
+
+// Sparse matrix-vector product y = A x, A in CSR form (row_ptr[rows + 1], col and val), one row per
+// work-item: irregular row lengths, gathers from x.
+__gpu_kernel void spmv(const uint32_t *row_ptr, const uint32_t *col, const float *val, const float *x, float *y,
+                       uint32_t rows) {
+  uint32_t r = gid_x();
+  if (r >= rows)
+    return;
+  float acc = 0.0f;
+  for (uint32_t k = row_ptr[r]; k < row_ptr[r + 1]; k++)
+    acc += val[k] * x[col[k]];
+  y[r] = acc;
+}
+
+// One pass of a radix sort, local to each group: the group's keys (the last group's partial) ordered by
+// their digit (key >> shift) & (2^SUITE_RADIX_BITS - 1), stably, in their part of `out`, and the group's
+// digit counts in counts[group * 2^SUITE_RADIX_BITS ..]. The digit histogram is counted with shared
+// atomics, one work-item scans it to each digit's start, and each key goes to its digit's start plus the
+// number of the group's earlier keys with the same digit.
+__gpu_kernel void radix(const uint32_t *in, uint32_t *out, uint32_t *counts, uint32_t n, uint32_t shift) {
+  static __gpu_local uint32_t hist[SUITE_RADIX_DIGITS], start[SUITE_RADIX_DIGITS], digit[SUITE_WG];
+  uint32_t t = __gpu_thread_id_x(), nt = __gpu_num_threads_x(), base = __gpu_block_id_x() * nt;
+  _Bool valid = base + t < n;
+  uint32_t key = valid ? in[base + t] : 0, d = (key >> shift) & (SUITE_RADIX_DIGITS - 1);
+  if (t < SUITE_RADIX_DIGITS)
+    hist[t] = 0;
+  digit[t] = d;
+  __gpu_sync_threads();
+  if (valid)
+    __atomic_fetch_add(&hist[d], 1u, __ATOMIC_RELAXED);
+  __gpu_sync_threads();
+  if (t == 0) {
+    uint32_t s = 0;
+    for (uint32_t k = 0; k < SUITE_RADIX_DIGITS; k++) {
+      start[k] = s;
+      s += hist[k];
+    }
+  }
+  __gpu_sync_threads();
+  if (valid) {
+    uint32_t rank = 0;
+    for (uint32_t j = 0; j < t; j++)
+      rank += digit[j] == d;
+    out[base + start[d] + rank] = key;
+  }
+  if (t < SUITE_RADIX_DIGITS)
+    counts[__gpu_block_id_x() * SUITE_RADIX_DIGITS + t] = hist[t];
+}

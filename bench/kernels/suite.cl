@@ -1,7 +1,8 @@
 // OpenCL C twins of bench/kernels/suite.c (the classic-kernel suite), for PoCL. Same arguments, same
-// algorithms, same group shapes: SUITE_WG, SUITE_TILE, SUITE_BINS and SUITE_HIST_PER_ITEM come from
-// suite_shape.h as -D options to clBuildProgram (bench/suite.c). saxpy and reduce come first, from
-// saxpy_reduce.cl (bench.h's cl_read_sources loads it in front of this file).
+// algorithms, same group shapes: SUITE_WG, SUITE_TILE and the other constants of suite_shape.h come as -D
+// options to clBuildProgram (bench.h's cl_build). saxpy and reduce come first, from saxpy_reduce.cl
+// (bench.h's cl_read_sources loads it in front of this file); the pricer is blackscholes.cl's kernel,
+// included at the end (cl_build puts the kernels' directory on the include path).
 
 __kernel void scan(__global const float *in, __global float *out) {
   __local float s[SUITE_WG];
@@ -202,3 +203,129 @@ __kernel void compact(__global const uint *in, __global uint *out, __global uint
   if (t == nt - 1)
     counts[get_group_id(0)] = before + kept[w];
 }
+
+// softmax, conv2d, mandel, spmv and radix: as in suite.c.
+
+__kernel void softmax(__global const float *in, __global float *out, uint cols) {
+  __local float s[SUITE_WG];
+  uint t = get_local_id(0), nt = get_local_size(0);
+  __global const float *row = in + (ulong)get_group_id(0) * cols;
+  __global float *orow = out + (ulong)get_group_id(0) * cols;
+  float m = -INFINITY;
+  for (uint j = t; j < cols; j += nt)
+    m = fmax(m, row[j]);
+  s[t] = m;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint k = nt / 2; k > 0; k >>= 1) {
+    if (t < k)
+      s[t] = fmax(s[t], s[t + k]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  m = s[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float sum = 0.0f;
+  for (uint j = t; j < cols; j += nt)
+    sum += exp(row[j] - m);
+  s[t] = sum;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint k = nt / 2; k > 0; k >>= 1) {
+    if (t < k)
+      s[t] += s[t + k];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  float inv = 1.0f / s[0];
+  for (uint j = t; j < cols; j += nt)
+    orow[j] = exp(row[j] - m) * inv;
+}
+
+#define SUITE_CONV_SPAN (SUITE_TILE + 2 * SUITE_CONV_R)
+#define SUITE_CONV_TAPS ((2 * SUITE_CONV_R + 1) * (2 * SUITE_CONV_R + 1))
+__kernel void conv2d(__global const float *in, __global const float *filter, __global float *out, uint w, uint h) {
+  __local float tile[SUITE_CONV_SPAN][SUITE_CONV_SPAN], f[SUITE_CONV_TAPS];
+  uint tx = get_local_id(0), ty = get_local_id(1), t = ty * SUITE_TILE + tx;
+  int x0 = (int)(get_group_id(0) * SUITE_TILE) - SUITE_CONV_R;
+  int y0 = (int)(get_group_id(1) * SUITE_TILE) - SUITE_CONV_R;
+  for (uint i = t; i < SUITE_CONV_SPAN * SUITE_CONV_SPAN; i += SUITE_TILE * SUITE_TILE) {
+    int x = x0 + (int)(i % SUITE_CONV_SPAN), y = y0 + (int)(i / SUITE_CONV_SPAN);
+    bool inside = x >= 0 && y >= 0 && x < (int)w && y < (int)h;
+    tile[i / SUITE_CONV_SPAN][i % SUITE_CONV_SPAN] = inside ? in[(uint)y * w + (uint)x] : 0.0f;
+  }
+  if (t < SUITE_CONV_TAPS)
+    f[t] = filter[t];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint x = get_global_id(0), y = get_global_id(1);
+  if (x < w && y < h) {
+    float acc = 0.0f;
+    for (uint dy = 0; dy <= 2 * SUITE_CONV_R; dy++)
+      for (uint dx = 0; dx <= 2 * SUITE_CONV_R; dx++)
+        acc += f[dy * (2 * SUITE_CONV_R + 1) + dx] * tile[ty + dy][tx + dx];
+    out[y * w + x] = acc;
+  }
+}
+
+// One operation per statement, as in suite.c (OpenCL C's FP_CONTRACT fuses only within an expression).
+__kernel void mandel(__global uint *out, uint w, uint h, float x0, float y0, float step) {
+  uint x = get_global_id(0), y = get_global_id(1);
+  if (x >= w || y >= h)
+    return;
+  float cr = (float)x * step, ci = (float)y * step;
+  cr = cr + x0;
+  ci = ci + y0;
+  float zr = 0.0f, zi = 0.0f;
+  uint k = 0;
+  for (; k < SUITE_MANDEL_ITERS; k++) {
+    float zr2 = zr * zr, zi2 = zi * zi, zri = zr * zi;
+    if (zr2 + zi2 > 4.0f)
+      break;
+    zr = zr2 - zi2;
+    zr = zr + cr;
+    zi = zri + zri;
+    zi = zi + ci;
+  }
+  out[y * w + x] = k;
+}
+
+__kernel void spmv(__global const uint *row_ptr, __global const uint *col, __global const float *val,
+                   __global const float *x, __global float *y, uint rows) {
+  uint r = get_global_id(0);
+  if (r >= rows)
+    return;
+  float acc = 0.0f;
+  for (uint k = row_ptr[r]; k < row_ptr[r + 1]; k++)
+    acc += val[k] * x[col[k]];
+  y[r] = acc;
+}
+
+#define SUITE_RADIX_DIGITS (1u << SUITE_RADIX_BITS)
+__kernel void radix(__global const uint *in, __global uint *out, __global uint *counts, uint n, uint shift) {
+  __local uint hist[SUITE_RADIX_DIGITS], start[SUITE_RADIX_DIGITS], digit[SUITE_WG];
+  uint t = get_local_id(0), nt = get_local_size(0), base = get_group_id(0) * nt;
+  bool valid = base + t < n;
+  uint key = valid ? in[base + t] : 0, d = (key >> shift) & (SUITE_RADIX_DIGITS - 1);
+  if (t < SUITE_RADIX_DIGITS)
+    hist[t] = 0;
+  digit[t] = d;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (valid)
+    atomic_inc(&hist[d]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (t == 0) {
+    uint s = 0;
+    for (uint k = 0; k < SUITE_RADIX_DIGITS; k++) {
+      start[k] = s;
+      s += hist[k];
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (valid) {
+    uint rank = 0;
+    for (uint j = 0; j < t; j++)
+      rank += digit[j] == d;
+    out[base + start[d] + rank] = key;
+  }
+  if (t < SUITE_RADIX_DIGITS)
+    counts[get_group_id(0) * SUITE_RADIX_DIGITS + t] = hist[t];
+}
+
+// The option pricer: bench/vmath.c's Black-Scholes kernel, one source for both benchmarks.
+#include "blackscholes.cl"

@@ -1,5 +1,7 @@
 // The classic-kernel suite as hand-written C work-group loops: the practical limit for the CPU device.
-// Built by bench/build.sh with clang-22 -O3 -march=native and linked into build/bench/suite.
+// Built by bench/build.sh with clang-22 -O3 -march=native -fveclib=libmvec -fno-math-errno (the vector
+// math a person gets from the compiler and glibc, for softmax's expf and blackscholes' expf/logf/sqrtf:
+// the CPU device's JIT uses glibc's vector math too) and linked into build/bench/suite.
 //
 // Each kernel of suite.c becomes a function over one group: one plain loop over the work-items per
 // barrier region, arrays for shared memory and for the private values that live across a barrier (a
@@ -7,9 +9,17 @@
 // its own (matmul's k, n-body's j, the scan's steps), the work-item loop is the inner one so that it
 // vectorises: what a person writing the loops for a CPU does. The groups are shared out to `threads`
 // threads in chunks from an atomic counter, like the CPU device's pool and PoCL's.
+#include <math.h>
 #include <pthread.h>
 
 #include "suite_ref.h"
+
+#define BS_FN static inline
+#define BS_EXP expf
+#define BS_LOG logf
+#define BS_SQRT sqrtf
+#define BS_FABS fabsf
+#include "blackscholes.h"
 
 void suite_hand_run(const struct suite_case *c, void *const bufs[], unsigned threads);
 
@@ -271,11 +281,163 @@ static void compact_group(const struct suite_case *c, void *const bufs[], uint32
   ((uint32_t *)bufs[2])[g] = before;
 }
 
+// softmax: the kernel's per-work-item strided partials (the work-item loop inner), then its trees, so
+// that the sums are added in the same order.
+static void softmax_group(const struct suite_case *c, void *const bufs[], uint32_t g, uint32_t gy) {
+  (void)gy;
+  uint32_t cols = c->w;
+  const float *restrict row = (const float *)bufs[0] + (size_t)g * cols;
+  float *restrict orow = (float *)bufs[1] + (size_t)g * cols;
+  float s[SUITE_WG];
+  for (uint32_t t = 0; t < SUITE_WG; t++)
+    s[t] = -INFINITY;
+  for (uint32_t j0 = 0; j0 < cols; j0 += SUITE_WG) {
+    uint32_t n = cols - j0 < SUITE_WG ? cols - j0 : SUITE_WG;
+    for (uint32_t t = 0; t < n; t++)
+      s[t] = fmaxf(s[t], row[j0 + t]);
+  }
+  for (uint32_t k = SUITE_WG / 2; k > 0; k >>= 1)
+    for (uint32_t t = 0; t < k; t++)
+      s[t] = fmaxf(s[t], s[t + k]);
+  float m = s[0];
+  for (uint32_t t = 0; t < SUITE_WG; t++)
+    s[t] = 0.0f;
+  for (uint32_t j0 = 0; j0 < cols; j0 += SUITE_WG) {
+    uint32_t n = cols - j0 < SUITE_WG ? cols - j0 : SUITE_WG;
+    for (uint32_t t = 0; t < n; t++)
+      s[t] += expf(row[j0 + t] - m);
+  }
+  for (uint32_t k = SUITE_WG / 2; k > 0; k >>= 1)
+    for (uint32_t t = 0; t < k; t++)
+      s[t] += s[t + k];
+  float inv = 1.0f / s[0];
+  for (uint32_t j = 0; j < cols; j++)
+    orow[j] = expf(row[j] - m) * inv;
+}
+
+#define SUITE_CONV_SPAN (SUITE_TILE + 2 * SUITE_CONV_R)
+
+static void conv2d_group(const struct suite_case *c, void *const bufs[], uint32_t bx, uint32_t by) {
+  const float *restrict in = bufs[0], *restrict filter = bufs[1];
+  float *restrict out = bufs[2];
+  uint32_t w = c->w, h = c->h;
+  float tile[SUITE_CONV_SPAN][SUITE_CONV_SPAN], acc[SUITE_TILE][SUITE_TILE];
+  int x0 = (int)(bx * SUITE_TILE) - SUITE_CONV_R, y0 = (int)(by * SUITE_TILE) - SUITE_CONV_R;
+  for (int yy = 0; yy < SUITE_CONV_SPAN; yy++)
+    for (int xx = 0; xx < SUITE_CONV_SPAN; xx++) {
+      int x = x0 + xx, y = y0 + yy;
+      tile[yy][xx] = x >= 0 && y >= 0 && x < (int)w && y < (int)h ? in[(size_t)y * w + (size_t)x] : 0.0f;
+    }
+  memset(acc, 0, sizeof acc);
+  uint32_t ny = h - by * SUITE_TILE < SUITE_TILE ? h - by * SUITE_TILE : SUITE_TILE;
+  uint32_t nx = w - bx * SUITE_TILE < SUITE_TILE ? w - bx * SUITE_TILE : SUITE_TILE;
+  for (uint32_t ty = 0; ty < ny; ty++)
+    for (uint32_t dy = 0; dy <= 2 * SUITE_CONV_R; dy++)
+      for (uint32_t dx = 0; dx <= 2 * SUITE_CONV_R; dx++) {
+        float f = filter[dy * (2 * SUITE_CONV_R + 1) + dx];
+        for (uint32_t tx = 0; tx < SUITE_TILE; tx++)
+          acc[ty][tx] += f * tile[ty + dy][tx + dx];
+      }
+  for (uint32_t ty = 0; ty < ny; ty++)
+    for (uint32_t tx = 0; tx < nx; tx++)
+      out[(size_t)(by * SUITE_TILE + ty) * w + bx * SUITE_TILE + tx] = acc[ty][tx];
+}
+
+// mandel: a row of the tile at a time, the iterations outer and its SUITE_TILE pixels inner (a vector),
+// each pixel updated while it has not escaped, until none of them is left; the kernel's operations, one per
+// statement.
+static void mandel_group(const struct suite_case *c, void *const bufs[], uint32_t bx, uint32_t by) {
+  uint32_t *restrict out = bufs[0], w = c->w, h = c->h;
+  float x0 = c->args[3].f32, y0 = c->args[4].f32, step = c->args[5].f32;
+  for (uint32_t y = by * SUITE_TILE; y < (by + 1) * SUITE_TILE && y < h; y++) {
+    float cr[SUITE_TILE], ci[SUITE_TILE], zr[SUITE_TILE], zi[SUITE_TILE];
+    uint32_t k[SUITE_TILE];
+    for (uint32_t tx = 0; tx < SUITE_TILE; tx++) {
+      float xr = (float)(bx * SUITE_TILE + tx) * step, yi = (float)y * step;
+      cr[tx] = xr + x0;
+      ci[tx] = yi + y0;
+      zr[tx] = zi[tx] = 0.0f;
+      k[tx] = 0;
+    }
+    for (uint32_t it = 0; it < SUITE_MANDEL_ITERS; it++) {
+      uint32_t any = 0;
+      for (uint32_t tx = 0; tx < SUITE_TILE; tx++) {
+        float zr2 = zr[tx] * zr[tx], zi2 = zi[tx] * zi[tx], zri = zr[tx] * zi[tx];
+        uint32_t go = k[tx] == it && !(zr2 + zi2 > 4.0f);
+        float nr = zr2 - zi2;
+        nr = nr + cr[tx];
+        float ni = zri + zri;
+        ni = ni + ci[tx];
+        zr[tx] = go ? nr : zr[tx];
+        zi[tx] = go ? ni : zi[tx];
+        k[tx] += go;
+        any |= go;
+      }
+      if (!any)
+        break;
+    }
+    for (uint32_t tx = 0; tx < SUITE_TILE && bx * SUITE_TILE + tx < w; tx++)
+      out[(size_t)y * w + bx * SUITE_TILE + tx] = k[tx];
+  }
+}
+
+static void spmv_group(const struct suite_case *c, void *const bufs[], uint32_t g, uint32_t gy) {
+  (void)gy;
+  const uint32_t *restrict row_ptr = bufs[0], *restrict col = bufs[1];
+  const float *restrict val = bufs[2], *restrict x = bufs[3];
+  float *restrict y = bufs[4];
+  uint32_t end = (g + 1) * SUITE_WG < c->w ? (g + 1) * SUITE_WG : c->w;
+  for (uint32_t r = g * SUITE_WG; r < end; r++) {
+    float acc = 0.0f;
+    for (uint32_t k = row_ptr[r]; k < row_ptr[r + 1]; k++)
+      acc += val[k] * x[col[k]];
+    y[r] = acc;
+  }
+}
+
+// radix: the kernel's work (each key compared with the group's earlier keys), the loop over the later keys
+// inner so that it vectorises.
+static void radix_group(const struct suite_case *c, void *const bufs[], uint32_t g, uint32_t gy) {
+  (void)gy;
+  uint32_t base = g * SUITE_WG, n = c->w - base < SUITE_WG ? c->w - base : SUITE_WG;
+  const uint32_t *restrict in = (const uint32_t *)bufs[0] + base;
+  uint32_t *restrict out = (uint32_t *)bufs[1] + base;
+  uint32_t d[SUITE_WG], rank[SUITE_WG], hist[SUITE_RADIX_DIGITS] = {0}, start[SUITE_RADIX_DIGITS];
+  for (uint32_t t = 0; t < n; t++) {
+    d[t] = (in[t] >> SUITE_RADIX_SHIFT) & (SUITE_RADIX_DIGITS - 1);
+    rank[t] = 0;
+  }
+  for (uint32_t t = 0; t < n; t++)
+    hist[d[t]]++;
+  for (uint32_t k = 0, s = 0; k < SUITE_RADIX_DIGITS; k++) {
+    start[k] = s;
+    s += hist[k];
+  }
+  for (uint32_t j = 0; j < n; j++)
+    for (uint32_t t = j + 1; t < n; t++)
+      rank[t] += d[j] == d[t];
+  for (uint32_t t = 0; t < n; t++)
+    out[start[d[t]] + rank[t]] = in[t];
+  memcpy((uint32_t *)bufs[2] + (size_t)g * SUITE_RADIX_DIGITS, hist, sizeof hist);
+}
+
+static void blackscholes_group(const struct suite_case *c, void *const bufs[], uint32_t g, uint32_t gy) {
+  (void)gy;
+  const float *restrict s = bufs[0], *restrict x = bufs[1], *restrict t = bufs[2];
+  float *restrict call = bufs[3], *restrict put = bufs[4];
+  float r = c->args[5].f32, v = c->args[6].f32;
+  uint32_t end = (g + 1) * SUITE_WG < c->w ? (g + 1) * SUITE_WG : c->w;
+  for (uint32_t i = g * SUITE_WG; i < end; i++)
+    bs_price(s[i], x[i], t[i], r, v, &call[i], &put[i]);
+}
+
 static group_fn *const group_fns[SUITE_COUNT] = {
     [SUITE_SAXPY] = saxpy_group,         [SUITE_REDUCE] = reduce_group,   [SUITE_SCAN] = scan_group,
     [SUITE_MATMUL] = matmul_group,       [SUITE_HISTOGRAM] = histogram_group, [SUITE_TRANSPOSE] = transpose_group,
     [SUITE_STENCIL] = stencil_group,     [SUITE_BITONIC] = bitonic_group, [SUITE_NBODY] = nbody_group,
     [SUITE_WREDUCE] = wreduce_group,     [SUITE_WSCAN] = wscan_group,     [SUITE_COMPACT] = compact_group,
+    [SUITE_SOFTMAX] = softmax_group,     [SUITE_CONV2D] = conv2d_group,   [SUITE_MANDEL] = mandel_group,
+    [SUITE_SPMV] = spmv_group,           [SUITE_RADIX] = radix_group,     [SUITE_BLACKSCHOLES] = blackscholes_group,
 };
 
 struct hand_launch {

@@ -2680,6 +2680,12 @@ fn the_suite_kernels_get_their_transforms() {
         ("wreduce", [256, 1, 1], &["ol-scope-slots"]),
         ("wscan", [256, 1, 1], &["ol-scope-slots"]),
         ("compact", [256, 1, 1], &["ol-uniform-barriers", "ol-equality-split"]),
+        ("softmax", [256, 1, 1], &["ol-uniform-barriers", "ol-once-regions", "ol-narrow-guards"]),
+        ("conv2d", [16, 16, 1], &["ol-uniform-barriers", "ol-narrow-guards"]),
+        ("mandel", [16, 16, 1], &["ol-narrow-guards"]),
+        ("spmv", [256, 1, 1], &["ol-narrow-guards"]),
+        ("radix", [256, 1, 1], &["ol-uniform-barriers", "ol-plain-shared-atomics"]),
+        ("blackscholes", [256, 1, 1], &["ol-narrow-guards"]),
     ];
     let mut bad = Vec::new();
     for t in [Tgt::Nv, Tgt::Amd] {

@@ -19,6 +19,11 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "shim.h"
@@ -41,11 +46,71 @@ struct OlRsVecFn {
   uint32_t lanes;
 };
 
+namespace {
+// Each pass's and analysis's own time (its children's subtracted), by name: OFFLOAD_RS_JIT_TIME's
+// per-pass figures. Runs on the compiling thread only.
+struct PassTimes {
+  using Clock = std::chrono::steady_clock;
+  struct Open {
+    std::string name;
+    Clock::time_point start;
+    double children = 0;
+  };
+  std::vector<Open> open;
+  std::map<std::string, std::pair<double, unsigned>> self; // ms, runs
+  void begin(StringRef name) { open.push_back({name.str(), Clock::now()}); }
+  void end() {
+    if (open.empty())
+      return;
+    Open o = std::move(open.back());
+    open.pop_back();
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - o.start).count();
+    auto &e = self[o.name];
+    e.first += ms - o.children;
+    e.second += 1;
+    if (!open.empty())
+      open.back().children += ms;
+  }
+  void registerCallbacks(PassInstrumentationCallbacks &PIC) {
+    PIC.registerBeforeNonSkippedPassCallback([this](StringRef name, Any) { begin(name); });
+    PIC.registerAfterPassCallback([this](StringRef, Any, const PreservedAnalyses &) { end(); });
+    PIC.registerAfterPassInvalidatedCallback([this](StringRef, const PreservedAnalyses &) { end(); });
+    PIC.registerBeforeAnalysisCallback([this](StringRef name, Any) { begin(name); });
+    PIC.registerAfterAnalysisCallback([this](StringRef, Any) { end(); });
+  }
+  // "name ms runs" lines, the most expensive first, those under 1% of the total folded into one
+  std::string report() const {
+    std::vector<std::pair<double, std::string>> v;
+    double total = 0;
+    for (auto &[n, e] : self) {
+      v.push_back({e.first, n + " " + std::to_string(e.second)});
+      total += e.first;
+    }
+    std::sort(v.begin(), v.end(), [](auto &a, auto &b) { return a.first > b.first; });
+    std::string out;
+    double rest = 0;
+    for (auto &[ms, n] : v) {
+      if (ms < total / 100) {
+        rest += ms;
+        continue;
+      }
+      char buf[32];
+      snprintf(buf, sizeof buf, "%.2f ", ms);
+      out += buf + n + "\n";
+    }
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.2f (each under 1%%) -\n", rest);
+    return out + buf;
+  }
+};
+} // namespace
+
 // Runs `pipeline` (LLVM's textual pipeline syntax, our pass names included) on `m` for `tm`, the target
 // library info knowing the `n_vec` vector functions at `vec`. Returns 0, or 1 with a malloc'ed message in
-// *err_out (freed with ol_rs_jit_free).
+// *err_out (freed with ol_rs_jit_free). With `times_out`, *times_out gets (malloc'ed) each pass's and
+// analysis's own time: lines `<ms> <name> <runs>`, the most expensive first.
 extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, const char *pipeline, uint32_t flags,
-                                    const OlRsVecFn *vec, size_t n_vec, char **err_out) {
+                                    const OlRsVecFn *vec, size_t n_vec, char **err_out, char **times_out) {
   *err_out = nullptr;
   Module *M = unwrap(m);
   TargetMachine *TM = reinterpret_cast<TargetMachine *>(tm);
@@ -90,11 +155,16 @@ extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, co
   PB.crossRegisterProxies(LAM, FAM, CGAM, MAM);
   StandardInstrumentations SI(M->getContext(), false, false);
   SI.registerCallbacks(PIC, &MAM);
+  PassTimes times;
+  if (times_out)
+    times.registerCallbacks(PIC);
   ModulePassManager MPM;
   if (Error e = PB.parsePassPipeline(MPM, pipeline)) {
     *err_out = ol_rs::dup_for_rust(toString(std::move(e)));
     return 1;
   }
   MPM.run(*M, MAM);
+  if (times_out)
+    *times_out = ol_rs::dup_for_rust(times.report());
   return 0;
 }

@@ -19,6 +19,7 @@ unsafe extern "C" {
         vec: *const VecFnAbi,
         n_vec: usize,
         err_out: *mut *mut c_char,
+        times_out: *mut *mut c_char,
     ) -> i32;
     fn ol_rs_jit_free(p: *mut c_char);
 }
@@ -104,9 +105,11 @@ pub(crate) fn run_passes(
         })
         .collect();
     let mut err: *mut c_char = std::ptr::null_mut();
+    let mut times: *mut c_char = std::ptr::null_mut();
+    let timing = crate::jit::compile::timing();
     // SAFETY: the module and target machine are live for the call; the pipeline and the strings `vec`
     // points to (owned by `vector_fns`) are NUL-terminated and outlive it; the shim writes a malloc'ed
-    // message (or nothing) to `err`.
+    // message (or nothing) to `err`, and a malloc'ed report to `times` when given it.
     let rc = unsafe {
         ol_rs_jit_run_passes(
             m.as_mut_ptr() as *mut c_void,
@@ -116,8 +119,22 @@ pub(crate) fn run_passes(
             vec.as_ptr(),
             vec.len(),
             &mut err,
+            if timing { &mut times } else { std::ptr::null_mut() },
         )
     };
+    if !times.is_null() {
+        // SAFETY: a NUL-terminated string from the shim, freed once right after.
+        let text = unsafe { CStr::from_ptr(times) }.to_string_lossy().into_owned();
+        // SAFETY: allocated by the shim's malloc.
+        unsafe { ol_rs_jit_free(times) };
+        for l in text.lines() {
+            let mut it = l.splitn(2, ' ');
+            let (ms, rest) = (it.next().unwrap_or(""), it.next().unwrap_or(""));
+            let (name, runs) = rest.rsplit_once(' ').unwrap_or((rest, ""));
+            let runs = if runs == "-" { String::new() } else { format!(" ({runs} runs)") };
+            crate::jit::compile::time_line(&format!("pass {name}: {ms} ms{runs}"));
+        }
+    }
     if rc == 0 {
         return Ok(());
     }

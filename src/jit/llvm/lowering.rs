@@ -12,7 +12,7 @@ use std::cell::RefCell;
 use std::fmt;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 16] = [
+pub(crate) const NAMES: [&str; 17] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -29,6 +29,7 @@ pub(crate) const NAMES: [&str; 16] = [
     "ol-unswitch-region-exit",
     "ol-plain-shared-atomics",
     "ol-runtime-divisors",
+    "ol-block-stride-loops",
 ];
 
 /// Every transform on.

@@ -2493,6 +2493,8 @@ fn each_transform_fires_where_it_is_meant_to_and_not_elsewhere() {
     const HALVES: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t d = N / 2; d > 0; d >>= 1) { if (T < d) s[T] += s[T + d]; __gpu_sync_threads(); } if (T == 0) o[__gpu_block_id_x()] = s[0]; }";
     const SWAPS: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t j = N / 2; j > 0; j >>= 1) { uint32_t p = T ^ j; if (p > T) { float a = s[T], b = s[p]; if (a > b) { s[T] = b; s[p] = a; } } __gpu_sync_threads(); } o[G] = s[T]; }";
     const TILES: &str = "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float acc = 0.0f; for (uint32_t b = 0; b < n; b += 256) { s[T] = in[b + T]; __gpu_sync_threads(); for (uint32_t j = 0; j < 256; ++j) acc += s[j] * (float)(j + T); __gpu_sync_threads(); } o[G] = acc; }";
+    // a block-stride loop (every work-item from its id, by the group size) between barriers
+    const STRIDED: &str = "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float m = 0.0f; for (uint32_t j = T; j < n; j += N) m += in[__gpu_block_id_x() * n + j]; s[T] = m; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }";
     // (transform, fires, kernel source (kernel `k`), specialised at this group size)
     let cases: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
         (
@@ -2615,6 +2617,21 @@ fn each_transform_fires_where_it_is_meant_to_and_not_elsewhere() {
         ("ol-unswitch-region-exit", false, UNIFORM, None),
         ("ol-share-header-slot", true, TILES, None),
         ("ol-share-header-slot", false, UNIFORM, None),
+        ("ol-block-stride-loops", true, STRIDED, None),
+        ("ol-block-stride-loops", true, STRIDED, Some([64, 1, 1])),
+        // (a stride that is not the group size; no barrier, so no work-item loop to put inside)
+        (
+            "ol-block-stride-loops",
+            false,
+            "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float m = 0.0f; for (uint32_t j = T; j < n; j += 7) m += in[j]; s[T] = m; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }",
+            None,
+        ),
+        (
+            "ol-block-stride-loops",
+            false,
+            "__gpu_kernel void k(float *o, const float *in, uint32_t n) { float m = 0.0f; for (uint32_t j = T; j < n; j += N) m += in[j]; o[G] = m; }",
+            None,
+        ),
         (
             "ol-runtime-divisors",
             true,
@@ -2680,7 +2697,11 @@ fn the_suite_kernels_get_their_transforms() {
         ("wreduce", [256, 1, 1], &["ol-scope-slots"]),
         ("wscan", [256, 1, 1], &["ol-scope-slots"]),
         ("compact", [256, 1, 1], &["ol-uniform-barriers", "ol-equality-split"]),
-        ("softmax", [256, 1, 1], &["ol-uniform-barriers", "ol-once-regions", "ol-narrow-guards"]),
+        (
+            "softmax",
+            [256, 1, 1],
+            &["ol-uniform-barriers", "ol-block-stride-loops", "ol-implicit-loop-barriers", "ol-narrow-guards"],
+        ),
         ("conv2d", [16, 16, 1], &["ol-uniform-barriers", "ol-narrow-guards"]),
         ("mandel", [16, 16, 1], &["ol-narrow-guards"]),
         ("spmv", [256, 1, 1], &["ol-narrow-guards"]),
@@ -2704,4 +2725,83 @@ fn the_suite_kernels_get_their_transforms() {
         }
     }
     assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// Block-stride loops (`for (j = t + c; j < n; j += nt)`, ol-block-stride-loops) between barriers give the
+/// host's results, generic and specialised, for every n around the group size (none, fewer than the group,
+/// partial last chunks), a uniform start offset c, two accumulators leaving the loop, 1-D groups with the
+/// stride the group size and 2-D groups with the flat id and a constant stride; n near 2^32 takes the
+/// original loop (the uniform one could wrap around: here with starts at or past n, so that no loop wraps).
+#[test]
+fn block_stride_loops_match_the_host() {
+    let _g = shared();
+    let src = "#include <gpuintrin.h>\n#include <stdint.h>\n\
+        __gpu_kernel void k1(float *o, const float *in, uint32_t n, uint32_t c) { static __gpu_local float s[1024]; \
+          uint32_t t = __gpu_thread_id_x(), nt = __gpu_num_threads_x(); float a = 0.0f, m = -1.0f; \
+          for (uint32_t j = t + c; j < n; j += nt) { a += in[j % 4096]; m = __builtin_fmaxf(m, in[j % 4096]); } \
+          s[t] = a + m * 1000.0f; __gpu_sync_threads(); o[__gpu_block_id_x() * nt + t] = s[nt - 1 - t]; }\n\
+        __gpu_kernel void k2(float *o, const float *in, uint32_t n, uint32_t c) { static __gpu_local float s[64]; \
+          uint32_t t = __gpu_thread_id_y() * 8 + __gpu_thread_id_x(); float a = 0.0f; \
+          for (uint32_t j = t + c; j < n; j += 64) a += in[j % 4096] * (float)(j & 3); \
+          s[t] = a; __gpu_sync_threads(); o[__gpu_block_id_x() * 64 + t] = s[63 - t]; }\n";
+    let Some(bc) = nvptx_bitcode_of(src) else {
+        return;
+    };
+    let img = load(&bc).unwrap();
+    let input: Vec<f32> = (0..4096u32).map(|i| (i % 17) as f32).collect();
+    let (_, stats) = super::lowering::recorded(|| img.kernel("k1").unwrap().specialise([64, 1, 1]).unwrap());
+    assert!(stats.iter().any(|(_, s)| s.of("ol-block-stride-loops") > 0), "{stats:?}");
+    for (name, block) in [("k1", [64u32, 1, 1]), ("k1", [256, 1, 1]), ("k1", [32, 1, 1]), ("k2", [8, 8, 1])] {
+        let g = img.kernel(name).unwrap();
+        let s = g.specialise(block).unwrap();
+        let nt = block[0] * block[1];
+        for (n, c) in [
+            (0u32, 0u32),
+            (1, 0),
+            (nt - 1, 0),
+            (nt, 0),
+            (nt + 1, 0),
+            (1000, 0),
+            (1000, 3),
+            (1000, 999),
+            (5, 7),
+            (u32::MAX - 300, u32::MAX - 290),
+            (u32::MAX - 290, u32::MAX - 300),
+        ] {
+            let grid = [2u32, 1, 1];
+            let mut want = vec![0f32; (grid[0] * nt) as usize];
+            for gx in 0..grid[0] {
+                let mut per = vec![0f32; nt as usize];
+                for (t, p) in per.iter_mut().enumerate() {
+                    let (mut a, mut m) = (0f32, -1f32);
+                    let step = if name == "k1" { nt } else { 64 };
+                    let mut j = (t as u32).wrapping_add(c);
+                    while j < n {
+                        let v = input[(j % 4096) as usize];
+                        if name == "k1" {
+                            a += v;
+                            m = m.max(v);
+                        } else {
+                            a += v * (j & 3) as f32;
+                        }
+                        j = j.wrapping_add(step);
+                        if j < step {
+                            break; // (wrapped: the kernel would go on; no case here does)
+                        }
+                    }
+                    *p = if name == "k1" { a + m * 1000.0 } else { a };
+                }
+                for t in 0..nt as usize {
+                    want[gx as usize * nt as usize + t] = per[nt as usize - 1 - t];
+                }
+            }
+            for kk in [&g, &s] {
+                let mut out = vec![7f32; want.len()];
+                let mut inp = input.clone();
+                let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp), &b(&n), &b(&c)]);
+                launch(kk, grid, block, &args, 0);
+                assert_eq!(out, want, "{name} {block:?} n={n} c={c}");
+            }
+        }
+    }
 }

@@ -22,6 +22,8 @@ bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi) {
   removeUnreachableBlocks(*F);
   if (!cbsCheckAllocas(st))
     return false;
+  if (on(T_BLOCK_STRIDE_LOOPS) && on(T_UNIFORM_BARRIERS) && on(T_IMPLICIT_LOOP_BARRIERS))
+    blockStrideLoops(F); // (for ol-implicit-loop-barriers: before the divergence it changes)
   st.entry = &F->getEntryBlock();
   cbsDivergence(st);
   cbsIsolateMarkers(st);

@@ -348,4 +348,38 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
   return true;
 }
 
+// The dimension whose group size v is (through casts: the extra argument, or amdgcn's implicit-argument
+// or dispatch-packet field), or -1.
+int Lowering::groupSizeDim(Function *F, Value *v) {
+  unsigned o = F->arg_size() - E_COUNT;
+  while (auto *CI = dyn_cast<CastInst>(v))
+    if (CI->getOpcode() == Instruction::Trunc || CI->getOpcode() == Instruction::ZExt ||
+        CI->getOpcode() == Instruction::SExt)
+      v = CI->getOperand(0);
+    else
+      break;
+  for (int d = 0; d < 3; ++d)
+    if (v == F->getArg(o + E_GSX + d))
+      return d;
+  auto *LI = dyn_cast<LoadInst>(v);
+  if (!LI || !LI->getType()->isIntegerTy(16) || LI->isVolatile())
+    return -1;
+  APInt off(64, 0);
+  Value *base = LI->getPointerOperand();
+  for (int k = 0; k < 4; ++k) { // GEPs, and the address-space casts replaceIntrinsics puts on the arguments
+    APInt o64(DL.getIndexTypeSizeInBits(base->getType()), 0);
+    base = base->stripAndAccumulateConstantOffsets(DL, o64, true);
+    off += o64.sextOrTrunc(64);
+    if (auto *AC = dyn_cast<AddrSpaceCastOperator>(base))
+      base = AC->getPointerOperand();
+    else
+      break;
+  }
+  for (int d = 0; d < 3; ++d)
+    if ((base == F->getArg(o + E_IMPLARG) && off == 12 + 2 * d) ||
+        (base == F->getArg(o + E_DISPATCH) && off == 4 + 2 * d))
+      return d;
+  return -1;
+}
+
 } // namespace ol_rs::lower

@@ -108,6 +108,7 @@ enum Transform : unsigned {
   T_UNSWITCH_REGION_EXIT,    // opt/unswitch_region_exit.cpp
   T_PLAIN_SHARED_ATOMICS,    // local_memory.cpp
   T_RUNTIME_DIVISORS,        // ../workarounds/runtime_divisors.cpp (an LLVM 22.1 miscompile's workaround)
+  T_BLOCK_STRIDE_LOOPS,      // opt/block_stride_loops.cpp
   T_COUNT
 };
 
@@ -176,6 +177,8 @@ struct Lowering {
   Value *readSlot(IRBuilder<> &B, Value *xchg, Value *base, Value *j);
   Value *ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp);
   bool replaceIntrinsics(Function *F, bool &collective);
+  void blockStrideLoops(Function *F);
+  int groupSizeDim(Function *F, Value *v);
   void runtimeDivisors(Function *F);
   bool lowerLocals(Function *F, uint64_t &staticBytes);
   static Value *X(unsigned o, Function *F, int e) { return F->getArg(o + e); }

@@ -1,0 +1,326 @@
+// Block-stride loops with a trip count the same for every work-item (blockStrideLoops): the CUDA idiom
+// `for (j = t + c; j < n; j += nt)` in a kernel with barriers.
+#include "../lowering.h"
+
+#include <optional>
+
+namespace ol_rs::lower {
+
+namespace {
+
+// The largest value V can have, when it is built from constants and the local ids of a group whose size
+// `gs` is known (0: unknown), through zext, add, mul, shl and `and` by constants.
+std::optional<uint64_t> maxOf(Value *V, Function *F, const uint32_t gs[3], int depth = 0) {
+  if (depth > 8)
+    return std::nullopt;
+  if (auto *CI = dyn_cast<ConstantInt>(V))
+    return CI->getValue().getActiveBits() <= 64 ? std::optional<uint64_t>(CI->getZExtValue()) : std::nullopt;
+  unsigned o = F->arg_size() - E_COUNT;
+  if (auto *A = dyn_cast<Argument>(V)) {
+    unsigned n = A->getArgNo();
+    for (int d = 0; d < 3; ++d)
+      if (n == o + E_LX + d && gs[d])
+        return gs[d] - 1;
+    if (n == o + E_LWI && gs[0] && gs[1] && gs[2])
+      return uint64_t(gs[0]) * gs[1] * gs[2] - 1;
+    return std::nullopt;
+  }
+  auto *I = dyn_cast<Instruction>(V);
+  if (!I)
+    return std::nullopt;
+  if (isa<ZExtInst>(I))
+    return maxOf(I->getOperand(0), F, gs, depth + 1);
+  auto *BO = dyn_cast<BinaryOperator>(I);
+  if (!BO)
+    return std::nullopt;
+  auto a = maxOf(BO->getOperand(0), F, gs, depth + 1);
+  auto b = maxOf(BO->getOperand(1), F, gs, depth + 1);
+  uint64_t lim = BO->getType()->getIntegerBitWidth() >= 64 ? ~uint64_t(0) : (uint64_t(1) << BO->getType()->getIntegerBitWidth()) - 1;
+  std::optional<uint64_t> r;
+  switch (BO->getOpcode()) {
+  case Instruction::Add:
+  case Instruction::Or: // (a + b bounds a | b too)
+    if (a && b && *a <= lim - *b)
+      r = *a + *b;
+    break;
+  case Instruction::Mul:
+    if (a && b && (*b == 0 || *a <= lim / *b))
+      r = *a * *b;
+    break;
+  case Instruction::Shl:
+    if (a && isa<ConstantInt>(BO->getOperand(1)) && *b < 32 && *a <= (lim >> *b))
+      r = *a << *b;
+    break;
+  case Instruction::And:
+    if (a || b)
+      r = std::min(a.value_or(lim), b.value_or(lim));
+    break;
+  default:
+    break;
+  }
+  return r && *r <= lim ? r : std::nullopt;
+}
+
+// Whether branch Br goes to Into exactly when `x < n` (unsigned), in any of the four ways of writing it;
+// sets x and n.
+bool entersWhenBelow(BranchInst *Br, BasicBlock *Into, Value *&x, Value *&n) {
+  auto *Cmp = Br && Br->isConditional() ? dyn_cast<ICmpInst>(Br->getCondition()) : nullptr;
+  if (!Cmp || Br->getSuccessor(0) == Br->getSuccessor(1))
+    return false;
+  Value *a = Cmp->getOperand(0), *b = Cmp->getOperand(1);
+  ICmpInst::Predicate p = Br->getSuccessor(0) == Into ? Cmp->getPredicate() : Cmp->getInversePredicate();
+  if (Br->getSuccessor(0) != Into && Br->getSuccessor(1) != Into)
+    return false;
+  if (p == ICmpInst::ICMP_ULT) {
+    x = a, n = b;
+    return true;
+  }
+  if (p == ICmpInst::ICMP_UGT) {
+    x = b, n = a;
+    return true;
+  }
+  return false;
+}
+
+// V without zext/trunc around it.
+Value *stripCasts(Value *V) {
+  while (isa<ZExtInst>(V) || isa<TruncInst>(V))
+    V = cast<Instruction>(V)->getOperand(0);
+  return V;
+}
+
+} // namespace
+
+// A loop `for (j = b0 + off; j < n; j += S)` (clang's rotated form: a guard `b0 + off < n` in front, the
+// latch `j + S < n`), with b0, n and S the same for every work-item and off in [0, S) (the local x id
+// with S the group's x size, or a value of the ids below a constant S in a specialisation): every
+// work-item runs it a different number of times, so its exits are divergent and the work-item loop cannot
+// run inside it (ol-implicit-loop-barriers). It becomes `for (b = b0; b < n; b += S) if (b + off < n)
+// body(b + off)`: the same iterations of the body for each work-item (b + off takes the original loop's
+// values of j, and the iterations it skips change nothing), a trip count every work-item shares. Where
+// `b + S` or `b + off` could wrap around (n > 2^32 - S, b0 > 2^32 - S; checked once, before the loop),
+// the original loop runs instead, kept as it was. Values computed in the loop may leave it only through
+// the exit block's PHIs, as its header PHIs' next values; loops with barriers stay as they are.
+void Lowering::blockStrideLoops(Function *F) {
+  unsigned o = F->arg_size() - E_COUNT;
+  Function *BM = M.getFunction("__ol_rs.barrier"), *EM = M.getFunction("__ol_rs.exit");
+  std::set<Value *> div = divergentValues(F);
+  uint32_t gs[3] = {0, 0, 0};
+  if (!specKernel.empty())
+    for (int d = 0; d < 3; ++d)
+      gs[d] = specGs[d];
+  struct Candidate {
+    std::vector<BasicBlock *> blocks; // the loop's (the LoopInfo is gone when they are transformed)
+    std::set<BasicBlock *> inLoop;
+    BasicBlock *G, *P, *H, *LB, *E; // the guard, the block entering H (G or a preheader), ...
+    PHINode *j;
+    BinaryOperator *next;
+    Value *b0, *off, *n, *S;
+    Value *maxOff; // nullptr: S - 1
+  };
+  std::vector<Candidate> found;
+  {
+    DominatorTree DT(*F);
+    LoopInfo LI(DT);
+    for (Loop *L : LI.getLoopsInPreorder()) {
+      BasicBlock *H = L->getHeader(), *P = L->getLoopPredecessor(), *LB = L->getLoopLatch();
+      BasicBlock *E = L->getExitBlock();
+      if (!P || !LB || !E || pred_size(H) != 2)
+        continue;
+      // the guard G: P itself (branching to H or E), or the one predecessor of a preheader P; its other
+      // side reaches E directly or through an empty block X
+      auto *LBr = dyn_cast<BranchInst>(LB->getTerminator());
+      BasicBlock *G = P;
+      if (P->getSingleSuccessor() == H && !P->getSinglePredecessor())
+        continue;
+      if (P->getSingleSuccessor() == H)
+        G = P->getSinglePredecessor();
+      auto *GBr = dyn_cast<BranchInst>(G->getTerminator());
+      if (!LBr || !GBr || !GBr->isConditional())
+        continue;
+      BasicBlock *into = G == P ? H : P;
+      if (GBr->getSuccessor(0) == GBr->getSuccessor(1) || (G != P && !P->phis().empty()))
+        continue;
+      // the latch `j + S < n`, the guard `start < n`, j's PHI from start and j + S
+      Value *nextV, *n, *start, *n2;
+      if (!entersWhenBelow(LBr, H, nextV, n) || !entersWhenBelow(GBr, into, start, n2) || n != n2)
+        continue;
+      auto *next = dyn_cast<BinaryOperator>(nextV);
+      if (!next || next->getOpcode() != Instruction::Add || !next->getType()->isIntegerTy(32))
+        continue;
+      PHINode *j = nullptr;
+      Value *S = nullptr;
+      for (int k = 0; k < 2 && !j; ++k)
+        if (auto *Ph = dyn_cast<PHINode>(next->getOperand(k)); Ph && Ph->getParent() == H) {
+          j = Ph;
+          S = next->getOperand(1 - k);
+        }
+      if (!j || j->getIncomingValueForBlock(LB) != next || j->getIncomingValueForBlock(P) != start)
+        continue;
+      auto inLoop = [&](Value *V) {
+        auto *I = dyn_cast<Instruction>(V);
+        return I && L->contains(I);
+      };
+      if (div.count(n) || div.count(S) || inLoop(n) || inLoop(S))
+        continue;
+      // start = b0 + off, b0 uniform (or start itself the divergent part)
+      Value *b0 = ConstantInt::get(I32, 0), *off = start;
+      if (auto *SA = dyn_cast<BinaryOperator>(start); SA && SA->getOpcode() == Instruction::Add) {
+        for (int k = 0; k < 2; ++k)
+          if (!div.count(SA->getOperand(k)) && div.count(SA->getOperand(1 - k))) {
+            b0 = SA->getOperand(k);
+            off = SA->getOperand(1 - k);
+          }
+      }
+      if (!div.count(off))
+        continue;
+      // off < S: the local x id and the x group size, or a bound of the ids below a constant S
+      Value *maxOff = nullptr;
+      Value *offId = stripCasts(off);
+      bool xPair = offId == F->getArg(o + E_LX) && groupSizeDim(F, S) == 0;
+      if (!xPair) {
+        auto *SC = dyn_cast<ConstantInt>(S);
+        auto m = maxOf(off, F, gs);
+        if (!SC || !m || *m >= SC->getZExtValue())
+          continue;
+        maxOff = ConstantInt::get(I32, *m);
+      }
+      // no barrier or exit inside; what leaves the loop is a header PHI's next value, through E's PHIs (or
+      // used after E when E is the loop's alone: it gets the PHIs then)
+      bool ok = true;
+      std::set<Value *> nextValues;
+      for (PHINode &Ph : H->phis())
+        if (&Ph != j)
+          nextValues.insert(Ph.getIncomingValueForBlock(LB));
+      for (BasicBlock *BB : L->blocks())
+        for (Instruction &I : *BB) {
+          if (auto *CI = dyn_cast<CallInst>(&I))
+            if (Function *Fn = CI->getCalledFunction(); Fn && (Fn == BM || Fn == EM))
+              ok = false;
+          for (User *U : I.users()) {
+            auto *UI = cast<Instruction>(U);
+            if (L->contains(UI))
+              continue;
+            if (!nextValues.count(&I) || !((isa<PHINode>(UI) && UI->getParent() == E) || E->getSinglePredecessor()))
+              ok = false;
+          }
+        }
+      for (PHINode &Ph : E->phis())
+        if (inLoop(Ph.getIncomingValueForBlock(LB)) && !nextValues.count(Ph.getIncomingValueForBlock(LB)))
+          ok = false;
+      if (!ok || L->getSubLoops().size() > 0)
+        continue;
+      std::vector<BasicBlock *> blocks(L->blocks().begin(), L->blocks().end());
+      found.push_back({blocks, std::set<BasicBlock *>(blocks.begin(), blocks.end()), G, P, H, LB, E, j, next, b0, off,
+                       n, S, maxOff});
+    }
+  }
+  for (Candidate &c : found) {
+    // values used after a dedicated exit E pass through PHIs in E, which the copy's exit then joins
+    if (c.E->getSinglePredecessor() == c.LB)
+      for (BasicBlock *BB : c.blocks)
+        for (Instruction &I : *BB) {
+          bool outside = any_of(I.users(), [&](User *U) {
+            auto *UI = cast<Instruction>(U);
+            return !c.inLoop.count(UI->getParent()) && !(isa<PHINode>(UI) && UI->getParent() == c.E);
+          });
+          if (!outside)
+            continue;
+          PHINode *Ph = PHINode::Create(I.getType(), 2, I.getName() + ".lcssa", c.E->begin());
+          Ph->addIncoming(&I, c.LB);
+          I.replaceUsesWithIf(Ph, [&](Use &U) {
+            auto *UI = cast<Instruction>(U.getUser());
+            return UI != Ph && !c.inLoop.count(UI->getParent());
+          });
+        }
+    // the copy that becomes the uniform loop
+    ValueToValueMapTy VM;
+    SmallVector<BasicBlock *, 8> copy;
+    std::vector<BasicBlock *> blocks = c.blocks;
+    if (c.P != c.G)
+      blocks.push_back(c.P); // (the preheader: what it computes for the loop)
+    for (BasicBlock *BB : blocks) {
+      BasicBlock *NB = CloneBasicBlock(BB, VM, ".bs", F);
+      VM[BB] = NB;
+      copy.push_back(NB);
+    }
+    remapInstructionsInBlocks(copy, VM);
+    BasicBlock *H2 = cast<BasicBlock>(VM[c.H]), *LB2 = cast<BasicBlock>(VM[c.LB]);
+    auto *j2 = cast<PHINode>(VM[c.j]);
+    // in front: the original loop where anything could wrap around, else the copy
+    BasicBlock *into2 = c.P != c.G ? cast<BasicBlock>(VM[c.P]) : H2;
+    BranchInst *PBr = cast<BranchInst>(c.G->getTerminator());
+    BasicBlock *G1 = BasicBlock::Create(C, "bs.orig", F, c.H), *G2 = BasicBlock::Create(C, "bs.uniform", F, H2);
+    IRBuilder<> PB(PBr);
+    Value *S64 = PB.CreateZExt(c.S, I64), *lim = ConstantInt::get(I64, uint64_t(1) << 32);
+    Value *mo64 = c.maxOff ? PB.CreateZExt(c.maxOff, I64) : PB.CreateSub(S64, ConstantInt::get(I64, 1));
+    Value *safe = PB.CreateAnd(PB.CreateICmpULE(PB.CreateZExt(c.n, I64), PB.CreateSub(lim, S64)),
+                               PB.CreateICmpULT(PB.CreateZExt(c.b0, I64), PB.CreateSub(lim, mo64)), "bs.safe");
+    BranchInst::Create(PBr->getSuccessor(0), PBr->getSuccessor(1), PBr->getCondition(), G1);
+    IRBuilder<> G2B(G2);
+    G2B.CreateBr(into2); // (with b0 >= n the copy runs one round whose body its guard skips)
+    PB.CreateCondBr(safe, G2, G1);
+    PBr->eraseFromParent();
+    // G's successors (H or the preheader, and E or the empty block before it) now come from G1; the copy's
+    // entry from G2
+    for (BasicBlock *Su : successors(G1))
+      Su->replacePhiUsesWith(c.G, G1);
+    into2->replacePhiUsesWith(c.G, G2);
+    // the copy: j2 counts b from b0; the body runs for b + off < n
+    j2->setIncomingValueForBlock(into2 == H2 ? G2 : into2, c.b0);
+    Instruction *firstBody = &*H2->getFirstNonPHIIt();
+    Value *jw = BinaryOperator::CreateAdd(j2, c.off, "bs.j", firstBody->getIterator());
+    // (j + S in the body, as in the original, is now jw + S)
+    j2->replaceUsesWithIf(jw, [&](Use &U) { return U.getUser() != jw; });
+    BasicBlock *Body = H2->splitBasicBlock(firstBody->getIterator(), H2->getName() + ".body");
+    if (LB2 == H2) // (the split moved the latch's branch, and H2's PHIs now name Body)
+      LB2 = Body;
+    auto *LBr2 = cast<BranchInst>(LB2->getTerminator());
+    BasicBlock *NL = BasicBlock::Create(C, "bs.latch", F, c.E);
+    // H2: j2, jw, then the guard (splitBasicBlock left an unconditional branch to Body)
+    H2->getTerminator()->eraseFromParent();
+    IRBuilder<> HB(H2);
+    HB.CreateCondBr(HB.CreateICmpULT(jw, c.n), Body, NL);
+    IRBuilder<> NB(NL);
+    std::map<Value *, Value *> after; // a header PHI's next value in the copy -> its value at NL
+    for (PHINode &Ph : H2->phis()) {
+      if (&Ph == j2)
+        continue;
+      Value *v = Ph.getIncomingValueForBlock(LB2);
+      PHINode *q = NB.CreatePHI(Ph.getType(), 2, Ph.getName() + ".bs");
+      q->addIncoming(v, LB2);
+      q->addIncoming(&Ph, H2);
+      after[v] = q;
+    }
+    Value *bn = NB.CreateAdd(j2, c.S, "bs.next");
+    NB.CreateCondBr(NB.CreateICmpULT(bn, c.n), H2, c.E); // (no loop ID: the original's is its own)
+    // the copy's latch now goes to NL; H2's PHIs come from NL
+    Value *oldCond = LBr2->getCondition();
+    LBr2->eraseFromParent();
+    BranchInst::Create(NL, LB2);
+    RecursivelyDeleteTriviallyDeadInstructions(oldCond);
+    for (PHINode &Ph : H2->phis()) {
+      int k = Ph.getBasicBlockIndex(LB2);
+      if (k < 0)
+        continue;
+      if (&Ph == j2) {
+        Ph.setIncomingBlock(k, NL);
+        Ph.setIncomingValue(k, bn);
+      } else {
+        Value *v = Ph.getIncomingValue(k);
+        Ph.setIncomingBlock(k, NL);
+        Ph.setIncomingValue(k, after[v]);
+      }
+    }
+    // the exit: from NL, the header PHIs' values after the last iteration
+    for (PHINode &Ph : c.E->phis()) {
+      Value *v = Ph.getIncomingValueForBlock(c.LB);
+      auto *I = dyn_cast<Instruction>(v);
+      Value *mapped = I && c.inLoop.count(I->getParent()) ? after[VM[v]] : (I && I->getParent() == c.P && c.P != c.G) ? static_cast<Value *>(VM[v]) : v;
+      Ph.addIncoming(mapped, NL);
+    }
+    fired(T_BLOCK_STRIDE_LOOPS);
+  }
+}
+
+} // namespace ol_rs::lower

@@ -2749,7 +2749,8 @@ fn block_stride_loops_match_the_host() {
     };
     let img = load(&bc).unwrap();
     let input: Vec<f32> = (0..4096u32).map(|i| (i % 17) as f32).collect();
-    let (_, stats) = super::lowering::recorded(|| img.kernel("k1").unwrap().specialise([64, 1, 1]).unwrap());
+    // (straight from the compiler: a launch's specialisation may come from the caches)
+    let stats = transform_stats(&bc, "", Some(("k1", [64, 1, 1])));
     assert!(stats.iter().any(|(_, s)| s.of("ol-block-stride-loops") > 0), "{stats:?}");
     for (name, block) in [("k1", [64u32, 1, 1]), ("k1", [256, 1, 1]), ("k1", [32, 1, 1]), ("k2", [8, 8, 1])] {
         let g = img.kernel(name).unwrap();

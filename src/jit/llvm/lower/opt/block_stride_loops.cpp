@@ -216,13 +216,18 @@ void Lowering::blockStrideLoops(Function *F) {
     }
   }
   for (Candidate &c : found) {
-    // values used after a dedicated exit E pass through PHIs in E, which the copy's exit then joins
+    // values used after a dedicated exit E (the loop's, and a preheader's, which E's code may use) pass
+    // through PHIs in E, which the copy's exit then joins
+    std::vector<BasicBlock *> defining = c.blocks;
+    if (c.P != c.G)
+      defining.push_back(c.P);
     if (c.E->getSinglePredecessor() == c.LB)
-      for (BasicBlock *BB : c.blocks)
+      for (BasicBlock *BB : defining)
         for (Instruction &I : *BB) {
           bool outside = any_of(I.users(), [&](User *U) {
             auto *UI = cast<Instruction>(U);
-            return !c.inLoop.count(UI->getParent()) && !(isa<PHINode>(UI) && UI->getParent() == c.E);
+            return !c.inLoop.count(UI->getParent()) && UI->getParent() != c.P &&
+                   !(isa<PHINode>(UI) && UI->getParent() == c.E);
           });
           if (!outside)
             continue;
@@ -230,7 +235,7 @@ void Lowering::blockStrideLoops(Function *F) {
           Ph->addIncoming(&I, c.LB);
           I.replaceUsesWithIf(Ph, [&](Use &U) {
             auto *UI = cast<Instruction>(U.getUser());
-            return UI != Ph && !c.inLoop.count(UI->getParent());
+            return UI != Ph && !c.inLoop.count(UI->getParent()) && UI->getParent() != c.P;
           });
         }
     // the copy that becomes the uniform loop

@@ -38,9 +38,14 @@ pub(crate) const ALL: u64 = (1 << NAMES.len()) - 1;
 /// The transforms that work around LLVM bugs (`ol-runtime-divisors`): on unless switched off by name.
 pub(crate) const WORKAROUNDS: u64 = 1 << 15;
 
+/// The index (bit, count) of the transform called `name`.
+fn index(name: &str) -> Option<usize> {
+    NAMES.iter().position(|n| *n == name)
+}
+
 /// The bit of the transform called `name`.
 pub(crate) fn bit(name: &str) -> Option<u64> {
-    NAMES.iter().position(|n| *n == name).map(|i| 1 << i)
+    index(name).map(|i| 1 << i)
 }
 
 /// The transforms `spec` (`OFFLOAD_RS_JIT_LOWERING`'s syntax, see the module docs) runs, as a bit mask.
@@ -73,7 +78,7 @@ impl Stats {
     /// The count of the transform called `name` (0 for an unknown name).
     #[cfg(test)]
     pub(crate) fn of(&self, name: &str) -> u32 {
-        NAMES.iter().position(|n| *n == name).map_or(0, |i| self.0[i])
+        index(name).map_or(0, |i| self.0[i])
     }
 }
 

@@ -12,7 +12,7 @@ use std::cell::RefCell;
 use std::fmt;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 17] = [
+pub(crate) const NAMES: [&str; 18] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -30,6 +30,7 @@ pub(crate) const NAMES: [&str; 17] = [
     "ol-plain-shared-atomics",
     "ol-runtime-divisors",
     "ol-block-stride-loops",
+    "ol-warp-lanes",
 ];
 
 /// Every transform on.

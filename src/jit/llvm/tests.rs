@@ -2829,3 +2829,108 @@ fn block_stride_loops_match_the_host() {
         }
     }
 }
+
+/// Warp collectives between group barriers (ffi-tests/kernels/warp_lanes.c) give the host's results, generic
+/// and specialised, in 1-, 2- and 3-D groups of whole warps on every target; ol-warp-lanes runs the
+/// specialisations whose x size is a multiple of the warp (and only those) warp by warp.
+#[test]
+fn warp_lanes_match_the_host() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("warp_lanes", t) else {
+            return;
+        };
+        let w = img.kernel("wsum").unwrap().warp_size as usize;
+        let bc = bitcode("warp_lanes", t).unwrap();
+        for k in ["wsum", "lib", "rounds"] {
+            let on = |spec: Option<[u32; 3]>| {
+                transform_stats(&bc, "", spec.map(|g| (k, g)))
+                    .iter()
+                    .filter(|(n, _)| n == k)
+                    .map(|(_, s)| s.of("ol-warp-lanes"))
+                    .sum::<u32>()
+            };
+            assert!(on(Some([2 * w as u32, 1, 1])) > 0, "{t:?} {k}: ol-warp-lanes did not fire at [{}, 1, 1]", 2 * w);
+            assert_eq!(on(None), 0, "{t:?} {k}: ol-warp-lanes fired on the generic kernel");
+        }
+        let grid = [3u32, 2, 1];
+        let ng = (grid[0] * grid[1]) as usize;
+        for block in [[64u32, 1, 1], [256, 1, 1], [64, 2, 1], [128, 2, 2], [32, 2, 1], [32, 4, 2]] {
+            let nt = (block[0] * block[1] * block[2]) as usize;
+            if nt % w != 0 {
+                continue;
+            }
+            let n = ng * nt;
+            let input: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761) >> 7).collect();
+            // the host's results
+            let mut sum = vec![0u32; ng];
+            let mut wsum = vec![0u32; n];
+            let mut lib = vec![0u32; 4 * n];
+            let mut rounds = input.clone();
+            for gi in 0..ng {
+                let grp = &input[gi * nt..(gi + 1) * nt];
+                sum[gi] = grp.iter().fold(0u32, |a, v| a.wrapping_add(*v));
+                for wb in (0..nt).step_by(w) {
+                    let lanes = &grp[wb..wb + w];
+                    let s = lanes.iter().fold(0u32, |a, v| a.wrapping_add(*v));
+                    let ballot: u64 = (0..w).filter(|l| lanes[*l] & 1 == 1).map(|l| 1u64 << l).sum();
+                    let mut scan = 0u32;
+                    for l in 0..w {
+                        let i = gi * nt + wb + l;
+                        scan = scan.wrapping_add(lanes[l]);
+                        wsum[i] = s;
+                        lib[4 * i] = scan;
+                        lib[4 * i + 1] = s;
+                        lib[4 * i + 2] = (ballot & ((1u64 << l) - 1)).count_ones();
+                        lib[4 * i + 3] = lanes[0].wrapping_add((ballot >> 32) as u32);
+                    }
+                }
+                let v = &mut rounds[gi * nt..(gi + 1) * nt];
+                for r in 0..5usize {
+                    for wb in (0..nt).step_by(w) {
+                        for k in 0..=((wb / w + r) % 3) {
+                            let old: Vec<u32> = v[wb..wb + w].to_vec();
+                            for l in 0..w {
+                                v[wb + l] = old[l].wrapping_add(old[(l + 1 + k) & (w - 1)].wrapping_mul(3));
+                            }
+                        }
+                    }
+                    let sh = v.to_vec();
+                    for (i, x) in v.iter_mut().enumerate() {
+                        *x ^= sh[nt - 1 - i];
+                    }
+                }
+            }
+            for name in ["wsum", "lib", "rounds"] {
+                let g = img.kernel(name).unwrap();
+                let s = g.specialise(block).unwrap();
+                for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                    let mut inp = input.clone();
+                    let ctx = format!("{t:?} {name} {block:?} {form}");
+                    match name {
+                        "wsum" => {
+                            let (mut o, mut wo) = (vec![7u32; ng], vec![7u32; n]);
+                            let args = pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut o), &ptr(&mut wo)]);
+                            launch(kk, grid, block, &args, 0);
+                            assert_eq!(wo, wsum, "{ctx}: warp sums");
+                            assert_eq!(o, sum, "{ctx}: group sums");
+                        }
+                        "lib" => {
+                            let mut o = vec![7u32; 4 * n];
+                            let args = pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut o)]);
+                            launch(kk, grid, block, &args, 0);
+                            assert_eq!(o, lib, "{ctx}");
+                        }
+                        _ => {
+                            let mut o = vec![7u32; n];
+                            let args = pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut o), &b(&5u32)]);
+                            launch(kk, grid, block, &args, 0);
+                            let bad = o.iter().zip(&rounds).position(|(a, b)| a != b);
+                            assert!(bad.is_none(), "{ctx}: first difference at {bad:?} of {n}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

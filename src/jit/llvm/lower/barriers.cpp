@@ -27,7 +27,9 @@ bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi) {
   st.entry = &F->getEntryBlock();
   cbsDivergence(st);
   cbsIsolateMarkers(st);
-  cbsUniformBarriers(st);
+  cbsWarpLanes(st);
+  if (!st.warpMode)
+    cbsUniformBarriers(st);
   cbsDemotePhis(st);
   cbsFindHoistable(st);
   cbsDemoteLiveAcross(st);
@@ -61,20 +63,7 @@ bool Lowering::cbsCheckAllocas(CbsState &st) {
 void Lowering::cbsDivergence(CbsState &st) {
   Function *F = st.F;
   st.div = divergentValues(F);
-  auto &div = st.div;
-  auto &divTerm = st.divTerm;
-  for (BasicBlock &BB : *F) {
-    Instruction *T = BB.getTerminator();
-    if (auto *BI = dyn_cast<BranchInst>(T)) {
-      if (BI->isConditional() && div.count(BI->getCondition()))
-        divTerm.insert(T);
-    } else if (auto *SI = dyn_cast<SwitchInst>(T)) {
-      if (div.count(SI->getCondition()))
-        divTerm.insert(T);
-    } else if (!isa<ReturnInst>(T) && !isa<UnreachableInst>(T)) {
-      divTerm.insert(T);
-    }
-  }
+  st.divTerm = divergentTerms(F, st.div);
 }
 
 

@@ -16,16 +16,43 @@ Value *Lowering::emitExchange(IRBuilder<> &B, Function *F, Value *val64,
   Value *lwi64 = B.CreateZExt(lwi, I64);
   Value *slot = B.CreateGEP(I64, scratch, lwi64);
   B.CreateStore(val64, slot);
-  B.CreateCall(barrierMarker());
+  warpBarrier(B);
   Value *W = ConstantInt::get(I32, warp);
   Value *lane = B.CreateURem(lwi, W);
   Value *base = B.CreateSub(lwi, lane);
   Value *nwi = nwiOf(B, F);
   Value *left = B.CreateSub(nwi, base);
-  Value *nInWarp = B.CreateSelect(B.CreateICmpULT(left, W), left, W);
+  Value *nInWarp = tagLanesIn(B.CreateSelect(B.CreateICmpULT(left, W), left, W));
   Value *r = compute(B, scratch, lane, base, nInWarp);
-  B.CreateCall(barrierMarker());
+  warpBarrier(B);
   return r;
+}
+
+
+Value *Lowering::simplified(Value *v) {
+  auto *I = dyn_cast<Instruction>(v);
+  if (!I || !I->getParent())
+    return v;
+  Value *S = simplifyInstruction(I, SimplifyQuery(DL));
+  if (!S)
+    return v;
+  I->replaceAllUsesWith(S);
+  I->eraseFromParent();
+  return S;
+}
+
+
+CallInst *Lowering::warpBarrier(IRBuilder<> &B) {
+  CallInst *CI = B.CreateCall(barrierMarker());
+  CI->setMetadata(kWarpBarrierMD, MDNode::get(C, {}));
+  return CI;
+}
+
+
+Value *Lowering::tagLanesIn(Value *n) {
+  if (auto *I = dyn_cast<Instruction>(n))
+    I->setMetadata(kLanesInMD, MDNode::get(C, {}));
+  return n;
 }
 
 
@@ -43,7 +70,7 @@ Value *Lowering::laneMaskOf(IRBuilder<> &B, Function *F, Type *Ty) {
   Value *lane = B.CreateURem(lwi, W);
   Value *base = B.CreateSub(lwi, lane);
   Value *left = B.CreateSub(nwiOf(B, F), base);
-  Value *n = B.CreateSelect(B.CreateICmpULT(left, W), left, W);
+  Value *n = tagLanesIn(B.CreateSelect(B.CreateICmpULT(left, W), left, W));
   Value *n64 = B.CreateZExt(n, I64);
   Value *full = B.CreateSelect(B.CreateICmpUGE(n64, ConstantInt::get(I64, 64)),
                                ConstantInt::get(I64, ~0ULL),
@@ -204,7 +231,9 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
         Value *b5 = B2.CreateAnd(bval, 31), *c5 = B2.CreateAnd(cval, 31);
         Value *segMask = B2.CreateAnd(B2.CreateLShr(cval, 8), 31);
         Value *minLane = B2.CreateAnd(lane, segMask);
-        Value *maxLane = B2.CreateOr(minLane, B2.CreateAnd(c5, B2.CreateNot(segMask)));
+        Value *notSeg = B2.CreateNot(segMask), *cIn = B2.CreateAnd(c5, notSeg);
+        Value *maxLane = B2.CreateOr(minLane, cIn);
+        Value *bIn = mode == 3 ? B2.CreateAnd(b5, notSeg) : nullptr;
         Value *j, *p;
         if (mode == 0) {
           j = B2.CreateSub(lane, b5);
@@ -216,10 +245,24 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
           j = B2.CreateXor(lane, b5);
           p = B2.CreateICmpSLE(j, maxLane);
         } else {
-          j = B2.CreateOr(minLane, B2.CreateAnd(b5, B2.CreateNot(segMask)));
+          j = B2.CreateOr(minLane, bIn);
           p = B2.CreateICmpSLE(j, maxLane);
         }
+        Value *src = j;
         j = B2.CreateSelect(p, j, lane);
+        // (the lane bounds are constants for a constant width: a source lane the analyses can see, e.g.
+        // the same for every lane of read_first_lane, ol-warp-lanes' divergentValues)
+        // (tracked: a folded value's users get its replacement, and a value may be listed twice)
+        SmallVector<WeakTrackingVH, 10> vs = {p, j, b5, c5, segMask, notSeg, cIn, minLane, maxLane, src};
+        if (bIn)
+          vs.push_back(bIn);
+        for (size_t i = 2; i < vs.size(); ++i)
+          if (vs[i])
+            (void)simplified(vs[i]);
+        for (size_t i = 0; i < 2; ++i)
+          (void)simplified(vs[i]);
+        p = vs[0];
+        j = vs[1];
         // lanes past the end of a partial warp read their own value
         j = B2.CreateSelect(B2.CreateICmpULT(j, nIn), j, lane);
         Value *v = fromI64(B2, readSlot(B2, xchg, base, j), VT);
@@ -334,6 +377,22 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
     }
     CI->eraseFromParent();
   }
+  // What the intrinsics made constant (the warp size: `__gpu_num_lanes() / 2`, the loop bounds and
+  // branches it decides) folded, so that the barrier analyses see the blocks that can run.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (BasicBlock &BB : *F) {
+      for (Instruction &I : make_early_inc_range(BB))
+        if (!I.getType()->isVoidTy() && !isa<PHINode>(I))
+          if (Constant *K = ConstantFoldInstruction(&I, DL)) {
+            I.replaceAllUsesWith(K);
+            I.eraseFromParent();
+            changed = true;
+          }
+      changed |= ConstantFoldTerminator(&BB, /*DeleteDeadConditions=*/true);
+    }
+  }
+  removeUnreachableBlocks(*F);
   // Workgroup-scope fences are meaningless when a whole group runs on one thread.
   for (BasicBlock &BB : *F)
     for (Instruction &I : make_early_inc_range(BB))

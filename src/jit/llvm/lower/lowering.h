@@ -7,6 +7,8 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Analysis/AssumptionCache.h"
+#include "llvm/Analysis/ConstantFolding.h"
+#include "llvm/Analysis/InstructionSimplify.h"
 #include "llvm/Analysis/Loads.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/PostDominators.h"
@@ -14,12 +16,14 @@
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/Analysis/ValueTracking.h"
+#include "llvm/Support/KnownBits.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DataLayout.h"
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/MDBuilder.h"
@@ -86,6 +90,7 @@ constexpr unsigned CTX_ARGS = 0, CTX_LOCAL = 8, CTX_DYN = 16, CTX_SCRATCH = 24, 
                    CTX_NG = 44, CTX_GS = 56;
 
 constexpr int RESUME_EXIT = -1;
+constexpr int WARP_LEAVE = -1; // a warp's `wnext` once it has reached a group barrier or the exit
 
 // The lowering's transforms that can be switched off (OFFLOAD_RS_JIT_LOWERING) and that count what they
 // did (OFFLOAD_RS_JIT_STATS): bit i of OlRsLowerOptions::transforms, entry i of OlRsKernelInfo::stats.
@@ -109,6 +114,7 @@ enum Transform : unsigned {
   T_PLAIN_SHARED_ATOMICS,    // local_memory.cpp
   T_RUNTIME_DIVISORS,        // ../workarounds/runtime_divisors.cpp (an LLVM 22.1 miscompile's workaround)
   T_BLOCK_STRIDE_LOOPS,      // opt/block_stride_loops.cpp
+  T_WARP_LANES,              // warp_lanes.cpp: each warp runs its lanes between warp barriers on its own
   T_COUNT
 };
 
@@ -141,6 +147,16 @@ struct Lowering {
   Function *markerFn(StringRef name, Type *ret, ArrayRef<Type *> args);
   Function *barrierMarker() { return markerFn("__ol_rs.barrier", Void, {}); }
   Function *exitMarker() { return markerFn("__ol_rs.exit", Void, {}); }
+  // A barrier that only the lanes of one warp need (the two around a warp collective's exchange):
+  // a barrier marker tagged kWarpBarrierMD. Without ol-warp-lanes it is an ordinary barrier.
+  static constexpr const char *kWarpBarrierMD = "ol.warp.barrier";
+  CallInst *warpBarrier(IRBuilder<> &B);
+  // Values that are the number of lanes of the work-item's warp (min(W, work-items left from the warp's
+  // first)): W in a group of whole warps (ol-warp-lanes' cbsWarpLaneIds).
+  static constexpr const char *kLanesInMD = "ol.lanes.in";
+  Value *tagLanesIn(Value *n);
+  // v, or what InstSimplify folds the instruction v to (v then erased)
+  Value *simplified(Value *v);
   static bool isGpuKernelCC(CallingConv::ID cc);
   // The GPU intrinsic table is in Rust (src/jit/llvm/intrinsics.rs): what a call to the function named n becomes.
   OlRsClassifyFn classify = nullptr;
@@ -198,7 +214,10 @@ struct Lowering {
   MDNode *newAccessGroup();
   void addAccessGroup(Instruction &I, MDNode *AG);
   void markParallelLoop(Instruction *latchBr, MDNode *AG, bool noInterleave = false);
-  std::set<Value *> divergentValues(Function *F);
+  // laneWidth 0: the values that may differ between the work-items of the group; laneWidth W (a power of
+  // two dividing the specialised group size's x): those that may differ between the lanes of one warp.
+  std::set<Value *> divergentValues(Function *F, unsigned laneWidth = 0);
+  static std::set<Instruction *> divergentTerms(Function *F, const std::set<Value *> &div);
   static bool groupInvariant(const std::vector<BasicBlock *> &set, const std::set<Value *> &div,
                              const std::set<Instruction *> &divTerm, const std::set<AllocaInst *> &uniSlots,
                              Function *BM, Function *EM);
@@ -326,10 +345,22 @@ struct Lowering {
     AllocaInst *next = nullptr;
     BasicBlock *sched = nullptr, *done = nullptr, *scanStart = nullptr;
     SwitchInst *SW = nullptr;
+    // ol-warp-lanes (warp_lanes.cpp): every warp runs on its own from a group-level region (the kernel
+    // entry or a group barrier's successor: groupEntries) through its warp barriers' regions (`wnext`,
+    // the scheduler cbs.wsched) to the next group barrier or the exit; then the next warp (`wp`).
+    bool warpMode = false;
+    std::set<size_t> groupEntries;
+    AllocaInst *wnext = nullptr, *wstart = nullptr, *wp = nullptr;
+    BasicBlock *wsched = nullptr, *whead = nullptr;
+    SwitchInst *WSW = nullptr;
 
     bool isBarrierBlk(BasicBlock *BB) const {
       auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
       return CI && BM && CI->getCalledFunction() == BM;
+    }
+    bool isWarpBarrierBlk(BasicBlock *BB) const {
+      auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
+      return isBarrierBlk(BB) && CI->getMetadata(kWarpBarrierMD);
     }
     bool isExitBlk(BasicBlock *BB) const {
       auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
@@ -352,6 +383,10 @@ struct Lowering {
     ICmpInst *inX = nullptr, *inY = nullptr, *inZ = nullptr;
     Value *myResume = nullptr;                     // the work-item's resume id (non-uniform case)
     MDNode *AG = nullptr;                          // the x loop's access group
+    // ol-warp-lanes: the warp's first x id, its first flat id's row start (cbsWarpIds) and, per alloca,
+    // the warp's copy of a shared slot
+    Value *xw = nullptr, *wrow = nullptr, *wy = nullptr, *wz = nullptr, *wi = nullptr;
+    std::vector<Value *> uniPtrW;
     SmallVector<BasicBlock *, 32> clones;          // cbsCloneRegion: the cloned blocks, in `set` order
     std::map<BasicBlock *, BasicBlock *> origOf;   // clone -> original
   };
@@ -383,6 +418,12 @@ struct Lowering {
   void cbsEnterRegion(CbsState &st, IRBuilder<> &B, CbsRegion &R);
   void cbsLeaveRegion(CbsState &st, CbsRegion &R);
   void cbsSplitEqualities(CbsState &st, CbsRegion &R);
+  void cbsWarpLanes(CbsState &st);
+  void cbsWarpScheduler(CbsState &st, IRBuilder<> &B);
+  void cbsWarpIds(CbsState &st, IRBuilder<> &B, CbsRegion &R);
+  void cbsWarpRegionLoop(CbsState &st, IRBuilder<> &B, CbsRegion &R);
+  void cbsRecordExit(CbsState &st, IRBuilder<> &B, BasicBlock *e);
+  void cbsWarpLaneIds(CbsState &st, CbsRegion &R);
   bool cbsFinish(CbsState &st);
   bool lowerKernel(Function *K, KInfo &ki);
   void attachDebugInfo(Function *K, Function *NF, Function *WG);

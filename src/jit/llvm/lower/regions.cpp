@@ -54,18 +54,27 @@ void Lowering::cbsRegionEntries(CbsState &st) {
     origBlocks.push_back(&BB);
   regionEntry = {oldEntry};
   std::map<BasicBlock *, int> entryRegion = {{oldEntry, 0}};
-  for (BasicBlock *BB : origBlocks)
-    if (firstCallTo(BB, BM)) {
-      BasicBlock *S = BB->getSingleSuccessor();
-      auto it = entryRegion.find(S);
-      if (uniform && it != entryRegion.end()) {
-        barrierId[BB] = it->second;
-        continue;
+  if (st.warpMode)
+    st.groupEntries.insert(0);
+  // Warp barriers' regions first: the general scheduler runs the smallest pending region, so work-items
+  // at a group barrier wait there until those of other warps, in their own warp collectives (a shuffle
+  // loop with a trip count per warp), have caught up.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (BasicBlock *BB : origBlocks)
+      if (firstCallTo(BB, BM) && st.isWarpBarrierBlk(BB) == (pass == 0)) {
+        BasicBlock *S = BB->getSingleSuccessor();
+        auto it = entryRegion.find(S);
+        if (uniform && it != entryRegion.end()) {
+          barrierId[BB] = it->second;
+        } else {
+          barrierId[BB] = (int)regionEntry.size();
+          entryRegion[S] = (int)regionEntry.size();
+          regionEntry.push_back(S);
+        }
+        if (st.warpMode && !st.isWarpBarrierBlk(BB))
+          st.groupEntries.insert(barrierId[BB]);
       }
-      barrierId[BB] = (int)regionEntry.size();
-      entryRegion[S] = (int)regionEntry.size();
-      regionEntry.push_back(S);
-    }
+  }
   BasicBlock *NE = BasicBlock::Create(C, "cbs.entry", F, oldEntry);
   st.NE = NE;
   for (AllocaInst *AI : st.allocas) {
@@ -134,7 +143,9 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
   B.SetInsertPoint(sched);
   st.uniV = B.CreateLoad(I1Ty(), uni, "uni");
   st.SW = B.CreateSwitch(B.CreateLoad(I32, next), done);
-  if (uniform) {
+  if (st.warpMode) {
+    cbsWarpScheduler(st, B); // after a region: the warp's next one
+  } else if (uniform) {
     // after a region: straight to the next one
     B.SetInsertPoint(scanStart);
     B.CreateBr(sched);
@@ -182,7 +193,7 @@ void Lowering::cbsRegion(CbsState &st, IRBuilder<> &B, size_t k) {
   R.sfx = ".r" + std::to_string(k);
   R.set = cbsRegionBlocks(st, k);
   R.reach = &st.reach[st.regionEntry[k]];
-  R.once = st.uniform && on(T_ONCE_REGIONS) &&
+  R.once = st.uniform && !st.warpMode && on(T_ONCE_REGIONS) &&
            groupInvariant(R.set, st.div, st.divTerm, st.uniSlots, st.BM, st.EM);
   if (R.once)
     fired(T_ONCE_REGIONS);
@@ -192,6 +203,10 @@ void Lowering::cbsRegion(CbsState &st, IRBuilder<> &B, size_t k) {
   cbsUsePreloads(st, R);
   cbsEnterRegion(st, B, R);
   cbsLeaveRegion(st, R);
+  if (st.warpMode) { // (the transforms below assume a loop nest over the whole group)
+    cbsWarpLaneIds(st, R);
+    return;
+  }
   if (!runLoops.empty() && on(T_SHORT_RUNS)) // what narrowToGuards made, once the region loop is closed
     versionShortRuns(st.F);
   if (on(T_EQUALITY_SPLIT))
@@ -231,18 +246,35 @@ void Lowering::cbsRegionPrologue(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
   auto &uniPtr = st.uniPtr;
   BasicBlock *Pre = BasicBlock::Create(C, "cbs.preload" + R.sfx, st.F);
   R.Pre = Pre;
-  st.SW->addCase(cast<ConstantInt>(ConstantInt::get(I32, R.k)), Pre);
+  ConstantInt *id = cast<ConstantInt>(ConstantInt::get(I32, R.k));
+  if (!st.warpMode) {
+    st.SW->addCase(id, Pre);
+  } else {
+    // under warp lanes: entered by each warp from cbs.wsched, and a group-level region first by the group
+    st.WSW->addCase(id, Pre);
+    if (st.groupEntries.count(R.k)) {
+      BasicBlock *G = BasicBlock::Create(C, "cbs.group" + R.sfx, st.F);
+      st.SW->addCase(id, G);
+      B.SetInsertPoint(G);
+      B.CreateStore(id, st.wstart);
+      B.CreateStore(ConstantInt::get(I32, 0), st.wp);
+      B.CreateBr(st.whead);
+    }
+  }
   B.SetInsertPoint(Pre);
+  if (st.warpMode)
+    cbsWarpIds(st, B, R);
+  const std::vector<Value *> &slot = st.warpMode ? R.uniPtrW : uniPtr;
   std::vector<Value *> &preVal = R.preVal;
   preVal.assign(allocas.size(), nullptr);
   for (size_t j = 0; j < allocas.size(); ++j)
-    if (uniPtr[j]) {
-      preVal[j] = B.CreateLoad(allocas[j]->getAllocatedType(), uniPtr[j], "pre");
+    if (slot[j]) {
+      preVal[j] = B.CreateLoad(allocas[j]->getAllocatedType(), slot[j], "pre");
       if (st.pow2Slots.count(allocas[j]))
         pow2Vals.insert(preVal[j]);
     }
   if (st.uniform && R.reach->size() == 1)
-    B.CreateStore(ConstantInt::get(I32, cbsExitId(st, *R.reach->begin())), st.next);
+    cbsRecordExit(st, B, *R.reach->begin());
 }
 
 
@@ -263,6 +295,10 @@ void Lowering::cbsRegionLoops(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
   ValueToValueMapTy &VM = R.VM;
   BasicBlock *Pre = R.Pre;
   Value *gsx = X(o, F, E_GSX), *gsy = X(o, F, E_GSY), *gsz = X(o, F, E_GSZ);
+  if (st.warpMode) {
+    cbsWarpRegionLoop(st, B, R);
+    return;
+  }
   if (R.once) {
     // every instruction is group-invariant: run it once for the group (as work-item 0)
     Value *z0 = ConstantInt::get(I32, 0);
@@ -426,7 +462,8 @@ void Lowering::cbsEnterRegion(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
       for (Instruction &I : *NB)
         addAccessGroup(I, AG);
   BasicBlock *RE = cast<BasicBlock>(R.VM[st.regionEntry[R.k]]);
-  if (uniform && !once && on(T_HOIST_SLOT_STORES))
+  bool warpMode = st.warpMode;
+  if (uniform && !once && !warpMode && on(T_HOIST_SLOT_STORES))
     hoistSlotStores(RE, Pre, NE, std::set<Value *>(uniPtr.begin(), uniPtr.end()), clones);
   auto leavesRegion = [&](BasicBlock *Sc) {
     auto it = origOf.find(Sc);
@@ -436,7 +473,7 @@ void Lowering::cbsEnterRegion(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
     return barrierId.count(Ob) || firstCallTo(Ob, EM) || isa<ReturnInst>(&*Sc->getFirstNonPHIIt());
   };
   runLoops.clear(); // (what narrowToGuards adds is versioned once the region loop is closed)
-  if (uniform && !once && R.reach->size() == 1 && on(T_NARROW_GUARDS))
+  if (uniform && !once && !warpMode && R.reach->size() == 1 && on(T_NARROW_GUARDS))
     narrowToGuards(
         RE, leavesRegion, {Pre, NE}, Pre, {R.lx, R.ly, R.lz}, {R.inX, R.inY, R.inZ},
         {X(o, F, E_GSX), X(o, F, E_GSY), X(o, F, E_GSZ)}, {R.Hy, R.Hz, Pre});
@@ -444,7 +481,7 @@ void Lowering::cbsEnterRegion(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
     B.CreateBr(RE);
   } else if (uniform) {
     B.CreateBr(RE);
-    if (on(T_SPECULATE_SHARED_STORES))
+    if (!warpMode && on(T_SPECULATE_SHARED_STORES))
       speculateSharedStores(F, clones, AG, leavesRegion); // (needs the region reachable)
   } else {
     // Convergent case (every work-item waits here): no per-item check. Only worth the duplicated
@@ -469,13 +506,14 @@ void Lowering::cbsLeaveRegion(CbsState &st, CbsRegion &R) {
   auto &clones = R.clones;
   const std::set<BasicBlock *> &regionReach = *R.reach;
   BasicBlock *after = R.once ? st.sched : R.L;
-  auto leave = [&](BasicBlock *NB, int id) {
+  // e: the barrier block left through, or nullptr (the exit)
+  auto leave = [&](BasicBlock *NB, BasicBlock *e) {
     IRBuilder<> B2(NB);
     if (uniform) {
       if (regionReach.size() != 1)
-        B2.CreateStore(ConstantInt::get(I32, id), st.next);
+        cbsRecordExit(st, B2, e);
     } else {
-      addAccessGroup(*B2.CreateStore(ConstantInt::get(I32, id), R.myResume), R.AG);
+      addAccessGroup(*B2.CreateStore(ConstantInt::get(I32, cbsExitId(st, e)), R.myResume), R.AG);
     }
     B2.CreateBr(after);
   };
@@ -484,14 +522,14 @@ void Lowering::cbsLeaveRegion(CbsState &st, CbsRegion &R) {
     if (barrierId.count(set[c])) {
       NB->getTerminator()->eraseFromParent();
       NB->front().eraseFromParent();
-      leave(NB, barrierId[set[c]]);
+      leave(NB, set[c]);
     } else if (firstCallTo(NB, st.EM)) {
       while (!NB->empty())
         NB->back().eraseFromParent();
-      leave(NB, RESUME_EXIT);
+      leave(NB, nullptr);
     } else if (isa<ReturnInst>(NB->getTerminator())) {
       NB->getTerminator()->eraseFromParent();
-      leave(NB, RESUME_EXIT);
+      leave(NB, nullptr);
     }
   }
 }
@@ -515,6 +553,9 @@ bool Lowering::cbsFinish(CbsState &st) {
         if (CI->getCalledFunction() && (CI->getCalledFunction() == BM || CI->getCalledFunction() == EM))
           return fail("internal: unsplit barrier marker");
   removeUnreachableBlocks(*F);
+  for (BasicBlock &BB : *F) // (what only ol-warp-lanes reads)
+    for (Instruction &I : BB)
+      I.setMetadata(kLanesInMD, nullptr);
   return true;
 }
 

@@ -10,17 +10,171 @@ namespace ol_rs::lower {
 // atomics, non-intrinsic calls; propagated through operands, loads from divergent addresses, PHIs at
 // joins of divergent branches (blocks reachable from the branch before its immediate post-dominator)
 // and values leaving loops with a divergent exit.
-std::set<Value *> Lowering::divergentValues(Function *F) {
+//
+// With laneWidth W (ol-warp-lanes: a specialisation whose group size's x is a multiple of W, so that a
+// warp's W work-items are consecutive x ids of one row): the values that may differ between the lanes
+// of one warp. Then only the x and flat ids are seeds, and a warp's "lane values" (b + lane, b the same
+// multiple of W for the warp's lanes, lane its lane id: the x and flat ids themselves, and what adds,
+// ors, casts or freezes a multiple of W to them, or keeps their low bits with `urem kW` / `and 2^k - 1`, 2^k >= W)
+// become warp-uniform through the operations that drop the lane: `udiv kW`, `lshr k` (2^k >= W), `and m`
+// (m's low log2 W bits clear), the difference of two lane values, and comparisons with a multiple of W
+// (`ult c` / `uge c` with W | c, `ule c` / `ugt c` with W | c + 1).
+std::set<Value *> Lowering::divergentValues(Function *F, unsigned laneWidth) {
   unsigned o = F->arg_size() - E_COUNT;
+  const uint64_t W = laneWidth;
   std::set<Value *> div;
-  for (int e : {E_LX, E_LY, E_LZ, E_LWI})
-    div.insert(F->getArg(o + e));
+  if (W)
+    for (int e : {E_LX, E_LWI})
+      div.insert(F->getArg(o + e));
+  else
+    for (int e : {E_LX, E_LY, E_LZ, E_LWI})
+      div.insert(F->getArg(o + e));
   DominatorTree DT(*F);
   LoopInfo LI(DT);
   PostDominatorTree PDT(*F);
   auto isDiv = [&](Value *v) { return div.count(v) != 0; };
+  // a constant, or in a specialisation the group size
+  auto valueOf = [&](Value *v, uint64_t &c) {
+    if (auto *CI = dyn_cast<ConstantInt>(v)) {
+      if (CI->getBitWidth() > 64)
+        return false;
+      c = CI->getZExtValue();
+      return true;
+    }
+    if (int d = specKernel.empty() ? -1 : groupSizeDim(F, v); d >= 0) { // (an argument, or amdgcn's load)
+      c = specGs[d];
+      return true;
+    }
+    if (auto *I = dyn_cast<Instruction>(v); I && W && I->getMetadata(kLanesInMD)) {
+      c = W; // (a warp's number of lanes: W, the group being whole warps)
+      return true;
+    }
+    return false;
+  };
+  // 1 or 0 where an unsigned comparison with a known value has a known result (a source lane's bound)
+  auto knownCond = [&](Value *cond) -> int {
+    auto *Cmp = dyn_cast<ICmpInst>(cond);
+    uint64_t k;
+    if (!W || !Cmp || !valueOf(Cmp->getOperand(1), k) || Cmp->getOperand(0)->getType()->getIntegerBitWidth() > 64)
+      return -1;
+    KnownBits kb = computeKnownBits(Cmp->getOperand(0), DL);
+    uint64_t mx = kb.getMaxValue().getZExtValue(), mn = kb.getMinValue().getZExtValue();
+    switch (Cmp->getPredicate()) {
+    case CmpInst::ICMP_ULT:
+      return mx < k ? 1 : mn >= k ? 0 : -1;
+    case CmpInst::ICMP_UGE:
+      return mn >= k ? 1 : mx < k ? 0 : -1;
+    default:
+      return -1;
+    }
+  };
+  // warp-uniform and a multiple of W
+  std::function<bool(Value *, int)> aligned = [&](Value *v, int depth) -> bool {
+    uint64_t c;
+    if (valueOf(v, c))
+      return c % W == 0;
+    if (isDiv(v) || depth > 6)
+      return false;
+    auto *I = dyn_cast<Instruction>(v);
+    if (!I)
+      return false;
+    switch (I->getOpcode()) {
+    case Instruction::Mul:
+    case Instruction::And:
+      return aligned(I->getOperand(0), depth + 1) || aligned(I->getOperand(1), depth + 1);
+    case Instruction::Shl:
+      return aligned(I->getOperand(0), depth + 1) ||
+             (valueOf(I->getOperand(1), c) && c < 64 && (uint64_t(1) << c) % W == 0);
+    case Instruction::Add:
+    case Instruction::Sub:
+    case Instruction::Or:
+      return aligned(I->getOperand(0), depth + 1) && aligned(I->getOperand(1), depth + 1);
+    case Instruction::ZExt:
+    case Instruction::Freeze:
+      return aligned(I->getOperand(0), depth + 1);
+    default:
+      return false;
+    }
+  };
+  std::set<Value *> lane; // the lane values, recomputed in each round (they depend on `div`)
+  auto isLane = [&](Value *v) { return lane.count(v) != 0; };
+  auto laneValue = [&](Instruction *I) {
+    uint64_t c;
+    switch (I->getOpcode()) {
+    case Instruction::ZExt:
+    case Instruction::Freeze:
+      return isLane(I->getOperand(0));
+    case Instruction::Trunc:
+      return isLane(I->getOperand(0)) && I->getType()->getIntegerBitWidth() >= 32;
+    case Instruction::Add:
+    case Instruction::Or:
+      return (isLane(I->getOperand(0)) && aligned(I->getOperand(1), 0)) ||
+             (isLane(I->getOperand(1)) && aligned(I->getOperand(0), 0));
+    case Instruction::URem:
+      return isLane(I->getOperand(0)) && valueOf(I->getOperand(1), c) && c && c % W == 0;
+    case Instruction::And:
+      return isLane(I->getOperand(0)) && valueOf(I->getOperand(1), c) && isPowerOf2_64(c + 1) && c + 1 >= W;
+    default:
+      return false;
+    }
+  };
+  // an instruction that drops the lane of a lane value: warp-uniform where its other operands are
+  auto dropsLane = [&](Instruction *I) {
+    uint64_t c;
+    if (!isa<BinaryOperator>(I) && !isa<ICmpInst>(I))
+      return false;
+    Value *a = I->getOperand(0), *b = I->getOperand(1);
+    CmpInst::Predicate pred = CmpInst::BAD_ICMP_PREDICATE;
+    if (auto *Cmp = dyn_cast<ICmpInst>(I))
+      pred = Cmp->getPredicate();
+    if (!isLane(a) && isLane(b) && (I->getOpcode() == Instruction::And || isa<ICmpInst>(I))) {
+      std::swap(a, b);
+      if (isa<ICmpInst>(I))
+        pred = CmpInst::getSwappedPredicate(pred);
+    }
+    if (!isLane(a))
+      return false;
+    switch (I->getOpcode()) {
+    case Instruction::UDiv:
+      return valueOf(b, c) && c && c % W == 0;
+    case Instruction::LShr:
+      return valueOf(b, c) && c < 64 && (uint64_t(1) << c) % W == 0;
+    case Instruction::And:
+      return valueOf(b, c) && (c & (W - 1)) == 0;
+    case Instruction::Sub:
+      return isLane(b);
+    case Instruction::ICmp: {
+      if (!valueOf(b, c))
+        return false;
+      switch (pred) {
+      case CmpInst::ICMP_ULT:
+      case CmpInst::ICMP_UGE:
+        return c % W == 0;
+      case CmpInst::ICMP_ULE:
+      case CmpInst::ICMP_UGT:
+        return (c + 1) % W == 0;
+      default:
+        return false;
+      }
+    }
+    default:
+      return false;
+    }
+  };
   for (bool changed = true; changed;) {
     changed = false;
+    if (W) {
+      lane = {F->getArg(o + E_LX), F->getArg(o + E_LWI)};
+      for (bool more = true; more;) {
+        more = false;
+        for (BasicBlock &BB : *F)
+          for (Instruction &I : BB)
+            if (I.getType()->isIntegerTy() && !isLane(&I) && laneValue(&I)) {
+              lane.insert(&I);
+              more = true;
+            }
+      }
+    }
     // join blocks of divergent branches
     std::set<BasicBlock *> joins;
     for (BasicBlock &BB : *F) {
@@ -54,7 +208,9 @@ std::set<Value *> Lowering::divergentValues(Function *F) {
           continue;
         bool d = false;
         auto *LdI = dyn_cast<LoadInst>(&I);
-        if (isa<AllocaInst>(&I) || isa<AtomicRMWInst>(&I) || isa<AtomicCmpXchgInst>(&I) ||
+        if (W && dropsLane(&I)) {
+          d = false;
+        } else if (isa<AllocaInst>(&I) || isa<AtomicRMWInst>(&I) || isa<AtomicCmpXchgInst>(&I) ||
             (LdI && (LdI->isAtomic() || LdI->isVolatile()))) {
           d = true;
         } else if (auto *CB = dyn_cast<CallBase>(&I)) {
@@ -68,6 +224,8 @@ std::set<Value *> Lowering::divergentValues(Function *F) {
           d = joins.count(&BB) != 0;
           for (Value *V : PN->incoming_values())
             d = d || isDiv(V);
+        } else if (auto *Sel = dyn_cast<SelectInst>(&I); Sel && knownCond(Sel->getCondition()) >= 0) {
+          d = isDiv(knownCond(Sel->getCondition()) ? Sel->getTrueValue() : Sel->getFalseValue());
         } else {
           for (Value *Op : I.operands())
             d = d || isDiv(Op);
@@ -97,6 +255,25 @@ std::set<Value *> Lowering::divergentValues(Function *F) {
       }
   }
   return div;
+}
+
+
+// The terminators of F whose successor choice may differ where `div` says so.
+std::set<Instruction *> Lowering::divergentTerms(Function *F, const std::set<Value *> &div) {
+  std::set<Instruction *> divTerm;
+  for (BasicBlock &BB : *F) {
+    Instruction *T = BB.getTerminator();
+    if (auto *BI = dyn_cast<BranchInst>(T)) {
+      if (BI->isConditional() && div.count(BI->getCondition()))
+        divTerm.insert(T);
+    } else if (auto *SI = dyn_cast<SwitchInst>(T)) {
+      if (div.count(SI->getCondition()))
+        divTerm.insert(T);
+    } else if (!isa<ReturnInst>(T) && !isa<UnreachableInst>(T)) {
+      divTerm.insert(T);
+    }
+  }
+  return divTerm;
 }
 
 

@@ -1,0 +1,216 @@
+// ol-warp-lanes: warps scheduled on their own between group barriers, so that the barriers of a warp
+// collective (a shuffle's, a ballot's exchange through scratch, tagged kWarpBarrierMD by emitExchange)
+// only split a warp's W-lane loop, not the group's, and a branch that is the same for the lanes of a
+// warp but not for the group (`if (t < lanes)` around the shuffles of the warps' totals) no longer
+// sends the kernel to the general scheduler.
+//
+// The schedule (cbsWarpScheduler): at a group-level region (the kernel entry, a group barrier's
+// successor: st.groupEntries) every warp wp = 0 .. nwarps-1 in turn runs from that region through the
+// regions its warp barriers lead to (`wnext`, switched on in cbs.wsched), each region an x loop over the
+// warp's W lanes (cbsWarpRegionLoop, parallel like every region loop), until it reaches a group barrier
+// or the exit (cbsRecordExit: `next` for the group, `wnext` = WARP_LEAVE); then the next warp; after
+// the last, the group goes on at `next`.
+//
+// Why it is legal (cbsWarpLanes checks it): a branch whose direction may differ between the lanes of a
+// warp (divergentValues with the warp's width) reaches at most one barrier or exit, so all lanes of a
+// warp leave a region through the same barrier; a branch that may differ between the group's
+// work-items reaches at most one group barrier or exit, warp barriers crossed, so all warps reach the
+// same group barriers in the same order. Between two group barriers GPU code may not rely on any order
+// of its warps. Values the same for a warp's lanes live in one slot per warp (CbsRegion::uniPtrW).
+// It needs a specialisation whose group size's x is a multiple of W (a warp is W consecutive x ids of
+// one row, its first x id xw a multiple of W): then the lane id and a warp's number of lanes are known
+// in the region loop (cbsWarpLaneIds: `lx - xw`, and W).
+#include "lowering.h"
+
+namespace ol_rs::lower {
+
+
+// Step 2b, first (takes st.div, st.divTerm, the isolated markers; gives st.warpMode and, when set,
+// st.uniform, st.reach, and the warp-level st.div and st.divTerm): whether the kernel runs warp by warp.
+void Lowering::cbsWarpLanes(CbsState &st) {
+  Function *F = st.F;
+  if (!on(T_WARP_LANES) || !on(T_UNIFORM_BARRIERS) || specKernel.empty() || warp < 2 || !isPowerOf2_32(warp) ||
+      specGs[0] % warp != 0)
+    return;
+  unsigned warpBarriers = 0;
+  for (BasicBlock &BB : *F)
+    warpBarriers += st.isWarpBarrierBlk(&BB);
+  if (!warpBarriers)
+    return;
+  std::set<Value *> wdiv = divergentValues(F, warp);
+  std::set<Instruction *> wdivTerm = divergentTerms(F, wdiv);
+  cbsComputeReach(st);
+  for (BasicBlock &BB : *F)
+    if (!st.isBarrierBlk(&BB) && !st.isExitBlk(&BB) && wdivTerm.count(BB.getTerminator()) && st.reach[&BB].size() > 1)
+      return;
+  // the group barriers (nullptr = exit) reachable without crossing one, warp barriers crossed
+  std::map<BasicBlock *, std::set<BasicBlock *>> greach;
+  auto isGroupBarrier = [&](BasicBlock *BB) { return st.isBarrierBlk(BB) && !st.isWarpBarrierBlk(BB); };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (BasicBlock &BB : *F) {
+      std::set<BasicBlock *> r;
+      if (isGroupBarrier(&BB))
+        r.insert(&BB);
+      else if (st.isExitBlk(&BB))
+        r.insert(nullptr);
+      else
+        for (BasicBlock *S : successors(&BB)) {
+          auto it = greach.find(S);
+          if (it != greach.end())
+            r.insert(it->second.begin(), it->second.end());
+        }
+      std::set<BasicBlock *> &cur = greach[&BB];
+      if (r != cur) {
+        cur = std::move(r);
+        changed = true;
+      }
+    }
+  }
+  for (BasicBlock &BB : *F)
+    if (!isGroupBarrier(&BB) && !st.isExitBlk(&BB) && st.divTerm.count(BB.getTerminator()) && greach[&BB].size() > 1)
+      return;
+  st.warpMode = true;
+  st.uniform = true;
+  st.div = std::move(wdiv);
+  st.divTerm = std::move(wdivTerm);
+  fired(T_WARP_LANES, warpBarriers);
+}
+
+
+// Step 5, scheduler (takes st.NE, st.sched, st.scanStart; gives st.wnext, st.wstart, st.wp, st.whead,
+// st.wsched, st.WSW): the warp loop. A group-level region's case of cbs.sched (cbsRegionPrologue) sets
+// wstart and wp = 0 and goes to cbs.whead, which runs warp wp from wstart (cbs.wbody) or, after the last
+// warp, goes back to cbs.sched; cbs.wsched runs the region `wnext` of the warp, its default (WARP_LEAVE)
+// the next warp. A region's loop ends at cbs.scan, which goes to cbs.wsched.
+void Lowering::cbsWarpScheduler(CbsState &st, IRBuilder<> &B) {
+  Function *F = st.F;
+  IRBuilder<> NB(st.NE->getTerminator());
+  st.wnext = NB.CreateAlloca(I32, nullptr, "cbs.wnext");
+  st.wstart = NB.CreateAlloca(I32, nullptr, "cbs.wstart");
+  st.wp = NB.CreateAlloca(I32, nullptr, "cbs.wp");
+  Value *nwarps = NB.CreateUDiv(NB.CreateTrunc(st.nwi64, I32), ConstantInt::get(I32, warp), "cbs.nwarps");
+  st.whead = BasicBlock::Create(C, "cbs.whead", F);
+  BasicBlock *wbody = BasicBlock::Create(C, "cbs.wbody", F);
+  st.wsched = BasicBlock::Create(C, "cbs.wsched", F);
+  BasicBlock *wnextwarp = BasicBlock::Create(C, "cbs.wnextwarp", F);
+  B.SetInsertPoint(st.whead);
+  Value *wp = B.CreateLoad(I32, st.wp, "wp");
+  B.CreateCondBr(B.CreateICmpULT(wp, nwarps), wbody, st.sched);
+  B.SetInsertPoint(wbody);
+  B.CreateStore(B.CreateLoad(I32, st.wstart), st.wnext);
+  B.CreateBr(st.wsched);
+  B.SetInsertPoint(st.wsched);
+  st.WSW = B.CreateSwitch(B.CreateLoad(I32, st.wnext), wnextwarp);
+  B.SetInsertPoint(wnextwarp);
+  B.CreateStore(B.CreateAdd(B.CreateLoad(I32, st.wp), ConstantInt::get(I32, 1), "", true, true), st.wp);
+  B.CreateBr(st.whead);
+  B.SetInsertPoint(st.scanStart);
+  B.CreateBr(st.wsched);
+}
+
+
+// Step 5, region prologue (takes st.wp, the layout; gives R.xw, R.wrow, R.wy, R.wz, R.uniPtrW; B at Pre):
+// where warp wp's lanes are: its first flat id wp * W, as x id xw (a multiple of W), y, z, and the flat id
+// of its row's first work-item; its copies of the shared slots. The warp number is read through an empty
+// asm, so that LLVM computes each region's addresses in its own prologue, not all of them in cbs.wbody
+// (where every region's would be live through every other's).
+void Lowering::cbsWarpIds(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
+  Function *F = st.F;
+  unsigned o = st.o;
+  InlineAsm *keep = InlineAsm::get(FunctionType::get(I32, {I32}, false), "", "=r,0", /*hasSideEffects=*/true);
+  Value *wp = B.CreateCall(keep, {B.CreateLoad(I32, st.wp)}, "wp" + R.sfx);
+  Value *flat = B.CreateMul(wp, ConstantInt::get(I32, warp), "", true, true);
+  Value *gsx = X(o, F, E_GSX), *gsy = X(o, F, E_GSY);
+  R.xw = B.CreateURem(flat, gsx, "xw" + R.sfx);
+  Value *rest = B.CreateUDiv(flat, gsx);
+  R.wy = B.CreateURem(rest, gsy, "wy" + R.sfx);
+  R.wz = B.CreateUDiv(rest, gsy, "wz" + R.sfx);
+  R.wrow = B.CreateSub(flat, R.xw, "wrow" + R.sfx, true, true);
+  Value *wp64 = B.CreateZExt(wp, I64);
+  R.uniPtrW.assign(st.allocas.size(), nullptr);
+  for (size_t j = 0; j < st.allocas.size(); ++j)
+    if (st.uniPtr[j])
+      R.uniPtrW[j] = B.CreateGEP(I8, st.uniPtr[j], B.CreateMul(wp64, ConstantInt::get(I64, st.sizes[j])), "cbs.wslot");
+}
+
+
+// Step 5, region loops (takes R.Pre, R.xw, R.wrow, R.wy, R.wz, R.uniPtrW; gives R.VM's slot and id
+// mappings, R.lx, R.inX, R.P, R.L, R.AG; B at the end of R.P): one x loop over the warp's lanes
+// xw .. xw + W - 1, marked parallel, leaving to cbs.scan.
+void Lowering::cbsWarpRegionLoop(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
+  Function *F = st.F;
+  unsigned o = st.o;
+  BasicBlock *H = BasicBlock::Create(C, "cbs.hx" + R.sfx, F);
+  R.P = BasicBlock::Create(C, "cbs.pre" + R.sfx, F);
+  R.L = BasicBlock::Create(C, "cbs.latch" + R.sfx, F);
+  Value *end = B.CreateAdd(R.xw, ConstantInt::get(I32, warp), "", true, true);
+  B.CreateBr(H);
+  B.SetInsertPoint(H);
+  R.lx = B.CreatePHI(I32, 2, "lx" + R.sfx);
+  R.lx->addIncoming(R.xw, R.Pre);
+  R.inX = cast<ICmpInst>(B.CreateICmpULT(R.lx, end));
+  B.CreateCondBr(R.inX, R.P, st.scanStart);
+  B.SetInsertPoint(R.L);
+  R.lx->addIncoming(B.CreateAdd(R.lx, ConstantInt::get(I32, 1), "", true, true), R.L);
+  R.AG = newAccessGroup();
+  markParallelLoop(B.CreateBr(H), R.AG, /*noInterleave=*/true);
+  B.SetInsertPoint(R.P);
+  R.wi = B.CreateAdd(R.wrow, R.lx, "wi" + R.sfx, true, true);
+  Value *wi64 = B.CreateZExt(R.wi, I64);
+  for (size_t j = 0; j < st.allocas.size(); ++j) {
+    if (R.uniPtrW[j]) {
+      R.VM[st.allocas[j]] = R.uniPtrW[j];
+      continue;
+    }
+    Value *base = B.CreateMul(st.nwi64, ConstantInt::get(I64, st.offs[j]));
+    R.VM[st.allocas[j]] =
+        B.CreateGEP(I8, st.scratch, B.CreateAdd(base, B.CreateMul(wi64, ConstantInt::get(I64, st.sizes[j]))));
+  }
+  R.VM[X(o, F, E_LX)] = R.lx;
+  R.VM[X(o, F, E_LY)] = R.wy;
+  R.VM[X(o, F, E_LZ)] = R.wz;
+  R.VM[X(o, F, E_LWI)] = R.wi;
+  R.VM[st.scratch] = st.xchg;
+}
+
+
+// Where the work-items leaving through exit block `e` (a barrier block, or nullptr = exit) go on: under
+// warp lanes a warp barrier's region for the warp (`wnext`), otherwise `next` for the group (and the
+// warp has finished its part).
+void Lowering::cbsRecordExit(CbsState &st, IRBuilder<> &B, BasicBlock *e) {
+  if (st.warpMode && e && st.isWarpBarrierBlk(e)) {
+    B.CreateStore(ConstantInt::get(I32, cbsExitId(st, e)), st.wnext);
+    return;
+  }
+  B.CreateStore(ConstantInt::get(I32, cbsExitId(st, e)), st.next);
+  if (st.warpMode)
+    B.CreateStore(ConstantInt::get(I32, WARP_LEAVE), st.wnext);
+}
+
+
+// Step 5, region, last under warp lanes (takes R.clones, R.lx, R.xw, R.wi; changes the clones): the lane
+// id (`urem` or `and` of the x or flat id by W) is lx - xw, and a warp's number of lanes (kLanesInMD) W.
+void Lowering::cbsWarpLaneIds(CbsState &, CbsRegion &R) {
+  Value *wi = R.wi;
+  for (BasicBlock *NB : R.clones)
+    for (Instruction &I : make_early_inc_range(*NB)) {
+      if (I.getMetadata(kLanesInMD)) {
+        I.replaceAllUsesWith(ConstantInt::get(I.getType(), warp));
+        I.eraseFromParent();
+        continue;
+      }
+      auto *BO = dyn_cast<BinaryOperator>(&I);
+      if (!BO || !BO->getType()->isIntegerTy(32) || (BO->getOperand(0) != R.lx && BO->getOperand(0) != wi))
+        continue;
+      auto *c = dyn_cast<ConstantInt>(BO->getOperand(1));
+      if (!c || !((BO->getOpcode() == Instruction::URem && c->getZExtValue() == warp) ||
+                  (BO->getOpcode() == Instruction::And && c->getZExtValue() == warp - 1)))
+        continue;
+      IRBuilder<> B(BO);
+      BO->replaceAllUsesWith(B.CreateSub(R.lx, R.xw, "lane" + R.sfx, true, true));
+      BO->eraseFromParent();
+    }
+}
+
+} // namespace ol_rs::lower

@@ -2495,6 +2495,9 @@ fn each_transform_fires_where_it_is_meant_to_and_not_elsewhere() {
     const TILES: &str = "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float acc = 0.0f; for (uint32_t b = 0; b < n; b += 256) { s[T] = in[b + T]; __gpu_sync_threads(); for (uint32_t j = 0; j < 256; ++j) acc += s[j] * (float)(j + T); __gpu_sync_threads(); } o[G] = acc; }";
     // a block-stride loop (every work-item from its id, by the group size) between barriers
     const STRIDED: &str = "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float m = 0.0f; for (uint32_t j = T; j < n; j += N) m += in[__gpu_block_id_x() * n + j]; s[T] = m; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }";
+    // xor-butterfly shuffles in each warp, then in the first warp only (`T < w`: a branch that differs
+    // between warps, not between a warp's lanes)
+    const WSHFL: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float p[64]; uint32_t l = __gpu_lane_id(), w = __gpu_num_lanes(); float v = in[G]; for (uint32_t d = w / 2; d > 0; d >>= 1) v += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ d, v, w); if (l == 0) p[T / w] = v; __gpu_sync_threads(); if (T < w) { float s = T < N / w ? p[T] : 0.0f; for (uint32_t d = w / 2; d > 0; d >>= 1) s += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ d, s, w); if (T == 0) o[__gpu_block_id_x()] = s; } }";
     // (transform, fires, kernel source (kernel `k`), specialised at this group size)
     let cases: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
         (
@@ -2644,6 +2647,18 @@ fn each_transform_fires_where_it_is_meant_to_and_not_elsewhere() {
             "__gpu_kernel void k(float *o, const float *in) { o[G] = in[__gpu_block_id_x() * N + (T + 1) % 7]; }",
             Some([64, 1, 1]),
         ),
+        ("ol-warp-lanes", true, WSHFL, Some([64, 1, 1])),
+        ("ol-warp-lanes", true, WSHFL, Some([128, 1, 1])),
+        // (not whole warps in a row; the generic kernel; a shuffle under a branch that differs between a
+        // warp's lanes and reaches a group barrier too)
+        ("ol-warp-lanes", false, WSHFL, Some([48, 1, 1])),
+        ("ol-warp-lanes", false, WSHFL, None),
+        (
+            "ol-warp-lanes",
+            false,
+            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float p[256]; float v = in[G]; if (in[G] > 0.0f) v = __gpu_shuffle_idx_f32(__gpu_lane_mask(), 0, v, 32); p[T] = v; __gpu_sync_threads(); o[G] = p[N - 1 - T]; }",
+            Some([64, 1, 1]),
+        ),
     ];
     let mut bad = Vec::new();
     for (name, fires, src, spec) in cases {
@@ -2693,10 +2708,10 @@ fn the_suite_kernels_get_their_transforms() {
         ("stencil", [16, 16, 1], &["ol-narrow-guards", "ol-equality-split"]),
         ("transpose", [16, 16, 1], &["ol-uniform-barriers", "ol-narrow-guards"]),
         ("nbody", [256, 1, 1], &["ol-uniform-barriers", "ol-implicit-loop-barriers", "ol-unswitch-region-exit"]),
-        // (their warp exchanges sit under branches that differ between warps: not uniform barriers)
-        ("wreduce", [256, 1, 1], &["ol-scope-slots"]),
-        ("wscan", [256, 1, 1], &["ol-scope-slots"]),
-        ("compact", [256, 1, 1], &["ol-uniform-barriers", "ol-equality-split"]),
+        // (their warp exchanges sit under branches that differ between warps, not between a warp's lanes)
+        ("wreduce", [256, 1, 1], &["ol-warp-lanes"]),
+        ("wscan", [256, 1, 1], &["ol-warp-lanes"]),
+        ("compact", [256, 1, 1], &["ol-warp-lanes"]),
         (
             "softmax",
             [256, 1, 1],

@@ -7,7 +7,10 @@
 // Our passes (names usable in a pipeline string, e.g. `function(ol-hoist-invariant-divisions)`):
 //   ol-hoist-invariant-divisions   src/jit/llvm/workarounds/hoist_invariant_divisions.cpp (LLVM 22.1 LoopVectorize
 //                                  miscompile of predicated loop-invariant divisions); with
-//                                  OL_RS_HOOK_HOIST_DIVISIONS also at VectorizerStart of `default<On>`.
+//                                  OL_RS_HOOK_VECTORISER_WORKAROUNDS also at VectorizerStart of `default<On>`.
+//   ol-opaque-wrapping-masks       src/jit/llvm/workarounds/opaque_wrapping_masks.cpp (LLVM 22.1 LoopVectorize
+//                                  miscompile of masked induction variables that wrap); hooked in with
+//                                  the same flag, after ol-hoist-invariant-divisions.
 //   ol-stop-points                 src/jit/llvm/stop_points.cpp (OFFLOAD_RS_KERNEL_TIMEOUT: loops check now and
 //                                  then whether they must stop; run after the optimisation pipeline).
 #include "llvm-c/Core.h"
@@ -28,13 +31,13 @@
 
 #include "shim.h"
 #include "stop_points.h"
-#include "workarounds/hoist_invariant_divisions.h"
+#include "workarounds/workarounds.h"
 
 using namespace llvm;
 
 // Flags of ol_rs_jit_run_passes (must match `PassFlags` in src/jit/llvm/pipeline.rs).
 enum : uint32_t {
-  OL_RS_HOOK_HOIST_DIVISIONS = 1, // ol-hoist-invariant-divisions at VectorizerStart
+  OL_RS_HOOK_VECTORISER_WORKAROUNDS = 1, // ol-hoist-invariant-divisions, ol-opaque-wrapping-masks at VectorizerStart
 };
 
 // A vector variant of a scalar function the vectoriser may call (must match `VecFnAbi` in
@@ -123,15 +126,21 @@ extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, co
           FPM.addPass(ol_rs::HoistInvariantDivisionsPass());
           return true;
         }
+        if (name == "ol-opaque-wrapping-masks") {
+          FPM.addPass(ol_rs::OpaqueWrappingMasksPass());
+          return true;
+        }
         if (name == "ol-stop-points") {
           FPM.addPass(ol_rs::StopPointsPass());
           return true;
         }
         return false;
       });
-  if (flags & OL_RS_HOOK_HOIST_DIVISIONS)
-    PB.registerVectorizerStartEPCallback(
-        [](FunctionPassManager &FPM, OptimizationLevel) { FPM.addPass(ol_rs::HoistInvariantDivisionsPass()); });
+  if (flags & OL_RS_HOOK_VECTORISER_WORKAROUNDS)
+    PB.registerVectorizerStartEPCallback([](FunctionPassManager &FPM, OptimizationLevel) {
+      FPM.addPass(ol_rs::HoistInvariantDivisionsPass());
+      FPM.addPass(ol_rs::OpaqueWrappingMasksPass());
+    });
   LoopAnalysisManager LAM;
   FunctionAnalysisManager FAM;
   // The target library info, with the vector functions (registered before the default analyses, which

@@ -31,9 +31,11 @@ pub(crate) struct Workarounds(u32);
 /// cbindgen:ignore
 impl Workarounds {
     pub const NONE: Workarounds = Workarounds(0);
-    /// `ol-hoist-invariant-divisions` at VectorizerStart: LLVM 22.1's loop vectoriser predicates a
-    /// loop-invariant division by a non-constant and hands lane 0's (possibly poison) result to every lane
-    /// (src/jit/llvm/workarounds/hoist_invariant_divisions.cpp). Every CPU compile needs it.
+    /// `ol-hoist-invariant-divisions` and `ol-opaque-wrapping-masks` at VectorizerStart: LLVM 22.1's loop
+    /// vectoriser predicates a loop-invariant division by a non-constant and hands lane 0's (possibly
+    /// poison) result to every lane (src/jit/llvm/workarounds/hoist_invariant_divisions.cpp), and treats a
+    /// masked induction variable that wraps as consecutive
+    /// (src/jit/llvm/workarounds/opaque_wrapping_masks.cpp). Every CPU compile needs them.
     pub const CPU: Workarounds = Workarounds(1);
 }
 

@@ -27,7 +27,7 @@
 // Delete when the LLVM the JIT links no longer has the bug (the regression test
 // `predicated_invariant_division_feeding_a_gather` in src/jit/llvm/tests.rs runs the pattern for a
 // gather-capable CPU on any x86-64 machine).
-#include "hoist_invariant_divisions.h"
+#include "workarounds.h"
 
 #include "llvm/ADT/PostOrderIterator.h"
 #include "llvm/Analysis/LoopInfo.h"

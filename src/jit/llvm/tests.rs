@@ -2872,7 +2872,7 @@ fn warp_lanes_match_the_host() {
         let ng = (grid[0] * grid[1]) as usize;
         for block in [[64u32, 1, 1], [256, 1, 1], [64, 2, 1], [128, 2, 2], [32, 2, 1], [32, 4, 2]] {
             let nt = (block[0] * block[1] * block[2]) as usize;
-            if nt % w != 0 {
+            if !nt.is_multiple_of(w) {
                 continue;
             }
             let n = ng * nt;
@@ -2934,7 +2934,12 @@ fn warp_lanes_match_the_host() {
                             let mut o = vec![7u32; 4 * n];
                             let args = pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut o)]);
                             launch(kk, grid, block, &args, 0);
-                            assert_eq!(o, lib, "{ctx}");
+                            let bad = o.iter().zip(&lib).position(|(a, b)| a != b);
+                            assert!(
+                                bad.is_none(),
+                                "{ctx}: first difference at {bad:?} (item, output) of {n}: {:?}",
+                                bad.map(|i| (i / 4, i % 4, o[i], lib[i]))
+                            );
                         }
                         _ => {
                             let mut o = vec![7u32; n];

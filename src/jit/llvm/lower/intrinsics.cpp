@@ -146,6 +146,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
         if (Function *Callee = CI->getCalledFunction())
           if (isGpuIntrinsicName(Callee->getName()))
             calls.push_back(CI);
+  std::set<Value *> lowLanes; // mbcnt_lo(~0, 0)'s results
   for (CallInst *CI : calls) {
     StringRef n = CI->getCalledFunction()->getName();
     std::string name = n.str();
@@ -305,6 +306,17 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       Value *l = hi ? B.CreateSelect(B.CreateICmpULE(lane, ConstantInt::get(I32, 32)), ConstantInt::get(I32, 0),
                                      B.CreateSub(lane, ConstantInt::get(I32, 32)))
                     : B.CreateSelect(B.CreateICmpUGE(lane, ConstantInt::get(I32, 32)), ConstantInt::get(I32, 32), lane);
+      if (auto *mc = dyn_cast<ConstantInt>(mask); mc && mc->isMinusOne()) { // mbcnt(~0, acc): acc + the lanes below
+        if (hi && lowLanes.count(acc)) { // mbcnt_hi(~0, mbcnt_lo(~0, 0)): the lane id, as for the other targets
+          R = lane;
+          break;
+        }
+        auto *a0 = dyn_cast<ConstantInt>(acc);
+        R = a0 && a0->isZero() ? l : B.CreateAdd(acc, l);
+        if (!hi && a0 && a0->isZero())
+          lowLanes.insert(R);
+        break;
+      }
       Value *l64 = B.CreateZExt(l, I64);
       Value *below = B.CreateTrunc(B.CreateSub(B.CreateShl(ConstantInt::get(I64, 1), l64), ConstantInt::get(I64, 1)), I32);
       Function *pop = Intrinsic::getOrInsertDeclaration(&M, Intrinsic::ctpop, {I32});

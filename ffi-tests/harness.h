@@ -169,6 +169,8 @@ HARNESS_UNUSED static void harness_run(const char *name, void (*fn)(void)) {
   harness_cur_failures = 0;
   harness_cur_skipped = 0;
   fflush(stdout);
+  if (getenv("HARNESS_VERBOSE")) /* which test a hang is in (scripts/gpu-check.sh) */
+    fprintf(stderr, "---- %s\n", name);
   fn();
   if (harness_cur_failures) {
     harness_failed++;

@@ -319,6 +319,8 @@ static void program_and_symbols(void) {
   ol_symbol_handle_t s = NULL;
   ERR(OL_ERRC_NOT_FOUND, olGetSymbol(prog, "no_such_kernel", OL_SYMBOL_KIND_KERNEL, &s));
   ERR(OL_ERRC_NOT_FOUND, olGetSymbol(prog, "no_such_global", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &s));
+  // a kernel is not a global variable (NVIDIA's driver answers cuModuleGetGlobal for a kernel's name)
+  ERR(OL_ERRC_NOT_FOUND, olGetSymbol(prog, "saxpy", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &s));
   ol_symbol_handle_t g = NULL;
   OK(olGetSymbol(prog, "ctor_var", OL_SYMBOL_KIND_GLOBAL_VARIABLE, &g));
   REQUIRE(g);
@@ -955,6 +957,11 @@ static void fake_driver_clean(void) {
   CHECKF(s.unsupported_kernels == 0, "%lld launches the fake could not emulate", (long long)s.unsupported_kernels);
   CHECK(s.launches > 0 && s.host_fns > 0);
   CHECKF(s.ptxas_rejects == 0, "NVIDIA's ptxas rejected %lld modules", (long long)s.ptxas_rejects);
+  CHECKF(s.pageable_stalls == 0,
+         "%lld copies with pageable memory, or host to host, queued behind work (a hang on NVIDIA's driver)",
+         (long long)s.pageable_stalls);
+  CHECKF(s.implicit_sync_stalls == 0, "%lld frees while queued work waited (a hang on NVIDIA's driver)",
+         (long long)s.implicit_sync_stalls);
   const char *ptxas = getenv("FAKE_CUDA_PTXAS");
   if (ptxas && *ptxas) { /* set but empty is unset, as the fake driver reads it */
     CHECK(s.ptxas_runs > 0);

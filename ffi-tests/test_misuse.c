@@ -446,33 +446,58 @@ TEST(queued_copy_from_pageable_memory_takes_the_data_before_returning) {
 
 /* ---- issue 22: memory in a cgroup ----------------------------------------------------------------------- */
 
-/* The v1 memory cgroup directory of this process (from /proc/self/cgroup and /proc/self/mountinfo), or
- * false (v2-only machines: creating a child cgroup with its own limit needs a delegated subtree). */
-static bool memcg_v1_dir(char *out, size_t n) {
-  char line[1024], path[512] = "", mnt[512] = "";
+/* Where this test can make a cgroup with its own memory limit: v1's memory hierarchy (this process's own
+ * group; *v2 = false), or else v2's (*v2 = true): the parent of this process's group, whose children get the
+ * memory controller when this group has it (a child of this group would not: v2 lets a group with processes
+ * in it give controllers to its children only at the root), or the root group when this process is in it.
+ * From /proc/self/cgroup and /proc/self/mountinfo; false when neither exists or v2's group has no memory
+ * controller. */
+static bool memcg_parent_dir(char *out, size_t n, bool *v2) {
+  char line[1024], v1path[512] = "", v2path[512] = "", v1mnt[512] = "", v2mnt[512] = "";
   FILE *f = fopen("/proc/self/cgroup", "r");
   while (f && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
     char *c = strchr(line, ':'), *p = c ? strchr(c + 1, ':') : NULL;
-    if (p && strncmp(c + 1, "memory:", 7) == 0) {
-      snprintf(path, sizeof path, "%s", p + 1);
-      path[strcspn(path, "\n")] = 0;
-    }
+    if (p && strncmp(c + 1, "memory:", 7) == 0)
+      snprintf(v1path, sizeof v1path, "%s", p + 1);
+    if (p && strncmp(line, "0::", 3) == 0)
+      snprintf(v2path, sizeof v2path, "%s", p + 1);
   }
   if (f)
     fclose(f);
   f = fopen("/proc/self/mountinfo", "r");
   while (f && fgets(line, sizeof line, f)) {
     char root[512], point[512];
+    if (sscanf(line, "%*s %*s %*s %511s %511s", root, point) != 2 || strcmp(root, "/") != 0)
+      continue;
     char *dash = strstr(line, " - cgroup ");
-    if (dash && strstr(dash, "memory") && sscanf(line, "%*s %*s %*s %511s %511s", root, point) == 2 &&
-        strcmp(root, "/") == 0)
-      snprintf(mnt, sizeof mnt, "%s", point);
+    if (dash && strstr(dash, "memory"))
+      snprintf(v1mnt, sizeof v1mnt, "%s", point);
+    if (strstr(line, " - cgroup2 "))
+      snprintf(v2mnt, sizeof v2mnt, "%s", point);
   }
   if (f)
     fclose(f);
-  if (!path[0] || !mnt[0])
+  if (v1path[0] && v1mnt[0]) {
+    *v2 = false;
+    snprintf(out, n, "%s%s", v1mnt, v1path);
+    return true;
+  }
+  if (!v2path[0] || !v2mnt[0])
     return false;
-  snprintf(out, n, "%s%s", mnt, path);
+  char own[1100], ctl[1200], have[256] = "";
+  snprintf(own, sizeof own, "%s%s", v2mnt, strcmp(v2path, "/") == 0 ? "" : v2path);
+  snprintf(ctl, sizeof ctl, "%s/cgroup.controllers", own);
+  f = fopen(ctl, "r");
+  bool mem = f && fgets(have, sizeof have, f) && strstr(have, "memory");
+  if (f)
+    fclose(f);
+  if (!mem)
+    return false;
+  if (strcmp(v2path, "/") != 0)
+    *strrchr(own, '/') = 0; /* the parent */
+  *v2 = true;
+  snprintf(out, n, "%s", own[0] ? own : "/");
   return true;
 }
 
@@ -563,14 +588,20 @@ TEST(memory_cgroup_job_with_half_its_limit_live_is_not_oom_killed) {
   if (getenv("OFFLOAD_RS_TESTS_SMALL"))
     SKIP("gigabytes of memset under valgrind");
   char dir[1024], cg[1100], self[1024];
-  if (geteuid() != 0 || !memcg_v1_dir(dir, sizeof dir))
-    SKIP("cannot create a memory cgroup (needs root and cgroup v1's memory controller)");
+  bool v2 = false;
+  if (geteuid() != 0 || !memcg_parent_dir(dir, sizeof dir, &v2))
+    SKIP("cannot create a memory cgroup (needs root and a memory controller, cgroup v1 or v2)");
   snprintf(cg, sizeof cg, "%s/offload-rs-test-%d", dir, (int)getpid());
-  if (mkdir(cg, 0700) != 0 || !write_file(cg, "memory.limit_in_bytes", "1610612736")) {
+  if (mkdir(cg, 0700) != 0 || !write_file(cg, v2 ? "memory.max" : "memory.limit_in_bytes", "1610612736")) {
     rmdir(cg);
-    SKIP("cannot create a memory cgroup at %s", cg);
+    SKIP("cannot create a memory cgroup (v%d) at %s", v2 ? 2 : 1, cg);
   }
-  write_file(cg, "memory.memsw.limit_in_bytes", "1610612736"); /* no swapping out of it, where swap is accounted */
+  /* no swapping out of it, where swap is accounted */
+  if (v2)
+    write_file(cg, "memory.swap.max", "0");
+  else
+    write_file(cg, "memory.memsw.limit_in_bytes", "1610612736");
+  printf("  a 1.5 GiB memory cgroup (v%d): %s\n", v2 ? 2 : 1, cg);
   ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
   CHECK(k > 0);
   self[k > 0 ? k : 0] = 0;

@@ -19,6 +19,26 @@ mkdir -p build
 LOG=$PWD/build/gpu-check.log
 exec > >(tee "$LOG") 2>&1
 elapsed() { echo $(( $(date +%s) - T0 )); }
+# run_or_dump SECONDS LOG CMD...: CMD with output to LOG; past SECONDS, the state of each of its threads (kernel
+# wait channel and stack, and a backtrace of every thread where gdb exists) goes to LOG before the kill; rc 124
+run_or_dump() {
+    local secs=$1 log=$2; shift 2
+    "$@" >"$log" 2>&1 &
+    local pid=$! i=0
+    while kill -0 "$pid" 2>/dev/null && [ $i -lt $((secs * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+    if kill -0 "$pid" 2>/dev/null; then
+        { echo "==== still running after ${secs} s: thread states"
+          for t in /proc/$pid/task/*; do
+              echo "-- thread $(basename "$t") $(cat "$t/comm" 2>/dev/null): wchan $(cat "$t/wchan" 2>/dev/null)"
+              cat "$t/stack" 2>/dev/null | head -8
+          done
+          command -v gdb >/dev/null && timeout 30 gdb -q -batch -p "$pid" -ex 'thread apply all bt 25' 2>&1 | head -400
+        } >>"$log" 2>&1
+        kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+        return 124
+    fi
+    wait "$pid"
+}
 say() { printf '\n==== [%3ss] %s\n' "$(elapsed)" "$*"; }
 
 say "offload-rs CUDA plugin GPU check"
@@ -132,13 +152,18 @@ if [ -x "$KIT/tools/test_cuda" ] && [ "$(elapsed)" -lt 380 ]; then
     TC=("$RT/test_cuda")
     [ "${RUN[0]}" = "$BIN" ] || TC=("${RUN[@]:0:3}" "$RT/test_cuda")
     KITABS=$KIT; case "$KIT" in /*) ;; *) KITABS=$PWD/$KIT ;; esac
-    OFFLOAD_RS_DEVICE_CODE="$KITABS/kernels/device" timeout -k 5 120 "${TC[@]}" >"$RT/logs/test_cuda.log" 2>&1
+    # Each test's name as it starts, and every API call as it returns (OFFLOAD_TRACE): a hang shows where.
+    OFFLOAD_RS_DEVICE_CODE="$KITABS/kernels/device" HARNESS_VERBOSE=1 OFFLOAD_TRACE=1 \
+        run_or_dump 60 "$RT/logs/test_cuda.log" "${TC[@]}"
     rc=$?
+    grep -E '^---- ' "$RT/logs/test_cuda.log" | tail -1 | sed 's/^/  last test started: /'
+    [ $rc = 124 ] && grep -E '^---> ' "$RT/logs/test_cuda.log" | tail -3 | cut -c1-300 | sed 's/^/  last calls: /'
     grep -vE '^PASS ' "$RT/logs/test_cuda.log" | cut -c1-400 | tail -60
     if grep -q '^SKIP: no CUDA device' "$RT/logs/test_cuda.log"; then
         [ "$HAVE_GPU" = 1 ] && FAIL+=("test_cuda (skipped although nvidia-smi sees a GPU)")
         [ "$HAVE_GPU" = 1 ] || echo "(no GPU here: test_cuda not counted)"
-    elif [ $rc -eq 0 ] && grep -qE '^[0-9]+ passed, 0 failed' "$RT/logs/test_cuda.log"; then
+    # (the summary may follow a trace line's start: OFFLOAD_TRACE writes to stderr, the summary to stdout)
+    elif [ $rc -eq 0 ] && grep -qE '(^|[^0-9])[0-9]+ passed, 0 failed' "$RT/logs/test_cuda.log"; then
         PASS+=("test_cuda")
     else
         FAIL+=("test_cuda (rc $rc$([ $rc = 124 ] && echo ', TIMEOUT')): $(grep -m3 -E '^FAIL |: \[' "$RT/logs/test_cuda.log" | tr '\n' ' ' | cut -c1-600)")
@@ -162,6 +187,26 @@ if [ -x "$KIT/tools/cuda_launch" ]; then
     cat "$RT/logs/cuda_launch.log" | tail -12
 fi
 
+# The GPU machine's CPU is another CPU to be right on (often AVX-512, another vendor), and its kernel may have
+# what the build machine lacks (cgroup v2's memory controller): when the C tests were carried along
+# (build/ffi-tests, from `make -C ffi-tests tests`), run the CPU device's exactness tests and the memory cgroup
+# test here, against the kit's library and compile helper.
+if [ -x build/ffi-tests/test_suite ] && [ "$(elapsed)" -lt 420 ]; then
+    say "CPU device on this machine's CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)," \
+        "$(grep -q avx512f /proc/cpuinfo && echo AVX-512 || echo no AVX-512)"
+    export OFFLOAD_RS_JIT_CACHE_DIR=$RT/jit-cache
+    HOSTC=("build/ffi-tests/test_suite" "build/ffi-tests/test_kernels" "build/ffi-tests/test_misuse")
+    for t in "${HOSTC[@]}"; do
+        n=$(basename "$t")
+        if [ "$(elapsed)" -gt 540 ]; then FAIL+=("$n (not run: time budget)"); continue; fi
+        timeout -k 5 120 "${RUN[@]:0:$((${#RUN[@]} - 1))}" "$t" >"$RT/logs/host.$n.log" 2>&1
+        rc=$?
+        grep -E '^FAIL |^  [^ ].*:[0-9]+: \[|cgroup|^[0-9]+ passed' "$RT/logs/host.$n.log" | cut -c1-300 | tail -15
+        if [ $rc -eq 0 ] && grep -qE '^[0-9]+ passed, 0 failed' "$RT/logs/host.$n.log"; then PASS+=("host:$n");
+        else FAIL+=("host:$n (rc $rc$([ $rc = 124 ] && echo ', TIMEOUT'))"); fi
+    done
+fi
+
 say "summary"
 grep -m1 -E 'rawcheck: device 0|rawcheck: dlopen|rawcheck: .*failed' "$RT/logs/rawcheck.log" 2>/dev/null
 grep -m1 'rawcheck (C, raw driver)' "$RT/logs/rawcheck.log" 2>/dev/null
@@ -174,6 +219,8 @@ echo "failed: ${#FAIL[@]}"
 for t in "${FAIL[@]}"; do echo "  FAIL  $t"; done
 echo "total time: $(elapsed) s; full log: $LOG, per-test logs: $RT/logs/"
 if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
+    # one archive first (the runner brings back only a few files), then the logs one by one
+    tar -czf "$OUT/gpu-check-logs.tar.gz" -C "$RT" logs 2>/dev/null
     cp -r "$RT/logs" "$OUT/gpu-check-logs" 2>/dev/null
     sleep 1; cp "$LOG" "$OUT/gpu-check.log" 2>/dev/null
     echo "logs copied to \$OUT"

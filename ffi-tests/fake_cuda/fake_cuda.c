@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fake_cuda.h"
@@ -502,6 +503,15 @@ static int reachable(uintptr_t p, size_t n) {
   return ok;
 }
 
+/* The kind of memory at p (enum mkind), or -1 for pageable host memory the driver does not know. */
+static int mem_kind(uintptr_t p) {
+  pthread_mutex_lock(&G);
+  long i = mem_find(p);
+  int k = i >= 0 ? g_mem[i].kind : -1;
+  pthread_mutex_unlock(&G);
+  return k;
+}
+
 /* A copy/memset touching a known allocation must stay inside it (pageable host memory is not checked). */
 static int in_bounds(uintptr_t p, size_t n, const char *fn) {
   int ok = 1;
@@ -565,10 +575,13 @@ API CUresult cuMemAllocHost_v2(void **p, size_t size) {
   return r;
 }
 
+static void implicit_sync(const char *fn);
+
 static CUresult do_free(const char *fn, uintptr_t p, unsigned mask, int64_t *live) {
   int interior;
   if (p == 0)
     return CUDA_SUCCESS; /* freeing NULL is a no-op */
+  implicit_sync(fn);
   int k = mem_remove(p, mask, &interior);
   if (k < 0) {
     BUMP(bad_frees);
@@ -589,6 +602,19 @@ API CUresult cuMemFree_v2(CUdeviceptr p) {
 API CUresult cuMemFreeHost(void *p) {
   ENTER(1);
   return do_free("cuMemFreeHost", (uintptr_t)p, 1u << M_HOST, &S.live_host_allocs);
+}
+
+/* CU_POINTER_ATTRIBUTE_MEMORY_TYPE (2) only: HOST (1) for pinned or registered host memory, DEVICE (2) for
+ * device and managed memory and module globals; pageable memory is CUDA_ERROR_INVALID_VALUE, as NVIDIA's. */
+API CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p) {
+  ENTER(0);
+  if (!data || attr != 2)
+    return CUDA_ERROR_INVALID_VALUE;
+  int k = mem_kind(p);
+  if (k < 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  *(unsigned *)data = k == M_HOST || k == M_REGISTERED ? 1 : 2;
+  return CUDA_SUCCESS;
 }
 
 API CUresult cuMemGetInfo_v2(size_t *free_, size_t *total) {
@@ -1201,8 +1227,11 @@ API CUresult cuModuleGetGlobal_v2(CUdeviceptr *p, size_t *size, CUmodule h, cons
   if (m->ctx != t_cur)
     return wrong_ctx("cuModuleGetGlobal_v2", m->ctx);
   global_t *g = mod_global(m, name);
-  if (!g)
-    return CUDA_ERROR_NOT_FOUND;
+  if (!g) {
+    /* NVIDIA's driver (13.0 on an H200) answers a kernel's name with CUDA_ERROR_INVALID_VALUE */
+    func_t *f = mod_func(m, name);
+    return f && f->is_entry ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_FOUND;
+  }
   if (p)
     *p = (uintptr_t)g->storage;
   if (size)
@@ -1338,6 +1367,26 @@ static void run_op(stream_t *s, op_t *o);
 static pthread_mutex_t g_pending_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_pending_cv = PTHREAD_COND_INITIALIZER;
 static unsigned long g_pending;
+
+/* cuMemFree and cuMemFreeHost of memory from cuMemAlloc, cuMemAllocManaged and cuMemAllocHost "may perform
+ * implicit synchronization" (CUDA's documentation): they wait for the work of every stream. Behind a host function
+ * that waits for the caller that is a hang; the fake waits 2 s, counts it and goes on (a violation). */
+static void implicit_sync(const char *fn) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 2;
+  int stalled = 0;
+  pthread_mutex_lock(&g_pending_mu);
+  while (g_pending && !stalled)
+    stalled = pthread_cond_timedwait(&g_pending_cv, &g_pending_mu, &until) == ETIMEDOUT;
+  pthread_mutex_unlock(&g_pending_mu);
+  if (stalled) {
+    BUMP(implicit_sync_stalls);
+    note("%s: waited 2 s for the device's queued work (the driver synchronises here: a hang behind a host "
+         "function that waits for the caller)",
+         fn);
+  }
+}
 
 static void *stream_worker(void *arg) {
   stream_t *s = arg;
@@ -1588,6 +1637,43 @@ static CUresult copy_op(const char *fn, CUdeviceptr dst, CUdeviceptr src, size_t
   CUresult r = get_stream(fn, sh, &s);
   if (r)
     return r;
+  int ks = mem_kind(src), kd = mem_kind(dst);
+  int host_s = ks < 0 || ks == M_HOST || ks == M_REGISTERED, host_d = kd < 0 || kd == M_HOST || kd == M_REGISTERED;
+  if (s && (ks < 0 || kd < 0 || (host_s && host_d))) {
+    /* NVIDIA's driver, for a copy with pageable host memory or between two host ranges (measured on an H200,
+     * driver 13.0, and CUDA's "API synchronization behavior"):
+     * - from pageable memory to the device it takes the bytes at the call ("copied to a staging buffer
+     *   immediately"; a copy whose source the stream's earlier work writes reads them too early), and may first
+     *   wait for the stream's earlier work;
+     * - to pageable memory, or host to host, it returns once the copy is done ("fully synchronous"): it waits
+     *   for the stream.
+     * Behind a host function that waits for the caller, the waits never end: the fake waits 2 s, counts it and
+     * goes on (a violation). Either way the copy is done when the call returns. */
+    void *snap = NULL;
+    if (ks < 0 && !host_d) {
+      snap = malloc(n);
+      if (!snap)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+      memcpy(snap, (void *)(uintptr_t)src, n);
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 2;
+    int stalled = 0;
+    pthread_mutex_lock(&s->mu);
+    while (s->done != s->enqueued && !stalled)
+      stalled = pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT;
+    pthread_mutex_unlock(&s->mu);
+    if (stalled) {
+      BUMP(pageable_stalls);
+      note("%s: a copy %#lx -> %#lx (%s) waited 2 s for its stream's earlier work (NVIDIA's driver waits for it "
+           "to finish: a hang behind a host function that waits for the caller)",
+           fn, (unsigned long)src, (unsigned long)dst, host_s && host_d ? "host to host" : "pageable host memory");
+    }
+    memmove((void *)(uintptr_t)dst, snap ? snap : (void *)(uintptr_t)src, n);
+    free(snap);
+    return CUDA_SUCCESS;
+  }
   op_t *o = calloc(1, sizeof *o);
   o->type = OP_COPY;
   o->dst = dst;

@@ -33,6 +33,14 @@ struct fake_cuda_stats {
   int64_t copies, memsets, modules_loaded;
   /* FAKE_CUDA_PTXAS: modules assembled with NVIDIA's ptxas, and those it rejected (a violation) */
   int64_t ptxas_runs, ptxas_rejects;
+  /* an async copy from or to pageable host memory, or between two host ranges, queued behind unfinished work
+   * of its stream: NVIDIA's driver waits for the stream first (measured on an H200, driver 13.0: behind a host
+   * function that waits for the caller it never returns); the fake waits 2 s, counts it and goes on (a
+   * violation) */
+  int64_t pageable_stalls;
+  /* cuMemFree/cuMemFreeHost while queued work of some stream was still waiting 2 s later (CUDA: "may perform
+   * implicit synchronization"; a hang behind a host function that waits for the caller) */
+  int64_t implicit_sync_stalls;
 };
 
 /* Fills *out (size: sizeof(struct fake_cuda_stats) as the caller knows it); returns 0. */

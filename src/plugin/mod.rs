@@ -241,6 +241,19 @@ pub struct GlobalInfo {
     pub size: usize,
 }
 
+/// Host bytes that a queued copy reads in place of pageable client memory ([`Device::stage`]). Dropping
+/// it gives the bytes back; that happens in a host function of the queue, so it calls no driver.
+pub trait Staged: Send {
+    /// The first byte; the block holds at least the size asked for.
+    fn ptr(&self) -> usize;
+}
+
+impl Staged for Box<[std::mem::MaybeUninit<u8>]> {
+    fn ptr(&self) -> usize {
+        self.as_ptr() as usize
+    }
+}
+
 /// One device of a plugin.
 pub trait Device: Send + Sync {
     /// Static info, read once at init.
@@ -325,6 +338,18 @@ pub trait Device: Send + Sync {
         _dims: LaunchDims,
     ) -> PluginResult<()> {
         Err(PluginError::Unsupported("cooperative launches are not supported on this device".into()))
+    }
+    /// Host memory for a copy from pageable client memory that a queue of this device runs later
+    /// (runtime::memory copies the source into it before `olMemcpy` returns, as CUDA takes pageable data):
+    /// `size` bytes the device's queues copy from without waiting for anything else, or `None` when none
+    /// can be had now (the caller then waits for its queue). Default: the process heap.
+    fn stage(&self, size: usize) -> PluginResult<Option<Box<dyn Staged>>> {
+        let mut v: Vec<std::mem::MaybeUninit<u8>> = Vec::new();
+        v.try_reserve_exact(size)
+            .map_err(|_| PluginError::OutOfResources(format!("cannot allocate {size} bytes to stage a copy")))?;
+        // SAFETY: MaybeUninit<u8> needs no initialisation; the capacity is at least `size`.
+        unsafe { v.set_len(size) };
+        Ok(Some(Box::new(v.into_boxed_slice())))
     }
     /// `olMemPrefetch` of `[ptr, ptr+size)` (inside an allocation of this device). Default: a no-op (memory
     /// the device reads where it is).

@@ -541,8 +541,10 @@ const STAGE_MAX: usize = 256 << 20;
 
 /// A queued copy from pageable host memory takes the data before returning, as CUDA does for
 /// `cuMemcpyHtoDAsync` from pageable memory (clients written for GPUs free or reuse the source right
-/// after the call): on an idle queue it is copied now, else the source is copied aside (bounded by
-/// [`STAGE_MAX`]; past it, the call waits for its queue) and the queued copy reads that.
+/// after the call): on an idle queue it is copied now, else the source is copied aside into memory the
+/// device gives for it ([`crate::plugin::Device::stage`]: page-locked on a GPU, whose driver would
+/// otherwise wait for the stream; bounded by [`STAGE_MAX`]; past it, or when the device has none, the
+/// call waits for its queue) and the queued copy reads that.
 ///
 /// # Safety
 /// `src` must be valid for reading and `dst` for writing `size` bytes (now; `dst` until the queue runs).
@@ -553,32 +555,49 @@ unsafe fn memcpy_pageable(q: &Arc<Queue>, dst: usize, src: usize, size: usize) -
         return Ok(unsafe { exec.memcpy_sync(dst, src, size) }?);
     }
     let own_queue = hostfn::running() == Some(q.id);
-    if STAGED.load(Ordering::Relaxed).saturating_add(size) > STAGE_MAX && !own_queue {
+    let staged = if STAGED.load(Ordering::Relaxed).saturating_add(size) > STAGE_MAX && !own_queue {
+        None
+    } else {
+        exec.stage(size)?
+    };
+    let Some(staged) = staged else {
         // SAFETY: as above; the source stays valid until this call returns, after the sync.
         unsafe { q.inner.memcpy(dst, src, size) }?;
         return Ok(q.inner.sync()?);
-    }
-    // SAFETY: `src` is valid for reading `size` bytes now.
-    let copy: Arc<[u8]> = unsafe { std::slice::from_raw_parts(src as *const u8, size) }.into();
-    STAGED.fetch_add(size, Ordering::Relaxed);
-    let staged = copy.as_ptr() as usize;
-    let release = move |copy: Arc<[u8]>| {
-        drop(copy);
-        STAGED.fetch_sub(size, Ordering::Relaxed);
     };
-    // SAFETY: the staged copy stays alive until the host function below, which runs after the copy.
-    if let Err(e) = unsafe { q.inner.memcpy(dst, staged, size) } {
-        release(copy);
+    // SAFETY: `src` is valid for reading `size` bytes now; the staged block holds at least `size`.
+    unsafe { std::ptr::copy_nonoverlapping(src as *const u8, staged.ptr() as *mut u8, size) };
+    let at = staged.ptr();
+    let staged = Arc::new(StagedCopy::new(staged, size));
+    // SAFETY: the staged block stays alive until the host function below, which runs after the copy.
+    if let Err(e) = unsafe { q.inner.memcpy(dst, at, size) } {
+        staged.give_back();
         return Err(e.into());
     }
-    let held = copy.clone();
-    if let Err(e) = q.inner.host_fn(Box::new(move || release(held))) {
+    let in_queue = staged.clone();
+    if let Err(e) = q.inner.host_fn(Box::new(move || in_queue.give_back())) {
         // the copy is queued: keep its source until it has run
         let _ = q.inner.sync();
-        release(copy);
+        staged.give_back();
         return Err(e.into());
     }
     Ok(())
+}
+
+/// A staged source, counted in [`STAGED`] until it is given back (once, by whichever comes first: the
+/// host function queued after its copy, or the error path that synced the queue).
+struct StagedCopy(Mutex<Option<Box<dyn plugin::Staged>>>, usize);
+
+impl StagedCopy {
+    fn new(block: Box<dyn plugin::Staged>, size: usize) -> StagedCopy {
+        STAGED.fetch_add(size, Ordering::Relaxed);
+        StagedCopy(Mutex::new(Some(block)), size)
+    }
+    fn give_back(&self) {
+        if self.0.lock().take().is_some() {
+            STAGED.fetch_sub(self.1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// [`memcpy`] when one side is a device.

@@ -1,7 +1,7 @@
 //! Per-device state shared by every CUDA object of the device: the driver table, the primary context
 //! (bound on each calling thread) and the pool of streams for synchronous work.
 
-use std::ffi::{CString, c_void};
+use std::ffi::{CString, c_uint, c_void};
 
 use parking_lot::Mutex;
 
@@ -9,6 +9,20 @@ use crate::plugin::{DeviceInfo, GlobalInfo, LaunchDims, PluginError, PluginResul
 
 use super::driver::*;
 use crate::plugin::host_ranges::HostRanges;
+
+/// Memory as the driver sees it ([`DeviceInner::memory_at`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Memory {
+    Device,
+    PinnedHost,
+    PageableHost,
+}
+
+impl Memory {
+    pub(super) fn is_host(self) -> bool {
+        self != Memory::Device
+    }
+}
 
 /// Per-device state shared by every object of the device.
 pub struct DeviceInner {
@@ -26,6 +40,8 @@ pub struct DeviceInner {
     pub(super) pool: Mutex<Vec<usize>>,
     /// Registered host ranges; the data says whether we page-locked the range ourselves.
     pub(super) registered: Mutex<HostRanges<bool>>,
+    /// Page-locked blocks for staged copies from pageable memory ([`super::staging`]).
+    pub(super) staging: std::sync::Arc<Mutex<super::staging::StagePool>>,
 }
 
 // SAFETY: `ctx` is a CUDA primary context handle, usable from any thread (made current per call);
@@ -76,6 +92,21 @@ impl DeviceInner {
         self.drv.check(r, "cuMemcpyAsync")
     }
 
+    /// What the driver knows of the memory at `p`: page-locked host memory, pageable host memory it does
+    /// not know (an error from `cuPointerGetAttribute`), or device (or managed) memory. Without
+    /// `cuPointerGetAttribute`, or on any other error, device: the copy goes to the driver as it is.
+    pub(super) fn memory_at(&self, p: usize) -> Memory {
+        let Some(get) = self.drv.cuPointerGetAttribute else { return Memory::Device };
+        let mut t: c_uint = 0;
+        // SAFETY: MEMORY_TYPE writes one CUmemorytype (an unsigned int) to the out-pointer.
+        let r = unsafe { get((&mut t as *mut c_uint).cast(), CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p as CUdeviceptr) };
+        match r {
+            CUDA_SUCCESS if t == CU_MEMORYTYPE_HOST => Memory::PinnedHost,
+            CUDA_ERROR_INVALID_VALUE => Memory::PageableHost,
+            _ => Memory::Device,
+        }
+    }
+
     pub(super) fn function(&self, module: CUmodule, name: &str) -> PluginResult<CUfunction> {
         let what = || format!("cuModuleGetFunction('{name}')");
         let c =
@@ -95,6 +126,18 @@ impl DeviceInner {
         let mut size = 0usize;
         // SAFETY: module is loaded; out-pointers valid.
         let r = unsafe { (self.drv.cuModuleGetGlobal)(&mut addr, &mut size, module, c.as_ptr()) };
+        if r != CUDA_SUCCESS {
+            // NVIDIA's driver (13.0, measured on an H200) answers a kernel's name with CUDA_ERROR_INVALID_VALUE
+            // (an unknown error for the caller): a kernel is simply not a global variable.
+            let mut f: CUfunction = std::ptr::null_mut();
+            // SAFETY: module is loaded; c is NUL-terminated; out-pointer valid.
+            if unsafe { (self.drv.cuModuleGetFunction)(&mut f, module, c.as_ptr()) } == CUDA_SUCCESS {
+                return Err(PluginError::NotFound(format!(
+                    "error in {}: '{name}' is a kernel of the module, not a global variable",
+                    what()
+                )));
+            }
+        }
         self.drv.check(r, &what())?;
         Ok(GlobalInfo { addr: addr as usize, size })
     }
@@ -148,10 +191,15 @@ impl Drop for DeviceInner {
     /// the primary context retained by `open`, so that an init/shutdown cycle leaks nothing in the driver.
     fn drop(&mut self) {
         let pool = std::mem::take(&mut *self.pool.lock());
+        let blocks = self.staging.lock().take_free();
         if self.bind().is_ok() {
             for s in pool {
                 // SAFETY: a stream of this context, idle (its PooledStream was dropped), never used again.
                 let _ = unsafe { (self.drv.cuStreamDestroy)(s as CUstream) };
+            }
+            for (p, _) in blocks {
+                // SAFETY: a free staging block from cuMemAllocHost of this context, never used again.
+                let _ = unsafe { (self.drv.cuMemFreeHost)(p as *mut c_void) };
             }
         }
         if let Some(release) = self.drv.cuDevicePrimaryCtxRelease {

@@ -124,6 +124,7 @@ impl CudaDevice {
             info,
             pool: Mutex::new(Vec::new()),
             registered: Mutex::new(HostRanges::default()),
+            staging: Arc::default(),
         };
         Ok(CudaDevice { inner: Arc::new(inner) })
     }
@@ -237,6 +238,10 @@ impl Device for CudaDevice {
 
     fn registered_range(&self, ptr: usize) -> Option<(usize, usize)> {
         self.inner.registered.lock().find(ptr)
+    }
+
+    fn stage(&self, size: usize) -> PluginResult<Option<Box<dyn crate::plugin::Staged>>> {
+        self.inner.stage(size)
     }
 
     unsafe fn memcpy_sync(&self, dst: usize, src: usize, size: usize) -> PluginResult<()> {

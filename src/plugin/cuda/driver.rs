@@ -71,6 +71,8 @@ pub(crate) const CU_STREAM_NON_BLOCKING: c_uint = 1;
 pub(crate) const CU_EVENT_DISABLE_TIMING: c_uint = 2;
 pub(crate) const CU_MEMHOSTREGISTER_PORTABLE: c_uint = 1;
 pub(crate) const CU_MEM_ATTACH_GLOBAL: c_uint = 1;
+pub(crate) const CU_POINTER_ATTRIBUTE_MEMORY_TYPE: c_int = 2;
+pub(crate) const CU_MEMORYTYPE_HOST: c_uint = 1;
 
 /// `CU_LAUNCH_PARAM_*` markers of `cuLaunchKernel`'s `extra` array.
 pub(crate) const CU_LAUNCH_PARAM_END: *mut c_void = std::ptr::null_mut();
@@ -190,6 +192,9 @@ driver_table! {
         cuDeviceGetUuid = "cuDeviceGetUuid" (*mut [u8; 16], CUdevice);
         // CUDA >= 11.0 (every driver the plugin supports has it; optional so that test tables may omit it).
         cuDevicePrimaryCtxRelease = "cuDevicePrimaryCtxRelease_v2" (CUdevice);
+        // What memory a queued copy touches (context::DeviceInner::memory_at); without it copies go to the
+        // driver as they are.
+        cuPointerGetAttribute = "cuPointerGetAttribute" (*mut c_void, c_int, CUdeviceptr);
     }
 }
 

@@ -38,6 +38,7 @@ pub mod kernel;
 pub mod program;
 pub mod ptx;
 pub mod queue;
+pub mod staging;
 
 use std::sync::{Arc, OnceLock};
 

@@ -11,7 +11,7 @@ use crate::plugin::{Event, Kernel, LaunchArgs, LaunchDims, PluginError, PluginRe
 use super::driver::*;
 use super::image;
 
-use super::context::DeviceInner;
+use super::context::{DeviceInner, Memory};
 use super::event::CudaEvent;
 use super::kernel::CudaKernel;
 
@@ -71,9 +71,69 @@ unsafe extern "C" fn host_trampoline(p: *mut c_void) {
 }
 
 impl Queue for CudaQueue {
+    /// `cuMemcpyAsync`, except where a copy touches host memory the driver handles outside stream order
+    /// (CUDA's "API synchronization behavior", and measured on an H200: behind a host function that waits for
+    /// the caller, the waits never end; a copy from pageable memory read it at the call, before the stream's
+    /// earlier work had written it):
+    /// * host to host (page-locked or not): the driver copies on the CPU, "fully synchronous with respect to
+    ///   the host"; a host function of the stream copies instead, in order;
+    /// * device to pageable host memory: the driver returns once the copy is done; the bytes go to a
+    ///   page-locked block first ([`super::staging`]) and a host function copies them on;
+    /// * pageable host memory to the device (the CPU device's memory: the runtime copies a client's pageable
+    ///   source into a block itself, at the call, as CUDA does): the driver takes the bytes at the call; a host
+    ///   function copies them into a block in order, and the block goes to the device after it.
+    ///
+    /// When no block can be had the driver's copy runs as it is.
     unsafe fn memcpy(&self, dst: usize, src: usize, size: usize) -> PluginResult<()> {
         self.dev.bind()?;
-        self.dev.memcpy_async(dst, src, size, self.s())
+        if size == 0 {
+            return Ok(());
+        }
+        let (to, from) = (self.dev.memory_at(dst), self.dev.memory_at(src));
+        if to.is_host() && from.is_host() {
+            return self.enqueue_host(Box::new(move || {
+                // SAFETY: the caller keeps both ranges valid until the queue has run the copy.
+                unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, size) };
+                Ok(())
+            }));
+        }
+        if to != Memory::PageableHost && from != Memory::PageableHost {
+            return self.dev.memcpy_async(dst, src, size, self.s());
+        }
+        let Some(block) = self.dev.stage(size)? else { return self.dev.memcpy_async(dst, src, size, self.s()) };
+        let at = block.ptr();
+        // Given back by the last host function below, or here once the stream has run what was queued.
+        let block = Arc::new(Mutex::new(Some(block)));
+        let held = block.clone();
+        let r = if from == Memory::PageableHost {
+            self.enqueue_host(Box::new(move || {
+                // SAFETY: the block holds `size` bytes; the caller keeps `src` valid until the queue has run this.
+                unsafe { std::ptr::copy_nonoverlapping(src as *const u8, at as *mut u8, size) };
+                Ok(())
+            }))
+            .and_then(|()| self.dev.memcpy_async(dst, at, size, self.s()))
+            .and_then(|()| {
+                self.enqueue_host(Box::new(move || {
+                    held.lock().take();
+                    Ok(())
+                }))
+            })
+        } else {
+            self.dev.memcpy_async(at, src, size, self.s()).and_then(|()| {
+                self.enqueue_host(Box::new(move || {
+                    // SAFETY: the copy before this host function wrote `size` bytes to the block; the caller
+                    // keeps `dst` valid until the queue has run it.
+                    unsafe { std::ptr::copy_nonoverlapping(at as *const u8, dst as *mut u8, size) };
+                    held.lock().take();
+                    Ok(())
+                }))
+            })
+        };
+        if r.is_err() {
+            let _ = self.dev.sync_stream(self.s());
+            block.lock().take();
+        }
+        r
     }
 
     /// 1/2/4-byte patterns: `cuMemsetD8/16/32Async`. Larger patterns: one strided 2-D memset per

@@ -6,7 +6,9 @@
 // `test_settings --target-runs CPU` only says whether that target can run here (scripts/test.sh).
 #include "ol_test.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -22,6 +24,33 @@ extern char **environ;
 #endif
 #ifndef TEST_UNDER_ASAN
 #define TEST_UNDER_ASAN 0
+#endif
+
+// SETTINGS_NO_CALLOC_THREAD: a thread of the child on which every calloc fails (this program's calloc
+// interposes glibc's, also for glibc's own calls): its first calls into the library must not register a
+// thread-local destructor with glibc, whose registration ends the process when its calloc fails ("Fatal glibc
+// error: failed to register TLS destructor: out of memory"), as it can under RLIMIT_AS or in a full cgroup.
+#if !TEST_UNDER_ASAN
+extern void *__libc_calloc(size_t, size_t);
+static __thread int t_no_calloc;
+void *calloc(size_t n, size_t size) {
+  if (t_no_calloc) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return __libc_calloc(n, size);
+}
+static ol_program_handle_t g_calloc_prog;
+static void *no_calloc_thread(void *arg) {
+  (void)arg;
+  t_no_calloc = 1;
+  uint32_t cu = 0;
+  ol_result_t r = olGetDeviceInfo(t_cpu, OL_DEVICE_INFO_NUM_COMPUTE_UNITS, sizeof cu, &cu);
+  printf("THREAD_INFO %u\n", r ? (unsigned)r->Code : 0u);
+  printf("THREAD_VALUE %x\n", t_seed_value(g_calloc_prog)); // a synchronous launch from this thread
+  t_no_calloc = 0;
+  return NULL;
+}
 #endif
 
 static const char *TGT = "nvptx64";
@@ -111,6 +140,16 @@ static int child(void) {
       printf("VW %u %u\n", vw_float, vw_char);
     if (getenv("SETTINGS_AS_HEADROOM_MB")) {
       run_under_limit();
+#if !TEST_UNDER_ASAN
+    } else if (getenv("SETTINGS_NO_CALLOC_THREAD")) {
+      g_calloc_prog = t_create(t_cpu, "seed_a", TGT);
+      pthread_t t;
+      if (g_calloc_prog && pthread_create(&t, NULL, no_calloc_thread, NULL) == 0)
+        pthread_join(t, NULL);
+      fflush(stdout);
+      if (g_calloc_prog)
+        olDestroyProgram(g_calloc_prog);
+#endif
     } else if (getenv("SETTINGS_RUN")) {
       ol_program_handle_t p = t_create(t_cpu, "seed_a", TGT);
       if (p) {
@@ -254,6 +293,21 @@ TEST(a_tight_address_space_limit_gives_errors_never_an_abort) {
   CHECKF(fact(out, "VALUE", b, sizeof b) && strcmp(b, "aaaa0002") == 0, "with 1 GiB of headroom (the kernel returns the global + 1): %s", out);
 }
 
+// A client thread on which no calloc succeeds (as under a tight RLIMIT_AS or a full memory cgroup) calls the
+// library for the first time: its calls work, and the process is not ended by glibc ("failed to register TLS
+// destructor": the library's per-thread values are pthread keys, src/threads.rs; before, SIGABRT).
+TEST(a_thread_without_memory_for_a_tls_destructor_is_not_ended) {
+  NEED_CPU();
+#if TEST_UNDER_ASAN
+  SKIP("AddressSanitizer replaces calloc itself");
+#endif
+  char out[8192], b[256];
+  int st = run_child("SETTINGS_NO_CALLOC_THREAD", "1", false, out, sizeof out);
+  CHECKF(st == 0, "the child exited with %d (134: SIGABRT): %s", st, out);
+  CHECKF(fact(out, "THREAD_INFO", b, sizeof b) && strcmp(b, "0") == 0, "olGetDeviceInfo on that thread: %s", out);
+  CHECKF(fact(out, "THREAD_VALUE", b, sizeof b) && strcmp(b, "aaaa0001") == 0, "a launch from that thread: %s", out);
+}
+
 TEST(cpu_threads_are_the_compute_units_and_kernels_run) {
   NEED_CPU();
   char out[8192], b[256];
@@ -348,6 +402,7 @@ int main(int argc, char **argv) {
   RUN(bad_cpu_thread_counts_fail_olinit_and_say_why);
   RUN(bad_kernel_timeouts_fail_olinit_and_say_why);
   RUN(a_tight_address_space_limit_gives_errors_never_an_abort);
+  RUN(a_thread_without_memory_for_a_tls_destructor_is_not_ended);
   RUN(cpu_threads_are_the_compute_units_and_kernels_run);
   RUN(each_cpu_target_has_its_own_cache_entry);
   RUN(native_vector_widths_follow_the_cpu_target);

@@ -60,4 +60,5 @@ pub mod info;
 pub mod jit;
 pub mod plugin;
 pub mod runtime;
+pub mod threads;
 pub mod trace;

@@ -25,6 +25,7 @@
 //! in flight (in a single-threaded program: at once), else at a later [`defer`]ing call's exit, or at
 //! the last `olShutDown` ([`run_all_deferred`]).
 
+use crate::threads::ThreadSlot;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*, compiler_fence};
@@ -66,10 +67,9 @@ fn local() -> &'static Local {
     unsafe { &*ol_rs_pin_local() }
 }
 
-thread_local! {
-    /// Hands the thread's record back when the thread exits.
-    static OWNER: Owner = const { Owner(Cell::new(std::ptr::null())) };
-}
+/// Hands the thread's record back when the thread exits: a [`ThreadSlot`], as a `thread_local!`'s
+/// destructor registration on a client thread's first call can end the process when memory is short.
+static OWNER: ThreadSlot<Owner> = ThreadSlot::new();
 
 struct Owner(Cell<*const Record>);
 
@@ -79,7 +79,7 @@ impl Drop for Owner {
         if rec.is_null() {
             return;
         }
-        // A call made later by this thread (from another thread-local's destructor) counts as anonymous.
+        // A call made later by this thread (from another thread-specific destructor) counts as anonymous.
         local().rec.set(std::ptr::null());
         let _all = RECORDS.lock();
         // SAFETY: records are leaked, never freed. The thread is in no call of ours, so it reads 0.
@@ -88,7 +88,8 @@ impl Drop for Owner {
 }
 
 /// This thread's record: taken from the free ones or made, and registered for release at thread exit.
-/// NULL when the thread is exiting (its thread-locals are being destroyed).
+/// NULL when the thread is exiting (its thread-specific values are being destroyed) or there is no memory
+/// for the record (the call then counts as anonymous: an error never ends the client's process here).
 #[cold]
 fn register() -> *const Record {
     let mut all = RECORDS.lock();
@@ -98,13 +99,17 @@ fn register() -> *const Record {
     let rec: &'static Record = match all.iter().find(|r| !r.in_use.load(Relaxed)) {
         Some(r) => r,
         None => {
-            let r: &'static Record =
-                Box::leak(Box::new(Record { epoch: AtomicU64::new(0), in_use: AtomicBool::new(false) }));
+            let mut one = Vec::new();
+            if one.try_reserve_exact(1).is_err() || all.try_reserve(1).is_err() {
+                return std::ptr::null();
+            }
+            one.push(Record { epoch: AtomicU64::new(0), in_use: AtomicBool::new(false) });
+            let r: &'static Record = &Box::leak(one.into_boxed_slice())[0];
             all.push(r);
             r
         }
     };
-    if OWNER.try_with(|o| o.0.set(rec)).is_err() {
+    if OWNER.with(|| Owner(Cell::new(std::ptr::null())), |o| o.0.set(rec)).is_none() {
         return std::ptr::null();
     }
     rec.in_use.store(true, Relaxed);
@@ -168,7 +173,7 @@ pub fn pin() -> Guard {
         if rec.is_null() {
             rec = register();
             if rec.is_null() {
-                // The thread is exiting: its call counts as pinned at the oldest epoch.
+                // The thread is exiting, or memory is short: its call counts as pinned at the oldest epoch.
                 ANONYMOUS.fetch_add(1, SeqCst);
                 return Guard { local: std::ptr::null(), _not_send: PhantomData };
             }

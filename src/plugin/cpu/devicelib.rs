@@ -42,6 +42,7 @@
 //! process ends, and `olShutDown` waits for it, as CUDA's `cuCtxDestroy` waits on a GPU without a
 //! watchdog.
 
+use crate::threads::ThreadSlot;
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::ffi::{CString, c_char, c_int, c_void};
@@ -292,14 +293,16 @@ impl Failure {
 
 thread_local! {
     static CURRENT: Cell<*const LaunchLog> = const { Cell::new(std::ptr::null()) };
-    /// the first failure outside a launch (a program's constructors) on this thread
-    static OUTSIDE: Cell<Option<Failure>> = const { Cell::new(None) };
 }
+
+/// The first failure outside a launch (a program's constructors) on each thread: a [`ThreadSlot`], not a
+/// `thread_local!` (whose destructor registration glibc cannot fail without ending the process).
+static OUTSIDE: ThreadSlot<Cell<Option<Failure>>> = ThreadSlot::new();
 
 /// Takes the first assertion failure or trap of code run outside a launch on this thread (a program's
 /// constructors, which return at it) since the last call.
 pub fn take_outside_failure() -> Option<Failure> {
-    OUTSIDE.with(|c| c.take())
+    OUTSIDE.with(|| Cell::new(None), |c| c.take()).flatten()
 }
 
 /// Makes `log` this thread's current launch until the guard is dropped.
@@ -692,10 +695,16 @@ fn record(log: Option<&LaunchLog>, failure: Failure) {
             }
             l.stopped.store(true, Ordering::Relaxed);
         }
-        None => OUTSIDE.with(|c| {
-            let prev = c.take();
-            c.set(Some(prev.unwrap_or(failure)));
-        }),
+        None => {
+            // (without memory for this thread's slot the failure is lost: the constructor still returned)
+            OUTSIDE.with(
+                || Cell::new(None),
+                |c| {
+                    let prev = c.take();
+                    c.set(Some(prev.unwrap_or(failure)));
+                },
+            );
+        }
     }
 }
 

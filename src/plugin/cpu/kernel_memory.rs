@@ -24,6 +24,7 @@
 //! stopped, the violation reported at the next sync, the process going on), run with
 //! `OFFLOAD_RS_MEMCHECK=1` (see `memcheck`).
 
+use crate::threads::ThreadSlot;
 use std::cell::{Cell, RefCell};
 
 /// Bytes of `PROT_NONE` pages after each buffer and below each switched-to stack.
@@ -148,8 +149,11 @@ thread_local! {
     /// Set on the library's own threads (whose stack is [`KERNEL_STACK`] bytes) and while a thread runs
     /// on its [`SwitchStack`].
     static ON_KERNEL_STACK: Cell<bool> = const { Cell::new(false) };
-    static SWITCH_STACK: RefCell<Option<SwitchStack>> = const { RefCell::new(None) };
 }
+
+/// A client thread's switch stack: a [`ThreadSlot`], not a `thread_local!` (whose destructor registration
+/// ends the process when glibc cannot allocate it).
+static SWITCH_STACK: ThreadSlot<RefCell<Option<SwitchStack>>> = ThreadSlot::new();
 
 /// Marks the calling thread as one the library started with a [`KERNEL_STACK`]-byte stack.
 pub(crate) fn mark_kernel_thread() {
@@ -170,14 +174,14 @@ pub struct NoStack;
 /// Run `f` on a stack of [`KERNEL_STACK`] bytes chosen by the library: directly on the library's own
 /// threads, else on the calling thread's switch stack (made on first use, kept until the thread ends).
 /// A panic in `f` is carried across the switch and resumed here; `Err` only when no stack could be mapped.
-/// A thread whose TLS is already destroyed (a launch from a C++ static destructor or an `atexit` handler)
-/// gets a stack mapped for the one call.
+/// A thread whose TLS is already destroyed (a launch from a C++ static destructor or an `atexit` handler),
+/// or without memory for its switch stack's slot, gets a stack mapped for the one call.
 pub(crate) fn on_kernel_stack<R>(f: impl FnOnce() -> R) -> Result<R, NoStack> {
     match ON_KERNEL_STACK.try_with(|c| c.get()) {
         Ok(true) => Ok(call_outlined(f)),
         Ok(false) => {
             let base = SWITCH_STACK
-                .try_with(|s| {
+                .with(RefCell::default, |s| {
                     let mut s = s.borrow_mut();
                     if s.is_none() {
                         let (map, map_len) = map_guarded(KERNEL_STACK, GUARD, 0)?;
@@ -186,9 +190,8 @@ pub(crate) fn on_kernel_stack<R>(f: impl FnOnce() -> R) -> Result<R, NoStack> {
                     // SAFETY: the usable part starts GUARD bytes into the mapping.
                     s.as_ref().map(|s| unsafe { s.map.add(GUARD) })
                 })
-                .ok()
-                .flatten()
-                .ok_or(NoStack)?;
+                .flatten();
+            let Some(base) = base else { return on_stack_for_one_call(f) };
             ON_KERNEL_STACK.with(|c| c.set(true));
             // SAFETY: `base` is the usable start of this thread's switch stack, not in use: the flag was
             // false, so we are not running on it, and it stays set until we are off it again, so a nested
@@ -197,18 +200,20 @@ pub(crate) fn on_kernel_stack<R>(f: impl FnOnce() -> R) -> Result<R, NoStack> {
             ON_KERNEL_STACK.with(|c| c.set(false));
             Ok(r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
         }
-        Err(_) => {
-            // this thread's TLS is being destroyed (a launch from a C++ static destructor or an atexit
-            // handler): a stack of its own for this call
-            let (map, map_len) = map_guarded(KERNEL_STACK, GUARD, 0).ok_or(NoStack)?;
-            let stack = SwitchStack { map, map_len };
-            // SAFETY: a fresh mapping owned by this call (unmapped when `stack` drops, after the switch
-            // back); the usable part starts GUARD bytes into it.
-            let r = unsafe { run_on(stack.map.add(GUARD), f) };
-            drop(stack);
-            Ok(r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
-        }
+        // this thread's TLS is being destroyed (a launch from a C++ static destructor or an atexit handler)
+        Err(_) => on_stack_for_one_call(f),
     }
+}
+
+/// [`on_kernel_stack`] on a stack of its own for this call.
+fn on_stack_for_one_call<R>(f: impl FnOnce() -> R) -> Result<R, NoStack> {
+    let (map, map_len) = map_guarded(KERNEL_STACK, GUARD, 0).ok_or(NoStack)?;
+    let stack = SwitchStack { map, map_len };
+    // SAFETY: a fresh mapping owned by this call (unmapped when `stack` drops, after the switch back); the
+    // usable part starts GUARD bytes into it.
+    let r = unsafe { run_on(stack.map.add(GUARD), f) };
+    drop(stack);
+    Ok(r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
 }
 
 /// Runs `f` with the stack pointer at the top of `[base, base + KERNEL_STACK)`; a panic in `f` comes

@@ -22,6 +22,7 @@
 //!   task, whose borrow ends when `run` returns.
 
 use super::kernel_memory::{GuardedBuf, KERNEL_STACK, mark_kernel_thread};
+use crate::threads::ThreadSlot;
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -145,10 +146,9 @@ pub struct Pool {
     workers: usize,
 }
 
-thread_local! {
-    /// The buffers of a thread that submits jobs (queue threads, callers of synchronous launches).
-    static SUBMITTER_SLOT: std::cell::RefCell<WorkerSlot> = std::cell::RefCell::new(WorkerSlot::default());
-}
+/// The buffers of a thread that submits jobs (queue threads, callers of synchronous launches): a
+/// [`ThreadSlot`], as client threads submit and a `thread_local!`'s destructor registration can end the process.
+static SUBMITTER_SLOT: ThreadSlot<std::cell::RefCell<WorkerSlot>> = ThreadSlot::new();
 
 /// The process-wide pool, started on first use.
 pub fn pool() -> &'static Pool {
@@ -169,10 +169,11 @@ impl Pool {
         let mut started = 0;
         for i in 0..workers {
             let s = shared.clone();
-            let r = std::thread::Builder::new()
-                .name(format!("offload-cpu-{i}"))
-                .stack_size(WORKER_STACK)
-                .spawn(move || worker_main(s));
+            let r = crate::threads::spawn_detached(
+                &format!("offload-cpu-{i}"),
+                WORKER_STACK,
+                Box::new(move || worker_main(s)),
+            );
             if r.is_ok() {
                 started += 1;
             }
@@ -189,10 +190,9 @@ impl Pool {
     /// `total` must be at most [`MAX_ITEMS`].
     pub fn run(&self, task: &(dyn Task + '_), total: u64) -> Result<(), PoolError> {
         let mut result = None;
-        // `try_with` fails once this thread's TLS is destroyed (a launch from a C++ static
-        // destructor or an atexit handler); a borrowed slot means a task submitted a job itself
-        // (none does today). Both get fresh buffers.
-        let _ = SUBMITTER_SLOT.try_with(|cell| {
+        // No slot (no memory for it), or a borrowed one (a task submitted a job itself; none does
+        // today): fresh buffers.
+        let _ = SUBMITTER_SLOT.with(std::cell::RefCell::default, |cell| {
             if let Ok(mut slot) = cell.try_borrow_mut() {
                 result = Some(self.run_with(&mut slot, task, total));
             }

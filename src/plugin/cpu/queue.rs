@@ -550,10 +550,7 @@ impl Runners {
             }
         }
         if s.run.len() > s.idle && s.threads.saturating_sub(s.blocking) < runner_bound() {
-            let started = std::thread::Builder::new()
-                .name("offload-cpu-queue".into())
-                .stack_size(WORKER_STACK)
-                .spawn(runner_main);
+            let started = crate::threads::spawn_detached("offload-cpu-queue", WORKER_STACK, Box::new(runner_main));
             match started {
                 Ok(_) => {
                     s.threads += 1;

@@ -60,5 +60,6 @@ pub mod info;
 pub mod jit;
 pub mod plugin;
 pub mod runtime;
+pub mod sync;
 pub mod threads;
 pub mod trace;

@@ -29,7 +29,7 @@ const DEFAULT_SIZE: u64 = 256 << 20;
 /// Tests point the disk layer at a private directory without touching the process environment; the
 /// Rust unit tests never use the default directory.
 #[cfg(test)]
-pub(crate) static DIR_OVERRIDE: parking_lot::Mutex<Option<std::path::PathBuf>> = parking_lot::Mutex::new(None);
+pub(crate) static DIR_OVERRIDE: crate::sync::Mutex<Option<std::path::PathBuf>> = crate::sync::Mutex::new(None);
 
 /// The LLVM that compiles, as the library knows it without loading it (part of every key): the version
 /// the JIT was built against and the identity (device, inode, size, modification time) of the libLLVM
@@ -173,7 +173,12 @@ impl Dir {
             super::debug(&format!("JIT disk cache entry {} ignored: {why}", hex(key)));
             return None;
         }
-        let mut data = vec![0u8; st.st_size as usize];
+        // (an entry without memory to read it into is a miss, not Rust's allocation-failure abort)
+        let mut data = Vec::new();
+        if data.try_reserve_exact(st.st_size as usize).is_err() {
+            return None;
+        }
+        data.resize(st.st_size as usize, 0);
         let mut off = 0;
         while off < data.len() {
             // SAFETY: reading into the live buffer's remaining part.

@@ -10,7 +10,7 @@
 //! built with the `llvm` feature (the Rust tests), libLLVM's, which it links. Entries are linked and
 //! unlinked under one lock here.
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 #[repr(C)]
 struct CodeEntry {

@@ -49,14 +49,12 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use crate::sync::{Condvar, Mutex};
 
+use super::JitError;
 use super::fd::KeptFd;
 #[cfg(feature = "llvm")]
-use super::{
-    JitError,
-    request::{Request, encode_result},
-};
+use super::request::{Request, encode_result};
 
 /// How long one compile may take before its helper is killed.
 pub(crate) const COMPILE_TIMEOUT: Duration = Duration::from_secs(600);
@@ -75,7 +73,7 @@ pub(crate) const BUILD_ID: &str = env!("OFFLOAD_RS_BUILD_ID");
 /// helper could be had (the caller may run the job itself), else the call's outcome (an `Err` is a
 /// helper that failed mid-call: killed, timed out, or gone; it is not reused). `t0`: when the job began
 /// (for `OFFLOAD_RS_JIT_TIME`).
-pub(crate) fn call(req: &[u8], t0: Instant) -> Result<Result<Vec<u8>, String>, String> {
+pub(crate) fn call(req: &[u8], t0: Instant) -> Result<Result<Vec<u8>, JitError>, String> {
     let mut conn = pool().acquire()?;
     if super::compile::timing() {
         super::compile::time_line(&format!("helper acquired in {:.2} ms", t0.elapsed().as_secs_f64() * 1e3));
@@ -113,22 +111,27 @@ impl Conn {
     }
 
     /// Sends one request and reads its response. `Err` says why there is none (the helper is gone).
-    fn call(&mut self, body: &[u8]) -> Result<Vec<u8>, String> {
+    fn call(&mut self, body: &[u8]) -> Result<Vec<u8>, JitError> {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let deadline = Instant::now() + COMPILE_TIMEOUT;
         let died = || "the JIT helper process died while compiling this image (LLVM crashed on it?)".to_string();
         let Some(fd) = self.sock.get() else {
-            return Err("the JIT helper's socket was closed or replaced by the application".into());
+            return Err(JitError::Compile("the JIT helper's socket was closed or replaced by the application".into()));
         };
         if write_frame(fd, id, body, Some(deadline)).is_err() {
-            return Err(died());
+            return Err(JitError::Compile(died()));
         }
         match read_frame_by(fd, Some(deadline)) {
             Ok((rid, v)) if rid == id => Ok(v),
-            Ok(_) => Err("internal: the JIT helper answered another request".into()),
-            Err(FrameError::Timeout) => Err(format!("LLVM did not finish within {} s", COMPILE_TIMEOUT.as_secs())),
-            Err(_) => Err(died()),
+            Ok(_) => Err(JitError::Compile("internal: the JIT helper answered another request".into())),
+            Err(FrameError::Timeout) => {
+                Err(JitError::Compile(format!("LLVM did not finish within {} s", COMPILE_TIMEOUT.as_secs())))
+            }
+            Err(FrameError::NoMemory(n)) => {
+                Err(JitError::OutOfResources(format!("no memory for the compile helper's {n}-byte answer")))
+            }
+            Err(_) => Err(JitError::Compile(died())),
         }
     }
 }
@@ -150,6 +153,8 @@ enum FrameError {
     Timeout,
     Closed,
     Malformed,
+    /// No memory for a frame of this many bytes (the rest of it is left unread: the connection is done).
+    NoMemory(u64),
 }
 
 /// Waits until `fd` is ready for `events`, or `deadline`.
@@ -235,7 +240,10 @@ fn read_frame_by(fd: i32, deadline: Option<Instant>) -> Result<(u64, Vec<u8>), F
     if len > MAX_FRAME {
         return Err(FrameError::Malformed);
     }
-    let mut body = vec![0u8; len as usize];
+    // (the length comes from the other side: no memory for it is an error, not Rust's allocation abort)
+    let mut body = Vec::new();
+    body.try_reserve_exact(len as usize).map_err(|_| FrameError::NoMemory(len))?;
+    body.resize(len as usize, 0);
     read_exact_by(fd, &mut body, deadline)?;
     Ok((id, body))
 }

@@ -380,7 +380,7 @@ pub struct KernelEntry {
     /// compiled with the memory checker (its hook is set)
     pub memcheck: bool,
     /// the bitcode it came from, when it may be specialised ([`KernelEntry::specialise`])
-    source: Option<Arc<[u8]>>,
+    source: Option<Arc<Vec<u8>>>,
     #[allow(dead_code)]
     keepalive: Arc<Instance>,
 }
@@ -450,7 +450,7 @@ pub struct LoadedImage {
     /// frame size of every function of a JIT'd object (`.stack_sizes`)
     frames: HashMap<String, u64>,
     /// the bitcode, kept for launch-time specialisation
-    source: Option<Arc<[u8]>>,
+    source: Option<Arc<Vec<u8>>>,
 }
 
 impl std::fmt::Debug for LoadedImage {
@@ -679,7 +679,9 @@ pub fn load_with(image: &[u8], checker: Option<Checker>) -> Result<LoadedImage, 
             }
             obj.run_init().map_err(JitError::Run)?;
             let frames = stack::frame_sizes(&co.object);
-            let source = co.kernels.iter().any(|k| k.specialisable).then(|| Arc::from(payload));
+            // (the image's copy for specialisations: without memory for it the kernels run unspecialised,
+            // rather than Rust's allocation-failure abort ending the client)
+            let source = co.kernels.iter().any(|k| k.specialisable).then(|| try_copy(payload)).flatten();
             Ok(LoadedImage { inst: Arc::new(Instance::Jit(obj, co)), frames, source })
         }
         Examined::NativeElf => {
@@ -690,4 +692,12 @@ pub fn load_with(image: &[u8], checker: Option<Checker>) -> Result<LoadedImage, 
             Err(JitError::InvalidBinary(format!("expected LLVM bitcode or an x86-64 ELF shared object, found {what}")))
         }
     }
+}
+
+/// `bytes` copied to the heap, or `None` when there is no memory for them.
+fn try_copy(bytes: &[u8]) -> Option<Arc<Vec<u8>>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(bytes.len()).ok()?;
+    v.extend_from_slice(bytes);
+    Some(Arc::new(v))
 }

@@ -10,7 +10,7 @@ use std::ffi::CString;
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use object::{Object, ObjectSymbol};
 

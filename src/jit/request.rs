@@ -97,7 +97,9 @@ impl<'a> Request<'a> {
     /// target: 1 under valgrind) | group: 3 x u32 | (len: u32, bytes) for five strings (CPU: the
     /// specialised kernel, triple, cpu, features, lowering; PTX: cpu, features, "", "", ""; target: spec,
     /// lacks, "", "", "") | bitcode`.
-    pub(crate) fn encode(&self) -> Vec<u8> {
+    /// The request's bytes; `OutOfResources` when there is no memory for them (a copy of the image: the
+    /// client's size, not to end its process with Rust's allocation-failure abort).
+    pub(crate) fn encode(&self) -> Result<Vec<u8>, JitError> {
         let (kind, opt, flags, group, strs, bc): (u8, u32, u8, [u32; 3], [&str; 5], &[u8]) = match *self {
             Request::Cpu {
                 bc,
@@ -124,7 +126,11 @@ impl<'a> Request<'a> {
                 (3, 0, u8::from(under_valgrind), [0; 3], [spec, lacks, "", "", ""], &[][..])
             }
         };
-        let mut v = Vec::with_capacity(bc.len() + 64);
+        let mut v = Vec::new();
+        let want = bc.len().saturating_add(64 + strs.iter().map(|s| s.len() + 8).sum::<usize>());
+        v.try_reserve_exact(want).map_err(|_| {
+            JitError::OutOfResources(format!("no memory for a {}-byte compile request (the image's copy)", want))
+        })?;
         v.push(kind);
         v.push(opt.min(3) as u8);
         v.push(flags);
@@ -133,7 +139,7 @@ impl<'a> Request<'a> {
         }
         put_strs(&mut v, &strs);
         v.extend_from_slice(bc);
-        v
+        Ok(v)
     }
 
     #[cfg(feature = "llvm")]
@@ -217,7 +223,7 @@ mod tests {
     fn requests_round_trip() {
         let bc = [1u8, 2, 3];
         let r = Request::Ptx { bc: &bc, cpu: "sm_90", features: "+ptx84", opt: 2 };
-        match Request::decode(&r.encode()) {
+        match Request::decode(&r.encode().unwrap()) {
             Some(Request::Ptx { bc: b, cpu, features, opt }) => {
                 assert_eq!((b, cpu, features, opt), (&bc[..], "sm_90", "+ptx84", 2));
             }
@@ -237,7 +243,7 @@ mod tests {
             stop_points: true,
             lowering: "-ol-run-guards",
         };
-        match Request::decode(&r.encode()) {
+        match Request::decode(&r.encode().unwrap()) {
             Some(Request::Cpu {
                 bc: b,
                 opt,

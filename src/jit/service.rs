@@ -108,8 +108,8 @@ pub(crate) fn run(req: Request<'_>) -> Result<Vec<u8>, JitError> {
         return execute(&req);
     }
     let t0 = Instant::now();
-    match super::helper::call(&req.encode(), t0) {
-        Ok(r) => decode_result(r.map_err(JitError::Compile)?),
+    match super::helper::call(&req.encode()?, t0) {
+        Ok(r) => decode_result(r?),
         Err(why) => {
             if let Some(limit) = address_space_limit() {
                 // LLVM aborts the process when an allocation fails: under a limit that already kept the
@@ -144,5 +144,5 @@ fn execute(req: &Request<'_>) -> Result<Vec<u8>, JitError> {
     #[cfg(feature = "llvm")]
     return super::llvm::execute(req);
     #[cfg(not(feature = "llvm"))]
-    return super::module::execute(&req.encode());
+    return super::module::execute(&req.encode()?);
 }

@@ -17,7 +17,7 @@ use std::mem::MaybeUninit;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use super::pin;
 use super::{Context, Device, Event, Platform, Program, Queue, Symbol};

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use crate::error::{OlError, OlResult};
 use crate::ffi::*;
@@ -766,7 +766,7 @@ mod tests {
     }
 
     /// The tests that watch a gated queue fence every free of the process: one at a time.
-    static GATED: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+    static GATED: crate::sync::Mutex<()> = crate::sync::Mutex::new(());
 
     #[test]
     fn frees_behind_queued_work_are_deferred_and_bounded() {

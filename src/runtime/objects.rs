@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use super::handle::{self, Handle, Object};
 use crate::error::{OlError, OlResult};

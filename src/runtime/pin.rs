@@ -31,7 +31,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*, compiler_fence};
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 /// One thread's announcement, on its own cache line; reused by a later thread once its owner exits.
 #[repr(C, align(64))]
@@ -313,7 +313,7 @@ mod tests {
 
     /// The tests of this module pin and defer on the process-wide records: one at a time (the race test's
     /// readers would keep the other's deferred work waiting).
-    static SERIAL: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+    static SERIAL: crate::sync::Mutex<()> = crate::sync::Mutex::new(());
 
     #[test]
     fn a_pinned_reader_never_sees_what_it_read_reclaimed() {

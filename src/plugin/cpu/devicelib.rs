@@ -42,8 +42,8 @@
 //! process ends, and `olShutDown` waits for it, as CUDA's `cuCtxDestroy` waits on a GPU without a
 //! watchdog.
 
+use crate::sync::Mutex;
 use crate::threads::ThreadSlot;
-use parking_lot::Mutex;
 use std::cell::Cell;
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::sync::OnceLock;

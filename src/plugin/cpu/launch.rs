@@ -34,7 +34,7 @@ use super::memcheck::{self, LaunchCheck};
 use super::pool::{MAX_ITEMS, Task, WorkerSlot, pool};
 use crate::jit::{KernelEntry, ParamLayout, WgCtx, WgFn};
 use crate::plugin::{ArgSlots, Kernel, LaunchArgs, LaunchDims, PluginError, PluginResult};
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 use std::any::Any;
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -410,7 +410,7 @@ impl PreparedLaunch {
             ready: u64,
             failed: bool,
         }
-        let gate = (Mutex::new(Gate { ready: 0, failed: false }), parking_lot::Condvar::new());
+        let gate = (Mutex::new(Gate { ready: 0, failed: false }), crate::sync::Condvar::new());
         let total = self.total;
         let wait_go = |prepared: bool| -> bool {
             let (m, cv) = &gate;

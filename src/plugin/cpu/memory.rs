@@ -18,7 +18,7 @@
 use super::pool::{Task, WorkerSlot, pool};
 use crate::plugin::host_ranges::HostRanges;
 use crate::plugin::{PluginError, PluginResult};
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 use std::alloc::Layout;
 use std::collections::{BTreeMap, HashMap};
 

@@ -47,7 +47,7 @@ use crate::plugin::{
     AllocKind, Device, DeviceInfo, GlobalInfo, Kernel, LaunchArgs, LaunchDims, PluginError, PluginResult, Program,
     Queue,
 };
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};

@@ -22,8 +22,8 @@
 //!   task, whose borrow ends when `run` returns.
 
 use super::kernel_memory::{GuardedBuf, KERNEL_STACK, mark_kernel_thread};
+use crate::sync::{Condvar, Mutex};
 use crate::threads::ThreadSlot;
-use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};

@@ -53,7 +53,7 @@ use super::launch::PreparedLaunch;
 use super::memory;
 use super::pool::{WORKER_STACK, spin_until};
 use crate::plugin::{Event, PluginError, PluginResult, Queue, panic_text};
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use crate::sync::{Condvar, Mutex, MutexGuard};
 use std::any::Any;
 use std::cell::Cell;
 use std::collections::VecDeque;

@@ -748,7 +748,7 @@ fn many_threads_one_queue_and_many_queues() {
 fn busy_queues_share_a_bounded_set_of_threads() {
     let dev = device();
     let n = 600;
-    let open = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
+    let open = Arc::new((Mutex::new(false), crate::sync::Condvar::new()));
     let log: Arc<Vec<Mutex<Vec<u32>>>> = Arc::new((0..n).map(|_| Mutex::new(Vec::new())).collect());
     let mut bufs = vec![0u32; n];
     let mut queues = Vec::new();

@@ -3,7 +3,7 @@
 
 use std::ffi::{CString, c_uint, c_void};
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use crate::plugin::{DeviceInfo, GlobalInfo, LaunchDims, PluginError, PluginResult};
 
@@ -105,6 +105,17 @@ impl DeviceInner {
             CUDA_ERROR_INVALID_VALUE => Memory::PageableHost,
             _ => Memory::Device,
         }
+    }
+
+    /// A page-locked block of at least `size` bytes for a staged copy ([`super::staging`]), or `None`.
+    pub(super) fn stage(&self, size: usize) -> PluginResult<Option<Box<dyn crate::plugin::Staged>>> {
+        super::staging::take(&self.staging, size, |cap| {
+            self.bind()?;
+            let mut p: *mut c_void = std::ptr::null_mut();
+            // SAFETY: out-pointer valid; context current.
+            self.drv.check(unsafe { (self.drv.cuMemAllocHost)(&mut p, cap) }, "cuMemAllocHost")?;
+            Ok(p as usize)
+        })
     }
 
     pub(super) fn function(&self, module: CUmodule, name: &str) -> PluginResult<CUfunction> {

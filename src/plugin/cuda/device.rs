@@ -7,7 +7,7 @@ use std::panic::catch_unwind;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use crate::plugin::{
     AllocKind, Device, DeviceInfo, Kernel, LaunchArgs, LaunchDims, PluginError, PluginResult, Program, Queue,

@@ -4,7 +4,7 @@ use std::ffi::c_int;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use crate::plugin::{GlobalInfo, Kernel, LaunchDims, PluginError, PluginResult, Program};
 

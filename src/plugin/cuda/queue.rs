@@ -4,7 +4,7 @@ use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use crate::plugin::{Event, Kernel, LaunchArgs, LaunchDims, PluginError, PluginResult, Queue, panic_text};
 

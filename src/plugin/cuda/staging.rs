@@ -13,11 +13,9 @@
 
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use crate::plugin::{PluginResult, Staged};
-
-use super::context::DeviceInner;
 
 /// Page-locked bytes the pool may hold, given out or free.
 pub(super) const CAP: usize = 64 << 20;
@@ -57,31 +55,31 @@ impl Drop for PinnedBlock {
     }
 }
 
-impl DeviceInner {
-    /// A free block of at least `size` bytes (the smallest that fits), a new one while the pool is under
-    /// [`CAP`], or `None`.
-    pub(super) fn stage(&self, size: usize) -> PluginResult<Option<Box<dyn Staged>>> {
-        let Some(cap) = size.checked_next_power_of_two().map(|c| c.max(MIN_BLOCK)) else { return Ok(None) };
-        let mut pool = self.staging.lock();
-        let fit = pool.free.iter().enumerate().filter(|(_, b)| b.1 >= size).min_by_key(|(_, b)| b.1).map(|(i, _)| i);
-        if let Some(i) = fit {
-            let (ptr, cap) = pool.free.swap_remove(i);
-            return Ok(Some(Box::new(PinnedBlock { pool: self.staging.clone(), ptr, cap })));
+/// A free block of at least `size` bytes from `pool` (the smallest that fits), or a new one from `alloc`
+/// (`cuMemAllocHost` of the block's size, called without the pool's lock) while the pool is under [`CAP`],
+/// or `None`.
+pub(super) fn take(
+    pool: &Arc<Mutex<StagePool>>,
+    size: usize,
+    alloc: impl FnOnce(usize) -> PluginResult<usize>,
+) -> PluginResult<Option<Box<dyn Staged>>> {
+    let Some(cap) = size.checked_next_power_of_two().map(|c| c.max(MIN_BLOCK)) else { return Ok(None) };
+    let mut p = pool.lock();
+    let fit = p.free.iter().enumerate().filter(|(_, b)| b.1 >= size).min_by_key(|(_, b)| b.1).map(|(i, _)| i);
+    if let Some(i) = fit {
+        let (ptr, cap) = p.free.swap_remove(i);
+        return Ok(Some(Box::new(PinnedBlock { pool: pool.clone(), ptr, cap })));
+    }
+    if p.total + cap > CAP {
+        return Ok(None);
+    }
+    p.total += cap;
+    drop(p);
+    match alloc(cap) {
+        Ok(ptr) if ptr != 0 => Ok(Some(Box::new(PinnedBlock { pool: pool.clone(), ptr, cap }))),
+        r => {
+            pool.lock().total -= cap;
+            r.map(|_| None)
         }
-        if pool.total + cap > CAP {
-            return Ok(None);
-        }
-        pool.total += cap;
-        drop(pool);
-        let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
-        let r = self.bind().and_then(|()| {
-            // SAFETY: out-pointer valid; context current.
-            self.drv.check(unsafe { (self.drv.cuMemAllocHost)(&mut p, cap) }, "cuMemAllocHost")
-        });
-        if r.is_err() || p.is_null() {
-            self.staging.lock().total -= cap;
-            return r.map(|()| None);
-        }
-        Ok(Some(Box::new(PinnedBlock { pool: self.staging.clone(), ptr: p as usize, cap })))
     }
 }

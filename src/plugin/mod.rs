@@ -146,6 +146,8 @@ pub struct ArgSlots {
     slots: Vec<(usize, usize)>,
     end: usize,
     packed: usize,
+    /// the largest parameter alignment (64 when the alignments are not known)
+    align: usize,
 }
 
 impl ArgSlots {
@@ -156,20 +158,21 @@ impl ArgSlots {
             end = end.max(off.checked_add(size)?);
             packed = packed.checked_add(size)?;
         }
-        Some(ArgSlots { slots, end, packed })
+        Some(ArgSlots { slots, end, packed, align: 64 })
     }
     /// The natural layout (a C struct's) of parameters of these sizes and alignments; None as for
     /// [`ArgSlots::new`].
     pub fn natural(params: &[crate::jit::ParamLayout]) -> Option<ArgSlots> {
         let mut slots = Vec::with_capacity(params.len());
-        let mut end = 0usize;
+        let (mut end, mut max_align) = (0usize, 1usize);
         for p in params {
             let align = p.align.max(1);
+            max_align = max_align.max(align);
             let off = end.checked_next_multiple_of(align)?;
             slots.push((off, p.size));
             end = off.checked_add(p.size)?;
         }
-        ArgSlots::new(slots)
+        Some(ArgSlots { align: max_align, ..ArgSlots::new(slots)? })
     }
     pub fn slots(&self) -> &[(usize, usize)] {
         &self.slots
@@ -184,6 +187,10 @@ impl ArgSlots {
     /// The sizes added up: the bytes the same arguments take packed without padding.
     pub fn packed(&self) -> usize {
         self.packed
+    }
+    /// The alignment the block needs: the largest parameter's (64 when not known).
+    pub fn align(&self) -> usize {
+        self.align
     }
 }
 

@@ -37,15 +37,18 @@ use crate::plugin::{ArgSlots, Kernel, LaunchArgs, LaunchDims, PluginError, Plugi
 use crate::sync::Mutex;
 use std::any::Any;
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Most group shapes one kernel is specialised for; launches with further shapes use the generic code.
 const MAX_SPECIALISATIONS: usize = 4;
 
+/// A group shape and its kernel's code for it (None: that compile failed).
+type Specialised = ([u32; 3], Option<Arc<KernelEntry>>);
+
 /// A kernel of a CPU program.
 pub struct CpuKernel {
-    name: String,
+    /// shared with each launch (an `Arc`, not a copy per launch)
+    name: Arc<str>,
     wg_fn: WgFn,
     params: Vec<ParamLayout>,
     /// where `params` go in the argument block (their natural layout)
@@ -58,15 +61,16 @@ pub struct CpuKernel {
     memcheck: Option<crate::jit::Mapping>,
     /// keeps the JIT'd code alive
     _entry: Option<KernelEntry>,
-    /// versions compiled for one group size at its first launch (None: that compile failed)
-    specialised: Mutex<HashMap<[u32; 3], Option<KernelEntry>>>,
+    /// versions compiled for one group size at its first launch (None: that compile failed), at most
+    /// [`MAX_SPECIALISATIONS`]: a short list, searched in order (cheaper than hashing the shape)
+    specialised: Mutex<Vec<Specialised>>,
 }
 
 impl CpuKernel {
     /// A kernel of a loaded program whose instance occupies `program`.
     pub fn from_entry(entry: KernelEntry, program: Option<crate::jit::Mapping>) -> CpuKernel {
         CpuKernel {
-            name: entry.name.clone(),
+            name: entry.name.as_str().into(),
             wg_fn: entry.wg_fn,
             params: entry.params.clone(),
             slots: ArgSlots::natural(&entry.params).unwrap_or_default(),
@@ -75,14 +79,14 @@ impl CpuKernel {
             stack_bytes: entry.stack_bytes,
             memcheck: if entry.memcheck { Some(program.unwrap_or_default()) } else { None },
             _entry: Some(entry),
-            specialised: Mutex::new(HashMap::new()),
+            specialised: Mutex::new(Vec::new()),
         }
     }
 
     /// The version of this kernel for `group_size`: compiled at the first launch with that shape
     /// (the launch waits for it, as PoCL's does), shared through the JIT's content-keyed cache.
     /// None: use the generic code (not specialisable, turned off, too many shapes, compile failed).
-    fn specialised_for(&self, group_size: [u32; 3]) -> Option<KernelEntry> {
+    fn specialised_for(&self, group_size: [u32; 3]) -> Option<Arc<KernelEntry>> {
         // Not under the memory checker: it knows the generic code's program mapping only.
         let entry = self
             ._entry
@@ -90,7 +94,7 @@ impl CpuKernel {
             .filter(|e| e.specialisable() && crate::jit::specialisation_enabled() && self.memcheck.is_none())?;
         {
             let map = self.specialised.lock();
-            if let Some(v) = map.get(&group_size) {
+            if let Some((_, v)) = map.iter().find(|(g, _)| *g == group_size) {
                 return v.clone();
             }
             if map.len() >= MAX_SPECIALISATIONS {
@@ -98,10 +102,13 @@ impl CpuKernel {
             }
         }
         // compiled without the lock: launches with other shapes go on meanwhile
-        let v = entry.specialise(group_size).ok();
+        let v = entry.specialise(group_size).ok().map(Arc::new);
         let mut map = self.specialised.lock();
+        if let Some((_, first)) = map.iter().find(|(g, _)| *g == group_size) {
+            return first.clone();
+        }
         if map.len() < MAX_SPECIALISATIONS {
-            map.entry(group_size).or_insert_with(|| v.clone());
+            map.push((group_size, v.clone()));
         }
         v
     }
@@ -113,7 +120,7 @@ impl CpuKernel {
     /// kernel: args laid out per `params`, `static_local_bytes` of local memory, no scratch.
     pub unsafe fn from_raw(name: &str, wg_fn: WgFn, params: Vec<ParamLayout>, static_local_bytes: usize) -> CpuKernel {
         CpuKernel {
-            name: name.to_string(),
+            name: name.into(),
             wg_fn,
             slots: ArgSlots::natural(&params).unwrap_or_default(),
             params,
@@ -122,7 +129,7 @@ impl CpuKernel {
             stack_bytes: None,
             memcheck: None,
             _entry: None,
-            specialised: Mutex::new(HashMap::new()),
+            specialised: Mutex::new(Vec::new()),
         }
     }
 
@@ -149,25 +156,53 @@ impl Kernel for CpuKernel {
 #[repr(C, align(64))]
 struct Block([u8; 64]);
 
-/// The argument buffer of one launch, in the kernel's natural layout, 64-byte aligned.
-pub struct ArgBuf(Vec<Block>);
+/// An argument block of at most 128 bytes whose parameters need at most 16-byte alignment (every kernel
+/// of the suite and of LLVM's tests), kept inside the launch: no allocation of its own, and the launch
+/// itself stays 16-byte aligned (a plain `malloc`).
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Small([u8; 128]);
+
+/// The argument buffer of one launch, in the kernel's natural layout: [`Small`] when it fits, else 64-byte
+/// aligned blocks on the heap.
+pub struct ArgBuf(Storage);
+
+enum Storage {
+    Inline(Small),
+    Heap(Vec<Block>),
+}
 
 impl ArgBuf {
-    fn zeroed(len: usize) -> ArgBuf {
-        ArgBuf(vec![Block([0; 64]); len.div_ceil(64)])
+    fn zeroed(len: usize, align: usize) -> ArgBuf {
+        if len <= size_of::<Small>() && align <= align_of::<Small>() {
+            ArgBuf(Storage::Inline(Small([0; 128])))
+        } else {
+            ArgBuf(Storage::Heap(vec![Block([0; 64]); len.div_ceil(64)]))
+        }
     }
     fn bytes_mut(&mut self) -> &mut [u8] {
-        let n = self.0.len() * 64;
-        // SAFETY: `Block` is 64 plain bytes with no padding; the vector holds n bytes.
-        unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr().cast::<u8>(), n) }
+        match &mut self.0 {
+            Storage::Inline(b) => &mut b.0,
+            Storage::Heap(v) => {
+                let n = v.len() * 64;
+                // SAFETY: `Block` is 64 plain bytes with no padding; the vector holds n bytes.
+                unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), n) }
+            }
+        }
     }
-    /// The first byte.
+    /// The first byte (where the buffer is now: a launch moved after this call must ask again).
     pub fn as_ptr(&self) -> *const u8 {
-        self.0.as_ptr().cast()
+        match &self.0 {
+            Storage::Inline(b) => b.0.as_ptr(),
+            Storage::Heap(v) => v.as_ptr().cast(),
+        }
     }
-    /// Length in bytes (a multiple of 64).
+    /// Length in bytes (128 inline, a multiple of 64 on the heap).
     pub fn byte_len(&self) -> usize {
-        self.0.len() * 64
+        match &self.0 {
+            Storage::Inline(b) => b.0.len(),
+            Storage::Heap(v) => v.len() * 64,
+        }
     }
 }
 
@@ -177,17 +212,17 @@ pub fn arg_block(name: &str, slots: &ArgSlots, args: LaunchArgs<'_>) -> PluginRe
     let (end, packed) = (slots.end(), slots.packed());
     match args {
         LaunchArgs::Buffer(args) if slots.is_empty() => {
-            let mut buf = ArgBuf::zeroed(args.len());
+            let mut buf = ArgBuf::zeroed(args.len(), slots.align());
             buf.bytes_mut()[..args.len()].copy_from_slice(args);
             Ok(buf)
         }
         LaunchArgs::Buffer(args) if args.len() >= end => {
-            let mut buf = ArgBuf::zeroed(end);
+            let mut buf = ArgBuf::zeroed(end, slots.align());
             buf.bytes_mut()[..end].copy_from_slice(&args[..end]);
             Ok(buf)
         }
         LaunchArgs::Buffer(args) if args.len() == packed => {
-            let mut buf = ArgBuf::zeroed(end);
+            let mut buf = ArgBuf::zeroed(end, slots.align());
             let out = buf.bytes_mut();
             let mut src = 0;
             for &(off, size) in slots.slots() {
@@ -201,13 +236,13 @@ pub fn arg_block(name: &str, slots: &ArgSlots, args: LaunchArgs<'_>) -> PluginRe
             args.len()
         ))),
         LaunchArgs::Values(v) if slots.is_empty() => {
-            let mut buf = ArgBuf::zeroed(v.packed_size());
+            let mut buf = ArgBuf::zeroed(v.packed_size(), slots.align());
             let written = v.write_packed(buf.bytes_mut());
             debug_assert!(written, "the block has room for the packed values");
             Ok(buf)
         }
         LaunchArgs::Values(v) => {
-            let mut buf = ArgBuf::zeroed(end);
+            let mut buf = ArgBuf::zeroed(end, slots.align());
             if v.write(slots, buf.bytes_mut()) {
                 return Ok(buf);
             }
@@ -266,7 +301,7 @@ pub struct PreparedLaunch {
     /// keeps the kernel (and its code) alive until the launch ran
     _kernel: Arc<dyn Kernel>,
     /// keeps the specialised code alive, when `wg_fn` is from it
-    _specialised: Option<KernelEntry>,
+    _specialised: Option<Arc<KernelEntry>>,
     wg_fn: WgFn,
     args: ArgBuf,
     num_groups: [u32; 3],
@@ -275,7 +310,7 @@ pub struct PreparedLaunch {
     static_local: usize,
     dyn_local: usize,
     scratch: usize,
-    name: String,
+    name: Arc<str>,
     /// the memory checker's state, for kernels compiled with it
     check: Option<LaunchCheck>,
     /// printf output and the first failed assertion or trap
@@ -304,7 +339,7 @@ pub fn prepare_cooperative(
     kernel: Arc<dyn Kernel>,
     args: LaunchArgs<'_>,
     dims: LaunchDims,
-) -> PluginResult<PreparedLaunch> {
+) -> PluginResult<Box<PreparedLaunch>> {
     let max = max_cooperative_groups(kernel.as_ref(), dims.group_size, dims.dyn_shared_mem)?;
     let mut l = prepare(kernel, args, dims)?;
     if l.total > max as u64 {
@@ -319,7 +354,8 @@ pub fn prepare_cooperative(
 }
 
 /// Validate a launch of `kernel` (which must be a [`CpuKernel`]).
-pub fn prepare(kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) -> PluginResult<PreparedLaunch> {
+/// Boxed where it is made: a launch is a few hundred bytes (its argument block inline), moved no further.
+pub fn prepare(kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) -> PluginResult<Box<PreparedLaunch>> {
     let Some(k) = kernel.as_any().downcast_ref::<CpuKernel>() else {
         return Err(PluginError::InvalidArgument(format!(
             "kernel '{}' does not belong to the CPU device",
@@ -347,7 +383,7 @@ pub fn prepare(kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) 
     let scratch = scratch_per_wi
         .checked_mul(wis)
         .ok_or_else(|| PluginError::OutOfResources(format!("kernel '{}' needs too much private memory", k.name)))?;
-    Ok(PreparedLaunch {
+    Ok(Box::new(PreparedLaunch {
         _specialised: spec,
         wg_fn,
         args,
@@ -362,7 +398,7 @@ pub fn prepare(kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) 
         log: LaunchLog::default(),
         cooperative: false,
         _kernel: kernel,
-    })
+    }))
 }
 
 impl PreparedLaunch {

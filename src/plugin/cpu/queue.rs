@@ -753,7 +753,7 @@ impl Queue for CpuQueue {
         dims: crate::plugin::LaunchDims,
     ) -> PluginResult<()> {
         let l = super::launch::prepare(kernel, args, dims)?;
-        self.push(Op::Launch(Box::new(l)))
+        self.push(Op::Launch(l))
     }
 
     fn host_fn(&self, f: Box<dyn FnOnce() + Send>) -> PluginResult<()> {
@@ -767,7 +767,7 @@ impl Queue for CpuQueue {
         dims: crate::plugin::LaunchDims,
     ) -> PluginResult<()> {
         let l = super::launch::prepare_cooperative(kernel, args, dims)?;
-        self.push(Op::Launch(Box::new(l)))
+        self.push(Op::Launch(l))
     }
 
     fn record_event(&self) -> PluginResult<Option<Arc<dyn Event>>> {

@@ -130,3 +130,55 @@ pub fn spawn_detached(name: &str, stack: usize, f: Box<dyn FnOnce() + Send>) -> 
     }
     Ok(())
 }
+
+/// Runs `f(i)` for every `i` in `0..n`, each on a thread of its own ([`spawn_detached`], named `name`, with
+/// `stack` bytes), and returns once every thread it started has returned from `f`: `Ok(true)` when every
+/// call returned true, `Ok(false)` when one returned false or panicked. When thread `i` cannot be started,
+/// `on_spawn_failure` runs (it must make the calls already running return, e.g. by opening a gate they
+/// wait at), those are waited for, and the result is `Err(i)`. What `std::thread::scope` does, without its
+/// spawn hooks' registration on the calling thread (a client's).
+pub fn run_each_on_own_thread(
+    n: u64,
+    name: &str,
+    stack: usize,
+    f: &(dyn Fn(u64) -> bool + Sync),
+    on_spawn_failure: &dyn Fn(),
+) -> Result<bool, u64> {
+    use crate::sync::{Condvar, Mutex};
+    use std::sync::Arc;
+    // (finished calls, all true so far); on the heap: a thread still unlocking it when the last wait
+    // ends must not touch this frame
+    let state = Arc::new((Mutex::new((0u64, true)), Condvar::new()));
+    // SAFETY: the `'static` is never relied on: this function returns only after every thread started
+    // below has finished its call of `f` (the count reaches `started`), and no thread touches `f` after
+    // counting itself.
+    let f: &'static (dyn Fn(u64) -> bool + Sync) = unsafe { std::mem::transmute(f) };
+    let mut started = 0u64;
+    let mut failed_at = None;
+    for i in 0..n {
+        let st = state.clone();
+        let body = Box::new(move || {
+            let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i))).unwrap_or(false);
+            let (m, cv) = &*st;
+            let mut g = m.lock();
+            g.0 += 1;
+            g.1 &= ok;
+            cv.notify_all();
+        });
+        if spawn_detached(name, stack, body).is_err() {
+            failed_at = Some(i);
+            on_spawn_failure();
+            break;
+        }
+        started += 1;
+    }
+    let (m, cv) = &*state;
+    let mut g = m.lock();
+    while g.0 < started {
+        cv.wait(&mut g);
+    }
+    match failed_at {
+        Some(i) => Err(i),
+        None => Ok(g.1),
+    }
+}

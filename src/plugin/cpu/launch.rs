@@ -459,35 +459,22 @@ impl PreparedLaunch {
             }
             !g.failed
         };
-        let ok = std::thread::scope(|s| {
-            let mut handles = Vec::new();
-            for g in 0..total {
-                let wait_go = &wait_go;
-                let h = std::thread::Builder::new()
-                    .name(format!("offload-coop-{g}"))
-                    .stack_size(256 * 1024)
-                    .spawn_scoped(s, move || {
-                        let mut slot = WorkerSlot::default();
-                        let prepared = slot.local.get(self.static_local).is_some()
-                            && slot.dyn_local.get(self.dyn_local).is_some()
-                            && slot.scratch.get(self.scratch).is_some();
-                        if !wait_go(prepared) {
-                            return false;
-                        }
-                        on_kernel_stack(|| self.run(g, g + 1, &mut slot)).unwrap_or(false)
-                    });
-                match h {
-                    Ok(h) => handles.push(h),
-                    Err(_) => {
-                        let (m, cv) = &gate;
-                        m.lock().failed = true;
-                        cv.notify_all();
-                        return Err(g);
-                    }
-                }
+        let group = |g: u64| {
+            let mut slot = WorkerSlot::default();
+            let prepared = slot.local.get(self.static_local).is_some()
+                && slot.dyn_local.get(self.dyn_local).is_some()
+                && slot.scratch.get(self.scratch).is_some();
+            if !wait_go(prepared) {
+                return false;
             }
-            Ok(handles.into_iter().all(|h| h.join().unwrap_or(false)))
-        });
+            on_kernel_stack(|| self.run(g, g + 1, &mut slot)).unwrap_or(false)
+        };
+        let abort = || {
+            let (m, cv) = &gate;
+            m.lock().failed = true;
+            cv.notify_all();
+        };
+        let ok = crate::threads::run_each_on_own_thread(total, "offload-coop", 256 * 1024, &group, &abort);
         // printf output out, and a trap or failed assertion reported, as for any launch
         let failure = self.log.finish(&self.name);
         if let Some(v) = self.check.as_ref().and_then(LaunchCheck::take_violation) {

@@ -11,13 +11,15 @@ use crate::jit::compile::{Spec, supported_arch, time_line, timing, truncate, uns
 use crate::jit::request::CpuTarget;
 use crate::jit::{Arch, JitError, KernelMeta, ParamLayout};
 
+use super::abi::{OlRsKernelInfo, OlRsLowerOptions};
+
 unsafe extern "C" {
     fn ol_rs_jit_lower(
         m: *mut c_void,
         cpu: *const c_char,
         features: *const c_char,
-        opts: *const LowerOptions,
-        on_kernel: unsafe extern "C" fn(cx: *mut c_void, info: *const KernelInfo),
+        opts: *const OlRsLowerOptions,
+        on_kernel: unsafe extern "C" fn(cx: *mut c_void, info: *const OlRsKernelInfo),
         cx: *mut c_void,
         err_out: *mut *mut c_char,
     ) -> c_int;
@@ -26,71 +28,13 @@ unsafe extern "C" {
     fn ol_rs_jit_memcheck_instrument(m: *mut c_void, arch: c_int, err_out: *mut *mut c_char) -> c_int;
 }
 
-/// Options of the C++ lowering (must match `OlRsLowerOptions` in lower/entry.cpp).
-#[repr(C)]
-struct LowerOptions {
-    /// NUL-terminated kernel name, or NULL for the generic lowering of every kernel
-    spec_kernel: *const c_char,
-    spec_group_size: [u32; 3],
-    /// the warp width the kernels were built for ([`super::normalise::warp_width`])
-    warp_size: u32,
-    /// the GPU intrinsic table
-    classify_intrinsic: unsafe extern "C" fn(name: *const c_char, len: usize) -> super::intrinsics::Intrinsic,
-    /// which transforms run (bit i: [`super::lowering::NAMES`]`[i]`)
-    transforms: u64,
-}
-
-/// One kernel parameter as the lowering reports it (must match `OlRsParam` in lower/entry.cpp).
-#[repr(C)]
-struct ParamAbi {
-    size: u64,
-    align: u64,
-}
-
-/// One kernel's metadata as the lowering reports it (must match `OlRsKernelInfo` in lower/entry.cpp); the
-/// pointers are valid only during the callback.
-#[repr(C)]
-struct KernelInfo {
-    name: *const c_char,
-    symbol: *const c_char,
-    params: *const ParamAbi,
-    num_params: u64,
-    static_local_bytes: u64,
-    scratch_bytes_per_wi: u64,
-    warp_size: u32,
-    has_barriers: bool,
-    specialisable: bool,
-    /// `num_stats` counts, one per transform ([`super::lowering::NAMES`])
-    stats: *const u32,
-    num_stats: u32,
-}
-
-const _: () = {
-    assert!(std::mem::size_of::<LowerOptions>() == 40 && std::mem::offset_of!(LowerOptions, spec_group_size) == 8);
-    assert!(std::mem::offset_of!(LowerOptions, transforms) == 32);
-    assert!(std::mem::offset_of!(LowerOptions, warp_size) == 20);
-    assert!(std::mem::offset_of!(LowerOptions, classify_intrinsic) == 24);
-    assert!(std::mem::size_of::<ParamAbi>() == 16);
-    assert!(std::mem::size_of::<KernelInfo>() == 72);
-    assert!(std::mem::offset_of!(KernelInfo, stats) == 56);
-    assert!(std::mem::offset_of!(KernelInfo, num_stats) == 64);
-    assert!(std::mem::offset_of!(KernelInfo, symbol) == 8);
-    assert!(std::mem::offset_of!(KernelInfo, params) == 16);
-    assert!(std::mem::offset_of!(KernelInfo, num_params) == 24);
-    assert!(std::mem::offset_of!(KernelInfo, static_local_bytes) == 32);
-    assert!(std::mem::offset_of!(KernelInfo, scratch_bytes_per_wi) == 40);
-    assert!(std::mem::offset_of!(KernelInfo, warp_size) == 48);
-    assert!(std::mem::offset_of!(KernelInfo, has_barriers) == 52);
-    assert!(std::mem::offset_of!(KernelInfo, specialisable) == 53);
-};
-
 /// The lowering's callback: copies one kernel's metadata into the `Vec<KernelMeta>` behind `cx`.
 /// Nothing in it can panic but allocation failure (which aborts), so no unwinding reaches the C++.
 ///
 /// # Safety
 /// `cx` is the `&mut Vec<KernelMeta>` passed to `ol_rs_jit_lower`; `info` and what it points to are
 /// valid for the call (NUL-terminated names, `num_params` parameters).
-unsafe extern "C" fn collect_kernel(cx: *mut c_void, info: *const KernelInfo) {
+unsafe extern "C" fn collect_kernel(cx: *mut c_void, info: *const OlRsKernelInfo) {
     // SAFETY: see the function's contract.
     let (out, k) = unsafe { (&mut *(cx as *mut Vec<KernelMeta>), &*info) };
     let text = |p: *const c_char| {
@@ -175,7 +119,7 @@ pub(crate) fn compile_in_process(
         Some(s) => Some(CString::new(s.kernel.as_str()).map_err(|_| JitError::NotFound(s.kernel.clone()))?),
         None => None,
     };
-    let opts = LowerOptions {
+    let opts = OlRsLowerOptions {
         spec_kernel: spec_name.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
         spec_group_size: spec.map_or([0; 3], |s| s.group_size),
         warp_size: super::normalise::warp_width(&m, arch),

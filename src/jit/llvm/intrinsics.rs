@@ -6,67 +6,7 @@
 
 use std::ffi::c_char;
 
-/// What a call to a GPU intrinsic becomes (must match `enum IntrinsicOp` in lower/lowering.h). `arg` of
-/// [`Intrinsic`] is given per operation.
-#[repr(u32)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum IntrinsicOp {
-    /// not a GPU intrinsic
-    NotGpu = 0,
-    /// a GPU intrinsic the CPU JIT cannot emulate
-    Unsupported = 1,
-    /// the local id in dimension `arg`
-    LocalId = 2,
-    /// the group size in dimension `arg`
-    GroupSize = 3,
-    /// the group id in dimension `arg`
-    GroupId = 4,
-    /// the number of groups in dimension `arg`
-    NumGroups = 5,
-    WarpSize = 6,
-    LaneId = 7,
-    /// the lanes below/above this one: `arg` 0 eq, 1 lt, 2 le, 3 ge, 4 gt
-    LaneMask = 8,
-    /// a group barrier; `arg` 1: amdgcn's `s.barrier.signal.isfirst` (returns false)
-    Barrier = 9,
-    /// spirv's group memory barriers (void)
-    SpvBarrier = 10,
-    /// nothing to do on a CPU (waits, scheduling hints, sleeps, block-scope fences)
-    NoOp = 11,
-    /// a sequentially consistent fence
-    Fence = 12,
-    /// the work-item exits
-    Exit = 13,
-    ActiveMask = 14,
-    /// nvvm shfl.sync: `arg` & 3 the mode (0 up, 1 down, 2 bfly, 3 idx), `arg` & 4 the predicate form
-    Shfl = 15,
-    /// nvvm vote: `arg` 0 ballot, 1 any, 2 all, 3 uni
-    Vote = 16,
-    ImplicitArgPtr = 17,
-    DispatchPtr = 18,
-    /// amdgcn mbcnt: `arg` 0 lo, 1 hi
-    Mbcnt = 19,
-    /// amdgcn ballot
-    Ballot = 20,
-    /// spirv wave ballot (`<4 x i32>`)
-    SpvBallot = 21,
-    /// read another lane's value: `arg` 0 the first lane, 1 lane given by operand 1, 2 amdgcn
-    /// ds.bpermute (byte address in operand 0)
-    ReadLane = 22,
-    /// spirv's ids with a constant dimension operand: `arg` 0 local id, 1 group id, 2 group size,
-    /// 3 number of groups
-    SpvId = 23,
-}
-
-/// One classification (must match `OlRsIntrinsic` in lower/lowering.h).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Intrinsic {
-    pub op: IntrinsicOp,
-    pub arg: i32,
-}
-
-const _: () = assert!(std::mem::size_of::<Intrinsic>() == 8);
+pub(crate) use super::abi::{IntrinsicOp, OlRsIntrinsic};
 
 /// How a rule's name matches.
 enum Name {
@@ -148,7 +88,7 @@ const RULES: &[(Name, IntrinsicOp, i32)] = &[
 const GPU_PREFIXES: [&str; 4] = ["llvm.nvvm.", "llvm.amdgcn.", "llvm.r600.", "llvm.spv."];
 
 /// What the lowering does with a call to `name` (see [`RULES`]).
-pub(crate) fn classify(name: &[u8]) -> Intrinsic {
+pub(crate) fn classify(name: &[u8]) -> OlRsIntrinsic {
     let dim = |n: &[u8]| [b".x", b".y", b".z"].iter().position(|s| n.ends_with(*s));
     for (rule, op, arg) in RULES {
         let hit = match rule {
@@ -160,14 +100,14 @@ pub(crate) fn classify(name: &[u8]) -> Intrinsic {
             continue;
         }
         return match (rule, dim(name)) {
-            (PrefixDim(_), Some(d)) => Intrinsic { op: *op, arg: d as i32 },
-            (PrefixDim(_), None) => Intrinsic { op: Unsupported, arg: 0 },
-            (PrefixPred(_), _) if name.ends_with(b"p") => Intrinsic { op: *op, arg: *arg | 4 },
-            _ => Intrinsic { op: *op, arg: *arg },
+            (PrefixDim(_), Some(d)) => OlRsIntrinsic { op: *op, arg: d as i32 },
+            (PrefixDim(_), None) => OlRsIntrinsic { op: Unsupported, arg: 0 },
+            (PrefixPred(_), _) if name.ends_with(b"p") => OlRsIntrinsic { op: *op, arg: *arg | 4 },
+            _ => OlRsIntrinsic { op: *op, arg: *arg },
         };
     }
     let gpu = GPU_PREFIXES.iter().any(|p| name.starts_with(p.as_bytes()));
-    Intrinsic { op: if gpu { Unsupported } else { NotGpu }, arg: 0 }
+    OlRsIntrinsic { op: if gpu { Unsupported } else { NotGpu }, arg: 0 }
 }
 
 /// [`classify`] for the C++ lowering (passed to it in `LowerOptions`). Nothing in it can panic (string
@@ -175,9 +115,9 @@ pub(crate) fn classify(name: &[u8]) -> Intrinsic {
 ///
 /// # Safety
 /// `name` points to `len` readable bytes (not necessarily NUL-terminated).
-pub(crate) unsafe extern "C" fn classify_intrinsic(name: *const c_char, len: usize) -> Intrinsic {
+pub(crate) unsafe extern "C" fn classify_intrinsic(name: *const c_char, len: usize) -> OlRsIntrinsic {
     if name.is_null() {
-        return Intrinsic { op: NotGpu, arg: 0 };
+        return OlRsIntrinsic { op: NotGpu, arg: 0 };
     }
     // SAFETY: the caller's contract.
     classify(unsafe { std::slice::from_raw_parts(name as *const u8, len) })

@@ -168,7 +168,7 @@ pub(crate) fn prepare_math_calls(m: &Module<'_>) {
     }
 }
 
-/// One vector variant for the target library info (must match `OlRsVecFn` in passes.cpp): the scalar
+/// One vector variant for the target library info (handed to passes.cpp as `OlRsVecFn`): the scalar
 /// function (a libm name or an intrinsic), glibc's vector function, its lane count and LLVM's
 /// vector-ABI prefix (`_ZGV_LLVM_N<lanes><v per argument>`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,6 +13,8 @@
 //! optimisation and code generation, `stop_points` when asked), NVPTX bitcode to PTX (`nvptx`), and the
 //! resolution of the client's CPU target ([`target`]).
 
+/// cbindgen:ignore
+pub(crate) mod abi;
 mod callgraph;
 mod cleanup;
 pub(crate) mod compile;

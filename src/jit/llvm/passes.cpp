@@ -35,19 +35,9 @@
 
 using namespace llvm;
 
-// Flags of ol_rs_jit_run_passes (must match `PassFlags` in src/jit/llvm/pipeline.rs).
-enum : uint32_t {
-  OL_RS_HOOK_VECTORISER_WORKAROUNDS = 1, // ol-hoist-invariant-divisions, ol-opaque-wrapping-masks at VectorizerStart
-};
-
-// A vector variant of a scalar function the vectoriser may call (must match `VecFnAbi` in
-// src/jit/llvm/pipeline.rs; the list is src/jit/llvm/math.rs's).
-struct OlRsVecFn {
-  const char *scalar;     // libm name or intrinsic (`expf`, `llvm.exp.f32`)
-  const char *vector;     // glibc's vector function (`_ZGVdN8v_expf`)
-  const char *abi_prefix; // LLVM's vector-ABI prefix (`_ZGV_LLVM_N8v`)
-  uint32_t lanes;
-};
+// OlRsVecFn (a vector variant of a scalar function the vectoriser may call) and the flags of
+// ol_rs_jit_run_passes (OL_RS_HOOK_VECTORISER_WORKAROUNDS): src/jit/llvm/abi.rs.
+#include "abi.h"
 
 namespace {
 // Each pass's and analysis's own time (its children's subtracted), by name: OFFLOAD_RS_JIT_TIME's

@@ -10,13 +10,15 @@ use inkwell::module::Module;
 use inkwell::targets::{CodeModel, FileType, RelocMode, Target, TargetMachine, TargetTriple};
 use std::ffi::{CStr, CString, c_char, c_void};
 
+use super::abi::OlRsVecFn;
+
 unsafe extern "C" {
     fn ol_rs_jit_run_passes(
         m: *mut c_void,
         tm: *mut c_void,
         pipeline: *const c_char,
         flags: u32,
-        vec: *const VecFnAbi,
+        vec: *const OlRsVecFn,
         n_vec: usize,
         err_out: *mut *mut c_char,
         times_out: *mut *mut c_char,
@@ -24,7 +26,8 @@ unsafe extern "C" {
     fn ol_rs_jit_free(p: *mut c_char);
 }
 
-/// The LLVM-bug workarounds hooked into LLVM's default pipelines (must match the flags in passes.cpp).
+/// The LLVM-bug workarounds hooked into LLVM's default pipelines (flags of `ol_rs_jit_run_passes`,
+/// src/jit/llvm/abi.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Workarounds(u32);
 
@@ -36,7 +39,7 @@ impl Workarounds {
     /// poison) result to every lane (src/jit/llvm/workarounds/hoist_invariant_divisions.cpp), and treats a
     /// masked induction variable that wraps as consecutive
     /// (src/jit/llvm/workarounds/opaque_wrapping_masks.cpp). Every CPU compile needs them.
-    pub const CPU: Workarounds = Workarounds(1);
+    pub const CPU: Workarounds = Workarounds(super::abi::OL_RS_HOOK_VECTORISER_WORKAROUNDS);
 }
 
 /// Parses LLVM bitcode into `ctx`.
@@ -67,15 +70,6 @@ pub(crate) fn target_machine(
         .ok_or_else(|| format!("cannot create a target machine for {triple} {cpu} {features}"))
 }
 
-/// One vector function for the target library info (must match `OlRsVecFn` in passes.cpp).
-#[repr(C)]
-struct VecFnAbi {
-    scalar: *const c_char,
-    vector: *const c_char,
-    abi_prefix: *const c_char,
-    lanes: u32,
-}
-
 /// Runs `default<O{opt}>` on `m`, with `workarounds` hooked in and the vectoriser allowed to call
 /// `vector_fns` (src/jit/llvm/math.rs).
 pub(crate) fn optimise(
@@ -97,9 +91,9 @@ pub(crate) fn run_passes(
     vector_fns: &[super::math::VecVariant],
 ) -> Result<(), String> {
     let text = CString::new(pipeline).map_err(|_| "a pipeline with a NUL byte".to_string())?;
-    let vec: Vec<VecFnAbi> = vector_fns
+    let vec: Vec<OlRsVecFn> = vector_fns
         .iter()
-        .map(|v| VecFnAbi {
+        .map(|v| OlRsVecFn {
             scalar: v.scalar.as_ptr(),
             vector: v.vector.as_ptr(),
             abi_prefix: v.abi_prefix.as_ptr(),

@@ -5,47 +5,7 @@
 using namespace ol_rs::lower;
 
 
-
-// Must match `LowerOptions` in src/jit/compile.rs.
-struct OlRsLowerOptions {
-  const char *spec_kernel; // NULL: the generic lowering of every kernel
-  uint32_t spec_group_size[3];
-  uint32_t warp_size; // the warp width the kernels were built for
-  OlRsClassifyFn classify_intrinsic; // the GPU intrinsic table (src/jit/llvm/intrinsics.rs)
-  uint64_t transforms;               // bit i: Transform i runs (src/jit/llvm/lowering.rs)
-};
-static_assert(sizeof(OlRsLowerOptions) == 40 && offsetof(OlRsLowerOptions, spec_group_size) == 8 &&
-                  offsetof(OlRsLowerOptions, warp_size) == 20 && offsetof(OlRsLowerOptions, classify_intrinsic) == 24 &&
-                  offsetof(OlRsLowerOptions, transforms) == 32,
-              "OlRsLowerOptions must match LowerOptions in src/jit/compile.rs");
-
-// One kernel parameter's size and alignment, and one kernel's metadata: must match `ParamAbi` and
-// `KernelInfo` in src/jit/compile.rs. The pointers are valid only during the callback.
-struct OlRsParam {
-  uint64_t size, align;
-};
-struct OlRsKernelInfo {
-  const char *name;   // the kernel's name
-  const char *symbol; // its work-group function
-  const OlRsParam *params;
-  uint64_t num_params;
-  uint64_t static_local_bytes;
-  uint64_t scratch_bytes_per_wi;
-  uint32_t warp_size;
-  bool has_barriers;
-  bool specialisable; // uses no mutable global variable
-  const uint32_t *stats; // what each transform did (Transform order)
-  uint32_t num_stats;
-};
-static_assert(sizeof(OlRsParam) == 16, "OlRsParam must match ParamAbi in src/jit/compile.rs");
-static_assert(sizeof(OlRsKernelInfo) == 72 && offsetof(OlRsKernelInfo, symbol) == 8 &&
-                  offsetof(OlRsKernelInfo, params) == 16 && offsetof(OlRsKernelInfo, num_params) == 24 &&
-                  offsetof(OlRsKernelInfo, static_local_bytes) == 32 &&
-                  offsetof(OlRsKernelInfo, scratch_bytes_per_wi) == 40 &&
-                  offsetof(OlRsKernelInfo, warp_size) == 48 && offsetof(OlRsKernelInfo, has_barriers) == 52 &&
-                  offsetof(OlRsKernelInfo, specialisable) == 53 && offsetof(OlRsKernelInfo, stats) == 56 &&
-                  offsetof(OlRsKernelInfo, num_stats) == 64,
-              "OlRsKernelInfo must match KernelInfo in src/jit/compile.rs");
+// OlRsLowerOptions, OlRsParam and OlRsKernelInfo: src/jit/llvm/abi.rs (abi.h, through lowering.h).
 
 // Lowers module MR in place (see the header comment). On success calls on_kernel(cx, info) once per
 // work-group function and returns 0; otherwise returns 1 with a malloc'ed message in *err_out.

@@ -165,25 +165,25 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       return nullptr;
     };
     switch (in.op) {
-    case IOP_LOCAL_ID:
+    case INTRINSIC_OP_LOCAL_ID:
       R = asTy(X(E_LX + in.arg));
       break;
-    case IOP_GROUP_SIZE:
+    case INTRINSIC_OP_GROUP_SIZE:
       R = asTy(X(E_GSX + in.arg));
       break;
-    case IOP_GROUP_ID:
+    case INTRINSIC_OP_GROUP_ID:
       R = asTy(X(E_GIDX + in.arg));
       break;
-    case IOP_NUM_GROUPS:
+    case INTRINSIC_OP_NUM_GROUPS:
       R = asTy(X(E_NGX + in.arg));
       break;
-    case IOP_WARP_SIZE:
+    case INTRINSIC_OP_WARP_SIZE:
       R = asTy(ConstantInt::get(I32, warp));
       break;
-    case IOP_LANE_ID:
+    case INTRINSIC_OP_LANE_ID:
       R = asTy(B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp)));
       break;
-    case IOP_LANE_MASK: { // arg: 0 eq, 1 lt, 2 le, 3 ge, 4 gt
+    case INTRINSIC_OP_LANE_MASK: { // arg: 0 eq, 1 lt, 2 le, 3 ge, 4 gt
       Value *lane = B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp));
       Value *one = B.CreateShl(ConstantInt::get(I32, 1), lane);
       if (in.arg == 0) R = one;
@@ -194,7 +194,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       R = asTy(R);
       break;
     }
-    case IOP_BARRIER: { // arg 1: returns whether this is the first work-item to arrive (never)
+    case INTRINSIC_OP_BARRIER: { // arg 1: returns whether this is the first work-item to arrive (never)
       bool isFirst = in.arg == 1;
       if (!CI->getType()->isVoidTy() && !isFirst)
         return fail("unsupported barrier intrinsic '" + name + "' (reduction barriers are not supported)");
@@ -206,21 +206,21 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
         erased = true;
       break;
     }
-    case IOP_NO_OP:
+    case INTRINSIC_OP_NO_OP:
       erased = true;
       break;
-    case IOP_FENCE:
+    case INTRINSIC_OP_FENCE:
       B.CreateFence(AtomicOrdering::SequentiallyConsistent);
       erased = true;
       break;
-    case IOP_EXIT:
+    case INTRINSIC_OP_EXIT:
       B.CreateCall(exitMarker());
       erased = true;
       break;
-    case IOP_ACTIVE_MASK:
+    case INTRINSIC_OP_ACTIVE_MASK:
       R = laneMaskOf(B, F, I32);
       break;
-    case IOP_SHFL: {
+    case INTRINSIC_OP_SHFL: {
       // (mask, a, b, c) -> a from lane j, PTX shfl semantics; arg & 3: up, down, bfly, idx; arg & 4: the
       // predicate form.
       int mode = in.arg & 3;
@@ -276,7 +276,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       R = res;
       break;
     }
-    case IOP_VOTE: { // arg: 0 ballot, 1 any, 2 all, 3 uni
+    case INTRINSIC_OP_VOTE: { // arg: 0 ballot, 1 any, 2 all, 3 uni
       Value *p = CI->arg_size() == 2 ? CI->getArgOperand(1) : CI->getArgOperand(0);
       collective = true;
       Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
@@ -293,13 +293,13 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
         R = B.CreateOr(B.CreateICmpEQ(ballot, exist), B.CreateICmpEQ(ballot, ConstantInt::get(I64, 0)));
       break;
     }
-    case IOP_IMPLICITARG_PTR:
+    case INTRINSIC_OP_IMPLICIT_ARG_PTR:
       R = asTy(X(E_IMPLARG));
       break;
-    case IOP_DISPATCH_PTR:
+    case INTRINSIC_OP_DISPATCH_PTR:
       R = asTy(X(E_DISPATCH));
       break;
-    case IOP_MBCNT: { // arg 1: the high half
+    case INTRINSIC_OP_MBCNT: { // arg 1: the high half
       bool hi = in.arg == 1;
       Value *mask = CI->getArgOperand(0), *acc = CI->getArgOperand(1);
       Value *lane = B.CreateURem(X(E_LWI), ConstantInt::get(I32, warp));
@@ -323,7 +323,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       R = B.CreateAdd(acc, B.CreateCall(pop, {B.CreateAnd(mask, below)}));
       break;
     }
-    case IOP_BALLOT: {
+    case INTRINSIC_OP_BALLOT: {
       collective = true;
       Value *p = CI->getArgOperand(0);
       Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
@@ -332,7 +332,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       R = B.CreateTrunc(ballot, CI->getType());
       break;
     }
-    case IOP_READ_LANE: { // arg: 0 the first lane, 1 the lane in operand 1, 2 ds.bpermute
+    case INTRINSIC_OP_READ_LANE: { // arg: 0 the first lane, 1 the lane in operand 1, 2 ds.bpermute
       collective = true;
       bool bperm = in.arg == 2;
       Value *v = bperm ? CI->getArgOperand(1) : CI->getArgOperand(0);
@@ -348,7 +348,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       });
       break;
     }
-    case IOP_SPV_ID: { // arg: 0 local id, 1 group id, 2 group size, 3 number of groups
+    case INTRINSIC_OP_SPV_ID: { // arg: 0 local id, 1 group id, 2 group size, 3 number of groups
       auto *c = CI->arg_size() == 1 ? dyn_cast<ConstantInt>(CI->getArgOperand(0)) : nullptr;
       if (!c || c->getZExtValue() > 2)
         return fail("'" + name + "' with a non-constant dimension is not supported");
@@ -357,12 +357,12 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       R = asTy(X(base[in.arg & 3] + d));
       break;
     }
-    case IOP_SPV_BARRIER:
+    case INTRINSIC_OP_SPV_BARRIER:
       B.CreateCall(barrierMarker());
       collective = true;
       erased = true;
       break;
-    case IOP_SPV_BALLOT: {
+    case INTRINSIC_OP_SPV_BALLOT: {
       collective = true;
       Value *p = CI->getArgOperand(0);
       Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
@@ -377,7 +377,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       R = v;
       break;
     }
-    default: // IOP_UNSUPPORTED
+    default: // INTRINSIC_OP_UNSUPPORTED
       break;
     }
     if (!R && !erased)

@@ -24,7 +24,7 @@ bool Lowering::isGpuKernelCC(CallingConv::ID cc) {
 }
 
 OlRsIntrinsic Lowering::classifyName(StringRef n) const {
-  return classify ? classify(n.data(), n.size()) : OlRsIntrinsic{IOP_NOT_GPU, 0};
+  return classify ? classify(n.data(), n.size()) : OlRsIntrinsic{INTRINSIC_OP_NOT_GPU, 0};
 }
 
 

@@ -55,22 +55,9 @@
 using namespace llvm;
 using namespace llvm::PatternMatch;
 
-// What a call to a GPU intrinsic becomes: the operations of `IntrinsicOp` in src/jit/llvm/intrinsics.rs
-// (same values; the meaning of `arg` is documented there), the table of names being in Rust.
-enum IntrinsicOp : uint32_t {
-  IOP_NOT_GPU, IOP_UNSUPPORTED, IOP_LOCAL_ID, IOP_GROUP_SIZE, IOP_GROUP_ID, IOP_NUM_GROUPS, IOP_WARP_SIZE,
-  IOP_LANE_ID, IOP_LANE_MASK, IOP_BARRIER, IOP_SPV_BARRIER, IOP_NO_OP, IOP_FENCE, IOP_EXIT, IOP_ACTIVE_MASK,
-  IOP_SHFL, IOP_VOTE, IOP_IMPLICITARG_PTR, IOP_DISPATCH_PTR, IOP_MBCNT, IOP_BALLOT, IOP_SPV_BALLOT,
-  IOP_READ_LANE, IOP_SPV_ID,
-};
-// Must match `Intrinsic` in src/jit/llvm/intrinsics.rs.
-struct OlRsIntrinsic {
-  uint32_t op; // IntrinsicOp
-  int32_t arg;
-};
-static_assert(sizeof(OlRsIntrinsic) == 8, "OlRsIntrinsic must match Intrinsic in src/jit/llvm/intrinsics.rs");
-// `classify_intrinsic` in src/jit/llvm/intrinsics.rs: the name need not be NUL-terminated.
-typedef OlRsIntrinsic (*OlRsClassifyFn)(const char *name, size_t len);
+// The types shared with Rust (IntrinsicOp, OlRsIntrinsic, OlRsClassifyFn, OlRsLowerOptions, OlRsKernelInfo):
+// generated from src/jit/llvm/abi.rs.
+#include "../abi.h"
 
 namespace ol_rs::lower {
 
@@ -161,7 +148,7 @@ struct Lowering {
   // The GPU intrinsic table is in Rust (src/jit/llvm/intrinsics.rs): what a call to the function named n becomes.
   OlRsClassifyFn classify = nullptr;
   OlRsIntrinsic classifyName(StringRef n) const;
-  bool isGpuIntrinsicName(StringRef n) const { return classifyName(n).op != IOP_NOT_GPU; }
+  bool isGpuIntrinsicName(StringRef n) const { return classifyName(n).op != INTRINSIC_OP_NOT_GPU; }
 
   // ---------------------------------------------------------------- per-kernel lowering
   struct KInfo {

@@ -276,6 +276,7 @@ step "no import cycles between files of src/" python3 scripts/check-imports.py
 if [ "$QUICK" -eq 1 ]; then
   step "cargo test (incl. tests/header.rs)" cargo test
   if step "make lib" make lib && step "the libraries link no LLVM (ldd)" no_llvm_check &&
+    step "IR tests of the JIT's named passes (opt-22 -load-pass-plugin, FileCheck-22)" bash scripts/ir-tests.sh &&
     step "build C tests" make -C ffi-tests tests; then
     step "C tests" run_c_tests
     step "C JIT tests per CPU target" jit_target_matrix --c-only
@@ -289,6 +290,7 @@ fi
 step "cargo test (incl. tests/header.rs)" cargo test
 if step "make lib" make lib; then
   step "the libraries link no LLVM (ldd)" no_llvm_check
+  step "IR tests of the JIT's named passes (opt-22 -load-pass-plugin, FileCheck-22)" bash scripts/ir-tests.sh
   step "symbol check" bash ffi-tests/check_symbols.sh
   step "symbol check of the 23.1 library" bash ffi-tests/check_symbols_23.sh
   step "ABI check (compile ffi-tests/abi_check.cpp)" make -C ffi-tests abi

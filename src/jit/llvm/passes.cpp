@@ -18,6 +18,7 @@
 #include "llvm-c/TargetMachine.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Plugins/PassPlugin.h"
 #include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Target/TargetMachine.h"
@@ -98,6 +99,32 @@ struct PassTimes {
 };
 } // namespace
 
+// Our function passes by pipeline name: the JIT's pipelines (ol_rs_jit_run_passes) and `opt`'s (the plugin
+// below) know the same ones.
+static bool parseOurFunctionPass(StringRef name, FunctionPassManager &FPM, ArrayRef<PassBuilder::PipelineElement>) {
+  if (name == "ol-hoist-invariant-divisions") {
+    FPM.addPass(ol_rs::HoistInvariantDivisionsPass());
+    return true;
+  }
+  if (name == "ol-opaque-wrapping-masks") {
+    FPM.addPass(ol_rs::OpaqueWrappingMasksPass());
+    return true;
+  }
+  if (name == "ol-stop-points") {
+    FPM.addPass(ol_rs::StopPointsPass());
+    return true;
+  }
+  return false;
+}
+
+// The in-process LLVM module (offload-rs/liboffload-rs-llvm.so) is also a pass plugin: `opt-22
+// -load-pass-plugin=.../liboffload-rs-llvm.so -passes='function(ol-stop-points)'` runs our passes alone, as
+// the IR tests do (tests/ir/, scripts/ir-tests.sh).
+extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo() {
+  return {LLVM_PLUGIN_API_VERSION, "offload-rs", "1",
+          [](PassBuilder &PB) { PB.registerPipelineParsingCallback(parseOurFunctionPass); }};
+}
+
 // Runs `pipeline` (LLVM's textual pipeline syntax, our pass names included) on `m` for `tm`, the target
 // library info knowing the `n_vec` vector functions at `vec`. Returns 0, or 1 with a malloc'ed message in
 // *err_out (freed with ol_rs_jit_free). With `times_out`, *times_out gets (malloc'ed) each pass's and
@@ -110,22 +137,7 @@ extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, co
   PassInstrumentationCallbacks PIC;
   PipelineTuningOptions PTO; // LLVMRunPasses' defaults
   PassBuilder PB(TM, PTO, std::nullopt, &PIC);
-  PB.registerPipelineParsingCallback(
-      [](StringRef name, FunctionPassManager &FPM, ArrayRef<PassBuilder::PipelineElement>) {
-        if (name == "ol-hoist-invariant-divisions") {
-          FPM.addPass(ol_rs::HoistInvariantDivisionsPass());
-          return true;
-        }
-        if (name == "ol-opaque-wrapping-masks") {
-          FPM.addPass(ol_rs::OpaqueWrappingMasksPass());
-          return true;
-        }
-        if (name == "ol-stop-points") {
-          FPM.addPass(ol_rs::StopPointsPass());
-          return true;
-        }
-        return false;
-      });
+  PB.registerPipelineParsingCallback(parseOurFunctionPass);
   if (flags & OL_RS_HOOK_VECTORISER_WORKAROUNDS)
     PB.registerVectorizerStartEPCallback([](FunctionPassManager &FPM, OptimizationLevel) {
       FPM.addPass(ol_rs::HoistInvariantDivisionsPass());

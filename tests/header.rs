@@ -12,17 +12,22 @@ fn header_is_current() {
         .with_config(config)
         .generate()
         .expect("cbindgen could not generate the header");
+    check_current(bindings, "include/offload/OffloadAPI.h");
+}
+
+/// `bindings` are what the committed file `rel` (from the crate's root) holds; `UPDATE_HEADER=1` writes them.
+fn check_current(bindings: cbindgen::Bindings, rel: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel);
     let mut generated = Vec::new();
     bindings.write(&mut generated);
-    let path = root.join("include/offload/OffloadAPI.h");
     if std::env::var_os("UPDATE_HEADER").is_some() {
-        std::fs::write(&path, &generated).expect("write header");
+        std::fs::write(&path, &generated).unwrap_or_else(|e| panic!("write {rel}: {e}"));
         return;
     }
     let committed = std::fs::read(&path).unwrap_or_default();
     assert!(
         committed == generated,
-        "include/offload/OffloadAPI.h is out of date: run `UPDATE_HEADER=1 cargo test --test header` and commit it"
+        "{rel} is out of date: run `UPDATE_HEADER=1 cargo test --test header` and commit it"
     );
 }
 
@@ -55,16 +60,5 @@ fn jit_abi_header_is_current() {
         .with_config(config)
         .generate()
         .expect("cbindgen could not generate abi.h");
-    let mut generated = Vec::new();
-    bindings.write(&mut generated);
-    let path = root.join("src/jit/llvm/abi.h");
-    if std::env::var_os("UPDATE_HEADER").is_some() {
-        std::fs::write(&path, &generated).expect("write abi.h");
-        return;
-    }
-    let committed = std::fs::read(&path).unwrap_or_default();
-    assert!(
-        committed == generated,
-        "src/jit/llvm/abi.h is out of date: run `UPDATE_HEADER=1 cargo test --test header` and commit it"
-    );
+    check_current(bindings, "src/jit/llvm/abi.h");
 }

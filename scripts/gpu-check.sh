@@ -8,6 +8,11 @@
 #   scripts/gpu-check.sh            # tests one by one (60 s each), then the benchmark
 #   KIT=/path/to/gpu-kit scripts/gpu-check.sh
 #
+# With the device tool: build here (`bash scripts/gpu-build.sh && make -C ffi-tests tests`), then run
+# `bash scripts/gpu-check.sh` there carrying build/gpu-kit and build/ffi-tests (56 MiB in all): the C tests
+# also check the CPU device on that machine's CPU and its memory cgroup (often v2). About 1-3 minutes when
+# nothing hangs; a hung test is killed at 60 s with its threads' states in its log.
+#
 # Everything is also logged to build/gpu-check.log and the per-test logs to build/gpu-run/logs/; when
 # $OUT names a directory (the device runner's output folder) they are copied there at the end. The
 # summary at the end repeats what matters (failures with their panic lines, the benchmark tables),

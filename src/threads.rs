@@ -19,6 +19,16 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
+/// `Box::new(v)`, or `None` when there is no memory for it (where `Box::new` would end the process with
+/// Rust's allocation-failure abort).
+pub fn try_box<T>(v: T) -> Option<Box<T>> {
+    let mut one = Vec::new();
+    one.try_reserve_exact(1).ok()?;
+    one.push(v);
+    // SAFETY: a one-element boxed slice is one `T` allocated with `T`'s layout, which is a `Box<T>`'s.
+    Some(unsafe { Box::from_raw(Box::into_raw(one.into_boxed_slice()).cast::<T>()) })
+}
+
 /// A lazily made value of type `T` per thread ([`ThreadSlot::with`]), dropped at the thread's exit.
 pub struct ThreadSlot<T: 'static> {
     key: OnceLock<Option<libc::pthread_key_t>>,
@@ -56,10 +66,7 @@ impl<T: 'static> ThreadSlot<T> {
         // SAFETY: reading this thread's slot of a live key.
         let mut p = unsafe { libc::pthread_getspecific(key) }.cast::<T>();
         if p.is_null() {
-            let mut b: Vec<T> = Vec::new();
-            b.try_reserve_exact(1).ok()?;
-            b.push(init());
-            let raw = Box::into_raw(b.into_boxed_slice()).cast::<T>();
+            let raw = Box::into_raw(try_box(init())?);
             // SAFETY: storing a pointer this thread owns in its slot of a live key.
             if unsafe { libc::pthread_setspecific(key, raw.cast()) } != 0 {
                 // SAFETY: not stored: still ours alone.
@@ -114,10 +121,8 @@ pub fn spawn_detached(name: &str, stack: usize, f: Box<dyn FnOnce() + Send>) -> 
             return Err(std::io::Error::from_raw_os_error(r));
         }
     }
-    let mut one = Vec::new();
-    one.try_reserve_exact(1).map_err(|_| std::io::Error::from_raw_os_error(libc::ENOMEM))?;
-    one.push(Start { name: short, f });
-    let p = Box::into_raw(one.into_boxed_slice()).cast::<Start>();
+    let start_box = try_box(Start { name: short, f }).ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOMEM))?;
+    let p = Box::into_raw(start_box);
     let mut t: libc::pthread_t = 0;
     // SAFETY: `start` takes ownership of `p` when the thread starts; on failure it is still ours.
     let r = unsafe { libc::pthread_create(&mut t, attr.as_ptr(), start, p.cast()) };

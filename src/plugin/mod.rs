@@ -261,6 +261,20 @@ impl Staged for Box<[std::mem::MaybeUninit<u8>]> {
     }
 }
 
+/// A staged block that a queued copy reads or writes, shared between the host function queued after that
+/// copy and the error path that syncs the queue instead: given back once, by whichever comes first.
+pub struct HeldBlock(crate::sync::Mutex<Option<Box<dyn Staged>>>);
+
+impl HeldBlock {
+    pub fn new(block: Box<dyn Staged>) -> HeldBlock {
+        HeldBlock(crate::sync::Mutex::new(Some(block)))
+    }
+    /// Gives the block back; whether this call did (false: it was given back already).
+    pub fn give_back(&self) -> bool {
+        self.0.lock().take().is_some()
+    }
+}
+
 /// One device of a plugin.
 pub trait Device: Send + Sync {
     /// Static info, read once at init.

@@ -586,15 +586,15 @@ unsafe fn memcpy_pageable(q: &Arc<Queue>, dst: usize, src: usize, size: usize) -
 
 /// A staged source, counted in [`STAGED`] until it is given back (once, by whichever comes first: the
 /// host function queued after its copy, or the error path that synced the queue).
-struct StagedCopy(Mutex<Option<Box<dyn plugin::Staged>>>, usize);
+struct StagedCopy(plugin::HeldBlock, usize);
 
 impl StagedCopy {
     fn new(block: Box<dyn plugin::Staged>, size: usize) -> StagedCopy {
         STAGED.fetch_add(size, Ordering::Relaxed);
-        StagedCopy(Mutex::new(Some(block)), size)
+        StagedCopy(plugin::HeldBlock::new(block), size)
     }
     fn give_back(&self) {
-        if self.0.lock().take().is_some() {
+        if self.0.give_back() {
             STAGED.fetch_sub(self.1, Ordering::Relaxed);
         }
     }

@@ -99,12 +99,9 @@ fn register() -> *const Record {
     let rec: &'static Record = match all.iter().find(|r| !r.in_use.load(Relaxed)) {
         Some(r) => r,
         None => {
-            let mut one = Vec::new();
-            if one.try_reserve_exact(1).is_err() || all.try_reserve(1).is_err() {
-                return std::ptr::null();
-            }
-            one.push(Record { epoch: AtomicU64::new(0), in_use: AtomicBool::new(false) });
-            let r: &'static Record = &Box::leak(one.into_boxed_slice())[0];
+            let one = crate::threads::try_box(Record { epoch: AtomicU64::new(0), in_use: AtomicBool::new(false) });
+            let (Some(one), Ok(())) = (one, all.try_reserve(1)) else { return std::ptr::null() };
+            let r: &'static Record = Box::leak(one);
             all.push(r);
             r
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::sync::Mutex;
 
-use crate::plugin::{Event, Kernel, LaunchArgs, LaunchDims, PluginError, PluginResult, Queue, panic_text};
+use crate::plugin::{Event, HeldBlock, Kernel, LaunchArgs, LaunchDims, PluginError, PluginResult, Queue, panic_text};
 
 use super::driver::*;
 use super::image;
@@ -103,7 +103,7 @@ impl Queue for CudaQueue {
         let Some(block) = self.dev.stage(size)? else { return self.dev.memcpy_async(dst, src, size, self.s()) };
         let at = block.ptr();
         // Given back by the last host function below, or here once the stream has run what was queued.
-        let block = Arc::new(Mutex::new(Some(block)));
+        let block = Arc::new(HeldBlock::new(block));
         let held = block.clone();
         let r = if from == Memory::PageableHost {
             self.enqueue_host(Box::new(move || {
@@ -114,7 +114,7 @@ impl Queue for CudaQueue {
             .and_then(|()| self.dev.memcpy_async(dst, at, size, self.s()))
             .and_then(|()| {
                 self.enqueue_host(Box::new(move || {
-                    held.lock().take();
+                    held.give_back();
                     Ok(())
                 }))
             })
@@ -124,14 +124,14 @@ impl Queue for CudaQueue {
                     // SAFETY: the copy before this host function wrote `size` bytes to the block; the caller
                     // keeps `dst` valid until the queue has run it.
                     unsafe { std::ptr::copy_nonoverlapping(at as *const u8, dst as *mut u8, size) };
-                    held.lock().take();
+                    held.give_back();
                     Ok(())
                 }))
             })
         };
         if r.is_err() {
             let _ = self.dev.sync_stream(self.s());
-            block.lock().take();
+            block.give_back();
         }
         r
     }

@@ -12,7 +12,7 @@ use std::cell::RefCell;
 use std::fmt;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 18] = [
+pub(crate) const NAMES: [&str; 20] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -31,6 +31,8 @@ pub(crate) const NAMES: [&str; 18] = [
     "ol-runtime-divisors",
     "ol-block-stride-loops",
     "ol-warp-lanes",
+    "ol-lockstep-loops",
+    "ol-promote-slots",
 ];
 
 /// Every transform on.

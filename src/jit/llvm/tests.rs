@@ -2498,6 +2498,8 @@ fn each_transform_fires_where_it_is_meant_to_and_not_elsewhere() {
     // xor-butterfly shuffles in each warp, then in the first warp only (`T < w`: a branch that differs
     // between warps, not between a warp's lanes)
     const WSHFL: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float p[64]; uint32_t l = __gpu_lane_id(), w = __gpu_num_lanes(); float v = in[G]; for (uint32_t d = w / 2; d > 0; d >>= 1) v += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ d, v, w); if (l == 0) p[T / w] = v; __gpu_sync_threads(); if (T < w) { float s = T < N / w ? p[T] : 0.0f; for (uint32_t d = w / 2; d > 0; d >>= 1) s += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ d, s, w); if (T == 0) o[__gpu_block_id_x()] = s; } }";
+    // an escape-time loop: a different number of iterations per work-item, no memory access in it
+    const ESCAPE: &str = "__gpu_kernel void k(uint32_t *o, const float *c) { float x = c[G], z = 0.0f; uint32_t i = 0; while (i < 100 && z < 4.0f) { z = z * z + x; i++; } o[G] = i; }";
     // (transform, fires, kernel source (kernel `k`), specialised at this group size)
     let cases: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
         (
@@ -2647,6 +2649,32 @@ fn each_transform_fires_where_it_is_meant_to_and_not_elsewhere() {
             "__gpu_kernel void k(float *o, const float *in) { o[G] = in[__gpu_block_id_x() * N + (T + 1) % 7]; }",
             Some([64, 1, 1]),
         ),
+        // an escape-time loop (no memory access in it), generic and specialised; not: a loop reading
+        // memory (a CSR row), a loop every work-item runs as often, a kernel with barriers
+        ("ol-lockstep-loops", true, ESCAPE, None),
+        ("ol-lockstep-loops", true, ESCAPE, Some([32, 2, 1])),
+        (
+            "ol-lockstep-loops",
+            false,
+            "__gpu_kernel void k(float *o, const uint32_t *r, const float *v) { float s = 0.0f; for (uint32_t j = r[G]; j < r[G + 1]; j++) s += v[j]; o[G] = s; }",
+            None,
+        ),
+        (
+            "ol-lockstep-loops",
+            false,
+            "__gpu_kernel void k(float *o, const float *in, uint32_t n) { float s = in[G]; for (uint32_t j = 0; j < n; j++) s = s * 0.5f + 1.0f; o[G] = s; }",
+            None,
+        ),
+        ("ol-lockstep-loops", false, UNIFORM, None),
+        // the general scheduler's regions: lockstep loops', a divergent barrier's; not under uniform barriers
+        ("ol-promote-slots", true, ESCAPE, None),
+        (
+            "ol-promote-slots",
+            true,
+            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; float v = in[G]; s[T] = v; if (v > 0.0f) __gpu_sync_threads(); o[G] = s[N - 1 - T] + v; }",
+            None,
+        ),
+        ("ol-promote-slots", false, UNIFORM, None),
         ("ol-warp-lanes", true, WSHFL, Some([64, 1, 1])),
         ("ol-warp-lanes", true, WSHFL, Some([128, 1, 1])),
         // (not whole warps in a row; the generic kernel; a shuffle under a branch that differs between a
@@ -2718,7 +2746,7 @@ fn the_suite_kernels_get_their_transforms() {
             &["ol-uniform-barriers", "ol-block-stride-loops", "ol-implicit-loop-barriers", "ol-narrow-guards"],
         ),
         ("conv2d", [16, 16, 1], &["ol-uniform-barriers", "ol-narrow-guards"]),
-        ("mandel", [16, 16, 1], &["ol-narrow-guards"]),
+        ("mandel", [16, 16, 1], &["ol-lockstep-loops", "ol-promote-slots"]),
         ("spmv", [256, 1, 1], &["ol-narrow-guards"]),
         ("radix", [256, 1, 1], &["ol-uniform-barriers", "ol-plain-shared-atomics"]),
         ("blackscholes", [256, 1, 1], &["ol-narrow-guards"]),
@@ -2949,6 +2977,107 @@ fn warp_lanes_match_the_host() {
                             assert!(bad.is_none(), "{ctx}: first difference at {bad:?} of {n}");
                         }
                     }
+                }
+            }
+        }
+    }
+}
+
+/// Barrier-free kernels with divergent, memory-free loops (ffi-tests/kernels/lockstep.c: an escape-time
+/// loop in floats, a capped Collatz walk, a 2-D walk with an inner loop and a second exit) give the
+/// host's results generic and specialised, in groups whose rows are whole chunks, shorter than one, and
+/// not a number of them (partial chunks and partial groups), on every target; ol-lockstep-loops fires on
+/// each and ol-promote-slots with it (scripts/test.sh runs this test with the transforms off too).
+#[test]
+fn lockstep_loops_match_the_host() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("lockstep", t) else {
+            return;
+        };
+        let bc = bitcode("lockstep", t).unwrap();
+        for k in ["escape", "collatz", "mixes"] {
+            for spec in [None, Some([64u32, 1, 1]), Some([20, 3, 1])] {
+                let on = transform_stats(&bc, "", spec.map(|g| (k, g)));
+                let of = |n: &str| on.iter().filter(|(kn, _)| kn == k).map(|(_, s)| s.of(n)).sum::<u32>();
+                assert!(of("ol-lockstep-loops") > 0 && of("ol-promote-slots") > 0, "{t:?} {k} {spec:?}: {on:?}");
+            }
+        }
+        let shapes = [
+            ([64u32, 1, 1], [5u32, 1, 1]),
+            ([16, 1, 1], [9, 1, 1]),
+            ([20, 3, 1], [4, 3, 1]),
+            ([8, 4, 2], [3, 2, 1]),
+            ([256, 1, 1], [2, 1, 1]),
+        ];
+        for (block, grid) in shapes {
+            let nt = (block[0] * block[1] * block[2]) as usize;
+            let total = nt * (grid[0] * grid[1] * grid[2]) as usize;
+            // 1-D kernels over n items of the x ids (the last group partial; y and z ids repeat them);
+            // `mixes` over a w x h image
+            let n = (block[0] * grid[0]) as usize - 3;
+            let cx: Vec<f32> = (0..total).map(|i| -2.2 + 3.0 * ((i * 7919) % 1000) as f32 / 1000.0).collect();
+            let cy: Vec<f32> = (0..total).map(|i| -1.3 + 2.6 * ((i * 104729) % 997) as f32 / 997.0).collect();
+            let seeds: Vec<u32> = (0..total as u32).map(|i| 1 + (i.wrapping_mul(2654435761) >> 12)).collect();
+            let escape = |i: usize| {
+                let (cr, ci) = (cx[i], cy[i]);
+                let (mut zr, mut zi, mut k) = (0.0f32, 0.0f32, 0u32);
+                while k < 200 {
+                    let (zr2, zi2, zri) = (zr * zr, zi * zi, zr * zi);
+                    if zr2 + zi2 > 4.0 {
+                        break;
+                    }
+                    zr = zr2 - zi2 + cr;
+                    zi = zri + zri + ci;
+                    k += 1;
+                }
+                k
+            };
+            let collatz = |i: usize| {
+                let (mut v, mut s) = (seeds[i], 0u32);
+                while v > 1 && s < 500 {
+                    v = if v & 1 == 1 { v.wrapping_mul(3).wrapping_add(1) } else { v / 2 };
+                    s += 1;
+                }
+                if s < 500 { s } else { 500 + v }
+            };
+            let mixes = |v: u32| {
+                let mut h = v;
+                for _ in 0..v % 37 {
+                    for r in 0..3 {
+                        h = (h ^ (h >> 13)).wrapping_mul(0x5bd1e995).wrapping_add(r);
+                    }
+                    if h >> 31 != 0 {
+                        break;
+                    }
+                }
+                h
+            };
+            let (w, h) = ((block[0] * grid[0]) as usize - 1, (block[1] * grid[1]) as usize);
+            for name in ["escape", "collatz", "mixes"] {
+                let g = img.kernel(name).unwrap();
+                let s = g.specialise(block).unwrap();
+                for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                    let ctx = format!("{t:?} {name} {block:?} {form}");
+                    let mut o = vec![7u32; total];
+                    let (mut a, mut bb, mut sd) = (cx.clone(), cy.clone(), seeds.clone());
+                    let (want, args): (Vec<u32>, Vec<u64>) = match name {
+                        "escape" => (
+                            (0..total).map(|i| if i < n { escape(i) } else { 7 }).collect(),
+                            pack(&kk.params, &[&ptr(&mut o), &ptr(&mut a), &ptr(&mut bb), &b(&(n as u32))]),
+                        ),
+                        "collatz" => (
+                            (0..total).map(|i| if i < n { collatz(i) } else { 7 }).collect(),
+                            pack(&kk.params, &[&ptr(&mut o), &ptr(&mut sd), &b(&(n as u32))]),
+                        ),
+                        _ => (
+                            (0..total).map(|i| if i < w * h { mixes(seeds[i]) } else { 7 }).collect(),
+                            pack(&kk.params, &[&ptr(&mut o), &ptr(&mut sd), &b(&(w as u32)), &b(&(h as u32))]),
+                        ),
+                    };
+                    launch(kk, grid, block, &args, 0);
+                    let bad = o.iter().zip(&want).position(|(x, y)| x != y);
+                    assert!(bad.is_none(), "{ctx}: first difference at {bad:?}: {:?}", bad.map(|i| (o[i], want[i])));
                 }
             }
         }

@@ -13,22 +13,25 @@ bool Lowering::firstCallTo(BasicBlock *BB, Function *Fn) {
 
 // Continuation-based synchronisation. F = K.body with barrier/exit markers; sets scratchPerWi to
 // the scratch bytes each work-item needs. The steps below run in order on one CbsState.
-bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi) {
+bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk) {
   CbsState st;
   st.F = F;
+  st.chunk = chunk;
   st.o = F->arg_size() - E_COUNT;
   st.BM = M.getFunction("__ol_rs.barrier");
   st.EM = M.getFunction("__ol_rs.exit");
   removeUnreachableBlocks(*F);
   if (!cbsCheckAllocas(st))
     return false;
-  if (on(T_BLOCK_STRIDE_LOOPS) && on(T_UNIFORM_BARRIERS) && on(T_IMPLICIT_LOOP_BARRIERS))
+  if (!chunk && on(T_BLOCK_STRIDE_LOOPS) && on(T_UNIFORM_BARRIERS) && on(T_IMPLICIT_LOOP_BARRIERS))
     blockStrideLoops(F); // (for ol-implicit-loop-barriers: before the divergence it changes)
   st.entry = &F->getEntryBlock();
   cbsDivergence(st);
   cbsIsolateMarkers(st);
   cbsWarpLanes(st);
-  if (!st.warpMode)
+  if (chunk) // (the implicit barriers of ol-lockstep-loops are divergent: the general scheduler)
+    st.uniform = false;
+  else if (!st.warpMode)
     cbsUniformBarriers(st);
   cbsDemotePhis(st);
   cbsFindHoistable(st);

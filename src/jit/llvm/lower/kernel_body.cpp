@@ -145,8 +145,13 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
     markSharedAtomics(NF);
   ki.barriers = collective;
   ki.specialisable = !usesMutableGlobals(NF);
-  if (collective) {
-    if (!buildCbs(NF, ki.scratchPerWi))
+  // ol-lockstep-loops: a barrier-free kernel's divergent loops get implicit barriers, and the barrier
+  // path runs it chunk by chunk (in a specialisation whose rows are shorter, a chunk is a row)
+  unsigned chunk = !collective && on(T_LOCKSTEP_LOOPS) && lockstepLoops(NF) ? kLockstepChunk : 0;
+  if (chunk && !specKernel.empty() && specGs[0] < chunk)
+    chunk = specGs[0];
+  if (collective || chunk) {
+    if (!buildCbs(NF, ki.scratchPerWi, chunk))
       return false;
   } else {
     exitsToReturns(NF);
@@ -213,6 +218,39 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
   if (collective) {
     Value *z0 = ConstantInt::get(I32, 0);
     callBody(z0, z0, z0, z0);
+    B.CreateRetVoid();
+  } else if (chunk) {
+    // for z, y, and x by chunks: the body runs the chunk from x (cbsScheduler's chunk mode)
+    Value *zero = ConstantInt::get(I32, 0), *one = ConstantInt::get(I32, 1);
+    BasicBlock *hz = BasicBlock::Create(C, "z", WG), *hy = BasicBlock::Create(C, "y", WG),
+               *hx = BasicBlock::Create(C, "x", WG), *P = BasicBlock::Create(C, "chunk", WG),
+               *ly = BasicBlock::Create(C, "y.latch", WG), *lz = BasicBlock::Create(C, "z.latch", WG),
+               *ex = BasicBlock::Create(C, "exit", WG);
+    B.CreateBr(hz);
+    B.SetInsertPoint(hz);
+    PHINode *z = B.CreatePHI(I32, 2, "lz");
+    z->addIncoming(zero, E);
+    B.CreateCondBr(B.CreateICmpULT(z, gs[2]), hy, ex);
+    B.SetInsertPoint(hy);
+    PHINode *y = B.CreatePHI(I32, 2, "ly");
+    y->addIncoming(zero, hz);
+    Value *rowBase = B.CreateMul(B.CreateAdd(B.CreateMul(z, gs[1]), y), gs[0]);
+    B.CreateCondBr(B.CreateICmpULT(y, gs[1]), hx, lz);
+    B.SetInsertPoint(hx);
+    PHINode *x = B.CreatePHI(I32, 2, "lx");
+    x->addIncoming(zero, hy);
+    B.CreateCondBr(B.CreateICmpULT(x, gs[0]), P, ly);
+    B.SetInsertPoint(P);
+    callBody(x, y, z, B.CreateAdd(rowBase, x));
+    x->addIncoming(B.CreateAdd(x, ConstantInt::get(I32, chunk), "", true, true), P);
+    B.CreateBr(hx);
+    B.SetInsertPoint(ly);
+    y->addIncoming(B.CreateAdd(y, one, "", true, true), ly);
+    B.CreateBr(hy);
+    B.SetInsertPoint(lz);
+    z->addIncoming(B.CreateAdd(z, one, "", true, true), lz);
+    B.CreateBr(hz);
+    B.SetInsertPoint(ex);
     B.CreateRetVoid();
   } else {
     // for z, y, x (top-tested, like the region loops of buildCbs), around the inlined body
@@ -294,7 +332,7 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
   }
   // NF is called from WG without an access group on the barrier path; a body left un-inlined on
   // the plain path is inlined later under the work-item loop's group, so it keeps its atomics.
-  if (collective || NF->use_empty())
+  if (collective || chunk || NF->use_empty())
     plainSharedAtomics(NF);
   plainSharedAtomics(WG);
   attachDebugInfo(K, NF, WG);

@@ -102,6 +102,8 @@ enum Transform : unsigned {
   T_RUNTIME_DIVISORS,        // ../workarounds/runtime_divisors.cpp (an LLVM 22.1 miscompile's workaround)
   T_BLOCK_STRIDE_LOOPS,      // opt/block_stride_loops.cpp
   T_WARP_LANES,              // warp_lanes.cpp: each warp runs its lanes between warp barriers on its own
+  T_LOCKSTEP_LOOPS,          // opt/lockstep_loops.cpp: divergent loops of barrier-free kernels over chunks of work-items
+  T_PROMOTE_SLOTS,           // opt/promote_slots.cpp: a general-scheduler region's slots as SSA values, stored once
   T_COUNT
 };
 
@@ -298,6 +300,11 @@ struct Lowering {
                         std::map<BasicBlock *, std::set<BasicBlock *>> &reach,
                         const std::function<void()> &computeReach, const std::function<bool(BasicBlock *)> &isSync);
   void scopeSlots(Function *F, const std::vector<AllocaInst *> &slots);
+  // ol-lockstep-loops (opt/lockstep_loops.cpp): in a barrier-free kernel, an implicit barrier in front of
+  // the header of each outermost loop whose exit may differ between work-items; returns how many loops
+  // got one (then buildCbs runs in chunk mode, chunks of kLockstepChunk x ids).
+  static constexpr unsigned kLockstepChunk = 16, kLockstepMaxPrivate = 1024;
+  unsigned lockstepLoops(Function *F);
   bool shareHeaderSlot(Instruction *I, const std::map<AllocaInst *, BasicBlock *> &phiSlot, DominatorTree &DT);
 
   // What crosses the steps of one buildCbs run, filled in step order (the step that sets a field is
@@ -329,7 +336,7 @@ struct Lowering {
     // step 5 (cbsScheduler): the group prologue's values and the scheduler's blocks
     Value *scratch = nullptr, *nwi64 = nullptr, *xchg = nullptr, *resume = nullptr, *uniV = nullptr;
     std::vector<Value *> uniPtr; // per alloca: its shared slot in scratch (uniform slots), else null
-    AllocaInst *next = nullptr;
+    AllocaInst *next = nullptr, *uniSlot = nullptr; // the region to run next; whether all work-items wait there
     BasicBlock *sched = nullptr, *done = nullptr, *scanStart = nullptr;
     SwitchInst *SW = nullptr;
     // ol-warp-lanes (warp_lanes.cpp): every warp runs on its own from a group-level region (the kernel
@@ -337,6 +344,11 @@ struct Lowering {
     // the scheduler cbs.wsched) to the next group barrier or the exit; then the next warp (`wp`).
     bool warpMode = false;
     std::set<size_t> groupEntries;
+    // ol-lockstep-loops: chunk mode (chunk x ids): the body runs one chunk of one row per call, the x id
+    // E_LX its first; the region loops and the scheduler's scan cover [lo, hi) of each dimension
+    // (cbsScheduler), the whole group otherwise
+    unsigned chunk = 0;
+    Value *lo[3] = {}, *hi[3] = {};
     AllocaInst *wnext = nullptr, *wstart = nullptr, *wp = nullptr;
     BasicBlock *wsched = nullptr, *whead = nullptr;
     SwitchInst *WSW = nullptr;
@@ -378,7 +390,7 @@ struct Lowering {
     std::map<BasicBlock *, BasicBlock *> origOf;   // clone -> original
   };
   static bool firstCallTo(BasicBlock *BB, Function *Fn);
-  bool buildCbs(Function *F, uint64_t &scratchPerWi);
+  bool buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk = 0);
   bool cbsCheckAllocas(CbsState &st);
   void cbsDivergence(CbsState &st);
   void cbsIsolateMarkers(CbsState &st);
@@ -396,6 +408,8 @@ struct Lowering {
   // the id a work-item leaving through exit block `e` (a barrier block, or nullptr = exit) resumes at
   int cbsExitId(CbsState &st, BasicBlock *e) { return e ? st.barrierId[e] : RESUME_EXIT; }
   void cbsRegion(CbsState &st, IRBuilder<> &B, size_t k);
+  void cbsPromoteSlots(CbsState &st, CbsRegion &R);
+  void cbsChunkRepeat(CbsState &st, CbsRegion &R);
   void cbsUnswitchExit(CbsState &st, CbsRegion &R);
   std::vector<BasicBlock *> cbsRegionBlocks(CbsState &st, size_t k);
   void cbsRegionPrologue(CbsState &st, IRBuilder<> &B, CbsRegion &R);

@@ -112,10 +112,33 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
   Value *nwi64 = B.CreateZExt(nwi, I64);
   st.nwi64 = nwi64;
   st.xchg = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S)), "cbs.xchg");
+  // the work-items the region loops and the scan cover: the group, or one chunk of a row (chunk mode:
+  // from the x id E_LX, at most st.chunk of them, in row E_LY of layer E_LZ)
+  Value *one = ConstantInt::get(I32, 1), *wiLo = ConstantInt::get(I32, 0), *wiHi = nwi;
+  for (int d = 0; d < 3; ++d) {
+    st.lo[d] = ConstantInt::get(I32, 0);
+    st.hi[d] = X(o, F, E_GSX + d);
+  }
+  if (st.chunk) {
+    for (int d = 0; d < 3; ++d) {
+      st.lo[d] = X(o, F, E_LX + d);
+      st.hi[d] = B.CreateAdd(st.lo[d], one, "", true, true);
+    }
+    Value *left = B.CreateSub(X(o, F, E_GSX), st.lo[0]);
+    // (whole chunks in a specialisation whose rows are a number of them: a constant trip count, so that
+    // the vectoriser needs no masked tail)
+    Value *n = !specKernel.empty() && specGs[0] % st.chunk == 0
+                   ? static_cast<Value *>(ConstantInt::get(I32, st.chunk))
+                   : B.CreateBinaryIntrinsic(Intrinsic::umin, left, ConstantInt::get(I32, st.chunk));
+    st.hi[0] = B.CreateAdd(st.lo[0], n, "cbs.chunk.end", true, true);
+    wiLo = X(o, F, E_LWI);
+    wiHi = B.CreateAdd(wiLo, n, "", true, true);
+  }
   Value *resume = nullptr;
   if (!uniform) {
     resume = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S + 8)), "cbs.resume");
-    B.CreateMemSet(resume, ConstantInt::get(I8, 0), B.CreateMul(nwi64, ConstantInt::get(I64, 4)), MaybeAlign(4));
+    B.CreateMemSet(B.CreateGEP(I32, resume, B.CreateZExt(wiLo, I64)), ConstantInt::get(I8, 0),
+                   B.CreateMul(B.CreateZExt(B.CreateSub(wiHi, wiLo), I64), ConstantInt::get(I64, 4)), MaybeAlign(4));
   }
   st.resume = resume;
   std::vector<Value *> &uniPtr = st.uniPtr;
@@ -130,6 +153,7 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
   // Region loops test it (loop-invariant) before the per-item resume check, so O3's loop unswitching
   // can produce a check-free loop that the vectoriser can handle.
   AllocaInst *uni = B.CreateAlloca(I1Ty(), nullptr, "cbs.uni");
+  st.uniSlot = uni;
   B.CreateStore(ConstantInt::getTrue(C), uni);
   BasicBlock *sched = BasicBlock::Create(C, "cbs.sched", F);
   BasicBlock *done = BasicBlock::Create(C, "cbs.done", F);
@@ -162,10 +186,10 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
     PHINode *si = B.CreatePHI(I32, 2, "scan.i");
     PHINode *mn = B.CreatePHI(I32, 2, "scan.min");
     PHINode *mx = B.CreatePHI(I32, 2, "scan.max");
-    si->addIncoming(ConstantInt::get(I32, 0), scanStart);
+    si->addIncoming(wiLo, scanStart);
     mn->addIncoming(ConstantInt::get(I32, RESUME_EXIT), scanStart);
     mx->addIncoming(ConstantInt::get(I32, 0), scanStart);
-    B.CreateCondBr(B.CreateICmpULT(si, nwi), scanBody, scanFound);
+    B.CreateCondBr(B.CreateICmpULT(si, wiHi), scanBody, scanFound);
     B.SetInsertPoint(scanBody);
     Value *sr = B.CreateLoad(I32, B.CreateGEP(I32, resume, B.CreateZExt(si, I64)));
     Value *mn2 = B.CreateSelect(B.CreateICmpULT(sr, mn), sr, mn);
@@ -203,10 +227,13 @@ void Lowering::cbsRegion(CbsState &st, IRBuilder<> &B, size_t k) {
   cbsUsePreloads(st, R);
   cbsEnterRegion(st, B, R);
   cbsLeaveRegion(st, R);
-  if (st.warpMode) { // (the transforms below assume a loop nest over the whole group)
+  if (st.chunk)
+    cbsChunkRepeat(st, R);
+  cbsPromoteSlots(st, R);
+  if (st.warpMode) // (the transforms below assume a loop nest over the whole group)
     cbsWarpLaneIds(st, R);
+  if (st.warpMode || st.chunk)
     return;
-  }
   if (!runLoops.empty() && on(T_SHORT_RUNS)) // what narrowToGuards made, once the region loop is closed
     versionShortRuns(st.F);
   if (on(T_EQUALITY_SPLIT))
@@ -294,7 +321,7 @@ void Lowering::cbsRegionLoops(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
   const std::string &sfx = R.sfx;
   ValueToValueMapTy &VM = R.VM;
   BasicBlock *Pre = R.Pre;
-  Value *gsx = X(o, F, E_GSX), *gsy = X(o, F, E_GSY), *gsz = X(o, F, E_GSZ);
+  Value *gsx = X(o, F, E_GSX), *gsy = X(o, F, E_GSY);
   if (st.warpMode) {
     cbsWarpRegionLoop(st, B, R);
     return;
@@ -325,19 +352,19 @@ void Lowering::cbsRegionLoops(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
   B.CreateBr(Hz);
   B.SetInsertPoint(Hz);
   lz = B.CreatePHI(I32, 2, "lz" + sfx);
-  lz->addIncoming(ConstantInt::get(I32, 0), Pre);
-  inZ = cast<ICmpInst>(B.CreateICmpULT(lz, gsz));
+  lz->addIncoming(st.lo[2], Pre);
+  inZ = cast<ICmpInst>(B.CreateICmpULT(lz, st.hi[2]));
   B.CreateCondBr(inZ, Hy, st.scanStart);
   B.SetInsertPoint(Hy);
   ly = B.CreatePHI(I32, 2, "ly" + sfx);
-  ly->addIncoming(ConstantInt::get(I32, 0), Hz);
+  ly->addIncoming(st.lo[1], Hz);
   Value *rowBase = B.CreateMul(B.CreateAdd(B.CreateMul(lz, gsy), ly), gsx);
-  inY = cast<ICmpInst>(B.CreateICmpULT(ly, gsy));
+  inY = cast<ICmpInst>(B.CreateICmpULT(ly, st.hi[1]));
   B.CreateCondBr(inY, H, Lz);
   B.SetInsertPoint(H);
   lx = B.CreatePHI(I32, 2, "lx" + sfx);
-  lx->addIncoming(ConstantInt::get(I32, 0), Hy);
-  inX = cast<ICmpInst>(B.CreateICmpULT(lx, gsx));
+  lx->addIncoming(st.lo[0], Hy);
+  inX = cast<ICmpInst>(B.CreateICmpULT(lx, st.hi[0]));
   B.CreateCondBr(inX, P, Ly);
   B.SetInsertPoint(L);
   lx->addIncoming(B.CreateAdd(lx, ConstantInt::get(I32, 1), "", true, true), L);
@@ -532,6 +559,36 @@ void Lowering::cbsLeaveRegion(CbsState &st, CbsRegion &R) {
       leave(NB, nullptr);
     }
   }
+}
+
+
+// Step 5, region in chunk mode (ol-lockstep-loops; takes the loop nest and R.myResume): a region that
+// some work-item of the chunk is to run again (a lockstep loop's iteration) runs again at once, without
+// the scan for the smallest pending region: `again` is the OR over the chunk of `resume == k` (a
+// reduction the vectoriser keeps in a register), and the scheduler is entered at `next` = k, `uni` false
+// (some work-items have left). Legal in chunk mode only: there are no barriers of the kernel's own whose
+// order the scan keeps.
+void Lowering::cbsChunkRepeat(CbsState &st, CbsRegion &R) {
+  if (!R.myResume || R.once || !R.Hz)
+    return;
+  Function *F = st.F;
+  IRBuilder<> B(&*st.NE->getFirstInsertionPt());
+  AllocaInst *again = B.CreateAlloca(I1Ty(), nullptr, "cbs.again" + R.sfx);
+  B.SetInsertPoint(R.Pre->getTerminator());
+  B.CreateStore(ConstantInt::getFalse(C), again);
+  B.SetInsertPoint(R.L->getTerminator());
+  Value *r = B.CreateLoad(I32, R.myResume);
+  addAccessGroup(*cast<Instruction>(r), R.AG);
+  B.CreateStore(B.CreateOr(B.CreateLoad(I1Ty(), again), B.CreateICmpEQ(r, ConstantInt::get(I32, R.k))), again);
+  BasicBlock *A = BasicBlock::Create(C, "cbs.again" + R.sfx, F);
+  BasicBlock *Rep = BasicBlock::Create(C, "cbs.repeat" + R.sfx, F);
+  R.Hz->getTerminator()->replaceSuccessorWith(st.scanStart, A);
+  B.SetInsertPoint(A);
+  B.CreateCondBr(B.CreateLoad(I1Ty(), again), Rep, st.scanStart);
+  B.SetInsertPoint(Rep);
+  B.CreateStore(ConstantInt::get(I32, R.k), st.next);
+  B.CreateStore(ConstantInt::getFalse(C), st.uniSlot);
+  B.CreateBr(st.sched);
 }
 
 

@@ -1,0 +1,109 @@
+// ol-lockstep-loops: a barrier-free kernel whose work-items run a loop a different number of times (an
+// escape-time loop, a loop over a CSR row, a data-dependent `while`) runs that loop in lockstep over a
+// chunk of consecutive work-items, the way a SIMD machine (and a hand-written vector loop) does.
+//
+// Without it the work-item loop holds the whole per-item loop: LLVM cannot vectorise an outer loop, so
+// the kernel runs one work-item at a time, scalar. With it, each edge into the loop's header gets an
+// implicit barrier and the kernel takes the barrier path (buildCbs) in chunk mode: the work-group
+// function runs chunks of kLockstepChunk consecutive x ids of one row (cbsChunkBounds) one after
+// another, and within a chunk the general scheduler runs the region before the loop for every
+// work-item, then the loop's iteration region for the work-items still in it (each a one-iteration step,
+// its per-item state in scratch, the region loop over the chunk vectorised with the resume check as its
+// mask) until none is, the rest of each work-item's code following in the same region pass it leaves
+// the loop in. The chunk keeps the lockstep short: a chunk waits for its slowest work-item, not the
+// group's.
+//
+// Why it is legal: the implicit barriers are the CPU device's own. Between the kernel's barriers (it has
+// none) GPU code may not rely on any order of its work-items, and chunks are independent for the same
+// reason. The general scheduler is correct for any barrier placement (divergent ones included).
+//
+// Where it does not apply: kernels with barriers or warp collectives (their own schedule decides),
+// dynamic allocas or more than kLockstepMaxPrivate bytes of private arrays (the barrier path keeps
+// allocas per work-item in scratch, for the whole group, instead of one copy on the stack), loops whose exits are the
+// same for every work-item (the work-item loop is already the vectorised one around them), loops of at
+// most kInterchangeMaxUnrolled iterations (the unroller flattens those), and loops that read or write
+// memory (a CSR row's loop streams through its row: per work-item it reads consecutive elements, across
+// work-items it would gather, and a chunk would wait for its longest row; measured on spmv, 4-8x slower).
+#include "../lowering.h"
+
+namespace ol_rs::lower {
+
+unsigned Lowering::lockstepLoops(Function *F) {
+  uint64_t privateBytes = 0;
+  for (BasicBlock &BB : *F)
+    for (Instruction &I : BB)
+      if (auto *AI = dyn_cast<AllocaInst>(&I)) {
+        if (!AI->isStaticAlloca() || !AI->getAllocatedType()->isSized())
+          return 0;
+        privateBytes += AI->getAllocationSize(DL).value_or(TypeSize::getFixed(0)).getFixedValue();
+      }
+  if (privateBytes > kLockstepMaxPrivate)
+    return 0;
+  std::set<Value *> div = divergentValues(F);
+  std::set<Instruction *> divTerm = divergentTerms(F, div);
+  std::vector<BasicBlock *> headers;
+  std::vector<std::pair<BasicBlock *, std::vector<BasicBlock *>>> exits; // exit block, its preds in the loop
+  {
+    DominatorTree DT(*F);
+    LoopInfo LI(DT);
+    AssumptionCache AC(*F);
+    TargetLibraryInfoImpl TLII(M.getTargetTriple());
+    TargetLibraryInfo TLI(TLII);
+    ScalarEvolution SE(*F, TLI, AC, DT, LI);
+    // outermost first: a loop with a divergent exit is chosen (its inner loops run inside its
+    // iteration region); a loop without one is looked into
+    std::function<void(Loop *)> visit = [&](Loop *L) {
+      SmallVector<BasicBlock *, 4> exiting;
+      L->getExitingBlocks(exiting);
+      bool divergentExit = false;
+      for (BasicBlock *EB : exiting)
+        divergentExit |= divTerm.count(EB->getTerminator()) > 0;
+      unsigned maxTrips = SE.getSmallConstantMaxTripCount(L);
+      // (a loop that reads or writes memory stays per work-item: its accesses, consecutive along one
+      // work-item's iterations (a CSR row), would be gathers across the chunk's, and a chunk would wait
+      // for its longest row)
+      bool touchesMemory = any_of(L->blocks(), [](BasicBlock *BB) {
+        return any_of(*BB, [](Instruction &I) { return I.mayReadOrWriteMemory(); });
+      });
+      if (divergentExit && !touchesMemory && (maxTrips == 0 || maxTrips > kInterchangeMaxUnrolled)) {
+        headers.push_back(L->getHeader());
+        SmallVector<BasicBlock *, 4> exitBlocks;
+        L->getUniqueExitBlocks(exitBlocks);
+        for (BasicBlock *X : exitBlocks) {
+          std::vector<BasicBlock *> in;
+          for (BasicBlock *P : predecessors(X))
+            if (L->contains(P) && std::find(in.begin(), in.end(), P) == in.end())
+              in.push_back(P);
+          exits.push_back({X, in});
+        }
+        return;
+      }
+      for (Loop *S : *L)
+        visit(S);
+    };
+    for (Loop *L : LI)
+      visit(L);
+  }
+  for (BasicBlock *H : headers) {
+    // one barrier block for every edge into the header (entry and back edges), so that the work-items
+    // entering the loop and those iterating run in one region
+    std::vector<BasicBlock *> preds;
+    for (BasicBlock *P : predecessors(H))
+      if (std::find(preds.begin(), preds.end(), P) == preds.end())
+        preds.push_back(P);
+    BasicBlock *N = SplitBlockPredecessors(H, preds, ".ls", static_cast<DominatorTree *>(nullptr));
+    IRBuilder<> B(N, N->getFirstInsertionPt());
+    B.CreateCall(barrierMarker());
+  }
+  // and one on the way out of each loop: what follows runs in a region of its own, once every work-item
+  // of the chunk has left the loop (then without the per-item check: plain vector stores)
+  for (auto &[X, in] : exits) {
+    BasicBlock *N = SplitBlockPredecessors(X, in, ".lsx", static_cast<DominatorTree *>(nullptr));
+    IRBuilder<> B(N, N->getFirstInsertionPt());
+    B.CreateCall(barrierMarker());
+  }
+  fired(T_LOCKSTEP_LOOPS, headers.size());
+  return headers.size();
+}
+
+} // namespace ol_rs::lower

@@ -2893,7 +2893,12 @@ fn warp_lanes_match_the_host() {
                     .map(|(_, s)| s.of("ol-warp-lanes"))
                     .sum::<u32>()
             };
-            assert!(on(Some([2 * w as u32, 1, 1])) > 0, "{t:?} {k}: ol-warp-lanes did not fire at [{}, 1, 1]", 2 * w);
+            assert!(
+                on(Some([2 * w as u32, 1, 1])) > 0,
+                "{t:?} {k}: ol-warp-lanes did not fire at [{}, 1, 1]: {:?}",
+                2 * w,
+                transform_stats(&bc, "", Some((k, [2 * w as u32, 1, 1])))
+            );
             assert_eq!(on(None), 0, "{t:?} {k}: ol-warp-lanes fired on the generic kernel");
         }
         let grid = [3u32, 2, 1];

@@ -20,10 +20,7 @@ Value *Lowering::emitExchange(IRBuilder<> &B, Function *F, Value *val64,
   Value *W = ConstantInt::get(I32, warp);
   Value *lane = B.CreateURem(lwi, W);
   Value *base = B.CreateSub(lwi, lane);
-  Value *nwi = nwiOf(B, F);
-  Value *left = B.CreateSub(nwi, base);
-  Value *nInWarp = tagLanesIn(B.CreateSelect(B.CreateICmpULT(left, W), left, W));
-  Value *r = compute(B, scratch, lane, base, nInWarp);
+  Value *r = compute(B, scratch, lane, base, lanesIn(B, F, base, /*whole=*/false));
   warpBarrier(B);
   return r;
 }
@@ -56,6 +53,21 @@ Value *Lowering::tagLanesIn(Value *n) {
 }
 
 
+// The number of lanes of the warp whose first work-item is `base`: min(W, work-items from base), tagged
+// kLanesInMD for ol-warp-lanes; with `whole`, W where the group is whole warps (a specialisation's size a
+// multiple of W: every warp full), so that the lane mask is a constant (kept in no slot, and the
+// collectives' `(mask >> lane) & 1` checks fold). (The exchanges' own bound stays tagged: a constant
+// there took ol-warp-lanes away from gpuintrin's lane library, warp_lanes_match_the_host's `lib`, for a
+// reason not yet found; under ol-warp-lanes cbsWarpLaneIds makes it W anyway.)
+Value *Lowering::lanesIn(IRBuilder<> &B, Function *F, Value *base, bool whole) {
+  Value *W = ConstantInt::get(I32, warp);
+  if (whole && !specKernel.empty() && (uint64_t)specGs[0] * specGs[1] * specGs[2] % warp == 0)
+    return W;
+  Value *left = B.CreateSub(nwiOf(B, F), base);
+  return tagLanesIn(B.CreateSelect(B.CreateICmpULT(left, W), left, W));
+}
+
+
 Value *Lowering::nwiOf(IRBuilder<> &B, Function *F) {
   unsigned o = F->arg_size() - E_COUNT;
   return B.CreateMul(B.CreateMul(F->getArg(o + E_GSX), F->getArg(o + E_GSY)), F->getArg(o + E_GSZ));
@@ -68,10 +80,7 @@ Value *Lowering::laneMaskOf(IRBuilder<> &B, Function *F, Type *Ty) {
   Value *lwi = F->getArg(o + E_LWI);
   Value *W = ConstantInt::get(I32, warp);
   Value *lane = B.CreateURem(lwi, W);
-  Value *base = B.CreateSub(lwi, lane);
-  Value *left = B.CreateSub(nwiOf(B, F), base);
-  Value *n = tagLanesIn(B.CreateSelect(B.CreateICmpULT(left, W), left, W));
-  Value *n64 = B.CreateZExt(n, I64);
+  Value *n64 = B.CreateZExt(lanesIn(B, F, B.CreateSub(lwi, lane), /*whole=*/true), I64);
   Value *full = B.CreateSelect(B.CreateICmpUGE(n64, ConstantInt::get(I64, 64)),
                                ConstantInt::get(I64, ~0ULL),
                                B.CreateSub(B.CreateShl(ConstantInt::get(I64, 1), n64), ConstantInt::get(I64, 1)));

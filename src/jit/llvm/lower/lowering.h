@@ -176,6 +176,7 @@ struct Lowering {
                                            Value * /*warpBase*/, Value * /*nInWarp*/)>
                           compute);
   Value *nwiOf(IRBuilder<> &B, Function *F);
+  Value *lanesIn(IRBuilder<> &B, Function *F, Value *base, bool whole);
   Value *laneMaskOf(IRBuilder<> &B, Function *F, Type *Ty);
   Value *toI64(IRBuilder<> &B, Value *v);
   Value *fromI64(IRBuilder<> &B, Value *v, Type *T);

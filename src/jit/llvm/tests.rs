@@ -2653,6 +2653,13 @@ fn each_transform_fires_where_it_is_meant_to_and_not_elsewhere() {
         // memory (a CSR row), a loop every work-item runs as often, a kernel with barriers
         ("ol-lockstep-loops", true, ESCAPE, None),
         ("ol-lockstep-loops", true, ESCAPE, Some([32, 2, 1])),
+        // (two in a row: the first one's exit block may be the second one's header)
+        (
+            "ol-lockstep-loops",
+            true,
+            "__gpu_kernel void k(uint32_t *o, const uint32_t *c) { uint32_t v = c[G], s = 0; while (v > 1 && s < 99) { v = v & 1 ? 3 * v + 1 : v / 2; s++; } while (v < 1000 && s < 200) { v = v * 3 + s; s++; } o[G] = v + s; }",
+            Some([64, 1, 1]),
+        ),
         (
             "ol-lockstep-loops",
             false,

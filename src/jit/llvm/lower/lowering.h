@@ -301,9 +301,9 @@ struct Lowering {
                         std::map<BasicBlock *, std::set<BasicBlock *>> &reach,
                         const std::function<void()> &computeReach, const std::function<bool(BasicBlock *)> &isSync);
   void scopeSlots(Function *F, const std::vector<AllocaInst *> &slots);
-  // ol-lockstep-loops (opt/lockstep_loops.cpp): in a barrier-free kernel, an implicit barrier in front of
-  // the header of each outermost loop whose exit may differ between work-items; returns how many loops
-  // got one (then buildCbs runs in chunk mode, chunks of kLockstepChunk x ids).
+  // ol-lockstep-loops (opt/lockstep_loops.cpp): in a barrier-free kernel, implicit barriers on the edges
+  // into and out of each outermost memory-free loop whose exit may differ between work-items; returns how
+  // many loops got them (then buildCbs runs in chunk mode, chunks of kLockstepChunk x ids).
   static constexpr unsigned kLockstepChunk = 16, kLockstepMaxPrivate = 1024;
   unsigned lockstepLoops(Function *F);
   bool shareHeaderSlot(Instruction *I, const std::map<AllocaInst *, BasicBlock *> &phiSlot, DominatorTree &DT);

@@ -1,17 +1,16 @@
 // ol-lockstep-loops: a barrier-free kernel whose work-items run a loop a different number of times (an
-// escape-time loop, a loop over a CSR row, a data-dependent `while`) runs that loop in lockstep over a
+// escape-time loop, an iterative solver, a data-dependent `while`) runs that loop in lockstep over a
 // chunk of consecutive work-items, the way a SIMD machine (and a hand-written vector loop) does.
 //
 // Without it the work-item loop holds the whole per-item loop: LLVM cannot vectorise an outer loop, so
-// the kernel runs one work-item at a time, scalar. With it, each edge into the loop's header gets an
-// implicit barrier and the kernel takes the barrier path (buildCbs) in chunk mode: the work-group
-// function runs chunks of kLockstepChunk consecutive x ids of one row (cbsChunkBounds) one after
-// another, and within a chunk the general scheduler runs the region before the loop for every
-// work-item, then the loop's iteration region for the work-items still in it (each a one-iteration step,
-// its per-item state in scratch, the region loop over the chunk vectorised with the resume check as its
-// mask) until none is, the rest of each work-item's code following in the same region pass it leaves
-// the loop in. The chunk keeps the lockstep short: a chunk waits for its slowest work-item, not the
-// group's.
+// the kernel runs one work-item at a time, scalar. With it, each edge into the loop's header and each
+// edge out of the loop gets an implicit barrier and the kernel takes the barrier path (buildCbs) in chunk
+// mode: the work-group function runs chunks of kLockstepChunk consecutive x ids of one row one after
+// another (the chunk's bounds: cbsScheduler), and within a chunk the general scheduler runs the region
+// before the loop for every work-item, then the loop's iteration region for the work-items still in it
+// (one iteration each, the per-item state in scratch, the region loop over the chunk vectorised with the
+// resume check as its mask; cbsChunkRepeat runs it again at once while any is left), then what follows
+// the loop. The chunk keeps the lockstep short: a chunk waits for its slowest work-item, not the group's.
 //
 // Why it is legal: the implicit barriers are the CPU device's own. Between the kernel's barriers (it has
 // none) GPU code may not rely on any order of its work-items, and chunks are independent for the same
@@ -19,11 +18,12 @@
 //
 // Where it does not apply: kernels with barriers or warp collectives (their own schedule decides),
 // dynamic allocas or more than kLockstepMaxPrivate bytes of private arrays (the barrier path keeps
-// allocas per work-item in scratch, for the whole group, instead of one copy on the stack), loops whose exits are the
-// same for every work-item (the work-item loop is already the vectorised one around them), loops of at
-// most kInterchangeMaxUnrolled iterations (the unroller flattens those), and loops that read or write
-// memory (a CSR row's loop streams through its row: per work-item it reads consecutive elements, across
-// work-items it would gather, and a chunk would wait for its longest row; measured on spmv, 4-8x slower).
+// allocas per work-item in scratch, for the whole group, instead of one copy on the stack), loops whose
+// exits are the same for every work-item (the work-item loop is already the vectorised one around them),
+// loops of at most kInterchangeMaxUnrolled iterations (the unroller flattens those), and loops that read
+// or write memory (a CSR row's loop streams through its row: per work-item it reads consecutive
+// elements, across work-items it would gather, and a chunk would wait for its longest row; measured on
+// spmv, 4-8x slower).
 #include "../lowering.h"
 
 namespace ol_rs::lower {
@@ -84,21 +84,22 @@ unsigned Lowering::lockstepLoops(Function *F) {
     for (Loop *L : LI)
       visit(L);
   }
+  // a barrier on the way out of each loop: what follows runs in a region of its own, once every work-item
+  // of the chunk has left the loop (then without the per-item check: plain vector stores). (Before the
+  // headers' barriers: a loop's exit block may be the next loop's header, whose predecessors those change.)
+  for (auto &[X, in] : exits) {
+    BasicBlock *N = SplitBlockPredecessors(X, in, ".lsx", static_cast<DominatorTree *>(nullptr));
+    IRBuilder<> B(N, N->getFirstInsertionPt());
+    B.CreateCall(barrierMarker());
+  }
   for (BasicBlock *H : headers) {
-    // one barrier block for every edge into the header (entry and back edges), so that the work-items
+    // and one barrier block for every edge into the header (entry and back edges), so that the work-items
     // entering the loop and those iterating run in one region
     std::vector<BasicBlock *> preds;
     for (BasicBlock *P : predecessors(H))
       if (std::find(preds.begin(), preds.end(), P) == preds.end())
         preds.push_back(P);
     BasicBlock *N = SplitBlockPredecessors(H, preds, ".ls", static_cast<DominatorTree *>(nullptr));
-    IRBuilder<> B(N, N->getFirstInsertionPt());
-    B.CreateCall(barrierMarker());
-  }
-  // and one on the way out of each loop: what follows runs in a region of its own, once every work-item
-  // of the chunk has left the loop (then without the per-item check: plain vector stores)
-  for (auto &[X, in] : exits) {
-    BasicBlock *N = SplitBlockPredecessors(X, in, ".lsx", static_cast<DominatorTree *>(nullptr));
     IRBuilder<> B(N, N->getFirstInsertionPt());
     B.CreateCall(barrierMarker());
   }

@@ -39,12 +39,9 @@ std::set<BasicBlock *> Lowering::interchangeLoops(Function *F, const std::set<In
   };
   std::vector<BasicBlock *> headers;
   {
-    DominatorTree DT(*F);
-    LoopInfo LI(DT);
-    AssumptionCache AC(*F);
-    TargetLibraryInfoImpl TLII(M.getTargetTriple());
-    TargetLibraryInfo TLI(TLII);
-    ScalarEvolution SE(*F, TLI, AC, DT, LI);
+    LoopAnalyses A(*F, M.getTargetTriple());
+    LoopInfo &LI = A.LI;
+    ScalarEvolution &SE = A.SE;
     auto qualifies = [&](Loop *L) {
       unsigned body = 0;
       for (BasicBlock *BB : L->blocks()) {

@@ -219,41 +219,9 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
     Value *z0 = ConstantInt::get(I32, 0);
     callBody(z0, z0, z0, z0);
     B.CreateRetVoid();
-  } else if (chunk) {
-    // for z, y, and x by chunks: the body runs the chunk from x (cbsScheduler's chunk mode)
-    Value *zero = ConstantInt::get(I32, 0), *one = ConstantInt::get(I32, 1);
-    BasicBlock *hz = BasicBlock::Create(C, "z", WG), *hy = BasicBlock::Create(C, "y", WG),
-               *hx = BasicBlock::Create(C, "x", WG), *P = BasicBlock::Create(C, "chunk", WG),
-               *ly = BasicBlock::Create(C, "y.latch", WG), *lz = BasicBlock::Create(C, "z.latch", WG),
-               *ex = BasicBlock::Create(C, "exit", WG);
-    B.CreateBr(hz);
-    B.SetInsertPoint(hz);
-    PHINode *z = B.CreatePHI(I32, 2, "lz");
-    z->addIncoming(zero, E);
-    B.CreateCondBr(B.CreateICmpULT(z, gs[2]), hy, ex);
-    B.SetInsertPoint(hy);
-    PHINode *y = B.CreatePHI(I32, 2, "ly");
-    y->addIncoming(zero, hz);
-    Value *rowBase = B.CreateMul(B.CreateAdd(B.CreateMul(z, gs[1]), y), gs[0]);
-    B.CreateCondBr(B.CreateICmpULT(y, gs[1]), hx, lz);
-    B.SetInsertPoint(hx);
-    PHINode *x = B.CreatePHI(I32, 2, "lx");
-    x->addIncoming(zero, hy);
-    B.CreateCondBr(B.CreateICmpULT(x, gs[0]), P, ly);
-    B.SetInsertPoint(P);
-    callBody(x, y, z, B.CreateAdd(rowBase, x));
-    x->addIncoming(B.CreateAdd(x, ConstantInt::get(I32, chunk), "", true, true), P);
-    B.CreateBr(hx);
-    B.SetInsertPoint(ly);
-    y->addIncoming(B.CreateAdd(y, one, "", true, true), ly);
-    B.CreateBr(hy);
-    B.SetInsertPoint(lz);
-    z->addIncoming(B.CreateAdd(z, one, "", true, true), lz);
-    B.CreateBr(hz);
-    B.SetInsertPoint(ex);
-    B.CreateRetVoid();
   } else {
-    // for z, y, x (top-tested, like the region loops of buildCbs), around the inlined body
+    // for z, y, x (top-tested, like the region loops of buildCbs), around the inlined body; in chunk mode
+    // (ol-lockstep-loops) x by chunks, the body (not inlined here) running the chunk from x
     BasicBlock *ex = BasicBlock::Create(C, "exit", WG);
     struct Nest {
       BasicBlock *hz, *hy, *P, *L;
@@ -284,20 +252,23 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
       auto *inX = cast<ICmpInst>(NB.CreateICmpULT(x, gs[0]));
       NB.CreateCondBr(inX, P, ly);
       B.SetInsertPoint(P);
-      MDNode *AG = newAccessGroup();
       callBody(x, y, z, B.CreateAdd(rowBase, x));
       auto *CB = cast<CallInst>(&P->back());
-      CB->setMetadata(LLVMContext::MD_access_group, AG); // propagated to the inlined body
       B.CreateBr(L);
       NB.SetInsertPoint(L);
-      x->addIncoming(NB.CreateAdd(x, one, "", true, true), L);
-      markParallelLoop(NB.CreateBr(hx), AG);
+      x->addIncoming(NB.CreateAdd(x, chunk ? ConstantInt::get(I32, chunk) : one, "", true, true), L);
+      BranchInst *back = NB.CreateBr(hx);
       NB.SetInsertPoint(ly);
       y->addIncoming(NB.CreateAdd(y, one, "", true, true), ly);
       NB.CreateBr(hy);
       NB.SetInsertPoint(lz);
       z->addIncoming(NB.CreateAdd(z, one, "", true, true), lz);
       NB.CreateBr(hz);
+      if (chunk)
+        return Nest{hz, hy, P, L, x, y, z, inX, inY, inZ, false};
+      MDNode *AG = newAccessGroup();
+      CB->setMetadata(LLVMContext::MD_access_group, AG); // propagated to the inlined body
+      markParallelLoop(back, AG);
       // Inline the body now (O3 would) so that guards such as `if (i < n)` can narrow the x loop.
       InlineFunctionInfo IFI;
       bool inl = InlineFunction(*CB, IFI).isSuccess();

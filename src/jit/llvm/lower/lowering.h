@@ -61,6 +61,18 @@ using namespace llvm::PatternMatch;
 
 namespace ol_rs::lower {
 
+// Dominators, loops and scalar evolution of a function as it is now (built where a step needs them: the
+// steps change the CFG in between).
+struct LoopAnalyses {
+  DominatorTree DT;
+  LoopInfo LI;
+  AssumptionCache AC;
+  TargetLibraryInfoImpl TLII;
+  TargetLibraryInfo TLI;
+  ScalarEvolution SE;
+  LoopAnalyses(Function &F, const Triple &T) : DT(F), LI(DT), AC(F), TLII(T), TLI(TLII), SE(F, TLI, AC, DT, LI) {}
+};
+
 // Extra trailing parameters of K.body, in this order.
 enum Extra {
   E_LX, E_LY, E_LZ, E_LWI,

@@ -44,12 +44,9 @@ unsigned Lowering::lockstepLoops(Function *F) {
   std::vector<BasicBlock *> headers;
   std::vector<std::pair<BasicBlock *, std::vector<BasicBlock *>>> exits; // exit block, its preds in the loop
   {
-    DominatorTree DT(*F);
-    LoopInfo LI(DT);
-    AssumptionCache AC(*F);
-    TargetLibraryInfoImpl TLII(M.getTargetTriple());
-    TargetLibraryInfo TLI(TLII);
-    ScalarEvolution SE(*F, TLI, AC, DT, LI);
+    LoopAnalyses A(*F, M.getTargetTriple());
+    LoopInfo &LI = A.LI;
+    ScalarEvolution &SE = A.SE;
     // outermost first: a loop with a divergent exit is chosen (its inner loops run inside its
     // iteration region); a loop without one is looked into
     std::function<void(Loop *)> visit = [&](Loop *L) {

@@ -12,7 +12,7 @@ use std::cell::RefCell;
 use std::fmt;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 20] = [
+pub(crate) const NAMES: [&str; 21] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -33,6 +33,7 @@ pub(crate) const NAMES: [&str; 20] = [
     "ol-warp-lanes",
     "ol-lockstep-loops",
     "ol-promote-slots",
+    "ol-reload-slots",
 ];
 
 /// Every transform on.

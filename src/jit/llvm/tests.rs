@@ -2682,6 +2682,18 @@ fn each_transform_fires_where_it_is_meant_to_and_not_elsewhere() {
             None,
         ),
         ("ol-promote-slots", false, UNIFORM, None),
+        // a PHI's value read before a barrier and used after it: the lockstep loop's state; a per-item
+        // accumulator of a loop with barriers, read by the next trip; not: group-invariant PHIs only (a
+        // tree's `d`), no PHI across a barrier
+        ("ol-reload-slots", true, ESCAPE, None),
+        (
+            "ol-reload-slots",
+            true,
+            "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float a = in[G]; for (uint32_t j = 0; j < n; j++) { s[T] = a; __gpu_sync_threads(); a = a * 0.5f + s[(T + 1) % N]; __gpu_sync_threads(); } o[G] = a; }",
+            None,
+        ),
+        ("ol-reload-slots", false, TREE, None),
+        ("ol-reload-slots", false, UNIFORM, None),
         ("ol-warp-lanes", true, WSHFL, Some([64, 1, 1])),
         ("ol-warp-lanes", true, WSHFL, Some([128, 1, 1])),
         // (not whole warps in a row; the generic kernel; a shuffle under a branch that differs between a
@@ -2753,7 +2765,7 @@ fn the_suite_kernels_get_their_transforms() {
             &["ol-uniform-barriers", "ol-block-stride-loops", "ol-implicit-loop-barriers", "ol-narrow-guards"],
         ),
         ("conv2d", [16, 16, 1], &["ol-uniform-barriers", "ol-narrow-guards"]),
-        ("mandel", [16, 16, 1], &["ol-lockstep-loops", "ol-promote-slots"]),
+        ("mandel", [16, 16, 1], &["ol-lockstep-loops", "ol-promote-slots", "ol-reload-slots"]),
         ("spmv", [256, 1, 1], &["ol-narrow-guards"]),
         ("radix", [256, 1, 1], &["ol-uniform-barriers", "ol-plain-shared-atomics"]),
         ("blackscholes", [256, 1, 1], &["ol-narrow-guards"]),

@@ -165,24 +165,34 @@ void Lowering::cbsFindHoistable(CbsState &st) {
 // Step 3 (takes st.hoistable, st.div, st.uniSlots, st.phiSlot; adds to st.demoted, st.uniSlots):
 // demote every value that crosses a block boundary (reg2mem) and is live across a barrier
 // (cbsLiveAcross), except the hoistable ones and those recomputed at their uses instead
-// (cbsRematerialise); a loop exit value may share its header PHI's slot (shareHeaderSlot).
+// (cbsRematerialise); a loop exit value may share its header PHI's slot (shareHeaderSlot); a value read
+// from a PHI's slot may be read from it again after the barrier (ol-reload-slots, last).
 void Lowering::cbsDemoteLiveAcross(CbsState &st) {
   BasicBlock::iterator allocaPt = st.entry->begin();
   while (isa<AllocaInst>(&*allocaPt))
     ++allocaPt;
   std::vector<Instruction *> live = cbsLiveAcross(st);
-  std::vector<Instruction *> keep = on(T_REMATERIALISE) ? cbsRematerialise(st, live) : live;
-  fired(T_REMATERIALISE, live.size() - keep.size());
-  DominatorTree DT(*st.F);
-  for (Instruction *I : keep) {
-    bool uni = !st.div.count(I);
+  std::vector<Instruction *> keep = on(T_REMATERIALISE) ? cbsRematerialise(st, live, false) : live;
+  auto uniform = [&](Instruction *I) {
     if (auto *LI = dyn_cast<LoadInst>(I))
       if (auto *A = dyn_cast<AllocaInst>(LI->getPointerOperand()))
-        uni = st.uniSlots.count(A) != 0;
-    if (!uni && on(T_SHARE_HEADER_SLOT) && shareHeaderSlot(I, st.phiSlot, DT)) {
+        return st.uniSlots.count(A) != 0;
+    return !st.div.count(I);
+  };
+  DominatorTree DT(*st.F);
+  std::vector<Instruction *> rest;
+  for (Instruction *I : keep) {
+    if (!uniform(I) && on(T_SHARE_HEADER_SLOT) && shareHeaderSlot(I, st.phiSlot, DT)) {
       fired(T_SHARE_HEADER_SLOT);
       continue;
     }
+    rest.push_back(I);
+  }
+  // (last: with the stores the shared header slots moved, which decide whether a slot still holds a value)
+  if (on(T_REMATERIALISE) && on(T_RELOAD_SLOTS))
+    rest = cbsRematerialise(st, rest, true);
+  for (Instruction *I : rest) {
+    bool uni = uniform(I);
     AllocaInst *A = DemoteRegToStack(*I, false, allocaPt);
     if (A)
       st.demoted.push_back(A);
@@ -300,17 +310,31 @@ std::vector<Instruction *> Lowering::cbsLiveAcross(CbsState &st) {
 // (`&s[t]`, `t * 4 + base`) are recomputed next to each use in another block instead of being kept
 // per work-item in scratch: a per-item pointer reloaded from scratch makes every access through it a
 // gather/scatter, which AVX2 cannot vectorise.
-std::vector<Instruction *> Lowering::cbsRematerialise(CbsState &st, const std::vector<Instruction *> &work) {
+std::vector<Instruction *> Lowering::cbsRematerialise(CbsState &st, const std::vector<Instruction *> &work,
+                                                     bool reload) {
   auto &hoistable = st.hoistable;
   auto &uniSlots = st.uniSlots;
   auto &div = st.div;
+  // the slots a recomputed value may read: the group-invariant ones, and with `reload` every PHI's
+  std::set<AllocaInst *> slots = uniSlots;
+  if (reload)
+    slots.insert(st.demoted.begin(), st.demoted.end());
   std::map<Instruction *, bool> rematMemo;
   std::function<bool(Instruction *, unsigned)> canRemat = [&](Instruction *I, unsigned depth) -> bool {
-    if (depth > 0 && uniSlotLoad(I, uniSlots)) // checked per use below (slotUnchanged)
+    // a slot's load, checked per use below (slotUnchanged); a group-invariant one not on its own (one
+    // shared slot for it is as cheap)
+    if (slotLoad(I, slots) && (depth > 0 || !slotLoad(I, uniSlots)))
       return true;
     auto it = rematMemo.find(I);
     if (it != rematMemo.end())
       return it->second;
+    auto *PN = dyn_cast<PHINode>(I);
+    if (PN && PN->getNumIncomingValues() == 1 && reload) { // a copy (LCSSA, a split edge)
+      auto *OI = dyn_cast<Instruction>(PN->getIncomingValue(0));
+      bool ok = !OI || hoistable.count(OI) || canRemat(OI, depth + 1);
+      rematMemo[I] = ok;
+      return ok;
+    }
     bool ok = depth < 8 &&
               (isa<BinaryOperator>(I) || isa<CastInst>(I) || isa<GetElementPtrInst>(I) || isa<CmpInst>(I) ||
                isa<SelectInst>(I)) &&
@@ -334,6 +358,8 @@ std::vector<Instruction *> Lowering::cbsRematerialise(CbsState &st, const std::v
     auto it = m.find(I);
     if (it != m.end())
       return it->second;
+    if (auto *PN = dyn_cast<PHINode>(I)) // a one-entry PHI (canRemat): its value
+      return m[I] = cast<Instruction>(cloneAt(PN->getIncomingValue(0), pos, m));
     Instruction *Cl = I->clone();
     for (unsigned i = 0; i < Cl->getNumOperands(); ++i)
       Cl->setOperand(i, cloneAt(Cl->getOperand(i), pos, m));
@@ -366,7 +392,7 @@ std::vector<Instruction *> Lowering::cbsRematerialise(CbsState &st, const std::v
       auto *VI = dyn_cast<Instruction>(V);
       if (!VI || hoistable.count(VI) || isa<AllocaInst>(VI))
         return;
-      if (uniSlotLoad(VI, uniSlots))
+      if (slotLoad(VI, slots))
         slotLoads.push_back(cast<LoadInst>(VI));
       else
         for (Value *Op : VI->operands())
@@ -376,7 +402,7 @@ std::vector<Instruction *> Lowering::cbsRematerialise(CbsState &st, const std::v
     bool stable = true;
     for (Use *U : far)
       for (LoadInst *Ld : slotLoads)
-        stable = stable && slotUnchanged(Ld, I->getParent(), usePoint(*U)->getParent());
+        stable = stable && slotUnchanged(Ld, I->getParent(), usePoint(*U));
     if (!stable) {
       keep.push_back(I);
       continue;
@@ -385,8 +411,73 @@ std::vector<Instruction *> Lowering::cbsRematerialise(CbsState &st, const std::v
       std::map<Instruction *, Instruction *> m;
       U->set(cloneAt(I, usePoint(*U), m));
     }
+    bool itemSlot = false;
+    for (LoadInst *Ld : slotLoads)
+      itemSlot = itemSlot || !slotLoad(Ld, uniSlots);
+    fired(itemSlot ? T_RELOAD_SLOTS : T_REMATERIALISE);
   }
   return keep;
+}
+
+
+// A load of a demotion slot: rematerialisable when the slot still holds the loaded value where the copy
+// goes (slotUnchanged).
+bool Lowering::slotLoad(Instruction *I, const std::set<AllocaInst *> &slots) {
+  auto *Ld = dyn_cast<LoadInst>(I);
+  auto *A = Ld ? dyn_cast<AllocaInst>(Ld->getPointerOperand()) : nullptr;
+  return A && Ld->isSimple() && slots.count(A);
+}
+
+
+// Does the slot read by Ld hold the same value at `at` as where the value being recomputed is, in block
+// D (which dominates `at`)? Ld is in D, or D is reached from Ld's block through blocks of one
+// predecessor each (one-entry PHIs, a barrier on a straight path: a work-item's slots are its own, the
+// other work-items a barrier lets run do not touch them). Yes when no store to it follows Ld in its block
+// or is in one of those between or before `at` in its block, and no block storing to it reaches `at`'s
+// block without passing through D again (which recomputes the value): `k` of `for (k ..; k <<= 1)` read
+// in the loop header and used inside the loop; a PHI's value read before the barrier on a loop's back
+// edge and used after it, up to the latch that stores the next one.
+bool Lowering::slotUnchanged(LoadInst *Ld, BasicBlock *D, Instruction *at) {
+  BasicBlock *UB = at->getParent();
+  std::set<BasicBlock *> chain = {D};
+  for (BasicBlock *X = D; X != Ld->getParent();) {
+    X = X->getSinglePredecessor();
+    if (!X || !chain.insert(X).second)
+      return false;
+  }
+  if (chain.count(UB))
+    return false;
+  BasicBlock *LB = Ld->getParent();
+  Value *A = Ld->getPointerOperand();
+  for (User *U : A->users()) {
+    if (isa<LoadInst>(U))
+      continue;
+    auto *St = dyn_cast<StoreInst>(U);
+    if (!St || St->getValueOperand() == A)
+      return false;
+    BasicBlock *SB = St->getParent();
+    if (SB == LB) {
+      if (Ld->comesBefore(St))
+        return false;
+      if (D == LB) // (a path from it to `at` passes D, or was there already)
+        continue;
+    } else if (chain.count(SB) || (SB == UB && (St == at || St->comesBefore(at)))) {
+      return false;
+    }
+    std::set<BasicBlock *> seen;
+    std::vector<BasicBlock *> wl(succ_begin(SB), succ_end(SB));
+    while (!wl.empty()) {
+      BasicBlock *Xb = wl.back();
+      wl.pop_back();
+      if (Xb == D || !seen.insert(Xb).second)
+        continue;
+      if (Xb == UB)
+        return false;
+      for (BasicBlock *Su : successors(Xb))
+        wl.push_back(Su);
+    }
+  }
+  return true;
 }
 
 } // namespace ol_rs::lower

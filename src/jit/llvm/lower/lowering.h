@@ -116,6 +116,7 @@ enum Transform : unsigned {
   T_WARP_LANES,              // warp_lanes.cpp: each warp runs its lanes between warp barriers on its own
   T_LOCKSTEP_LOOPS,          // opt/lockstep_loops.cpp: divergent loops of barrier-free kernels over chunks of work-items
   T_PROMOTE_SLOTS,           // opt/promote_slots.cpp: a general-scheduler region's slots as SSA values, stored once
+  T_RELOAD_SLOTS,            // demotion.cpp: a PHI's value read again from its slot after a barrier (with ol-rematerialise)
   T_COUNT
 };
 
@@ -229,8 +230,8 @@ struct Lowering {
   void speculateSharedStores(Function *F, ArrayRef<BasicBlock *> clones, MDNode *AG,
                              const std::function<bool(BasicBlock *)> &leaves);
   bool flattenDecision(BasicBlock *N);
-  static bool uniSlotLoad(Instruction *I, const std::set<AllocaInst *> &uniSlots);
-  static bool slotUnchanged(LoadInst *Ld, BasicBlock *D, BasicBlock *UB);
+  static bool slotLoad(Instruction *I, const std::set<AllocaInst *> &slots);
+  static bool slotUnchanged(LoadInst *Ld, BasicBlock *D, Instruction *at);
 
   // Values known to be a power of two or zero: the preloaded copies of demoted PHIs that pow2OrZero
   // proved (buildCbs records them; after demotion the induction is no longer visible).
@@ -394,6 +395,7 @@ struct Lowering {
     PHINode *lx = nullptr, *ly = nullptr, *lz = nullptr;
     ICmpInst *inX = nullptr, *inY = nullptr, *inZ = nullptr;
     Value *myResume = nullptr;                     // the work-item's resume id (non-uniform case)
+    BranchInst *uniBr = nullptr;                   // non-uniform case: the branch on `uni` around the check
     MDNode *AG = nullptr;                          // the x loop's access group
     // ol-warp-lanes: the warp's first x id, its first flat id's row start (cbsWarpIds) and, per alloca,
     // the warp's copy of a shared slot
@@ -413,7 +415,7 @@ struct Lowering {
   void cbsFindHoistable(CbsState &st);
   void cbsDemoteLiveAcross(CbsState &st);
   std::vector<Instruction *> cbsLiveAcross(CbsState &st);
-  std::vector<Instruction *> cbsRematerialise(CbsState &st, const std::vector<Instruction *> &work);
+  std::vector<Instruction *> cbsRematerialise(CbsState &st, const std::vector<Instruction *> &work, bool reload);
   void cbsLayout(CbsState &st);
   void cbsRegionEntries(CbsState &st);
   void cbsScheduler(CbsState &st, IRBuilder<> &B);

@@ -514,7 +514,7 @@ void Lowering::cbsEnterRegion(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
     // Convergent case (every work-item waits here): no per-item check. Only worth the duplicated
     // loop at O3 with large groups; the check is cheap and if-converted by the vectoriser anyway.
     BasicBlock *Chk = BasicBlock::Create(C, "cbs.check" + R.sfx, F);
-    B.CreateCondBr(st.uniV, RE, Chk);
+    R.uniBr = B.CreateCondBr(st.uniV, RE, Chk);
     B.SetInsertPoint(Chk);
     LoadInst *rl = B.CreateLoad(I32, R.myResume);
     addAccessGroup(*rl, AG);
@@ -562,14 +562,17 @@ void Lowering::cbsLeaveRegion(CbsState &st, CbsRegion &R) {
 }
 
 
-// Step 5, region in chunk mode (ol-lockstep-loops; takes the loop nest and R.myResume): a region that
-// some work-item of the chunk is to run again (a lockstep loop's iteration) runs again at once, without
-// the scan for the smallest pending region: `again` is the OR over the chunk of `resume == k` (a
-// reduction the vectoriser keeps in a register), and the scheduler is entered at `next` = k, `uni` false
-// (some work-items have left). Legal in chunk mode only: there are no barriers of the kernel's own whose
-// order the scan keeps.
+// Step 5, region in chunk mode (ol-lockstep-loops; takes the loop nest, R.myResume and R.uniBr): a region
+// that some work-item of the chunk is to run again (a lockstep loop's iteration) runs again at once,
+// without the scan for the smallest pending region: `again` is the OR over the chunk of `resume == k` (a
+// reduction the vectoriser keeps in a register), and the region's preload block is entered again
+// straight away, with `uni` false (some work-items have left). The repeat is then a loop of its own,
+// not a path through the scheduler's switch, so once the vectoriser has made the chunk's loop one
+// straight-line pass, LICM keeps the chunk's slots in registers across passes (promotion: the slots'
+// addresses are the same on every pass and nothing else in the loop may touch them). Legal in chunk mode
+// only: there are no barriers of the kernel's own whose order the scan keeps.
 void Lowering::cbsChunkRepeat(CbsState &st, CbsRegion &R) {
-  if (!R.myResume || R.once || !R.Hz)
+  if (!R.myResume || R.once || !R.Hz || !R.uniBr)
     return;
   Function *F = st.F;
   IRBuilder<> B(&*st.NE->getFirstInsertionPt());
@@ -586,9 +589,11 @@ void Lowering::cbsChunkRepeat(CbsState &st, CbsRegion &R) {
   B.SetInsertPoint(A);
   B.CreateCondBr(B.CreateLoad(I1Ty(), again), Rep, st.scanStart);
   B.SetInsertPoint(Rep);
-  B.CreateStore(ConstantInt::get(I32, R.k), st.next);
-  B.CreateStore(ConstantInt::getFalse(C), st.uniSlot);
-  B.CreateBr(st.sched);
+  B.CreateBr(R.Pre);
+  PHINode *uni = PHINode::Create(I1Ty(), 2, "cbs.uni" + R.sfx, R.Pre->begin());
+  uni->addIncoming(st.uniV, st.sched);
+  uni->addIncoming(ConstantInt::getFalse(C), Rep);
+  R.uniBr->setCondition(uni);
 }
 
 

@@ -358,8 +358,12 @@ std::vector<Instruction *> Lowering::cbsRematerialise(CbsState &st, const std::v
     auto it = m.find(I);
     if (it != m.end())
       return it->second;
-    if (auto *PN = dyn_cast<PHINode>(I)) // a one-entry PHI (canRemat): its value
-      return m[I] = cast<Instruction>(cloneAt(PN->getIncomingValue(0), pos, m));
+    if (auto *PN = dyn_cast<PHINode>(I)) { // a one-entry PHI (canRemat): its value, maybe a constant
+      Value *v = cloneAt(PN->getIncomingValue(0), pos, m);
+      if (auto *VI = dyn_cast<Instruction>(v))
+        m[I] = VI;
+      return v;
+    }
     Instruction *Cl = I->clone();
     for (unsigned i = 0; i < Cl->getNumOperands(); ++i)
       Cl->setOperand(i, cloneAt(Cl->getOperand(i), pos, m));

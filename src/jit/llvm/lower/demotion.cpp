@@ -442,16 +442,15 @@ bool Lowering::slotLoad(Instruction *I, const std::set<AllocaInst *> &slots) {
 // in the loop header and used inside the loop; a PHI's value read before the barrier on a loop's back
 // edge and used after it, up to the latch that stores the next one.
 bool Lowering::slotUnchanged(LoadInst *Ld, BasicBlock *D, Instruction *at) {
-  BasicBlock *UB = at->getParent();
+  BasicBlock *UB = at->getParent(), *LB = Ld->getParent();
   std::set<BasicBlock *> chain = {D};
-  for (BasicBlock *X = D; X != Ld->getParent();) {
+  for (BasicBlock *X = D; X != LB;) {
     X = X->getSinglePredecessor();
     if (!X || !chain.insert(X).second)
       return false;
   }
   if (chain.count(UB))
     return false;
-  BasicBlock *LB = Ld->getParent();
   Value *A = Ld->getPointerOperand();
   for (User *U : A->users()) {
     if (isa<LoadInst>(U))

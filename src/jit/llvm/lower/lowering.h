@@ -350,7 +350,7 @@ struct Lowering {
     // step 5 (cbsScheduler): the group prologue's values and the scheduler's blocks
     Value *scratch = nullptr, *nwi64 = nullptr, *xchg = nullptr, *resume = nullptr, *uniV = nullptr;
     std::vector<Value *> uniPtr; // per alloca: its shared slot in scratch (uniform slots), else null
-    AllocaInst *next = nullptr, *uniSlot = nullptr; // the region to run next; whether all work-items wait there
+    AllocaInst *next = nullptr;                     // the region to run next
     BasicBlock *sched = nullptr, *done = nullptr, *scanStart = nullptr;
     SwitchInst *SW = nullptr;
     // ol-warp-lanes (warp_lanes.cpp): every warp runs on its own from a group-level region (the kernel

@@ -153,7 +153,6 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
   // Region loops test it (loop-invariant) before the per-item resume check, so O3's loop unswitching
   // can produce a check-free loop that the vectoriser can handle.
   AllocaInst *uni = B.CreateAlloca(I1Ty(), nullptr, "cbs.uni");
-  st.uniSlot = uni;
   B.CreateStore(ConstantInt::getTrue(C), uni);
   BasicBlock *sched = BasicBlock::Create(C, "cbs.sched", F);
   BasicBlock *done = BasicBlock::Create(C, "cbs.done", F);

@@ -24,9 +24,17 @@ pub(crate) type Key = [u8; 32];
 /// A compiled image: object bytes plus kernel metadata, the value of a cache entry. Shared by all loads
 /// of the same content; dropping the last `Arc` evicts the entry.
 pub(crate) struct CompiledObject {
+    /// empty when the compile deferred the generic code (`compile_in_process`'s `defer`)
     pub object: Vec<u8>,
     pub kernels: Vec<KernelMeta>,
     pub key: Key,
+}
+
+impl CompiledObject {
+    /// Whether this is the kernels' metadata of generic code left uncompiled (no object).
+    pub(crate) fn deferred(&self) -> bool {
+        self.object.is_empty()
+    }
 }
 
 impl Drop for CompiledObject {
@@ -157,12 +165,20 @@ pub fn cache_stats() -> (usize, u64, u64) {
     (c.objects.live(), c.compiles.load(Ordering::Relaxed), c.hits.load(Ordering::Relaxed))
 }
 
-pub(crate) fn key_of(bc: &[u8], opt: u32, memcheck: bool, stop_points: bool, spec: Option<&compile::Spec>) -> Key {
+pub(crate) fn key_of(
+    bc: &[u8],
+    opt: u32,
+    memcheck: bool,
+    stop_points: bool,
+    defer: bool,
+    spec: Option<&compile::Spec>,
+) -> Key {
     let mut k = blake3::Hasher::new();
     k.update(b"offload-rs jit\0");
     k.update(super::BUILD_ID.as_bytes());
     k.update(super::disk::llvm_version().as_bytes());
-    k.update(&[opt as u8, memcheck as u8, compile::generic_is_replaced(memcheck, spec) as u8, stop_points as u8]);
+    let replaced = compile::generic_is_replaced(memcheck, spec);
+    k.update(&[opt as u8, memcheck as u8, replaced as u8, stop_points as u8, defer as u8]);
     // what decides the target (target.rs), not the resolved target: a hit needs no LLVM
     k.update(super::target::key_bytes());
     k.update(&(bc.len() as u64).to_le_bytes());
@@ -182,15 +198,21 @@ pub(crate) fn evict(key: &Key) {
     cache().objects.evict(key);
 }
 
-/// Returns the compiled object for `bc` (specialised per `spec`), compiling it at most once for
-/// concurrent callers.
-pub(crate) fn get_or_compile(bc: &[u8], spec: Option<&compile::Spec>) -> Result<Arc<CompiledObject>, JitError> {
+/// Returns the compiled object for `bc` (specialised per `spec`; instrumented with the memory checker per
+/// `memcheck`), compiling it at most once for concurrent callers. `defer`: generic code that need not be
+/// compiled yet is not ([`CompiledObject::deferred`]; see `compile_in_process`).
+pub(crate) fn get_or_compile(
+    bc: &[u8],
+    memcheck: bool,
+    defer: bool,
+    spec: Option<&compile::Spec>,
+) -> Result<Arc<CompiledObject>, JitError> {
     let opt = compile::opt_level();
-    let memcheck = super::memcheck();
     let stop_points = super::stop_points();
-    let key = key_of(bc, opt, memcheck, stop_points, spec);
+    let key = key_of(bc, opt, memcheck, stop_points, defer, spec);
     let c = cache();
-    let (obj, produced) = c.objects.get_or_produce(key, || produce(bc, stop_points, opt, memcheck, key, spec))?;
+    let (obj, produced) =
+        c.objects.get_or_produce(key, || produce(bc, stop_points, opt, memcheck, defer, key, spec))?;
     if !produced {
         c.hits.fetch_add(1, Ordering::Relaxed);
     }
@@ -202,6 +224,7 @@ fn produce(
     stop_points: bool,
     opt: u32,
     memcheck: bool,
+    defer: bool,
     key: Key,
     spec: Option<&compile::Spec>,
 ) -> Result<Arc<CompiledObject>, JitError> {
@@ -209,7 +232,7 @@ fn produce(
     if let Some(d) = &dir
         && let Some(payload) = d.read(&key)
         && let Some((object, kernels)) = compile::decode_object(&payload)
-        && super::elf::LoadedObject::loads(&object)
+        && ((defer && object.is_empty() && !kernels.is_empty()) || super::elf::LoadedObject::loads(&object))
     {
         cache().hits.fetch_add(1, Ordering::Relaxed);
         return Ok(Arc::new(CompiledObject { object, kernels, key }));
@@ -218,7 +241,7 @@ fn produce(
     // resolved on the first miss (the compile service knows LLVM's CPU names)
     let chosen = super::service::cpu_target()?;
     let target = CpuTarget { stop_points, ..chosen.clone() };
-    let (object, kernels) = super::service::compile_cpu(bc, &target, opt, memcheck, spec)?;
+    let (object, kernels) = super::service::compile_cpu(bc, &target, opt, memcheck, defer, spec)?;
     cache().compiles.fetch_add(1, Ordering::Relaxed);
     if let Some(d) = &dir {
         d.write(&key, &compile::encode_object(&object, &kernels));

@@ -127,6 +127,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::sync::Mutex;
+
 /// The target a device bitcode module was built for; `Host` is host bitcode, whose functions are
 /// work-group functions already.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,20 +371,27 @@ pub(crate) struct KernelMeta {
 #[derive(Clone)]
 pub struct KernelEntry {
     pub name: String,
-    pub wg_fn: WgFn,
     pub params: Vec<ParamLayout>,
     pub static_local_bytes: usize,
     pub scratch_bytes_per_wi: usize,
     pub has_barriers: bool,
     pub warp_size: u32,
-    /// bytes of stack one call of `wg_fn` needs (see `stack.rs`); `None`: unknown (native code)
-    pub stack_bytes: Option<usize>,
     /// compiled with the memory checker (its hook is set)
     pub memcheck: bool,
+    /// the work-group function's symbol in the program's object (JIT'd code)
+    symbol: String,
+    /// the program's code, kept alive by the entry (and compiled by [`KernelEntry::code`] when deferred)
+    generic: Arc<Generic>,
     /// the bitcode it came from, when it may be specialised ([`KernelEntry::specialise`])
     source: Option<Arc<Vec<u8>>>,
-    #[allow(dead_code)]
-    keepalive: Arc<Instance>,
+}
+
+/// A kernel's code, valid while the [`KernelEntry`] it came from lives.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelCode {
+    pub wg_fn: WgFn,
+    /// bytes of stack one call of `wg_fn` needs (see `stack.rs`); `None`: unknown (native code)
+    pub stack_bytes: Option<usize>,
 }
 
 impl std::fmt::Debug for KernelEntry {
@@ -394,7 +403,6 @@ impl std::fmt::Debug for KernelEntry {
             .field("scratch_bytes_per_wi", &self.scratch_bytes_per_wi)
             .field("has_barriers", &self.has_barriers)
             .field("warp_size", &self.warp_size)
-            .field("stack_bytes", &self.stack_bytes)
             .field("memcheck", &self.memcheck)
             .finish()
     }
@@ -404,6 +412,36 @@ impl KernelEntry {
     /// Whether [`KernelEntry::specialise`] can make a version for one group size.
     pub fn specialisable(&self) -> bool {
         self.source.is_some()
+    }
+
+    /// The kernel's generic code (any group size). Where its program deferred that code (see
+    /// [`Generic`]), the first call compiles and loads it, and a failure to is this call's error (the
+    /// next call tries again).
+    pub fn code(&self) -> Result<KernelCode, JitError> {
+        let loaded = self.generic.get()?;
+        match &*loaded.inst {
+            Instance::Jit(obj, co) => {
+                let addr = obj.code_symbol(&self.symbol).ok_or_else(|| {
+                    JitError::NotFound(format!("kernel '{}' is missing from its compiled code", self.name))
+                })?;
+                // SAFETY: `addr` is the address of a function generated with the WgFn ABI
+                // (`void(ptr)`, C calling convention) inside the mapping kept alive by `self.generic`.
+                let wg_fn: WgFn = unsafe { std::mem::transmute::<usize, WgFn>(addr) };
+                let wg_symbols: Vec<&str> = co.kernels.iter().map(|k| k.symbol.as_str()).collect();
+                let stack_bytes = stack::wg_stack_bytes(&loaded.frames, &self.symbol, &wg_symbols)
+                    .map(|b| usize::try_from(b).unwrap_or(usize::MAX));
+                Ok(KernelCode { wg_fn, stack_bytes })
+            }
+            Instance::Native(lib) => {
+                let addr = lib
+                    .function(&self.name)
+                    .ok_or_else(|| JitError::NotFound(format!("kernel '{}' is missing from its library", self.name)))?;
+                // SAFETY: by the documented native-ELF convention, an exported function named like the
+                // kernel has the WgFn ABI; the library stays loaded while `self.generic` lives.
+                let wg_fn: WgFn = unsafe { std::mem::transmute::<usize, WgFn>(addr) };
+                Ok(KernelCode { wg_fn, stack_bytes: None })
+            }
+        }
     }
 
     /// This kernel compiled for work-groups of exactly `group_size` (constant trip counts, no loop
@@ -416,11 +454,9 @@ impl KernelEntry {
             return Err(JitError::NotFound(format!("kernel '{}' cannot be specialised", self.name)));
         };
         let spec = compile::Spec { kernel: self.name.clone(), group_size };
-        let co = cache::get_or_compile(src, Some(&spec))?;
-        let obj = elf::LoadedObject::load(&co.object)?;
-        perfmap::record(&obj, Some(group_size));
-        let frames = stack::frame_sizes(&co.object);
-        let img = LoadedImage { inst: Arc::new(Instance::Jit(obj, co)), frames, source: None };
+        let co = cache::get_or_compile(src, memcheck(), false, Some(&spec))?;
+        let loaded = Loaded::load(co, None, Some(group_size))?;
+        let img = LoadedImage::new(Generic::ready(loaded), None);
         let mut k = img
             .kernel(&self.name)
             .ok_or_else(|| JitError::NotFound(format!("specialised kernel '{}' is missing", self.name)))?;
@@ -444,13 +480,82 @@ impl Instance {
     }
 }
 
+/// A program's code in memory: the instance and the frame size of each of its functions
+/// (`.stack_sizes` of a JIT'd object).
+struct Loaded {
+    inst: Arc<Instance>,
+    frames: HashMap<String, u64>,
+}
+
+impl Loaded {
+    /// Maps a compiled object (a fresh copy, own globals), fills in the memory checker's hook when the
+    /// object was compiled with it (`checker`), and runs its constructors. `group_size`: the shape a
+    /// specialisation was compiled for (perf map names).
+    fn load(co: Arc<cache::CompiledObject>, checker: Option<Checker>, group_size: Option<[u32; 3]>) -> Result<Loaded, JitError> {
+        let mut obj = elf::LoadedObject::load(&co.object)?;
+        perfmap::record(&obj, group_size);
+        if let Some((hook, _)) = obj.data_symbol("__ol_rs_memcheck_hook") {
+            let c = checker.ok_or_else(|| {
+                JitError::Run("the image was compiled with the memory checker; it cannot run without it".into())
+            })?;
+            // SAFETY: `hook` is the address of the image's pointer-sized, pointer-aligned global
+            // `__ol_rs_memcheck_hook` (writable data of the fresh instance, read by no code yet).
+            unsafe { std::ptr::write_volatile(hook as *mut MemcheckHook, c.hook) };
+            obj.set_structor_runner(c.structors);
+        }
+        obj.run_init().map_err(JitError::Run)?;
+        let frames = stack::frame_sizes(&co.object);
+        Ok(Loaded { inst: Arc::new(Instance::Jit(obj, co)), frames })
+    }
+}
+
+/// A program's generic code (every group size). Loaded with the program, or, where that compile was
+/// deferred (replaced generic code of a program without constructors whose kernels can all be
+/// specialised: `compile_in_process`'s `defer`), compiled and loaded when something first needs it: a
+/// launch with a shape that has no specialisation (a kernel's fifth, or one whose specialisation failed
+/// to compile) or a global variable's address. Most programs then never compile it: `olCreateProgram`
+/// costs the lowering alone, and each kernel's first launch its own specialisation.
+struct Generic {
+    /// the bitcode, for a deferred compile and for specialisations
+    source: Option<Arc<Vec<u8>>>,
+    /// the code once loaded; `None` while deferred (the lock is held while it compiles: concurrent
+    /// askers wait for that one compile)
+    loaded: Mutex<Option<Arc<Loaded>>>,
+}
+
+impl Generic {
+    fn ready(loaded: Loaded) -> Arc<Generic> {
+        Arc::new(Generic { source: None, loaded: Mutex::new(Some(Arc::new(loaded))) })
+    }
+
+    /// The loaded code, compiled and loaded now where it was deferred.
+    fn get(&self) -> Result<Arc<Loaded>, JitError> {
+        let mut g = self.loaded.lock();
+        if let Some(l) = &*g {
+            return Ok(l.clone());
+        }
+        let src = self
+            .source
+            .as_ref()
+            .ok_or_else(|| JitError::Compile("internal: deferred generic code without its bitcode".into()))?;
+        // (deferred only without the memory checker, which instruments the generic code)
+        let co = cache::get_or_compile(src, false, false, None)?;
+        let l = Arc::new(Loaded::load(co, None, None)?);
+        *g = Some(l.clone());
+        Ok(l)
+    }
+
+    /// The loaded code if it is (a deferred compile not forced).
+    fn if_loaded(&self) -> Option<Arc<Loaded>> {
+        self.loaded.lock().clone()
+    }
+}
+
 /// A program loaded for the CPU device: owns its own copy of the code and globals.
 pub struct LoadedImage {
-    inst: Arc<Instance>,
-    /// frame size of every function of a JIT'd object (`.stack_sizes`)
-    frames: HashMap<String, u64>,
-    /// the bitcode, kept for launch-time specialisation
-    source: Option<Arc<Vec<u8>>>,
+    generic: Arc<Generic>,
+    /// the kernels of a JIT'd program (a native one's are unknown: empty)
+    kernels: Vec<KernelMeta>,
 }
 
 impl std::fmt::Debug for LoadedImage {
@@ -460,79 +565,81 @@ impl std::fmt::Debug for LoadedImage {
 }
 
 impl LoadedImage {
-    /// The kernel `name`, or `None`.
-    pub fn kernel(&self, name: &str) -> Option<KernelEntry> {
-        match &*self.inst {
-            Instance::Jit(obj, co) => {
-                let m = co.kernels.iter().find(|k| k.name == name)?;
-                let addr = obj.code_symbol(&m.symbol)?;
-                // SAFETY: `addr` is the address of a function generated with the WgFn ABI
-                // (`void(ptr)`, C calling convention) inside the mapping kept alive by `keepalive`.
-                let wg_fn: WgFn = unsafe { std::mem::transmute::<usize, WgFn>(addr) };
-                let wg_symbols: Vec<&str> = co.kernels.iter().map(|k| k.symbol.as_str()).collect();
-                let stack_bytes = stack::wg_stack_bytes(&self.frames, &m.symbol, &wg_symbols)
-                    .map(|b| usize::try_from(b).unwrap_or(usize::MAX));
-                Some(KernelEntry {
-                    stack_bytes,
-                    memcheck: self.memcheck_hook().is_some(),
-                    name: m.name.clone(),
-                    wg_fn,
-                    params: m.params.clone(),
-                    static_local_bytes: m.static_local_bytes,
-                    scratch_bytes_per_wi: m.scratch_bytes_per_wi,
-                    has_barriers: m.has_barriers,
-                    warp_size: m.warp_size,
-                    source: if m.specialisable { self.source.clone() } else { None },
-                    keepalive: self.inst.clone(),
-                })
-            }
-            Instance::Native(lib) => {
-                let addr = lib.function(name)?;
-                // SAFETY: by the documented native-ELF convention, an exported function named like the
-                // kernel has the WgFn ABI; the library stays loaded while `keepalive` lives.
-                let wg_fn: WgFn = unsafe { std::mem::transmute::<usize, WgFn>(addr) };
-                Some(KernelEntry {
-                    stack_bytes: None,
-                    memcheck: false,
-                    name: name.to_string(),
-                    wg_fn,
-                    params: Vec::new(),
-                    static_local_bytes: 0,
-                    scratch_bytes_per_wi: 0,
-                    has_barriers: false,
-                    warp_size: 1,
-                    source: None,
-                    keepalive: self.inst.clone(),
-                })
-            }
-        }
+    /// The image of `generic`; `kernels`: the metadata of a deferred program's kernels (otherwise its
+    /// loaded object's).
+    fn new(generic: Arc<Generic>, kernels: Option<Vec<KernelMeta>>) -> LoadedImage {
+        let kernels = kernels.unwrap_or_else(|| match generic.if_loaded().as_deref().map(|l| &*l.inst) {
+            Some(Instance::Jit(_, co)) => co.kernels.clone(),
+            _ => Vec::new(),
+        });
+        LoadedImage { generic, kernels }
     }
 
-    /// Address and size of the global variable `name` in this instance.
-    pub fn global(&self, name: &str) -> Option<(usize, usize)> {
-        match &*self.inst {
-            Instance::Jit(obj, co) => {
-                if co.kernels.iter().any(|k| k.name == name) {
-                    return None;
-                }
-                obj.data_symbol(name)
-            }
-            Instance::Native(_) => self.inst.symbol(name),
+    /// Whether the generic code was deferred and is not compiled yet (tests).
+    pub fn generic_deferred(&self) -> bool {
+        self.generic.if_loaded().is_none()
+    }
+
+    /// The kernel `name`, or `None`.
+    pub fn kernel(&self, name: &str) -> Option<KernelEntry> {
+        let native = |inst: &Instance| matches!(inst, Instance::Native(_));
+        if self.generic.if_loaded().is_some_and(|l| native(&l.inst)) {
+            let lib = self.generic.if_loaded()?;
+            let Instance::Native(n) = &*lib.inst else { return None };
+            n.function(name)?;
+            return Some(KernelEntry {
+                memcheck: false,
+                name: name.to_string(),
+                params: Vec::new(),
+                static_local_bytes: 0,
+                scratch_bytes_per_wi: 0,
+                has_barriers: false,
+                warp_size: 1,
+                symbol: name.to_string(),
+                generic: self.generic.clone(),
+                source: None,
+            });
         }
+        let m = self.kernels.iter().find(|k| k.name == name)?;
+        Some(KernelEntry {
+            memcheck: self.memcheck_hook().is_some(),
+            name: m.name.clone(),
+            params: m.params.clone(),
+            static_local_bytes: m.static_local_bytes,
+            scratch_bytes_per_wi: m.scratch_bytes_per_wi,
+            has_barriers: m.has_barriers,
+            warp_size: m.warp_size,
+            symbol: m.symbol.clone(),
+            generic: self.generic.clone(),
+            source: if m.specialisable { self.generic.source.clone() } else { None },
+        })
+    }
+
+    /// Address and size of the global variable `name` in this instance (`Ok(None)`: there is none). A
+    /// deferred program's generic code is compiled and loaded now: its globals are the program's.
+    pub fn global(&self, name: &str) -> Result<Option<(usize, usize)>, JitError> {
+        if self.kernels.iter().any(|k| k.name == name) {
+            return Ok(None);
+        }
+        let loaded = self.generic.get()?;
+        Ok(match &*loaded.inst {
+            Instance::Jit(obj, _) => obj.data_symbol(name),
+            Instance::Native(_) => loaded.inst.symbol(name),
+        })
     }
 
     /// Address of the image's `__ol_rs_memcheck_hook` (the [`MemcheckHook`] pointer [`load_with`] filled
-    /// in) when it was compiled with the memory checker.
+    /// in) when it was compiled with the memory checker (never deferred).
     pub fn memcheck_hook(&self) -> Option<usize> {
-        match &*self.inst {
+        match &*self.generic.if_loaded()?.inst {
             Instance::Jit(obj, _) => obj.data_symbol("__ol_rs_memcheck_hook").map(|(a, _)| a),
             Instance::Native(_) => None,
         }
     }
 
-    /// The memory of a JIT'd instance (its code, constants and global variables).
+    /// The memory of a JIT'd instance (its code, constants and global variables), once loaded.
     pub fn mapping(&self) -> Option<Mapping> {
-        match &*self.inst {
+        match &*self.generic.if_loaded()?.inst {
             Instance::Jit(obj, _) => Some(obj.mapping()),
             Instance::Native(_) => None,
         }
@@ -542,7 +649,8 @@ impl LoadedImage {
     /// and what the memory checker found in them is the result (otherwise they run when the last kernel
     /// goes, and a violation is only skipped).
     pub fn close(self) -> Result<(), JitError> {
-        match Arc::into_inner(self.inst) {
+        let loaded = Arc::into_inner(self.generic).and_then(|g| g.loaded.into_inner()).and_then(Arc::into_inner);
+        match loaded.and_then(|l| Arc::into_inner(l.inst)) {
             Some(Instance::Jit(obj, _)) => obj.run_fini().map_err(JitError::Run),
             _ => Ok(()),
         }
@@ -550,10 +658,7 @@ impl LoadedImage {
 
     /// Names of the kernels in this image (native images: unknown, empty).
     pub fn kernel_names(&self) -> Vec<String> {
-        match &*self.inst {
-            Instance::Jit(_, co) => co.kernels.iter().map(|k| k.name.clone()).collect(),
-            Instance::Native(_) => Vec::new(),
-        }
+        self.kernels.iter().map(|k| k.name.clone()).collect()
     }
 }
 
@@ -665,28 +770,27 @@ pub fn load_with(image: &[u8], checker: Option<Checker>) -> Result<LoadedImage, 
         Examined::Bitcode { payload, triple } => {
             compile::supported_arch(&triple).ok_or_else(|| compile::unsupported(&triple))?;
             // (the bitcode pre-check, `check_before_compile`, runs on a cache miss only)
-            let co = cache::get_or_compile(payload, None)?;
-            let mut obj = elf::LoadedObject::load(&co.object)?;
-            perfmap::record(&obj, None);
-            if let Some((hook, _)) = obj.data_symbol("__ol_rs_memcheck_hook") {
-                let c = checker.ok_or_else(|| {
-                    JitError::Run("the image was compiled with the memory checker; it cannot run without it".into())
-                })?;
-                // SAFETY: `hook` is the address of the image's pointer-sized, pointer-aligned global
-                // `__ol_rs_memcheck_hook` (writable data of the fresh instance, read by no code yet).
-                unsafe { std::ptr::write_volatile(hook as *mut MemcheckHook, c.hook) };
-                obj.set_structor_runner(c.structors);
-            }
-            obj.run_init().map_err(JitError::Run)?;
-            let frames = stack::frame_sizes(&co.object);
+            let memcheck = memcheck();
+            // the generic compile may be deferred when launches replace its code (see `Generic`)
+            let defer = compile::generic_is_replaced(memcheck, None);
             // (the image's copy for specialisations: without memory for it the kernels run unspecialised,
-            // rather than Rust's allocation-failure abort ending the client)
-            let source = co.kernels.iter().any(|k| k.specialisable).then(|| try_copy(payload)).flatten();
-            Ok(LoadedImage { inst: Arc::new(Instance::Jit(obj, co)), frames, source })
+            // and the generic code is compiled now, rather than Rust's allocation-failure abort ending
+            // the client)
+            let source = try_copy(payload);
+            let co = cache::get_or_compile(payload, memcheck, defer && source.is_some(), None)?;
+            if co.deferred() {
+                let kernels = co.kernels.clone();
+                let generic = Arc::new(Generic { source, loaded: Mutex::new(None) });
+                return Ok(LoadedImage::new(generic, Some(kernels)));
+            }
+            let source = source.filter(|_| co.kernels.iter().any(|k| k.specialisable));
+            let loaded = Loaded::load(co, checker, None)?;
+            Ok(LoadedImage::new(Arc::new(Generic { source, loaded: Mutex::new(Some(Arc::new(loaded))) }), None))
         }
         Examined::NativeElf => {
             let lib = native::NativeLib::open(image)?;
-            Ok(LoadedImage { inst: Arc::new(Instance::Native(lib)), frames: HashMap::new(), source: None })
+            let loaded = Loaded { inst: Arc::new(Instance::Native(lib)), frames: HashMap::new() };
+            Ok(LoadedImage::new(Generic::ready(loaded), None))
         }
         Examined::Unknown(what) => {
             Err(JitError::InvalidBinary(format!("expected LLVM bitcode or an x86-64 ELF shared object, found {what}")))

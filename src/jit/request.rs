@@ -67,7 +67,9 @@ pub(crate) enum Request<'a> {
     /// Bitcode -> x86-64 relocatable object and kernel metadata (`compile::compile_in_process`), with
     /// the memory checker's instrumentation when `memcheck`, specialised for one kernel and group size
     /// when `kernel` is not empty (`compile::Spec`); `replaced`: generic code that specialisations
-    /// replace at launch (`compile::generic_is_replaced`); for the client's target `triple`, `cpu`,
+    /// replace at launch (`compile::generic_is_replaced`); `defer`: such generic code may be left
+    /// uncompiled (`compile::compile_in_process`: the answer is then the metadata without an object); for
+    /// the client's target `triple`, `cpu`,
     /// `features`, `vector_math` (target.rs: the helper compiles for exactly these, whatever CPU it sees
     /// itself).
     Cpu {
@@ -75,6 +77,7 @@ pub(crate) enum Request<'a> {
         opt: u32,
         memcheck: bool,
         replaced: bool,
+        defer: bool,
         kernel: &'a str,
         group: [u32; 3],
         triple: &'a str,
@@ -93,7 +96,7 @@ pub(crate) enum Request<'a> {
 }
 
 impl<'a> Request<'a> {
-    /// `kind: u8 | opt: u8 | flags: u8 (CPU: 1 memcheck, 2 replaced, 4 no vector math, 8 stop points;
+    /// `kind: u8 | opt: u8 | flags: u8 (CPU: 1 memcheck, 2 replaced, 4 no vector math, 8 stop points, 16 defer;
     /// target: 1 under valgrind) | group: 3 x u32 | (len: u32, bytes) for five strings (CPU: the
     /// specialised kernel, triple, cpu, features, lowering; PTX: cpu, features, "", "", ""; target: spec,
     /// lacks, "", "", "") | bitcode`.
@@ -106,6 +109,7 @@ impl<'a> Request<'a> {
                 opt,
                 memcheck,
                 replaced,
+                defer,
                 kernel,
                 group,
                 triple,
@@ -118,7 +122,8 @@ impl<'a> Request<'a> {
                 let flags = u8::from(memcheck)
                     | (u8::from(replaced) << 1)
                     | (u8::from(!vector_math) << 2)
-                    | (u8::from(stop_points) << 3);
+                    | (u8::from(stop_points) << 3)
+                    | (u8::from(defer) << 4);
                 (1, opt, flags, group, [kernel, triple, cpu, features, lowering], bc)
             }
             Request::Ptx { bc, cpu, features, opt } => (2, opt, 0, [0; 3], [cpu, features, "", "", ""], bc),
@@ -160,6 +165,7 @@ impl<'a> Request<'a> {
                 opt,
                 memcheck: flags & 1 != 0,
                 replaced: flags & 2 != 0,
+                defer: flags & 16 != 0,
                 kernel: strs[0],
                 group,
                 triple: strs[1],
@@ -234,6 +240,7 @@ mod tests {
             opt: 3,
             memcheck: false,
             replaced: true,
+            defer: true,
             kernel: "k",
             group: [64, 2, 1],
             triple: "x86_64-pc-linux-gnu",
@@ -249,6 +256,7 @@ mod tests {
                 opt,
                 memcheck,
                 replaced,
+                defer,
                 kernel,
                 group,
                 triple,
@@ -259,6 +267,7 @@ mod tests {
                 lowering,
             }) => {
                 assert_eq!((b, opt, memcheck, replaced, kernel, group), (&bc[..], 3, false, true, "k", [64, 2, 1]));
+                assert!(defer);
                 assert_eq!((triple, cpu, features, vector_math), ("x86_64-pc-linux-gnu", "x86-64-v3", "-avx2", false));
                 assert!(stop_points);
                 assert_eq!(lowering, "-ol-run-guards");

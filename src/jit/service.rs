@@ -61,6 +61,7 @@ pub(crate) fn compile_cpu(
     target: &CpuTarget,
     opt: u32,
     memcheck: bool,
+    defer: bool,
     spec: Option<&super::compile::Spec>,
 ) -> Result<(Vec<u8>, Vec<super::KernelMeta>), JitError> {
     let payload = run(Request::Cpu {
@@ -68,6 +69,7 @@ pub(crate) fn compile_cpu(
         opt,
         memcheck,
         replaced: super::compile::generic_is_replaced(memcheck, spec),
+        defer,
         kernel: spec.map_or("", |s| s.kernel.as_str()),
         group: spec.map_or([0; 3], |s| s.group_size),
         triple: &target.triple,
@@ -79,7 +81,11 @@ pub(crate) fn compile_cpu(
     })?;
     let (object, kernels) = super::compile::decode_object(&payload)
         .ok_or_else(|| JitError::Compile("internal: malformed result from the JIT helper".into()))?;
-    // checked before anything (the disk cache) keeps it: the object must load
+    // checked before anything (the disk cache) keeps it: the object must load (a deferred generic
+    // compile has none)
+    if object.is_empty() && defer {
+        return Ok((object, kernels));
+    }
     super::elf::LoadedObject::check(&object)
         .map_err(|e| JitError::Compile(format!("internal: the JIT helper's object does not load: {e}")))?;
     Ok((object, kernels))

@@ -82,13 +82,18 @@ fn tm_for(t: &CpuTarget, opt: u32) -> Result<TargetMachine, JitError> {
 const QUICK_OPT: u32 = 1;
 
 /// Compiles `bc` here (the helper's side) for `target` (the client's choice, target.rs): parse, verify,
-/// lower, optimise, emit. `replaced`: see [`generic_is_replaced`].
+/// lower, optimise, emit. `replaced`: see [`generic_is_replaced`]. `defer`: replaced generic code of a
+/// program without constructors or destructors whose kernels can all be specialised is not compiled;
+/// the answer is the lowering's kernel metadata with an empty object (`jit::Generic` compiles the code
+/// when a launch or a global needs it). The lowering runs either way, so what makes a load fail (bitcode
+/// that does not verify, recursion, an unknown GPU intrinsic) still fails it.
 pub(crate) fn compile_in_process(
     bc: &[u8],
     target: &CpuTarget,
     opt: u32,
     memcheck: bool,
     replaced: bool,
+    defer: bool,
     spec: Option<&Spec>,
 ) -> Result<(Vec<u8>, Vec<KernelMeta>), JitError> {
     let h = target;
@@ -166,6 +171,8 @@ pub(crate) fn compile_in_process(
     if let Some(s) = spec.filter(|_| arch != Arch::Host) {
         super::normalise::select_kernel(&m, &s.kernel)?;
     }
+    // (a constructor or destructor list: its generic code must be loaded with the program)
+    let structors = m.get_global("llvm.global_ctors").is_some() || m.get_global("llvm.global_dtors").is_some();
     super::normalise::lower_structors(&m)?;
     let gpu_kernels = super::normalise::kernels(&m);
     let rc = if arch == Arch::Host {
@@ -223,8 +230,12 @@ pub(crate) fn compile_in_process(
     m.verify()
         .map_err(|e| JitError::Compile(format!("lowered module does not verify: {}", truncate(&e.to_string()))))?;
     stamp("lowered");
+    let all_specialisable = !kernels.is_empty() && kernels.iter().all(|k| k.specialisable);
+    if defer && replaced && spec.is_none() && all_specialisable && !structors {
+        return Ok((Vec::new(), kernels));
+    }
     // Generic code that runs only where no specialisation does gets the quick pipeline.
-    let quick = replaced && opt > QUICK_OPT && !kernels.is_empty() && kernels.iter().all(|k| k.specialisable);
+    let quick = replaced && opt > QUICK_OPT && all_specialisable;
     let (tm, opt) = if quick { (tm_for(target, QUICK_OPT)?, QUICK_OPT) } else { (tm, opt) };
     super::pipeline::optimise(&m, &tm, opt, super::pipeline::Workarounds::CPU, &vector_fns)
         .map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;

@@ -46,6 +46,7 @@ pub(crate) fn execute(req: &Request<'_>) -> Result<Vec<u8>, JitError> {
             opt,
             memcheck,
             replaced,
+            defer,
             kernel,
             group,
             triple,
@@ -65,7 +66,7 @@ pub(crate) fn execute(req: &Request<'_>) -> Result<Vec<u8>, JitError> {
                 stop_points,
                 lowering: lowering.to_string(),
             };
-            compile::compile_in_process(bc, &target, opt, memcheck, replaced, spec.as_ref())
+            compile::compile_in_process(bc, &target, opt, memcheck, replaced, defer, spec.as_ref())
                 .map(|(o, m)| super::compile::encode_object(&o, &m))
         }
         Request::Ptx { bc, cpu, features, opt } => {

@@ -118,7 +118,7 @@ fn launch(k: &KernelEntry, grid: [u32; 3], block: [u32; 3], args: &[u64], dyn_by
                     _pad: 0,
                 };
                 // SAFETY: the WgFn ABI (`void(const WgCtx*)`, C) with buffers sized from the entry's metadata.
-                unsafe { (k.wg_fn)(&ctx) };
+                unsafe { (k.code().expect("the kernel's code").wg_fn)(&ctx) };
             }
         }
     }
@@ -289,7 +289,7 @@ fn atomics_across_groups() {
                             _pad: 0,
                         };
                         // SAFETY: WgFn ABI; the kernel uses only atomics on `c`.
-                        unsafe { (k.wg_fn)(&ctx) };
+                        unsafe { (k.code().expect("the kernel's code").wg_fn)(&ctx) };
                     }
                 });
             }
@@ -362,15 +362,15 @@ fn global_variables() {
         let Some(img) = load_ok("globals", t) else {
             return;
         };
-        let (addr, size) = img.global("dev_counter").expect("dev_counter");
+        let (addr, size) = img.global("dev_counter").unwrap().expect("dev_counter");
         assert_eq!(size, 4);
         // SAFETY: address of a 4-byte device global in this instance.
         assert_eq!(unsafe { *(addr as *const u32) }, 5);
-        let (taddr, tsize) = img.global("dev_table").expect("dev_table");
+        let (taddr, tsize) = img.global("dev_table").unwrap().expect("dev_table");
         assert_eq!(tsize, 64);
-        assert!(img.global("bump").is_none(), "a kernel is not a global");
-        assert!(img.global("nope").is_none());
-        let (paddr, psize) = img.global("plain_global").expect("plain_global");
+        assert!(img.global("bump").unwrap().is_none(), "a kernel is not a global");
+        assert!(img.global("nope").unwrap().is_none());
+        let (paddr, psize) = img.global("plain_global").unwrap().expect("plain_global");
         assert_eq!(psize, 4);
         // SAFETY: 4-byte global of this instance.
         assert_eq!(unsafe { *(paddr as *const u32) }, 9, "{t:?}");
@@ -386,7 +386,7 @@ fn global_variables() {
         assert_eq!(table, (0..16).collect::<Vec<u32>>().as_slice());
         // a second instance has its own copy of the globals
         let img2 = load_ok("globals", t).unwrap();
-        let (addr2, _) = img2.global("dev_counter").unwrap();
+        let (addr2, _) = img2.global("dev_counter").unwrap().unwrap();
         assert_ne!(addr, addr2);
         // SAFETY: as above.
         assert_eq!(unsafe { *(addr2 as *const u32) }, 5);
@@ -400,13 +400,13 @@ fn global_constructors_in_priority_order() {
         let Some(img) = load_ok("ctors", t) else {
             return;
         };
-        let (addr, _) = img.global("ctor_value").expect("ctor_value");
+        let (addr, _) = img.global("ctor_value").unwrap().expect("ctor_value");
         // SAFETY: 4-byte global in this instance.
         let v = unsafe { std::ptr::read_volatile(addr as *const i32) };
         assert_eq!(v, 100, "{t:?}");
         // destructors run when the program (and every kernel handle) is gone
         let mut flag = 0i32;
-        let (fa, fs) = img.global("dtor_flag").expect("dtor_flag");
+        let (fa, fs) = img.global("dtor_flag").unwrap().expect("dtor_flag");
         assert_eq!(fs, 8);
         // SAFETY: an 8-byte pointer global of this instance.
         unsafe { *(fa as *mut usize) = &mut flag as *mut i32 as usize };
@@ -623,7 +623,7 @@ fn native_elf_shared_object() {
     assert_eq!(classify(&image), ImageKind::NativeElf);
     assert!(is_valid_for_cpu(&image));
     let img = load(&image).unwrap();
-    let (ga, gs) = img.global("native_global").unwrap();
+    let (ga, gs) = img.global("native_global").unwrap().unwrap();
     assert_eq!(gs, 4);
     // SAFETY: a 4-byte global of the loaded library.
     assert_eq!(unsafe { *(ga as *const i32) }, 42);
@@ -697,7 +697,8 @@ fn native_images_never_share_code_or_globals() {
     assert_eq!(run(&ia2), 101);
     // the client closes the memfd of a loaded image (closefrom): its number is free again, but the name
     // /proc/self/fd/N still names that loaded object, so the next load takes another number
-    let Instance::Native(lib) = &*ia2.inst else { panic!("not native") };
+    let loaded = ia2.generic.if_loaded().unwrap();
+    let Instance::Native(lib) = &*loaded.inst else { panic!("not native") };
     let n = lib.memfd_number().unwrap();
     // SAFETY: closing the test's image's memfd behind the library's back, as a client might.
     unsafe { libc::close(n) };
@@ -965,7 +966,7 @@ fn host_bitcode_wg_functions() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(is_valid_for_cpu(&bc));
     let img = load(&bc).unwrap();
-    let (ga, _) = img.global("host_global").unwrap();
+    let (ga, _) = img.global("host_global").unwrap().unwrap();
     // SAFETY: 4-byte global of this instance.
     assert_eq!(unsafe { *(ga as *const i32) }, 21);
     let k = img.kernel("roots").unwrap();
@@ -1043,7 +1044,7 @@ fn parameterless_kernel_and_constant_global() {
         let k = img.kernel("noargs").expect("kernel");
         assert!(k.params.is_empty());
         launch(&k, [2, 1, 1], [3, 1, 1], &[0u64], 0);
-        let (a, s) = img.global("slot").expect("slot");
+        let (a, s) = img.global("slot").unwrap().expect("slot");
         assert_eq!(s, 4);
         // SAFETY: 4-byte global of this instance.
         assert_eq!(unsafe { *(a as *const u32) }, 45, "{t:?}");
@@ -1059,7 +1060,7 @@ fn memcheck_compiles_every_target_and_frames_are_known() {
         for name in ["saxpy", "reduce", "dynshared"] {
             let Some(bc) = bitcode(name, t) else { return };
             for memcheck in [false, true] {
-                let (obj, kernels) = service::compile_cpu(&bc, service::cpu_target().unwrap(), 3, memcheck, None)
+                let (obj, kernels) = service::compile_cpu(&bc, service::cpu_target().unwrap(), 3, memcheck, false, None)
                     .unwrap_or_else(|e| panic!("{name} for {t:?}, memcheck {memcheck}: {e}"));
                 let frames = stack::frame_sizes(&obj);
                 for k in &kernels {
@@ -1280,7 +1281,7 @@ fn specialised_matches_generic() {
 /// full pipeline (the quick one for replaced generic code may leave saxpy's .text without relocations).
 fn compiled(name: &str) -> Option<(Vec<u8>, Vec<KernelMeta>)> {
     let bc = bitcode(name, Tgt::Nv)?;
-    Some(super::compile::compile_in_process(&bc, service::cpu_target().unwrap(), 2, false, false, None).unwrap())
+    Some(super::compile::compile_in_process(&bc, service::cpu_target().unwrap(), 2, false, false, false, None).unwrap())
 }
 
 /// A tiny deterministic generator for the mutation corpora below.
@@ -1405,9 +1406,9 @@ fn disk_cache_ignores_forged_entries() {
     };
     check();
     drop(load(&other).unwrap());
-    let key = cache::key_of(&bc, compile::opt_level(), false, false, None);
+    let key = cache::key_of(&bc, compile::opt_level(), false, false, specialisation_enabled(), None);
     let name: String = key.iter().map(|b| format!("{b:02x}")).collect();
-    let okey = cache::key_of(&other, compile::opt_level(), false, false, None);
+    let okey = cache::key_of(&other, compile::opt_level(), false, false, specialisation_enabled(), None);
     let oname: String = okey.iter().map(|b| format!("{b:02x}")).collect();
     // another key's entry under our name
     std::fs::copy(dir.join(&oname), dir.join(&name)).unwrap();
@@ -2390,7 +2391,7 @@ fn vector_math_stays_within_glibc_bounds() {
         if target.vector_math {
             // (the launch-time specialisation: the generic build of a specialisable kernel is the quick one)
             let spec = compile::Spec { kernel: "vm_expf".into(), group_size: [256, 1, 1] };
-            let (obj, _) = service::compile_cpu(&bc, target, 3, false, Some(&spec)).expect("compile vmath");
+            let (obj, _) = service::compile_cpu(&bc, target, 3, false, false, Some(&spec)).expect("compile vmath");
             assert!(obj.windows(4).any(|w| w == b"_ZGV"), "{t:?}: no call to a libmvec function in the compiled code");
         }
         let img = load(&bc).expect("load vmath");
@@ -2474,7 +2475,7 @@ fn transform_stats(bc: &[u8], lowering: &str, spec: Option<(&str, [u32; 3])>) ->
     target.lowering = lowering.to_string();
     let spec = spec.map(|(k, g)| crate::jit::compile::Spec { kernel: k.to_string(), group_size: g });
     let (r, stats) =
-        super::lowering::recorded(|| super::compile::compile_in_process(bc, &target, 3, false, false, spec.as_ref()));
+        super::lowering::recorded(|| super::compile::compile_in_process(bc, &target, 3, false, false, false, spec.as_ref()));
     r.unwrap_or_else(|e| panic!("compile with OFFLOAD_RS_JIT_LOWERING={lowering:?}: {e}"));
     stats
 }

@@ -32,38 +32,41 @@ use super::kernel_memory::{KERNEL_STACK, STACK_RESERVE, on_kernel_stack};
 use super::machine::{LOCAL_MEM_PER_GROUP, MAX_GROUP_SIZE, MAX_GROUP_SIZE_PER_DIM};
 use super::memcheck::{self, LaunchCheck};
 use super::pool::{MAX_ITEMS, Task, WorkerSlot, pool};
-use crate::jit::{KernelEntry, ParamLayout, WgCtx, WgFn};
+use crate::jit::{KernelCode, KernelEntry, ParamLayout, WgCtx, WgFn};
 use crate::plugin::{ArgSlots, Kernel, LaunchArgs, LaunchDims, PluginError, PluginResult};
 use crate::sync::Mutex;
 use std::any::Any;
 use std::cell::Cell;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Most group shapes one kernel is specialised for; launches with further shapes use the generic code.
 const MAX_SPECIALISATIONS: usize = 4;
 
-/// A group shape and its kernel's code for it (None: that compile failed).
-type Specialised = ([u32; 3], Option<Arc<KernelEntry>>);
+/// A kernel's version for one group shape: the entry keeps `code` alive.
+pub(super) struct Specialised {
+    entry: KernelEntry,
+    code: KernelCode,
+}
 
 /// A kernel of a CPU program.
 pub struct CpuKernel {
     /// shared with each launch (an `Arc`, not a copy per launch)
     name: Arc<str>,
-    wg_fn: WgFn,
     params: Vec<ParamLayout>,
     /// where `params` go in the argument block (their natural layout)
     slots: ArgSlots,
     static_local_bytes: usize,
     scratch_bytes_per_wi: usize,
-    /// stack one work-group needs (`None`: unknown, native code)
-    stack_bytes: Option<usize>,
     /// compiled with the memory checker: the program's mapping
     memcheck: Option<crate::jit::Mapping>,
-    /// keeps the JIT'd code alive
-    _entry: Option<KernelEntry>,
+    /// the generic code (any group size), once a launch needed it: its program may have deferred
+    /// compiling it (`jit::KernelEntry::code`)
+    generic: OnceLock<KernelCode>,
+    /// keeps the JIT'd code alive; compiles deferred generic code and specialisations
+    entry: Option<KernelEntry>,
     /// versions compiled for one group size at its first launch (None: that compile failed), at most
     /// [`MAX_SPECIALISATIONS`]: a short list, searched in order (cheaper than hashing the shape)
-    specialised: Mutex<Vec<Specialised>>,
+    specialised: Mutex<Vec<([u32; 3], Option<Arc<Specialised>>)>>,
 }
 
 impl CpuKernel {
@@ -71,25 +74,35 @@ impl CpuKernel {
     pub fn from_entry(entry: KernelEntry, program: Option<crate::jit::Mapping>) -> CpuKernel {
         CpuKernel {
             name: entry.name.as_str().into(),
-            wg_fn: entry.wg_fn,
             params: entry.params.clone(),
             slots: ArgSlots::natural(&entry.params).unwrap_or_default(),
             static_local_bytes: entry.static_local_bytes,
             scratch_bytes_per_wi: entry.scratch_bytes_per_wi,
-            stack_bytes: entry.stack_bytes,
             memcheck: if entry.memcheck { Some(program.unwrap_or_default()) } else { None },
-            _entry: Some(entry),
+            generic: OnceLock::new(),
+            entry: Some(entry),
             specialised: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The generic code, compiled now if its program deferred it (a failure is this launch's error; the
+    /// next launch tries again).
+    fn generic_code(&self) -> PluginResult<KernelCode> {
+        if let Some(c) = self.generic.get() {
+            return Ok(*c);
+        }
+        let entry = self.entry.as_ref().ok_or_else(|| PluginError::Backend("internal: a kernel without code".into()))?;
+        let code = entry.code().map_err(super::map_jit_error)?;
+        Ok(*self.generic.get_or_init(|| code))
     }
 
     /// The version of this kernel for `group_size`: compiled at the first launch with that shape
     /// (the launch waits for it, as PoCL's does), shared through the JIT's content-keyed cache.
     /// None: use the generic code (not specialisable, turned off, too many shapes, compile failed).
-    fn specialised_for(&self, group_size: [u32; 3]) -> Option<Arc<KernelEntry>> {
+    fn specialised_for(&self, group_size: [u32; 3]) -> Option<Arc<Specialised>> {
         // Not under the memory checker: it knows the generic code's program mapping only.
         let entry = self
-            ._entry
+            .entry
             .as_ref()
             .filter(|e| e.specialisable() && crate::jit::specialisation_enabled() && self.memcheck.is_none())?;
         {
@@ -102,7 +115,11 @@ impl CpuKernel {
             }
         }
         // compiled without the lock: launches with other shapes go on meanwhile
-        let v = entry.specialise(group_size).ok().map(Arc::new);
+        let v = entry
+            .specialise(group_size)
+            .and_then(|entry| Ok(Specialised { code: entry.code()?, entry }))
+            .ok()
+            .map(Arc::new);
         let mut map = self.specialised.lock();
         if let Some((_, first)) = map.iter().find(|(g, _)| *g == group_size) {
             return first.clone();
@@ -121,14 +138,13 @@ impl CpuKernel {
     pub unsafe fn from_raw(name: &str, wg_fn: WgFn, params: Vec<ParamLayout>, static_local_bytes: usize) -> CpuKernel {
         CpuKernel {
             name: name.into(),
-            wg_fn,
             slots: ArgSlots::natural(&params).unwrap_or_default(),
             params,
             static_local_bytes,
             scratch_bytes_per_wi: 0,
-            stack_bytes: None,
             memcheck: None,
-            _entry: None,
+            generic: OnceLock::from(KernelCode { wg_fn, stack_bytes: None }),
+            entry: None,
             specialised: Mutex::new(Vec::new()),
         }
     }
@@ -301,7 +317,7 @@ pub struct PreparedLaunch {
     /// keeps the kernel (and its code) alive until the launch ran
     _kernel: Arc<dyn Kernel>,
     /// keeps the specialised code alive, when `wg_fn` is from it
-    _specialised: Option<Arc<KernelEntry>>,
+    _specialised: Option<Arc<Specialised>>,
     wg_fn: WgFn,
     args: ArgBuf,
     num_groups: [u32; 3],
@@ -363,7 +379,13 @@ pub fn prepare(kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) 
         )));
     };
     let total = validate_dims(&k.name, &dims, k.static_local_bytes)?;
-    if let Some(need) = k.stack_bytes
+    // the code for this shape: its specialisation, or the generic code (compiled now if deferred)
+    let spec = k.specialised_for(dims.group_size);
+    let (code, scratch_per_wi) = match &spec {
+        Some(s) => (s.code, s.entry.scratch_bytes_per_wi),
+        None => (k.generic_code()?, k.scratch_bytes_per_wi),
+    };
+    if let Some(need) = code.stack_bytes
         && need > KERNEL_STACK - STACK_RESERVE
     {
         return Err(PluginError::OutOfResources(format!(
@@ -375,11 +397,7 @@ pub fn prepare(kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) 
     }
     let args = arg_block(&k.name, &k.slots, args)?;
     let wis: usize = dims.group_size.iter().map(|&g| g as usize).product();
-    let spec = k.specialised_for(dims.group_size);
-    let (wg_fn, scratch_per_wi) = match &spec {
-        Some(e) => (e.wg_fn, e.scratch_bytes_per_wi),
-        None => (k.wg_fn, k.scratch_bytes_per_wi),
-    };
+    let wg_fn = code.wg_fn;
     let scratch = scratch_per_wi
         .checked_mul(wis)
         .ok_or_else(|| PluginError::OutOfResources(format!("kernel '{}' needs too much private memory", k.name)))?;

@@ -258,6 +258,7 @@ impl Program for CpuProgram {
         let (addr, size) = self
             .image()?
             .global(name)
+            .map_err(map_jit_error)?
             .ok_or_else(|| PluginError::NotFound(format!("could not find global variable '{name}'")))?;
         Ok(GlobalInfo { addr, size })
     }

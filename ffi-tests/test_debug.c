@@ -566,7 +566,9 @@ static void printf_buffer_is_bounded(void) {
 // ---- perf's JIT map ----------------------------------------------------------------------------------------
 
 // OFFLOAD_RS_PERF_MAP=1 (set by main before the first load): /tmp/perf-<pid>.map has a parsable line per
-// function of every loaded program, the work-group functions named by their kernels.
+// function of every loaded program, the work-group functions named by their kernels: `k [offload-rs]` for
+// generic code, `k [offload-rs WxHxD]` for a version specialised for one group shape (the only code of a
+// launched kernel whose program deferred its generic code).
 static void perf_map_names_kernels(void) {
   NEED_CPU();
   char path[64];
@@ -579,8 +581,8 @@ static void perf_map_names_kernels(void) {
   t[n] = 0;
   char **lines;
   size_t count = split_lines(t, &lines), bad = 0;
-  const char *want[] = {"print_all [offload-rs]", "print_two [offload-rs]", "assert_at [offload-rs]",
-                        "trap_at [offload-rs]", "cuda_print_all [offload-rs]", "cuda_assert_at [offload-rs]"};
+  const char *want[] = {"print_all [offload-rs", "print_two [offload-rs", "assert_at [offload-rs",
+                        "trap_at [offload-rs", "cuda_print_all [offload-rs", "cuda_assert_at [offload-rs"};
   int found[6] = {0};
   for (size_t i = 0; i < count; i++) {
     unsigned long long start, size;
@@ -591,7 +593,8 @@ static void perf_map_names_kernels(void) {
       continue;
     }
     for (int k = 0; k < 6; k++)
-      found[k] += strcmp(lines[i] + off, want[k]) == 0;
+      found[k] += strncmp(lines[i] + off, want[k], strlen(want[k])) == 0 &&
+                  (lines[i][off + strlen(want[k])] == ']' || lines[i][off + strlen(want[k])] == ' ');
   }
   CHECKF(bad == 0, "%zu of %zu lines do not parse", bad, count);
   for (int k = 0; k < 6; k++)

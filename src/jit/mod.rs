@@ -74,9 +74,12 @@
 //! it. Only kernels that use no mutable global variable are specialised, since the copy has globals of
 //! its own (and runs no constructors). The generic code of a program whose kernels are all
 //! specialisable then runs only for a kernel's fifth and later shapes (or where a specialisation failed
-//! to compile), so it is compiled with a quick pipeline (`default<O1>`, codegen -O1; at most the
-//! `LIBOMPTARGET_JIT_OPT_LEVEL`), which halves the cold `olCreateProgram`; with specialisation off or
-//! under the memory checker it gets the full one.
+//! to compile), so it is **deferred**: a cold [`load`] (`olCreateProgram`) of such a program without
+//! constructors runs the lowering only (the kernels' metadata; what makes a program invalid, such as
+//! recursion or an unknown GPU intrinsic, fails the load as before) and the generic code is compiled and
+//! loaded when a launch or a global variable's address first needs it (`Generic`), with a quick pipeline
+//! (`default<O1>`, codegen -O1; at most the `LIBOMPTARGET_JIT_OPT_LEVEL`). With specialisation off or
+//! under the memory checker it is compiled with the program, with the full pipeline.
 //!
 //! The warp width is the one clang folded into the bitcode: 32 for nvptx64, 64 for amdgcn (32 with
 //! `+wavefrontsize32`); spirv64 leaves it to us (`llvm.spv.subgroup.size`) and we choose 32. Lanes are
@@ -491,7 +494,11 @@ impl Loaded {
     /// Maps a compiled object (a fresh copy, own globals), fills in the memory checker's hook when the
     /// object was compiled with it (`checker`), and runs its constructors. `group_size`: the shape a
     /// specialisation was compiled for (perf map names).
-    fn load(co: Arc<cache::CompiledObject>, checker: Option<Checker>, group_size: Option<[u32; 3]>) -> Result<Loaded, JitError> {
+    fn load(
+        co: Arc<cache::CompiledObject>,
+        checker: Option<Checker>,
+        group_size: Option<[u32; 3]>,
+    ) -> Result<Loaded, JitError> {
         let mut obj = elf::LoadedObject::load(&co.object)?;
         perfmap::record(&obj, group_size);
         if let Some((hook, _)) = obj.data_symbol("__ol_rs_memcheck_hook") {
@@ -554,8 +561,9 @@ impl Generic {
 /// A program loaded for the CPU device: owns its own copy of the code and globals.
 pub struct LoadedImage {
     generic: Arc<Generic>,
-    /// the kernels of a JIT'd program (a native one's are unknown: empty)
-    kernels: Vec<KernelMeta>,
+    /// a JIT'd program's compile: its kernels' metadata (and, kept here, a deferred program's entry of the
+    /// content cache: the next load of the same bytes is a hit); `None` for a native one (kernels unknown)
+    compiled: Option<Arc<cache::CompiledObject>>,
 }
 
 impl std::fmt::Debug for LoadedImage {
@@ -565,14 +573,18 @@ impl std::fmt::Debug for LoadedImage {
 }
 
 impl LoadedImage {
-    /// The image of `generic`; `kernels`: the metadata of a deferred program's kernels (otherwise its
-    /// loaded object's).
-    fn new(generic: Arc<Generic>, kernels: Option<Vec<KernelMeta>>) -> LoadedImage {
-        let kernels = kernels.unwrap_or_else(|| match generic.if_loaded().as_deref().map(|l| &*l.inst) {
-            Some(Instance::Jit(_, co)) => co.kernels.clone(),
-            _ => Vec::new(),
+    /// The image of `generic`; `compiled`: a deferred program's declarations (otherwise its loaded
+    /// object's compile).
+    fn new(generic: Arc<Generic>, compiled: Option<Arc<cache::CompiledObject>>) -> LoadedImage {
+        let compiled = compiled.or_else(|| match &*generic.if_loaded()?.inst {
+            Instance::Jit(_, co) => Some(co.clone()),
+            Instance::Native(_) => None,
         });
-        LoadedImage { generic, kernels }
+        LoadedImage { generic, compiled }
+    }
+
+    fn kernels(&self) -> &[KernelMeta] {
+        self.compiled.as_ref().map_or(&[], |c| &c.kernels)
     }
 
     /// Whether the generic code was deferred and is not compiled yet (tests).
@@ -600,7 +612,7 @@ impl LoadedImage {
                 source: None,
             });
         }
-        let m = self.kernels.iter().find(|k| k.name == name)?;
+        let m = self.kernels().iter().find(|k| k.name == name)?;
         Some(KernelEntry {
             memcheck: self.memcheck_hook().is_some(),
             name: m.name.clone(),
@@ -618,7 +630,7 @@ impl LoadedImage {
     /// Address and size of the global variable `name` in this instance (`Ok(None)`: there is none). A
     /// deferred program's generic code is compiled and loaded now: its globals are the program's.
     pub fn global(&self, name: &str) -> Result<Option<(usize, usize)>, JitError> {
-        if self.kernels.iter().any(|k| k.name == name) {
+        if self.kernels().iter().any(|k| k.name == name) {
             return Ok(None);
         }
         let loaded = self.generic.get()?;
@@ -658,7 +670,7 @@ impl LoadedImage {
 
     /// Names of the kernels in this image (native images: unknown, empty).
     pub fn kernel_names(&self) -> Vec<String> {
-        self.kernels.iter().map(|k| k.name.clone()).collect()
+        self.kernels().iter().map(|k| k.name.clone()).collect()
     }
 }
 
@@ -779,9 +791,8 @@ pub fn load_with(image: &[u8], checker: Option<Checker>) -> Result<LoadedImage, 
             let source = try_copy(payload);
             let co = cache::get_or_compile(payload, memcheck, defer && source.is_some(), None)?;
             if co.deferred() {
-                let kernels = co.kernels.clone();
                 let generic = Arc::new(Generic { source, loaded: Mutex::new(None) });
-                return Ok(LoadedImage::new(generic, Some(kernels)));
+                return Ok(LoadedImage::new(generic, Some(co)));
             }
             let source = source.filter(|_| co.kernels.iter().any(|k| k.specialisable));
             let loaded = Loaded::load(co, checker, None)?;

@@ -1060,8 +1060,9 @@ fn memcheck_compiles_every_target_and_frames_are_known() {
         for name in ["saxpy", "reduce", "dynshared"] {
             let Some(bc) = bitcode(name, t) else { return };
             for memcheck in [false, true] {
-                let (obj, kernels) = service::compile_cpu(&bc, service::cpu_target().unwrap(), 3, memcheck, false, None)
-                    .unwrap_or_else(|e| panic!("{name} for {t:?}, memcheck {memcheck}: {e}"));
+                let (obj, kernels) =
+                    service::compile_cpu(&bc, service::cpu_target().unwrap(), 3, memcheck, false, None)
+                        .unwrap_or_else(|e| panic!("{name} for {t:?}, memcheck {memcheck}: {e}"));
                 let frames = stack::frame_sizes(&obj);
                 for k in &kernels {
                     assert!(
@@ -1274,6 +1275,65 @@ fn specialised_matches_generic() {
 
         let img = load_ok("globals", t).unwrap();
         assert!(!img.kernel("bump").unwrap().specialisable(), "{t:?}: bump writes device globals");
+    }
+}
+
+/// A program whose kernels can all be specialised and that has no constructors loads without its generic
+/// code (the load runs the lowering only, for the kernels' metadata and errors); launches at specialised
+/// shapes never compile it; the first launch that needs it (a fifth shape, a failed specialisation) and
+/// a global's address compile and load it then, once, and it computes what the specialisation does.
+/// A kernel with mutable globals, constructors, or specialisation turned off load it with the program.
+#[test]
+fn generic_code_deferred_to_first_use() {
+    let _g = CACHE_TESTS.write().unwrap_or_else(|e| e.into_inner());
+    if !specialisation_enabled() {
+        return;
+    }
+    for t in TARGETS {
+        let Some(img) = load_ok("deferred", t) else {
+            return;
+        };
+        assert!(img.generic_deferred(), "{t:?}");
+        assert_eq!(img.kernel_names(), ["scale", "rotate"], "{t:?}");
+        let n = 1000u32;
+        let run_scale = |k: &KernelEntry| {
+            let mut v: Vec<u32> = (0..n).map(|i| i * 3).collect();
+            let args = pack(&k.params, &[&ptr(&mut v), &b(&5u32), &b(&n)]);
+            launch(k, [n.div_ceil(64), 1, 1], [64, 1, 1], &args, 0);
+            v
+        };
+        let want: Vec<u32> = (0..n).map(|i| i * 15 + i).collect();
+        let k = img.kernel("scale").unwrap();
+        assert_eq!(run_scale(&k.specialise([64, 1, 1]).unwrap()), want, "{t:?} specialised");
+        let input: Vec<u32> = (0..256).map(|i| i * 7 + 1).collect();
+        let run_rotate = |k: &KernelEntry| {
+            let mut out = vec![0u32; 256];
+            let args = pack(&k.params, &[&b(&(input.as_ptr() as usize)), &ptr(&mut out)]);
+            launch(k, [2, 1, 1], [128, 1, 1], &args, 0);
+            out
+        };
+        let rot: Vec<u32> = (0..256).map(|i| input[(i / 128) * 128 + (i % 128 + 1) % 128]).collect();
+        let r = img.kernel("rotate").unwrap();
+        assert_eq!(run_rotate(&r.specialise([128, 1, 1]).unwrap()), rot, "{t:?} specialised rotate");
+        assert!(img.generic_deferred(), "{t:?}: specialisations need no generic code");
+        // the generic code, compiled at its first use (one compile however many kernels use it)
+        let before = cache_stats().1;
+        assert_eq!(run_scale(&k), want, "{t:?} generic");
+        assert!(!img.generic_deferred(), "{t:?}");
+        assert_eq!(run_rotate(&r), rot, "{t:?} generic rotate");
+        assert!(cache_stats().1 <= before + 1, "{t:?}: the generic code compiles once");
+        // a global's address loads it too; the program's global is where the generic code is
+        let img2 = load_ok("deferred", t).unwrap();
+        assert!(img2.generic_deferred(), "{t:?}");
+        let (a, size) = img2.global("host_visible").unwrap().expect("host_visible");
+        assert_eq!(size, 4);
+        // SAFETY: a 4-byte global of this instance.
+        assert_eq!(unsafe { std::ptr::read_volatile(a as *const u32) }, 7, "{t:?}");
+        assert!(!img2.generic_deferred(), "{t:?}");
+        assert!(img2.global("nope").unwrap().is_none());
+        // loaded with the program: a kernel with mutable globals, constructors
+        assert!(!load_ok("globals", t).unwrap().generic_deferred(), "{t:?} globals");
+        assert!(!load_ok("ctors", t).unwrap().generic_deferred(), "{t:?} ctors");
     }
 }
 
@@ -2474,8 +2534,9 @@ fn transform_stats(bc: &[u8], lowering: &str, spec: Option<(&str, [u32; 3])>) ->
     let mut target = service::cpu_target().unwrap().clone();
     target.lowering = lowering.to_string();
     let spec = spec.map(|(k, g)| crate::jit::compile::Spec { kernel: k.to_string(), group_size: g });
-    let (r, stats) =
-        super::lowering::recorded(|| super::compile::compile_in_process(bc, &target, 3, false, false, false, spec.as_ref()));
+    let (r, stats) = super::lowering::recorded(|| {
+        super::compile::compile_in_process(bc, &target, 3, false, false, false, spec.as_ref())
+    });
     r.unwrap_or_else(|e| panic!("compile with OFFLOAD_RS_JIT_LOWERING={lowering:?}: {e}"));
     stats
 }

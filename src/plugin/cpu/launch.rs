@@ -48,6 +48,9 @@ pub(super) struct Specialised {
     code: KernelCode,
 }
 
+/// A group shape and its kernel's version for it (None: that compile failed).
+type ShapeVersion = ([u32; 3], Option<Arc<Specialised>>);
+
 /// A kernel of a CPU program.
 pub struct CpuKernel {
     /// shared with each launch (an `Arc`, not a copy per launch)
@@ -66,7 +69,7 @@ pub struct CpuKernel {
     entry: Option<KernelEntry>,
     /// versions compiled for one group size at its first launch (None: that compile failed), at most
     /// [`MAX_SPECIALISATIONS`]: a short list, searched in order (cheaper than hashing the shape)
-    specialised: Mutex<Vec<([u32; 3], Option<Arc<Specialised>>)>>,
+    specialised: Mutex<Vec<ShapeVersion>>,
 }
 
 impl CpuKernel {
@@ -91,7 +94,8 @@ impl CpuKernel {
         if let Some(c) = self.generic.get() {
             return Ok(*c);
         }
-        let entry = self.entry.as_ref().ok_or_else(|| PluginError::Backend("internal: a kernel without code".into()))?;
+        let entry =
+            self.entry.as_ref().ok_or_else(|| PluginError::Backend("internal: a kernel without code".into()))?;
         let code = entry.code().map_err(super::map_jit_error)?;
         Ok(*self.generic.get_or_init(|| code))
     }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The IR tests of the JIT's named passes (tests/ir/*.ll), LLVM's way: each file's `; RUN:` lines run with
+# The IR tests of the JIT's named passes (tests/ir/*.ll; the lowering's transforms through `ol-lower`: tests/ir/lowering/*.ll), LLVM's way: each file's `; RUN:` lines run with
 # `opt` = opt-22 loading our passes as a plugin (%plugin = offload-rs/liboffload-rs-llvm.so beside the
 # library, made by `make lib`), `FileCheck` = FileCheck-22, `%s` = the file. A test passes when every RUN
 # line exits 0. Usage: bash scripts/ir-tests.sh [test.ll ...]
@@ -10,7 +10,7 @@ BIN=/usr/lib/llvm-22/bin
 [ -e "$PLUGIN" ] || { echo "no pass plugin at $PLUGIN (make lib)"; exit 2; }
 [ -x "$BIN/opt" ] && [ -x "$BIN/FileCheck" ] || { echo "opt and FileCheck of LLVM 22 are needed ($BIN)"; exit 2; }
 files=("$@")
-[ ${#files[@]} -gt 0 ] || files=(tests/ir/*.ll)
+[ ${#files[@]} -gt 0 ] || files=(tests/ir/*.ll tests/ir/lowering/*.ll)
 pass=0 fail=0
 for f in "${files[@]}"; do
     ok=1

@@ -175,6 +175,28 @@ pub(crate) fn compile_in_process(
     let structors = m.get_global("llvm.global_ctors").is_some() || m.get_global("llvm.global_dtors").is_some();
     super::normalise::lower_structors(&m)?;
     let gpu_kernels = super::normalise::kernels(&m);
+    // debugging aid (OFFLOAD_RS_JIT_DUMP_LOWERED=<dir>): <dir>/<image hash>[.<kernel>.<shape>].<stage>.ll,
+    // stage `prelower` the input of the C++ lowering (`opt -passes=ol-lower<...>` runs it: lower/pass.cpp)
+    let dump_sfx = spec.map_or(String::new(), |s| {
+        format!(".{}.{}x{}x{}", s.kernel, s.group_size[0], s.group_size[1], s.group_size[2])
+    });
+    let dump = |stage: &str| {
+        #[cfg(test)]
+        if stage == "prelower" {
+            PRELOWERED.with(|p| {
+                if let Some(text) = p.borrow_mut().as_mut() {
+                    *text = m.print_to_string().to_string();
+                }
+            });
+        }
+        if let Some(d) = std::env::var_os("OFFLOAD_RS_JIT_DUMP_LOWERED").filter(|d| !d.is_empty()) {
+            let name = format!("{}{dump_sfx}.{stage}.ll", &blake3::hash(bc).to_hex()[..16]);
+            crate::jit::fd::write_dump(std::path::Path::new(&d), &name, m.print_to_string().to_bytes());
+        }
+    };
+    if arch != Arch::Host {
+        dump("prelower");
+    }
     let rc = if arch == Arch::Host {
         kernels = super::normalise::host_kernels(&m);
         0
@@ -205,10 +227,6 @@ pub(crate) fn compile_in_process(
         unsafe { ol_rs_jit_free(p) };
         s
     };
-    // debugging aid (OFFLOAD_RS_JIT_DUMP_LOWERED): specialised compiles get their own files
-    let dump_sfx = spec.map_or(String::new(), |s| {
-        format!(".{}.{}x{}x{}", s.kernel, s.group_size[0], s.group_size[1], s.group_size[2])
-    });
     let err = take(err);
     if rc != 0 {
         return Err(JitError::Compile(err));
@@ -219,13 +237,6 @@ pub(crate) fn compile_in_process(
             JitError::Compile(format!("internal: lowered module does not verify: {}", truncate(&e.to_string())))
         })?;
     }
-    let dump = |stage: &str| {
-        // OFFLOAD_RS_JIT_DUMP_LOWERED=<dir>: <dir>/<image hash>.<stage>.ll
-        if let Some(d) = std::env::var_os("OFFLOAD_RS_JIT_DUMP_LOWERED").filter(|d| !d.is_empty()) {
-            let name = format!("{}{dump_sfx}.{stage}.ll", &blake3::hash(bc).to_hex()[..16]);
-            crate::jit::fd::write_dump(std::path::Path::new(&d), &name, m.print_to_string().to_bytes());
-        }
-    };
     dump("lowered");
     m.verify()
         .map_err(|e| JitError::Compile(format!("lowered module does not verify: {}", truncate(&e.to_string()))))?;
@@ -249,6 +260,13 @@ pub(crate) fn compile_in_process(
         .map_err(|e| JitError::Compile(format!("code generation failed: {e}")))?;
     stamp("object emitted");
     Ok((obj, kernels))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// When `Some`, the next compile on this thread leaves the C++ lowering's input here (the IR tests'
+    /// inputs: tests.rs's `write_lowering_ir_tests`).
+    pub(crate) static PRELOWERED: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
 }
 
 /// This thread's CPU time in milliseconds (for `OFFLOAD_RS_JIT_TIME`).

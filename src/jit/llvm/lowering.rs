@@ -9,7 +9,10 @@
 //! An unknown name fails the compile with the list of names.
 
 use std::cell::RefCell;
+use std::ffi::c_char;
 use std::fmt;
+
+use super::abi::OlRsLowerOptions;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
 pub(crate) const NAMES: [&str; 21] = [
@@ -131,6 +134,77 @@ pub(crate) fn recorded<R>(f: impl FnOnce() -> R) -> (R, Vec<(String, Stats)>) {
     RECORD.with(|r| *r.borrow_mut() = Some(Vec::new()));
     let out = f();
     (out, RECORD.with(|r| r.borrow_mut().take().unwrap_or_default()))
+}
+
+/// Writes `text` NUL-terminated into `buf[..cap]`, cut at `cap - 1` bytes.
+///
+/// # Safety
+/// `buf` is valid for `cap` bytes of writes (nothing is written when `cap` is 0).
+unsafe fn write_c(text: &str, buf: *mut c_char, cap: usize) {
+    if buf.is_null() || cap == 0 {
+        return;
+    }
+    let n = text.len().min(cap - 1);
+    // SAFETY: `n + 1 <= cap` bytes of `buf`, per the contract; `text` does not overlap it.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), buf as *mut u8, n);
+        *buf.add(n) = 0;
+    }
+}
+
+/// For the `ol-lower` pass of the pass plugin (src/jit/llvm/lower/pass.cpp, `opt -passes=ol-lower<...>`):
+/// fills in `*out`'s intrinsic table and transform mask for transforms `spec` (`len` bytes of
+/// `OFFLOAD_RS_JIT_LOWERING`'s syntax); the caller sets the kernel, group size and warp width. Returns
+/// true, or false with the error in `err[..cap]` (NUL-terminated, cut to fit).
+///
+/// # Safety
+/// `spec` is valid for `len` bytes, `out` for a write of the options, `err` for `cap` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ol_rs_lowering_options(
+    spec: *const u8,
+    len: usize,
+    out: *mut OlRsLowerOptions,
+    err: *mut c_char,
+    cap: usize,
+) -> bool {
+    // SAFETY: `len` bytes at `spec`, per the contract.
+    let bytes = if len == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(spec, len) } };
+    let mask = std::str::from_utf8(bytes).map_err(|_| "the transforms are not UTF-8".to_string()).and_then(parse);
+    match mask {
+        Ok(transforms) => {
+            // SAFETY: `out` is valid for writes, per the contract; only these two fields are set.
+            unsafe {
+                (*out).classify_intrinsic = super::intrinsics::classify_intrinsic;
+                (*out).transforms = transforms;
+            }
+            true
+        }
+        Err(e) => {
+            // SAFETY: `err` is valid for `cap` bytes, per the contract.
+            unsafe { write_c(&e, err, cap) };
+            false
+        }
+    }
+}
+
+/// For the `ol-lower` pass: one kernel's counts (`n` of them, in [`NAMES`] order) as
+/// `OFFLOAD_RS_JIT_STATS` prints them (`ol-narrow-guards 2, ...` or `nothing`), into `buf[..cap]`
+/// (NUL-terminated, cut to fit).
+///
+/// # Safety
+/// `counts` is valid for `n` reads, `buf` for `cap` bytes of writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ol_rs_lowering_stats_text(counts: *const u32, n: usize, buf: *mut c_char, cap: usize) {
+    let mut stats = Stats::default();
+    if !counts.is_null() {
+        // SAFETY: `n` counts at `counts`, per the contract.
+        let counts = unsafe { std::slice::from_raw_parts(counts, n) };
+        for (s, c) in stats.0.iter_mut().zip(counts) {
+            *s = *c;
+        }
+    }
+    // SAFETY: `buf` is valid for `cap` bytes, per the contract.
+    unsafe { write_c(&stats.to_string(), buf, cap) };
 }
 
 #[cfg(test)]

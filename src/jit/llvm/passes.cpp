@@ -13,6 +13,8 @@
 //                                  the same flag, after ol-hoist-invariant-divisions.
 //   ol-stop-points                 src/jit/llvm/stop_points.cpp (OFFLOAD_RS_KERNEL_TIMEOUT: loops check now and
 //                                  then whether they must stop; run after the optimisation pipeline).
+//   ol-lower<options>              src/jit/llvm/lower/pass.cpp (a module pass: the CPU lowering as the JIT runs
+//                                  it, for the IR tests of its transforms; the JIT itself calls ol_rs_jit_lower).
 #include "llvm-c/Core.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm-c/TargetMachine.h"
@@ -30,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "lower/pass.h"
 #include "shim.h"
 #include "stop_points.h"
 #include "workarounds/workarounds.h"
@@ -121,8 +124,13 @@ static bool parseOurFunctionPass(StringRef name, FunctionPassManager &FPM, Array
 // -load-pass-plugin=.../liboffload-rs-llvm.so -passes='function(ol-stop-points)'` runs our passes alone, as
 // the IR tests do (tests/ir/, scripts/ir-tests.sh).
 extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo() {
-  return {LLVM_PLUGIN_API_VERSION, "offload-rs", "1",
-          [](PassBuilder &PB) { PB.registerPipelineParsingCallback(parseOurFunctionPass); }};
+  return {LLVM_PLUGIN_API_VERSION, "offload-rs", "1", [](PassBuilder &PB) {
+            PB.registerPipelineParsingCallback(parseOurFunctionPass);
+            PB.registerPipelineParsingCallback(
+                [](StringRef name, ModulePassManager &MPM, ArrayRef<PassBuilder::PipelineElement>) {
+                  return ol_rs::lower::parseLowerPass(name, MPM);
+                });
+          }};
 }
 
 // Runs `pipeline` (LLVM's textual pipeline syntax, our pass names included) on `m` for `tm`, the target

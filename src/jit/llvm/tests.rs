@@ -2541,236 +2541,241 @@ fn transform_stats(bc: &[u8], lowering: &str, spec: Option<(&str, [u32; 3])>) ->
     stats
 }
 
+/// The header of [`TRANSFORM_CASES`]' sources.
+const H: &str = "#include <gpuintrin.h>\n#include <stdint.h>\n#define T __gpu_thread_id_x()\n#define N __gpu_num_threads_x()\n#define G (__gpu_block_id_x() * N + T)\n";
+// a uniform barrier and nothing else; a tree reduction (`t % 2d == 0`), one by halves (`t < d`); a
+// bitonic stage's compare-and-swap; a loop over tiles of shared memory
+const UNIFORM: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }";
+const TREE: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t d = 1; d < N; d *= 2) { if (T % (2 * d) == 0) s[T] += s[T + d]; __gpu_sync_threads(); } if (T == 0) o[__gpu_block_id_x()] = s[0]; }";
+const HALVES: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t d = N / 2; d > 0; d >>= 1) { if (T < d) s[T] += s[T + d]; __gpu_sync_threads(); } if (T == 0) o[__gpu_block_id_x()] = s[0]; }";
+const SWAPS: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t j = N / 2; j > 0; j >>= 1) { uint32_t p = T ^ j; if (p > T) { float a = s[T], b = s[p]; if (a > b) { s[T] = b; s[p] = a; } } __gpu_sync_threads(); } o[G] = s[T]; }";
+const TILES: &str = "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float acc = 0.0f; for (uint32_t b = 0; b < n; b += 256) { s[T] = in[b + T]; __gpu_sync_threads(); for (uint32_t j = 0; j < 256; ++j) acc += s[j] * (float)(j + T); __gpu_sync_threads(); } o[G] = acc; }";
+// a block-stride loop (every work-item from its id, by the group size) between barriers
+const STRIDED: &str = "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float m = 0.0f; for (uint32_t j = T; j < n; j += N) m += in[__gpu_block_id_x() * n + j]; s[T] = m; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }";
+// xor-butterfly shuffles in each warp, then in the first warp only (`T < w`: a branch that differs
+// between warps, not between a warp's lanes)
+const WSHFL: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float p[64]; uint32_t l = __gpu_lane_id(), w = __gpu_num_lanes(); float v = in[G]; for (uint32_t d = w / 2; d > 0; d >>= 1) v += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ d, v, w); if (l == 0) p[T / w] = v; __gpu_sync_threads(); if (T < w) { float s = T < N / w ? p[T] : 0.0f; for (uint32_t d = w / 2; d > 0; d >>= 1) s += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ d, s, w); if (T == 0) o[__gpu_block_id_x()] = s; } }";
+// an escape-time loop: a different number of iterations per work-item, no memory access in it
+const ESCAPE: &str = "__gpu_kernel void k(uint32_t *o, const float *c) { float x = c[G], z = 0.0f; uint32_t i = 0; while (i < 100 && z < 4.0f) { z = z * z + x; i++; } o[G] = i; }";
+/// The fire/no-fire cases of the lowering's transforms: (transform, fires, kernel source (kernel `k`, after
+/// [`H`]), specialised at this group size). `each_transform_fires_where_it_is_meant_to_and_not_elsewhere`
+/// runs them all; `write_lowering_ir_tests` makes the IR tests of tests/ir/lowering/ from each transform's
+/// first of each kind.
+const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
+    (
+        "ol-narrow-guards",
+        true,
+        "__gpu_kernel void k(float *y, const float *x, uint32_t n) { if (G < n) y[G] += 2.0f * x[G]; }",
+        None,
+    ),
+    (
+        "ol-narrow-guards",
+        false,
+        "__gpu_kernel void k(float *y, const uint32_t *x) { if (G < x[G]) y[G] = 1.0f; }",
+        None,
+    ),
+    (
+        "ol-equality-split",
+        true,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t w) { uint32_t x = G; if (x >= w) return; o[x] = (x == 0 || x == w - 1) ? 0.0f : in[x - 1] + in[x + 1]; }",
+        None,
+    ),
+    (
+        "ol-equality-split",
+        false,
+        "__gpu_kernel void k(float *o, const uint32_t *in) { uint32_t x = G; o[x] = x == in[x] ? 1.0f : 2.0f; }",
+        None,
+    ),
+    (
+        "ol-uniform-barriers",
+        true,
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }",
+        None,
+    ),
+    (
+        "ol-uniform-barriers",
+        false,
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; if (in[G] > 0.0f) __gpu_sync_threads(); o[G] = s[N - 1 - T]; }",
+        None,
+    ),
+    (
+        "ol-once-regions",
+        true,
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t off = 1; off < N; off <<= 1) { float v = T >= off ? s[T - off] : 0.0f; __gpu_sync_threads(); s[T] += v; __gpu_sync_threads(); } o[G] = s[T]; }",
+        None,
+    ),
+    (
+        "ol-once-regions",
+        false,
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }",
+        None,
+    ),
+    (
+        "ol-run-guards",
+        true,
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t d = 1; d < N; d *= 2) { if (T % (2 * d) == 0) s[T] += s[T + d]; __gpu_sync_threads(); } if (T == 0) o[__gpu_block_id_x()] = s[0]; }",
+        None,
+    ),
+    (
+        "ol-run-guards",
+        false,
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t d = N / 2; d > 0; d >>= 1) { if (T < d) s[T] += s[T + d]; __gpu_sync_threads(); } if (T == 0) o[__gpu_block_id_x()] = s[0]; }",
+        None,
+    ),
+    (
+        "ol-speculate-shared-stores",
+        true,
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t j = N / 2; j > 0; j >>= 1) { uint32_t p = T ^ j; if (p > T) { float a = s[T], b = s[p]; if (a > b) { s[T] = b; s[p] = a; } } __gpu_sync_threads(); } o[G] = s[T]; }",
+        None,
+    ),
+    (
+        "ol-speculate-shared-stores",
+        false,
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = 0.0f; __gpu_sync_threads(); if (in[G] > 0.0f) s[N - 1 - T] = 1.0f; __gpu_sync_threads(); o[G] = s[T]; }",
+        None,
+    ),
+    (
+        "ol-plain-shared-atomics",
+        true,
+        "__gpu_kernel void k(uint32_t *o, const uint32_t *in) { static __gpu_local uint32_t b[256]; b[T] = 0; __gpu_sync_threads(); __atomic_fetch_add(&b[in[G] & 255], 1, __ATOMIC_RELAXED); __gpu_sync_threads(); o[G] = b[T]; }",
+        None,
+    ),
+    (
+        "ol-plain-shared-atomics",
+        false,
+        "__gpu_kernel void k(uint32_t *o, const uint32_t *in) { __atomic_fetch_add(&o[in[G] & 255], 1, __ATOMIC_RELAXED); }",
+        None,
+    ),
+    (
+        "ol-rematerialise",
+        true,
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; float *p = &s[T]; *p = in[G]; __gpu_sync_threads(); o[G] = *p + s[(T + 1) % N]; }",
+        None,
+    ),
+    (
+        "ol-rematerialise",
+        false,
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; float v = in[G] * 2.0f; s[T] = 1.0f; __gpu_sync_threads(); if (v > s[0]) o[__gpu_block_id_x()] = v; }",
+        None,
+    ),
+    (
+        "ol-implicit-loop-barriers",
+        true,
+        "__gpu_kernel void k(float *o, const float *in, const float *w, uint32_t n) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); float acc = 0.0f; for (uint32_t j = 0; j < n; ++j) acc += s[j & 255] * w[j * 256 + T] + (float)j; o[G] = acc; }",
+        None,
+    ),
+    (
+        "ol-implicit-loop-barriers",
+        false,
+        "__gpu_kernel void k(float *o, const float *in, const float *w) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); float acc = 0.0f; for (uint32_t j = 0; j < T; ++j) acc += s[j & 255] * w[j * 256 + T] + (float)j; o[G] = acc; }",
+        None,
+    ),
+    ("ol-scope-slots", true, SWAPS, None),
+    ("ol-scope-slots", false, "__gpu_kernel void k(float *y, const float *x) { y[G] = x[G]; }", None),
+    ("ol-hoist-slot-stores", true, TREE, None),
+    ("ol-hoist-slot-stores", false, UNIFORM, None),
+    ("ol-short-runs", true, SWAPS, None),
+    ("ol-short-runs", false, HALVES, None),
+    ("ol-flatten-decision", true, SWAPS, None),
+    ("ol-flatten-decision", false, UNIFORM, None),
+    ("ol-unswitch-region-exit", true, TILES, None),
+    ("ol-unswitch-region-exit", false, UNIFORM, None),
+    ("ol-share-header-slot", true, TILES, None),
+    ("ol-share-header-slot", false, UNIFORM, None),
+    ("ol-block-stride-loops", true, STRIDED, None),
+    ("ol-block-stride-loops", true, STRIDED, Some([64, 1, 1])),
+    // (a stride that is not the group size; no barrier, so no work-item loop to put inside)
+    (
+        "ol-block-stride-loops",
+        false,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float m = 0.0f; for (uint32_t j = T; j < n; j += 7) m += in[j]; s[T] = m; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }",
+        None,
+    ),
+    (
+        "ol-block-stride-loops",
+        false,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t n) { float m = 0.0f; for (uint32_t j = T; j < n; j += N) m += in[j]; o[G] = m; }",
+        None,
+    ),
+    (
+        "ol-runtime-divisors",
+        true,
+        "__gpu_kernel void k(float *o, const float *in) { o[G] = in[__gpu_block_id_x() * N + (T + 1) % N]; }",
+        Some([64, 1, 1]),
+    ),
+    (
+        "ol-runtime-divisors",
+        false,
+        "__gpu_kernel void k(float *o, const float *in) { o[G] = in[__gpu_block_id_x() * N + (T + 1) % 7]; }",
+        Some([64, 1, 1]),
+    ),
+    // an escape-time loop (no memory access in it), generic and specialised; not: a loop reading
+    // memory (a CSR row), a loop every work-item runs as often, a kernel with barriers
+    ("ol-lockstep-loops", true, ESCAPE, None),
+    ("ol-lockstep-loops", true, ESCAPE, Some([32, 2, 1])),
+    // (two in a row: the first one's exit block may be the second one's header)
+    (
+        "ol-lockstep-loops",
+        true,
+        "__gpu_kernel void k(uint32_t *o, const uint32_t *c) { uint32_t v = c[G], s = 0; while (v > 1 && s < 99) { v = v & 1 ? 3 * v + 1 : v / 2; s++; } while (v < 1000 && s < 200) { v = v * 3 + s; s++; } o[G] = v + s; }",
+        Some([64, 1, 1]),
+    ),
+    (
+        "ol-lockstep-loops",
+        false,
+        "__gpu_kernel void k(float *o, const uint32_t *r, const float *v) { float s = 0.0f; for (uint32_t j = r[G]; j < r[G + 1]; j++) s += v[j]; o[G] = s; }",
+        None,
+    ),
+    (
+        "ol-lockstep-loops",
+        false,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t n) { float s = in[G]; for (uint32_t j = 0; j < n; j++) s = s * 0.5f + 1.0f; o[G] = s; }",
+        None,
+    ),
+    ("ol-lockstep-loops", false, UNIFORM, None),
+    // the general scheduler's regions: lockstep loops', a divergent barrier's; not under uniform barriers
+    ("ol-promote-slots", true, ESCAPE, None),
+    (
+        "ol-promote-slots",
+        true,
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; float v = in[G]; s[T] = v; if (v > 0.0f) __gpu_sync_threads(); o[G] = s[N - 1 - T] + v; }",
+        None,
+    ),
+    ("ol-promote-slots", false, UNIFORM, None),
+    // a PHI's value read before a barrier and used after it: the lockstep loop's state; a per-item
+    // accumulator of a loop with barriers, read by the next trip; not: group-invariant PHIs only (a
+    // tree's `d`), no PHI across a barrier
+    ("ol-reload-slots", true, ESCAPE, None),
+    (
+        "ol-reload-slots",
+        true,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float a = in[G]; for (uint32_t j = 0; j < n; j++) { s[T] = a; __gpu_sync_threads(); a = a * 0.5f + s[(T + 1) % N]; __gpu_sync_threads(); } o[G] = a; }",
+        None,
+    ),
+    ("ol-reload-slots", false, TREE, None),
+    ("ol-reload-slots", false, UNIFORM, None),
+    ("ol-warp-lanes", true, WSHFL, Some([64, 1, 1])),
+    ("ol-warp-lanes", true, WSHFL, Some([128, 1, 1])),
+    // (not whole warps in a row; the generic kernel; a shuffle under a branch that differs between a
+    // warp's lanes and reaches a group barrier too)
+    ("ol-warp-lanes", false, WSHFL, Some([48, 1, 1])),
+    ("ol-warp-lanes", false, WSHFL, None),
+    (
+        "ol-warp-lanes",
+        false,
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float p[256]; float v = in[G]; if (in[G] > 0.0f) v = __gpu_shuffle_idx_f32(__gpu_lane_mask(), 0, v, 32); p[T] = v; __gpu_sync_threads(); o[G] = p[N - 1 - T]; }",
+        Some([64, 1, 1]),
+    ),
+];
+
 /// Each transform of the lowering fires on a kernel it is meant for and not on one it must leave alone
 /// (a guard it cannot prove, a divergent barrier, memory that is not the group's own, ...), as its counts
 /// (`OFFLOAD_RS_JIT_STATS`) show; switched off (`-name`), it does nothing and the kernel still compiles.
 #[test]
 fn each_transform_fires_where_it_is_meant_to_and_not_elsewhere() {
     let _g = shared();
-    const H: &str = "#include <gpuintrin.h>\n#include <stdint.h>\n#define T __gpu_thread_id_x()\n#define N __gpu_num_threads_x()\n#define G (__gpu_block_id_x() * N + T)\n";
-    // a uniform barrier and nothing else; a tree reduction (`t % 2d == 0`), one by halves (`t < d`); a
-    // bitonic stage's compare-and-swap; a loop over tiles of shared memory
-    const UNIFORM: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }";
-    const TREE: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t d = 1; d < N; d *= 2) { if (T % (2 * d) == 0) s[T] += s[T + d]; __gpu_sync_threads(); } if (T == 0) o[__gpu_block_id_x()] = s[0]; }";
-    const HALVES: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t d = N / 2; d > 0; d >>= 1) { if (T < d) s[T] += s[T + d]; __gpu_sync_threads(); } if (T == 0) o[__gpu_block_id_x()] = s[0]; }";
-    const SWAPS: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t j = N / 2; j > 0; j >>= 1) { uint32_t p = T ^ j; if (p > T) { float a = s[T], b = s[p]; if (a > b) { s[T] = b; s[p] = a; } } __gpu_sync_threads(); } o[G] = s[T]; }";
-    const TILES: &str = "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float acc = 0.0f; for (uint32_t b = 0; b < n; b += 256) { s[T] = in[b + T]; __gpu_sync_threads(); for (uint32_t j = 0; j < 256; ++j) acc += s[j] * (float)(j + T); __gpu_sync_threads(); } o[G] = acc; }";
-    // a block-stride loop (every work-item from its id, by the group size) between barriers
-    const STRIDED: &str = "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float m = 0.0f; for (uint32_t j = T; j < n; j += N) m += in[__gpu_block_id_x() * n + j]; s[T] = m; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }";
-    // xor-butterfly shuffles in each warp, then in the first warp only (`T < w`: a branch that differs
-    // between warps, not between a warp's lanes)
-    const WSHFL: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float p[64]; uint32_t l = __gpu_lane_id(), w = __gpu_num_lanes(); float v = in[G]; for (uint32_t d = w / 2; d > 0; d >>= 1) v += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ d, v, w); if (l == 0) p[T / w] = v; __gpu_sync_threads(); if (T < w) { float s = T < N / w ? p[T] : 0.0f; for (uint32_t d = w / 2; d > 0; d >>= 1) s += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ d, s, w); if (T == 0) o[__gpu_block_id_x()] = s; } }";
-    // an escape-time loop: a different number of iterations per work-item, no memory access in it
-    const ESCAPE: &str = "__gpu_kernel void k(uint32_t *o, const float *c) { float x = c[G], z = 0.0f; uint32_t i = 0; while (i < 100 && z < 4.0f) { z = z * z + x; i++; } o[G] = i; }";
-    // (transform, fires, kernel source (kernel `k`), specialised at this group size)
-    let cases: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
-        (
-            "ol-narrow-guards",
-            true,
-            "__gpu_kernel void k(float *y, const float *x, uint32_t n) { if (G < n) y[G] += 2.0f * x[G]; }",
-            None,
-        ),
-        (
-            "ol-narrow-guards",
-            false,
-            "__gpu_kernel void k(float *y, const uint32_t *x) { if (G < x[G]) y[G] = 1.0f; }",
-            None,
-        ),
-        (
-            "ol-equality-split",
-            true,
-            "__gpu_kernel void k(float *o, const float *in, uint32_t w) { uint32_t x = G; if (x >= w) return; o[x] = (x == 0 || x == w - 1) ? 0.0f : in[x - 1] + in[x + 1]; }",
-            None,
-        ),
-        (
-            "ol-equality-split",
-            false,
-            "__gpu_kernel void k(float *o, const uint32_t *in) { uint32_t x = G; o[x] = x == in[x] ? 1.0f : 2.0f; }",
-            None,
-        ),
-        (
-            "ol-uniform-barriers",
-            true,
-            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }",
-            None,
-        ),
-        (
-            "ol-uniform-barriers",
-            false,
-            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; if (in[G] > 0.0f) __gpu_sync_threads(); o[G] = s[N - 1 - T]; }",
-            None,
-        ),
-        (
-            "ol-once-regions",
-            true,
-            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t off = 1; off < N; off <<= 1) { float v = T >= off ? s[T - off] : 0.0f; __gpu_sync_threads(); s[T] += v; __gpu_sync_threads(); } o[G] = s[T]; }",
-            None,
-        ),
-        (
-            "ol-once-regions",
-            false,
-            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }",
-            None,
-        ),
-        (
-            "ol-run-guards",
-            true,
-            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t d = 1; d < N; d *= 2) { if (T % (2 * d) == 0) s[T] += s[T + d]; __gpu_sync_threads(); } if (T == 0) o[__gpu_block_id_x()] = s[0]; }",
-            None,
-        ),
-        (
-            "ol-run-guards",
-            false,
-            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t d = N / 2; d > 0; d >>= 1) { if (T < d) s[T] += s[T + d]; __gpu_sync_threads(); } if (T == 0) o[__gpu_block_id_x()] = s[0]; }",
-            None,
-        ),
-        (
-            "ol-speculate-shared-stores",
-            true,
-            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); for (uint32_t j = N / 2; j > 0; j >>= 1) { uint32_t p = T ^ j; if (p > T) { float a = s[T], b = s[p]; if (a > b) { s[T] = b; s[p] = a; } } __gpu_sync_threads(); } o[G] = s[T]; }",
-            None,
-        ),
-        (
-            "ol-speculate-shared-stores",
-            false,
-            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; s[T] = 0.0f; __gpu_sync_threads(); if (in[G] > 0.0f) s[N - 1 - T] = 1.0f; __gpu_sync_threads(); o[G] = s[T]; }",
-            None,
-        ),
-        (
-            "ol-plain-shared-atomics",
-            true,
-            "__gpu_kernel void k(uint32_t *o, const uint32_t *in) { static __gpu_local uint32_t b[256]; b[T] = 0; __gpu_sync_threads(); __atomic_fetch_add(&b[in[G] & 255], 1, __ATOMIC_RELAXED); __gpu_sync_threads(); o[G] = b[T]; }",
-            None,
-        ),
-        (
-            "ol-plain-shared-atomics",
-            false,
-            "__gpu_kernel void k(uint32_t *o, const uint32_t *in) { __atomic_fetch_add(&o[in[G] & 255], 1, __ATOMIC_RELAXED); }",
-            None,
-        ),
-        (
-            "ol-rematerialise",
-            true,
-            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; float *p = &s[T]; *p = in[G]; __gpu_sync_threads(); o[G] = *p + s[(T + 1) % N]; }",
-            None,
-        ),
-        (
-            "ol-rematerialise",
-            false,
-            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; float v = in[G] * 2.0f; s[T] = 1.0f; __gpu_sync_threads(); if (v > s[0]) o[__gpu_block_id_x()] = v; }",
-            None,
-        ),
-        (
-            "ol-implicit-loop-barriers",
-            true,
-            "__gpu_kernel void k(float *o, const float *in, const float *w, uint32_t n) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); float acc = 0.0f; for (uint32_t j = 0; j < n; ++j) acc += s[j & 255] * w[j * 256 + T] + (float)j; o[G] = acc; }",
-            None,
-        ),
-        (
-            "ol-implicit-loop-barriers",
-            false,
-            "__gpu_kernel void k(float *o, const float *in, const float *w) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); float acc = 0.0f; for (uint32_t j = 0; j < T; ++j) acc += s[j & 255] * w[j * 256 + T] + (float)j; o[G] = acc; }",
-            None,
-        ),
-        ("ol-scope-slots", true, SWAPS, None),
-        ("ol-scope-slots", false, "__gpu_kernel void k(float *y, const float *x) { y[G] = x[G]; }", None),
-        ("ol-hoist-slot-stores", true, TREE, None),
-        ("ol-hoist-slot-stores", false, UNIFORM, None),
-        ("ol-short-runs", true, SWAPS, None),
-        ("ol-short-runs", false, HALVES, None),
-        ("ol-flatten-decision", true, SWAPS, None),
-        ("ol-flatten-decision", false, UNIFORM, None),
-        ("ol-unswitch-region-exit", true, TILES, None),
-        ("ol-unswitch-region-exit", false, UNIFORM, None),
-        ("ol-share-header-slot", true, TILES, None),
-        ("ol-share-header-slot", false, UNIFORM, None),
-        ("ol-block-stride-loops", true, STRIDED, None),
-        ("ol-block-stride-loops", true, STRIDED, Some([64, 1, 1])),
-        // (a stride that is not the group size; no barrier, so no work-item loop to put inside)
-        (
-            "ol-block-stride-loops",
-            false,
-            "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float m = 0.0f; for (uint32_t j = T; j < n; j += 7) m += in[j]; s[T] = m; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }",
-            None,
-        ),
-        (
-            "ol-block-stride-loops",
-            false,
-            "__gpu_kernel void k(float *o, const float *in, uint32_t n) { float m = 0.0f; for (uint32_t j = T; j < n; j += N) m += in[j]; o[G] = m; }",
-            None,
-        ),
-        (
-            "ol-runtime-divisors",
-            true,
-            "__gpu_kernel void k(float *o, const float *in) { o[G] = in[__gpu_block_id_x() * N + (T + 1) % N]; }",
-            Some([64, 1, 1]),
-        ),
-        (
-            "ol-runtime-divisors",
-            false,
-            "__gpu_kernel void k(float *o, const float *in) { o[G] = in[__gpu_block_id_x() * N + (T + 1) % 7]; }",
-            Some([64, 1, 1]),
-        ),
-        // an escape-time loop (no memory access in it), generic and specialised; not: a loop reading
-        // memory (a CSR row), a loop every work-item runs as often, a kernel with barriers
-        ("ol-lockstep-loops", true, ESCAPE, None),
-        ("ol-lockstep-loops", true, ESCAPE, Some([32, 2, 1])),
-        // (two in a row: the first one's exit block may be the second one's header)
-        (
-            "ol-lockstep-loops",
-            true,
-            "__gpu_kernel void k(uint32_t *o, const uint32_t *c) { uint32_t v = c[G], s = 0; while (v > 1 && s < 99) { v = v & 1 ? 3 * v + 1 : v / 2; s++; } while (v < 1000 && s < 200) { v = v * 3 + s; s++; } o[G] = v + s; }",
-            Some([64, 1, 1]),
-        ),
-        (
-            "ol-lockstep-loops",
-            false,
-            "__gpu_kernel void k(float *o, const uint32_t *r, const float *v) { float s = 0.0f; for (uint32_t j = r[G]; j < r[G + 1]; j++) s += v[j]; o[G] = s; }",
-            None,
-        ),
-        (
-            "ol-lockstep-loops",
-            false,
-            "__gpu_kernel void k(float *o, const float *in, uint32_t n) { float s = in[G]; for (uint32_t j = 0; j < n; j++) s = s * 0.5f + 1.0f; o[G] = s; }",
-            None,
-        ),
-        ("ol-lockstep-loops", false, UNIFORM, None),
-        // the general scheduler's regions: lockstep loops', a divergent barrier's; not under uniform barriers
-        ("ol-promote-slots", true, ESCAPE, None),
-        (
-            "ol-promote-slots",
-            true,
-            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; float v = in[G]; s[T] = v; if (v > 0.0f) __gpu_sync_threads(); o[G] = s[N - 1 - T] + v; }",
-            None,
-        ),
-        ("ol-promote-slots", false, UNIFORM, None),
-        // a PHI's value read before a barrier and used after it: the lockstep loop's state; a per-item
-        // accumulator of a loop with barriers, read by the next trip; not: group-invariant PHIs only (a
-        // tree's `d`), no PHI across a barrier
-        ("ol-reload-slots", true, ESCAPE, None),
-        (
-            "ol-reload-slots",
-            true,
-            "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float a = in[G]; for (uint32_t j = 0; j < n; j++) { s[T] = a; __gpu_sync_threads(); a = a * 0.5f + s[(T + 1) % N]; __gpu_sync_threads(); } o[G] = a; }",
-            None,
-        ),
-        ("ol-reload-slots", false, TREE, None),
-        ("ol-reload-slots", false, UNIFORM, None),
-        ("ol-warp-lanes", true, WSHFL, Some([64, 1, 1])),
-        ("ol-warp-lanes", true, WSHFL, Some([128, 1, 1])),
-        // (not whole warps in a row; the generic kernel; a shuffle under a branch that differs between a
-        // warp's lanes and reaches a group barrier too)
-        ("ol-warp-lanes", false, WSHFL, Some([48, 1, 1])),
-        ("ol-warp-lanes", false, WSHFL, None),
-        (
-            "ol-warp-lanes",
-            false,
-            "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float p[256]; float v = in[G]; if (in[G] > 0.0f) v = __gpu_shuffle_idx_f32(__gpu_lane_mask(), 0, v, 32); p[T] = v; __gpu_sync_threads(); o[G] = p[N - 1 - T]; }",
-            Some([64, 1, 1]),
-        ),
-    ];
     let mut bad = Vec::new();
-    for (name, fires, src, spec) in cases {
+    for (name, fires, src, spec) in TRANSFORM_CASES {
         let Some(bc) = nvptx_bitcode_of(&format!("{H}{src}\n")) else {
             return;
         };
@@ -2790,6 +2795,89 @@ fn each_transform_fires_where_it_is_meant_to_and_not_elsewhere() {
         }
     }
     assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// Writes the IR tests of the lowering's transforms, tests/ir/lowering/<transform>.<fires|not>.ll: for each
+/// transform its first case of each kind in [`TRANSFORM_CASES`], as the IR the JIT hands the C++ lowering
+/// (nvptx64 bitcode from clang, the Rust side's module-wide steps done for x86-64-v3), with RUN lines that
+/// lower it with `ol-lower` (src/jit/llvm/lower/pass.cpp) with every transform and without this one and
+/// check this transform's count (scripts/ir-tests.sh runs them in CI; the lowered module must verify).
+/// Regenerate after changing the cases or the steps before the lowering:
+/// `cargo test --lib write_lowering_ir_tests -- --ignored`.
+#[test]
+#[ignore]
+fn write_lowering_ir_tests() {
+    use std::fmt::Write;
+    let _g = shared();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/ir/lowering");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut target = service::cpu_target().unwrap().clone();
+    target.cpu = "x86-64-v3".into();
+    target.features = String::new();
+    target.lowering = String::new();
+    for name in super::lowering::NAMES {
+        for fires in [true, false] {
+            let (_, _, src, spec) = TRANSFORM_CASES
+                .iter()
+                .find(|c| c.0 == name && c.1 == fires)
+                .unwrap_or_else(|| panic!("{name}: no case where it must{} fire", if fires { "" } else { " not" }));
+            let bc = nvptx_bitcode_of(&format!("{H}{src}\n")).expect("clang-22 for the cases");
+            let spec_arg = spec.map(|g| crate::jit::compile::Spec { kernel: "k".into(), group_size: g });
+            super::compile::PRELOWERED.with(|p| *p.borrow_mut() = Some(String::new()));
+            super::compile::compile_in_process(&bc, &target, 3, false, false, false, spec_arg.as_ref())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let ir = super::compile::PRELOWERED.with(|p| p.borrow_mut().take()).unwrap_or_default();
+            assert!(ir.contains("define"), "{name}: no IR captured");
+            let opts = match spec {
+                Some(g) => format!("kernel=k;group={}x{}x{};warp=32", g[0], g[1], g[2]),
+                None => "warp=32".to_string(),
+            };
+            let mut t = String::new();
+            let what = if fires { "fires on" } else { "must leave alone" };
+            let shape = spec.map_or("generic".to_string(), |g| format!("specialised for {}x{}x{}", g[0], g[1], g[2]));
+            writeln!(t, "; {name} {what} this kernel (nvptx64, {shape}; `#define T __gpu_thread_id_x()`,").unwrap();
+            writeln!(t, "; N the group size, G the global id):").unwrap();
+            let mut line = String::from(";");
+            for word in src.split(' ') {
+                if line.len() + word.len() > 110 {
+                    writeln!(t, "{line}").unwrap();
+                    line = String::from(";  ");
+                }
+                line.push(' ');
+                line.push_str(word);
+            }
+            writeln!(t, "{line}").unwrap();
+            writeln!(t, "; The IR is what the JIT hands its C++ lowering; generated by src/jit/llvm/tests.rs's")
+                .unwrap();
+            writeln!(t, "; write_lowering_ir_tests from its TRANSFORM_CASES (do not edit: regenerate).").unwrap();
+            let run = |extra: &str, prefix: &str| {
+                format!(
+                    "; RUN: opt -load-pass-plugin=%plugin -passes='ol-lower<{opts}{extra};stats>' -disable-output %s 2>&1 | FileCheck %s --check-prefix={prefix}\n"
+                )
+            };
+            t += &run("", "ON");
+            t += &run(&format!(";transforms=-{name}"), "OFF");
+            if fires {
+                writeln!(t, "; ON: ol-lower: k: {{{{(.*, )?}}}}{name} {{{{[1-9][0-9]*}}}}").unwrap();
+            } else {
+                writeln!(t, "; ON: ol-lower: k:\n; ON-NOT: {name}").unwrap();
+            }
+            writeln!(t, "; OFF: ol-lower: k:\n; OFF-NOT: {name}\n").unwrap();
+            for l in ir.lines() {
+                if l.starts_with("; ModuleID") {
+                    continue;
+                }
+                if l.starts_with("source_filename") {
+                    t += "source_filename = \"k.c\"\n";
+                    continue;
+                }
+                t += l;
+                t.push('\n');
+            }
+            let file = dir.join(format!("{name}.{}.ll", if fires { "fires" } else { "not" }));
+            std::fs::write(&file, t).unwrap();
+        }
+    }
 }
 
 /// The suite's kernels (bench/kernels/suite.c), as they run (specialised for their group shape), get the

@@ -292,7 +292,31 @@ pub(crate) fn select_kernel(m: &Module<'_>, name: &str) -> Result<(), JitError> 
             unsafe { g.delete() };
         }
     }
+    delete_dead_functions(m);
     Ok(())
+}
+
+/// Deletes the module's internal functions that nothing uses, until none is left (the other kernels of
+/// a specialisation's module and what only they called): every later step, the lowering's and the
+/// optimisation pipeline's function passes before its dead-code elimination, would work on them too.
+fn delete_dead_functions(m: &Module<'_>) {
+    loop {
+        let dead: Vec<_> = m
+            .get_functions()
+            .filter(|f| {
+                matches!(f.get_linkage(), Linkage::Internal | Linkage::Private)
+                    // SAFETY: a live function of `m`.
+                    && unsafe { LLVMGetFirstUse(f.as_value_ref()) }.is_null()
+            })
+            .collect();
+        if dead.is_empty() {
+            return;
+        }
+        for f in dead {
+            // SAFETY: a function of `m` with no use left (no call, no constant refers to it).
+            unsafe { f.delete() };
+        }
+    }
 }
 
 /// `Value::stripPointerCasts` for constants: through bitcasts, addrspace casts and all-zero GEPs.

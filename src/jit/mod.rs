@@ -525,21 +525,30 @@ impl Loaded {
 struct Generic {
     /// the bitcode, for a deferred compile and for specialisations
     source: Option<Arc<Vec<u8>>>,
-    /// the code once loaded; `None` while deferred (the lock is held while it compiles: concurrent
-    /// askers wait for that one compile)
+    /// the code once loaded; `None` while deferred
     loaded: Mutex<Option<Arc<Loaded>>>,
+    /// held while a deferred compile runs: concurrent askers wait for that one compile, while kernel
+    /// lookups (`loaded` alone) go on
+    compiling: Mutex<()>,
 }
 
 impl Generic {
+    fn new(source: Option<Arc<Vec<u8>>>, loaded: Option<Loaded>) -> Arc<Generic> {
+        Arc::new(Generic { source, loaded: Mutex::new(loaded.map(Arc::new)), compiling: Mutex::new(()) })
+    }
+
     fn ready(loaded: Loaded) -> Arc<Generic> {
-        Arc::new(Generic { source: None, loaded: Mutex::new(Some(Arc::new(loaded))) })
+        Generic::new(None, Some(loaded))
     }
 
     /// The loaded code, compiled and loaded now where it was deferred.
     fn get(&self) -> Result<Arc<Loaded>, JitError> {
-        let mut g = self.loaded.lock();
-        if let Some(l) = &*g {
-            return Ok(l.clone());
+        if let Some(l) = self.if_loaded() {
+            return Ok(l);
+        }
+        let _one = self.compiling.lock();
+        if let Some(l) = self.if_loaded() {
+            return Ok(l);
         }
         let src = self
             .source
@@ -548,7 +557,7 @@ impl Generic {
         // (deferred only without the memory checker, which instruments the generic code)
         let co = cache::get_or_compile(src, false, false, None)?;
         let l = Arc::new(Loaded::load(co, None, None)?);
-        *g = Some(l.clone());
+        *self.loaded.lock() = Some(l.clone());
         Ok(l)
     }
 
@@ -791,12 +800,11 @@ pub fn load_with(image: &[u8], checker: Option<Checker>) -> Result<LoadedImage, 
             let source = try_copy(payload);
             let co = cache::get_or_compile(payload, memcheck, defer && source.is_some(), None)?;
             if co.deferred() {
-                let generic = Arc::new(Generic { source, loaded: Mutex::new(None) });
-                return Ok(LoadedImage::new(generic, Some(co)));
+                return Ok(LoadedImage::new(Generic::new(source, None), Some(co)));
             }
             let source = source.filter(|_| co.kernels.iter().any(|k| k.specialisable));
             let loaded = Loaded::load(co, checker, None)?;
-            Ok(LoadedImage::new(Arc::new(Generic { source, loaded: Mutex::new(Some(Arc::new(loaded))) }), None))
+            Ok(LoadedImage::new(Generic::new(source, Some(loaded)), None))
         }
         Examined::NativeElf => {
             let lib = native::NativeLib::open(image)?;

@@ -1322,6 +1322,15 @@ fn generic_code_deferred_to_first_use() {
         assert!(!img.generic_deferred(), "{t:?}");
         assert_eq!(run_rotate(&r), rot, "{t:?} generic rotate");
         assert!(cache_stats().1 <= before + 1, "{t:?}: the generic code compiles once");
+        // threads that need a deferred program's code at once load it once: all get the same code
+        let img3 = load_ok("deferred", t).unwrap();
+        let k3 = img3.kernel("scale").unwrap();
+        let fns: Vec<usize> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..8).map(|_| s.spawn(|| k3.code().expect("code").wg_fn as usize)).collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(fns.windows(2).all(|w| w[0] == w[1]), "{t:?}: {fns:x?}");
+        assert_ne!(fns[0], k.code().unwrap().wg_fn as usize, "{t:?}: each program its own instance");
         // a global's address loads it too; the program's global is where the generic code is
         let img2 = load_ok("deferred", t).unwrap();
         assert!(img2.generic_deferred(), "{t:?}");

@@ -1232,11 +1232,12 @@ fn specialised_matches_generic() {
         let before = cache_stats().1;
         let s = k.specialise([128, 1, 1]).expect("specialise");
         assert_eq!(cache_stats().1, before + 1, "{t:?}: one compile");
-        assert_eq!(run(&s), run(&k), "{t:?} reduce");
-        // another program from the same bytes: the specialised code comes from the cache
+        assert_eq!(run(&s), run(&k), "{t:?} reduce"); // (`run(&k)` may compile deferred generic code)
+        // another program from the same bytes: its declarations and the specialised code come from the cache
+        let before = cache_stats().1;
         let img2 = load_ok("reduce", t).unwrap();
         let s2 = img2.kernel("reduce_sum").unwrap().specialise([128, 1, 1]).expect("specialise");
-        assert_eq!(cache_stats().1, before + 1, "{t:?}: cache hit");
+        assert_eq!(cache_stats().1, before, "{t:?}: cache hits");
         assert_eq!(run(&s2), run(&k), "{t:?} reduce, second program");
 
         let img = load_ok("shapes", t).unwrap();

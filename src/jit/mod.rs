@@ -603,11 +603,11 @@ impl LoadedImage {
 
     /// The kernel `name`, or `None`.
     pub fn kernel(&self, name: &str) -> Option<KernelEntry> {
-        let native = |inst: &Instance| matches!(inst, Instance::Native(_));
-        if self.generic.if_loaded().is_some_and(|l| native(&l.inst)) {
-            let lib = self.generic.if_loaded()?;
-            let Instance::Native(n) = &*lib.inst else { return None };
-            n.function(name)?;
+        // (a native image has no compile: its kernels are the library's functions of that name)
+        if self.compiled.is_none() {
+            let loaded = self.generic.if_loaded()?;
+            let Instance::Native(lib) = &*loaded.inst else { return None };
+            lib.function(name)?;
             return Some(KernelEntry {
                 memcheck: false,
                 name: name.to_string(),
@@ -794,15 +794,17 @@ pub fn load_with(image: &[u8], checker: Option<Checker>) -> Result<LoadedImage, 
             let memcheck = memcheck();
             // the generic compile may be deferred when launches replace its code (see `Generic`)
             let defer = compile::generic_is_replaced(memcheck, None);
-            // (the image's copy for specialisations: without memory for it the kernels run unspecialised,
-            // and the generic code is compiled now, rather than Rust's allocation-failure abort ending
-            // the client)
-            let source = try_copy(payload);
-            let co = cache::get_or_compile(payload, memcheck, defer && source.is_some(), None)?;
+            let mut co = cache::get_or_compile(payload, memcheck, defer, None)?;
+            // (the image's copy, made only when the kernels use it: without memory for it the kernels run
+            // unspecialised and the generic code is compiled now, rather than Rust's allocation-failure
+            // abort ending the client)
+            let source = co.kernels.iter().any(|k| k.specialisable).then(|| try_copy(payload)).flatten();
             if co.deferred() {
-                return Ok(LoadedImage::new(Generic::new(source, None), Some(co)));
+                if source.is_some() {
+                    return Ok(LoadedImage::new(Generic::new(source, None), Some(co)));
+                }
+                co = cache::get_or_compile(payload, memcheck, false, None)?;
             }
-            let source = source.filter(|_| co.kernels.iter().any(|k| k.specialisable));
             let loaded = Loaded::load(co, checker, None)?;
             Ok(LoadedImage::new(Generic::new(source, Some(loaded)), None))
         }

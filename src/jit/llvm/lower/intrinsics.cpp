@@ -6,16 +6,19 @@ namespace ol_rs::lower {
 
 
 // Emits code computing the collective result at the position of CI (which is erased afterwards).
-// Layout: xchg slots are i64 at E_SCRATCH + 8 * lwi (CBS reserves them), see buildCbs().
-Value *Lowering::emitExchange(IRBuilder<> &B, Function *F, Value *val64,
+// Layout: CBS reserves 8 bytes per work-item at E_SCRATCH (buildCbs); an exchange of values of type T
+// (at most 8 bytes: callers check) uses them as an array of T indexed by the flat id, so a 32-bit shuffle
+// moves 4 bytes per lane and the region loops around it vectorise at the 32-bit width.
+Value *Lowering::emitExchange(IRBuilder<> &B, Function *F, Value *val,
                     function_ref<Value *(IRBuilder<> &, Value * /*xchg*/, Value * /*lane*/,
                                          Value * /*warpBase*/, Value * /*nInWarp*/)>
                         compute) {
+  assert(DL.getTypeAllocSize(val->getType()) <= 8 && "exchange slots are 8 bytes");
   Value *lwi = F->getArg(F->arg_size() - E_COUNT + E_LWI);
   Value *scratch = F->getArg(F->arg_size() - E_COUNT + E_SCRATCH);
   Value *lwi64 = B.CreateZExt(lwi, I64);
-  Value *slot = B.CreateGEP(I64, scratch, lwi64);
-  B.CreateStore(val64, slot);
+  Value *slot = B.CreateGEP(val->getType(), scratch, lwi64);
+  B.CreateStore(val, slot);
   warpBarrier(B);
   Value *W = ConstantInt::get(I32, warp);
   Value *lane = B.CreateURem(lwi, W);
@@ -88,28 +91,88 @@ Value *Lowering::laneMaskOf(IRBuilder<> &B, Function *F, Type *Ty) {
 }
 
 
-Value *Lowering::toI64(IRBuilder<> &B, Value *v) {
-  Type *T = v->getType();
-  if (T->isPointerTy())
-    return B.CreatePtrToInt(v, I64);
-  unsigned bits = DL.getTypeSizeInBits(T);
-  Value *iv = T->isIntegerTy() ? v : B.CreateBitCast(v, IntegerType::get(C, bits));
-  return B.CreateZExt(iv, I64);
-}
-
-Value *Lowering::fromI64(IRBuilder<> &B, Value *v, Type *T) {
-  if (T->isPointerTy())
-    return B.CreateIntToPtr(v, T);
-  unsigned bits = DL.getTypeSizeInBits(T);
-  Value *iv = B.CreateTrunc(v, IntegerType::get(C, bits));
-  return T->isIntegerTy() ? iv : B.CreateBitCast(iv, T);
-}
-
-
-// Reads lane j's slot (j relative to warp base).
-Value *Lowering::readSlot(IRBuilder<> &B, Value *xchg, Value *base, Value *j) {
+// Reads lane j's slot (j relative to warp base) of an exchange of values of type T.
+Value *Lowering::readSlot(IRBuilder<> &B, Value *xchg, Value *base, Value *j, Type *T) {
   Value *idx = B.CreateZExt(B.CreateAdd(base, j), I64);
-  return B.CreateLoad(I64, B.CreateGEP(I64, xchg, idx));
+  return B.CreateLoad(T, B.CreateGEP(T, xchg, idx));
+}
+
+
+// Whether v is the lane id: `lane` itself, or the urem / and of the flat local id by the warp width
+// another intrinsic made.
+bool Lowering::isLaneId(Function *F, Value *v, Value *lane) {
+  if (v == lane)
+    return true;
+  Value *lwi = F->getArg(F->arg_size() - E_COUNT + E_LWI);
+  auto *BO = dyn_cast<BinaryOperator>(v);
+  auto *c = BO ? dyn_cast<ConstantInt>(BO->getOperand(1)) : nullptr;
+  return c && BO->getOperand(0) == lwi &&
+         ((BO->getOpcode() == Instruction::URem && c->getZExtValue() == warp) ||
+          (BO->getOpcode() == Instruction::And && c->getZExtValue() == warp - 1));
+}
+
+
+// The source lane j as loads at a fixed distance from the reading lane's own slot, where j is one
+// (`lane + k`, `(lane + k) & (W - 1)`, `lane ^ 2^m`, a select between such forms): a lane loop then reads
+// the exchange with consecutive loads and blends, which vectorise, instead of a gather per lane. The
+// loads are unconditional, so they may reach up to W - 1 slots beyond either end of the exchange area
+// (other warps' slots or padding, never used: the selects keep only the real source); buildCbs pads the
+// area when `exchangeReach` is set. Only for a specialisation of whole warps (every lane's source is
+// in its own warp). Otherwise a load of slot j.
+Value *Lowering::readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *base, Value *lane, Value *j,
+                          Type *T) {
+  bool whole = !specKernel.empty() && (uint64_t)specGs[0] * specGs[1] * specGs[2] % warp == 0;
+  if (whole && warp <= 64) {
+    Value *own = B.CreateZExt(B.CreateAdd(base, lane), I64);
+    auto at = [&](int64_t k) -> Value * {
+      return B.CreateLoad(T, B.CreateGEP(T, xchg, B.CreateAdd(own, ConstantInt::get(I64, k, /*signed=*/true))));
+    };
+    std::function<Value *(Value *)> read = [&](Value *v) -> Value * {
+      using namespace PatternMatch;
+      Value *x, *c, *t, *f;
+      const APInt *k, *m;
+      if (isLaneId(F, v, lane))
+        return at(0);
+      if (match(v, m_Select(m_Value(c), m_Value(t), m_Value(f)))) {
+        Value *rt = read(t);
+        Value *rf = rt ? read(f) : nullptr;
+        return rf ? B.CreateSelect(c, rt, rf) : nullptr;
+      }
+      if (match(v, m_Add(m_Value(x), m_APInt(k))) && isLaneId(F, x, lane) && k->abs().ult(warp))
+        return at(k->getSExtValue());
+      if (match(v, m_Sub(m_Value(x), m_APInt(k))) && isLaneId(F, x, lane) && k->abs().ult(warp))
+        return at(-k->getSExtValue());
+      if (match(v, m_Xor(m_Value(x), m_APInt(m))) && isLaneId(F, x, lane) && m->isPowerOf2() && m->ult(warp)) {
+        int64_t d = (int64_t)m->getZExtValue();
+        Value *up = B.CreateICmpEQ(B.CreateAnd(lane, ConstantInt::get(I32, d)), ConstantInt::get(I32, 0));
+        return B.CreateSelect(up, at(d), at(-d));
+      }
+      if (match(v, m_And(m_Value(x), m_SpecificInt(warp - 1)))) {
+        if (match(x, m_Xor(m_Value(t), m_APInt(m))) && m->ult(warp))
+          return read(x);
+        if (match(x, m_Add(m_Value(t), m_APInt(k))) && isLaneId(F, t, lane)) {
+          int64_t d = (int64_t)(k->getZExtValue() & (warp - 1)); // (lane + d) mod W, 0 <= d < W
+          if (!d)
+            return at(0);
+          Value *noWrap = B.CreateICmpULT(lane, ConstantInt::get(I32, warp - d));
+          return B.CreateSelect(noWrap, at(d), at(d - (int64_t)warp));
+        }
+        if (match(x, m_Sub(m_Value(t), m_APInt(k))) && isLaneId(F, t, lane)) {
+          int64_t d = (int64_t)(k->getZExtValue() & (warp - 1)); // (lane - d) mod W
+          if (!d)
+            return at(0);
+          Value *noWrap = B.CreateICmpUGE(lane, ConstantInt::get(I32, d));
+          return B.CreateSelect(noWrap, at(-d), at((int64_t)warp - d));
+        }
+      }
+      return nullptr;
+    };
+    if (Value *r = read(j)) {
+      exchangeReach = true;
+      return r;
+    }
+  }
+  return readSlot(B, xchg, base, j, T);
 }
 
 
@@ -129,8 +192,8 @@ Value *Lowering::ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *
   PHINode *acc = B.CreatePHI(I64, 2);
   i->addIncoming(ConstantInt::get(I32, 0), pre);
   acc->addIncoming(ConstantInt::get(I64, 0), pre);
-  Value *s = readSlot(B, xchg, base, i);
-  Value *bit = B.CreateShl(B.CreateZExt(B.CreateICmpNE(s, ConstantInt::get(I64, 0)), I64),
+  Value *s = readSlot(B, xchg, base, i, I8);
+  Value *bit = B.CreateShl(B.CreateZExt(B.CreateICmpNE(s, ConstantInt::get(I8, 0)), I64),
                            B.CreateZExt(i, I64));
   Value *acc2 = B.CreateOr(acc, bit);
   Value *i2 = B.CreateAdd(i, ConstantInt::get(I32, 1));
@@ -146,6 +209,7 @@ Value *Lowering::ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *
 
 // Replace GPU intrinsics inside F (= K.body). Sets `collective` if any barrier-like op was introduced.
 bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
+  exchangeReach = false;
   unsigned o = F->arg_size() - E_COUNT;
   auto X = [&](int e) -> Value * { return F->getArg(o + e); };
   SmallVector<CallInst *, 32> calls;
@@ -163,6 +227,8 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
     IRBuilder<> B(CI);
     Value *R = nullptr;
     bool erased = false;
+    // a value a warp exchange can carry in its 8-byte slot per lane
+    auto exchangeable = [&](Type *T) { return T->isSingleValueType() && DL.getTypeAllocSize(T) <= 8; };
     auto asTy = [&](Value *v) -> Value * {
       Type *T = CI->getType();
       if (v->getType() == T)
@@ -236,8 +302,10 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       bool pred = (in.arg & 4) != 0;
       Type *VT = pred ? cast<StructType>(CI->getType())->getElementType(0) : CI->getType();
       Value *a = CI->getArgOperand(1), *bval = CI->getArgOperand(2), *cval = CI->getArgOperand(3);
+      if (!exchangeable(a->getType()) || a->getType() != VT)
+        return fail("unsupported form of '" + name + "'");
       collective = true;
-      Value *res = emitExchange(B, F, toI64(B, a), [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *base, Value *nIn) -> Value * {
+      Value *res = emitExchange(B, F, a, [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *base, Value *nIn) -> Value * {
         Value *b5 = B2.CreateAnd(bval, 31), *c5 = B2.CreateAnd(cval, 31);
         Value *segMask = B2.CreateAnd(B2.CreateLShr(cval, 8), 31);
         Value *minLane = B2.CreateAnd(lane, segMask);
@@ -274,8 +342,8 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
         p = vs[0];
         j = vs[1];
         // lanes past the end of a partial warp read their own value
-        j = B2.CreateSelect(B2.CreateICmpULT(j, nIn), j, lane);
-        Value *v = fromI64(B2, readSlot(B2, xchg, base, j), VT);
+        j = simplified(B2.CreateSelect(simplified(B2.CreateICmpULT(j, nIn)), j, lane));
+        Value *v = readLane(B2, F, xchg, base, lane, j, VT);
         if (!pred)
           return v;
         Value *s = UndefValue::get(CI->getType());
@@ -288,7 +356,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
     case INTRINSIC_OP_VOTE: { // arg: 0 ballot, 1 any, 2 all, 3 uni
       Value *p = CI->arg_size() == 2 ? CI->getArgOperand(1) : CI->getArgOperand(0);
       collective = true;
-      Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
+      Value *ballot = emitExchange(B, F, B.CreateZExt(p, I8), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
         return ballotCompute(B2, xchg, base, nIn);
       });
       Value *exist = laneMaskOf(B, F, I64);
@@ -335,7 +403,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
     case INTRINSIC_OP_BALLOT: {
       collective = true;
       Value *p = CI->getArgOperand(0);
-      Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
+      Value *ballot = emitExchange(B, F, B.CreateZExt(p, I8), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
         return ballotCompute(B2, xchg, base, nIn);
       });
       R = B.CreateTrunc(ballot, CI->getType());
@@ -347,13 +415,15 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       Value *v = bperm ? CI->getArgOperand(1) : CI->getArgOperand(0);
       Value *sel = bperm ? CI->getArgOperand(0) : (in.arg == 1 ? CI->getArgOperand(1) : nullptr);
       Type *VT = CI->getType();
-      R = emitExchange(B, F, toI64(B, v), [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *base, Value *nIn) {
+      if (!exchangeable(VT) || v->getType() != VT)
+        return fail("unsupported form of '" + name + "'");
+      R = emitExchange(B, F, v, [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *base, Value *nIn) {
         Value *j = ConstantInt::get(I32, 0);
         if (sel) {
           j = bperm ? B2.CreateAnd(B2.CreateLShr(sel, 2), warp - 1) : B2.CreateAnd(sel, warp - 1);
-          j = B2.CreateSelect(B2.CreateICmpULT(j, nIn), j, lane);
+          j = simplified(B2.CreateSelect(simplified(B2.CreateICmpULT(j, nIn)), j, lane));
         }
-        return fromI64(B2, readSlot(B2, xchg, base, j), VT);
+        return readLane(B2, F, xchg, base, lane, j, VT);
       });
       break;
     }
@@ -374,7 +444,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
     case INTRINSIC_OP_SPV_BALLOT: {
       collective = true;
       Value *p = CI->getArgOperand(0);
-      Value *ballot = emitExchange(B, F, B.CreateZExt(p, I64), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
+      Value *ballot = emitExchange(B, F, B.CreateZExt(p, I8), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
         return ballotCompute(B2, xchg, base, nIn);
       });
       auto *VT = dyn_cast<FixedVectorType>(CI->getType());

@@ -184,16 +184,18 @@ struct Lowering {
   // what run() produced, one entry per work-group function (handed to Rust by ol_rs_jit_lower)
   std::vector<KInfo> lowered;
   bool inlineAll(Function *F);
-  Value *emitExchange(IRBuilder<> &B, Function *F, Value *val64,
+  Value *emitExchange(IRBuilder<> &B, Function *F, Value *val,
                       function_ref<Value *(IRBuilder<> &, Value * /*xchg*/, Value * /*lane*/,
                                            Value * /*warpBase*/, Value * /*nInWarp*/)>
                           compute);
   Value *nwiOf(IRBuilder<> &B, Function *F);
   Value *lanesIn(IRBuilder<> &B, Function *F, Value *base, bool whole);
   Value *laneMaskOf(IRBuilder<> &B, Function *F, Type *Ty);
-  Value *toI64(IRBuilder<> &B, Value *v);
-  Value *fromI64(IRBuilder<> &B, Value *v, Type *T);
-  Value *readSlot(IRBuilder<> &B, Value *xchg, Value *base, Value *j);
+  Value *readSlot(IRBuilder<> &B, Value *xchg, Value *base, Value *j, Type *T);
+  bool isLaneId(Function *F, Value *v, Value *lane);
+  Value *readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *base, Value *lane, Value *j, Type *T);
+  // the kernel being lowered reads the exchange area up to W - 1 slots beyond its ends (readLane)
+  bool exchangeReach = false;
   Value *ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp);
   bool replaceIntrinsics(Function *F, bool &collective);
   void blockStrideLoops(Function *F);
@@ -217,6 +219,7 @@ struct Lowering {
   MDNode *newAccessGroup();
   void addAccessGroup(Instruction &I, MDNode *AG);
   void markParallelLoop(Instruction *latchBr, MDNode *AG, bool noInterleave = false);
+  void addLoopProperty(Instruction *latchBr, StringRef name);
   // laneWidth 0: the values that may differ between the work-items of the group; laneWidth W (a power of
   // two dividing the specialised group size's x): those that may differ between the lanes of one warp.
   std::set<Value *> divergentValues(Function *F, unsigned laneWidth = 0);

@@ -189,8 +189,13 @@ void Lowering::cbsRecordExit(CbsState &st, IRBuilder<> &B, BasicBlock *e) {
 }
 
 
-// Step 5, region, last under warp lanes (takes R.clones, R.lx, R.xw, R.wi; changes the clones): the lane
-// id (`urem` or `and` of the x or flat id by W) is lx - xw, and a warp's number of lanes (kLanesInMD) W.
+// Step 5, region, last under warp lanes (takes R.clones, R.lx, R.xw, R.wi, R.L; changes the clones): the
+// lane id (`urem` or `and` of the x or flat id by W) is lx - xw, and a warp's number of lanes (kLanesInMD)
+// W. A region without branches keeps its W-lane loop: the loop vectoriser takes it as W / VF vector
+// iterations, its exchanges read with consecutive loads (readLane). Fully unrolled first (LLVM's early
+// full unroll takes a 32-iteration loop of a few instructions), each region's W copies were left to SLP,
+// which did not vectorise the exchanges, and cost the compile most of its time. A region with a branch
+// (`if (lane == 0)`) may still be unrolled, so that its branches fold per lane.
 void Lowering::cbsWarpLaneIds(CbsState &, CbsRegion &R) {
   Value *wi = R.wi;
   for (BasicBlock *NB : R.clones)
@@ -211,6 +216,11 @@ void Lowering::cbsWarpLaneIds(CbsState &, CbsRegion &R) {
       BO->replaceAllUsesWith(B.CreateSub(R.lx, R.xw, "lane" + R.sfx, true, true));
       BO->eraseFromParent();
     }
+  bool branches = false;
+  for (BasicBlock *NB : R.clones)
+    branches |= NB->getTerminator()->getNumSuccessors() > 1;
+  if (!branches)
+    addLoopProperty(R.L->getTerminator(), "llvm.loop.unroll.disable");
 }
 
 } // namespace ol_rs::lower

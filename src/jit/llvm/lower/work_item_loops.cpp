@@ -27,10 +27,24 @@ void Lowering::addAccessGroup(Instruction &I, MDNode *AG) {
 }
 
 void Lowering::markParallelLoop(Instruction *latchBr, MDNode *AG, bool noInterleave) {
-  MDNode *PA = MDNode::get(C, {MDString::get(C, "llvm.loop.parallel_accesses"), AG});
-  MDNode *IC = MDNode::get(C, {MDString::get(C, "llvm.loop.interleave.count"),
-                               ConstantAsMetadata::get(ConstantInt::get(I32, 1))});
-  MDNode *ID = noInterleave ? MDNode::getDistinct(C, {nullptr, PA, IC}) : MDNode::getDistinct(C, {nullptr, PA});
+  SmallVector<Metadata *, 4> ops = {nullptr, MDNode::get(C, {MDString::get(C, "llvm.loop.parallel_accesses"), AG})};
+  if (noInterleave)
+    ops.push_back(MDNode::get(C, {MDString::get(C, "llvm.loop.interleave.count"),
+                                  ConstantAsMetadata::get(ConstantInt::get(I32, 1))}));
+  MDNode *ID = MDNode::getDistinct(C, ops);
+  ID->replaceOperandWith(0, ID);
+  latchBr->setMetadata(LLVMContext::MD_loop, ID);
+}
+
+
+// Adds a property without operands (`llvm.loop.unroll.disable`) to the loop metadata of latchBr.
+void Lowering::addLoopProperty(Instruction *latchBr, StringRef name) {
+  SmallVector<Metadata *, 4> ops = {nullptr};
+  if (MDNode *old = latchBr->getMetadata(LLVMContext::MD_loop))
+    for (unsigned i = 1; i < old->getNumOperands(); ++i)
+      ops.push_back(old->getOperand(i));
+  ops.push_back(MDNode::get(C, {MDString::get(C, name)}));
+  MDNode *ID = MDNode::getDistinct(C, ops);
   ID->replaceOperandWith(0, ID);
   latchBr->setMetadata(LLVMContext::MD_loop, ID);
 }

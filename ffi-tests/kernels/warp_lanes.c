@@ -66,3 +66,25 @@ __gpu_kernel void rounds(const uint32_t *in, uint32_t *out, uint32_t n) {
   }
   out[g] = v;
 }
+
+// Shuffles at fixed lane distances (ol-lane-offset-reads): from 1 and 3 lanes down and up, W - 1 lanes
+// on (source lanes mod W: these wrap around the warp), xor 1, 2 and W / 2, a source kept only where it
+// did not wrap, a 64-bit and a float value.
+__gpu_kernel void shifts(const uint32_t *in, uint32_t *out) {
+  uint32_t t = flat(), nt = nthreads(), lanes = __gpu_num_lanes(), lane = __gpu_lane_id(), wm = lanes - 1;
+  uint32_t g = group() * nt + t;
+  uint64_t m = __gpu_lane_mask();
+  uint32_t x = in[g], *o = out + 10 * g;
+  o[0] = __gpu_shuffle_idx_u32(m, (lane - 1) & wm, x, lanes);
+  o[1] = __gpu_shuffle_idx_u32(m, (lane + 3) & wm, x, lanes);
+  o[2] = __gpu_shuffle_idx_u32(m, (lane + lanes - 1) & wm, x, lanes);
+  o[3] = __gpu_shuffle_idx_u32(m, lane ^ 1, x, lanes);
+  o[4] = __gpu_shuffle_idx_u32(m, lane ^ 2, x * 7u, lanes);
+  o[5] = __gpu_shuffle_idx_u32(m, lane ^ (lanes / 2), x, lanes);
+  uint32_t up = __gpu_shuffle_idx_u32(m, (lane - 3) & wm, x, lanes);
+  o[6] = lane >= 3 ? up : x;
+  uint64_t r = __gpu_shuffle_idx_u64(m, (lane + 5) & wm, ((uint64_t)x << 32) | (x ^ 0xabcdu), lanes);
+  o[7] = (uint32_t)r;
+  o[8] = (uint32_t)(r >> 32);
+  o[9] = (uint32_t)__gpu_shuffle_idx_f32(m, (lane - 2) & wm, (float)(x & 0xffff), lanes);
+}

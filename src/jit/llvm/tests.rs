@@ -2766,6 +2766,21 @@ const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
     ),
     ("ol-reload-slots", false, TREE, None),
     ("ol-reload-slots", false, UNIFORM, None),
+    ("ol-lane-offset-reads", true, WSHFL, Some([64, 1, 1])),
+    (
+        "ol-lane-offset-reads",
+        true,
+        "__gpu_kernel void k(float *o, const float *in) { uint32_t l = __gpu_lane_id(); float v = in[G], u = __gpu_shuffle_idx_f32(__gpu_lane_mask(), l - 1, v, __gpu_num_lanes()); o[G] = l ? u : v; }",
+        Some([64, 2, 1]),
+    ),
+    // (a source lane from memory; the generic kernel, whose warps may be partial)
+    (
+        "ol-lane-offset-reads",
+        false,
+        "__gpu_kernel void k(float *o, const float *in, const uint32_t *src) { o[G] = __gpu_shuffle_idx_f32(__gpu_lane_mask(), src[G], in[G], __gpu_num_lanes()); }",
+        Some([64, 1, 1]),
+    ),
+    ("ol-lane-offset-reads", false, WSHFL, None),
     ("ol-warp-lanes", true, WSHFL, Some([64, 1, 1])),
     ("ol-warp-lanes", true, WSHFL, Some([128, 1, 1])),
     // (not whole warps in a row; the generic kernel; a shuffle under a branch that differs between a
@@ -2918,8 +2933,8 @@ fn the_suite_kernels_get_their_transforms() {
         ("transpose", [16, 16, 1], &["ol-uniform-barriers", "ol-narrow-guards"]),
         ("nbody", [256, 1, 1], &["ol-uniform-barriers", "ol-implicit-loop-barriers", "ol-unswitch-region-exit"]),
         // (their warp exchanges sit under branches that differ between warps, not between a warp's lanes)
-        ("wreduce", [256, 1, 1], &["ol-warp-lanes"]),
-        ("wscan", [256, 1, 1], &["ol-warp-lanes"]),
+        ("wreduce", [256, 1, 1], &["ol-warp-lanes", "ol-lane-offset-reads"]),
+        ("wscan", [256, 1, 1], &["ol-warp-lanes", "ol-lane-offset-reads"]),
         ("compact", [256, 1, 1], &["ol-warp-lanes"]),
         (
             "softmax",
@@ -3056,7 +3071,8 @@ fn block_stride_loops_match_the_host() {
 
 /// Warp collectives between group barriers (ffi-tests/kernels/warp_lanes.c) give the host's results, generic
 /// and specialised, in 1-, 2- and 3-D groups of whole warps on every target; ol-warp-lanes runs the
-/// specialisations whose x size is a multiple of the warp (and only those) warp by warp.
+/// specialisations whose x size is a multiple of the warp (and only those) warp by warp. `shifts` reads
+/// its shuffles at fixed lane distances (ol-lane-offset-reads) in every specialisation of whole warps.
 #[test]
 fn warp_lanes_match_the_host() {
     let _g = shared();
@@ -3082,6 +3098,16 @@ fn warp_lanes_match_the_host() {
             );
             assert_eq!(on(None), 0, "{t:?} {k}: ol-warp-lanes fired on the generic kernel");
         }
+        let reads = |spec: Option<[u32; 3]>| {
+            transform_stats(&bc, "", spec.map(|g| ("shifts", g)))
+                .iter()
+                .filter(|(n, _)| n == "shifts")
+                .map(|(_, s)| s.of("ol-lane-offset-reads"))
+                .sum::<u32>()
+        };
+        // (10 shuffles, the 64-bit one two on nvptx64)
+        assert!(reads(Some([w as u32, 2, 1])) >= 10, "{t:?} shifts: {}", reads(Some([w as u32, 2, 1])));
+        assert_eq!(reads(None), 0, "{t:?} shifts: ol-lane-offset-reads fired on the generic kernel");
         let grid = [3u32, 2, 1];
         let ng = (grid[0] * grid[1]) as usize;
         for block in [[64u32, 1, 1], [256, 1, 1], [64, 2, 1], [128, 2, 2], [32, 2, 1], [32, 4, 2]] {
@@ -3096,6 +3122,22 @@ fn warp_lanes_match_the_host() {
             let mut wsum = vec![0u32; n];
             let mut lib = vec![0u32; 4 * n];
             let mut rounds = input.clone();
+            let mut shifts = vec![0u32; 10 * n];
+            for (i, s) in shifts.chunks_mut(10).enumerate() {
+                let (l, wb) = (i % nt % w, i - i % nt % w);
+                let at = |src: usize| input[wb + (src & (w - 1))];
+                s[0] = at(l + w - 1);
+                s[1] = at(l + 3);
+                s[2] = at(l + w - 1);
+                s[3] = at(l ^ 1);
+                s[4] = at(l ^ 2).wrapping_mul(7);
+                s[5] = at(l ^ (w / 2));
+                s[6] = if l >= 3 { at(l - 3) } else { input[i] };
+                let x = at(l + 5);
+                s[7] = x ^ 0xabcd;
+                s[8] = x;
+                s[9] = at(l + w - 2) & 0xffff;
+            }
             for gi in 0..ng {
                 let grp = &input[gi * nt..(gi + 1) * nt];
                 sum[gi] = grp.iter().fold(0u32, |a, v| a.wrapping_add(*v));
@@ -3130,7 +3172,7 @@ fn warp_lanes_match_the_host() {
                     }
                 }
             }
-            for name in ["wsum", "lib", "rounds"] {
+            for name in ["wsum", "lib", "rounds", "shifts"] {
                 let g = img.kernel(name).unwrap();
                 let s = g.specialise(block).unwrap();
                 for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
@@ -3153,6 +3195,17 @@ fn warp_lanes_match_the_host() {
                                 bad.is_none(),
                                 "{ctx}: first difference at {bad:?} (item, output) of {n}: {:?}",
                                 bad.map(|i| (i / 4, i % 4, o[i], lib[i]))
+                            );
+                        }
+                        "shifts" => {
+                            let mut o = vec![7u32; 10 * n];
+                            let args = pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut o)]);
+                            launch(kk, grid, block, &args, 0);
+                            let bad = o.iter().zip(&shifts).position(|(a, b)| a != b);
+                            assert!(
+                                bad.is_none(),
+                                "{ctx}: first difference at {bad:?} (item, output, got, want): {:?}",
+                                bad.map(|i| (i / 10, i % 10, o[i], shifts[i]))
                             );
                         }
                         _ => {

@@ -112,63 +112,71 @@ bool Lowering::isLaneId(Function *F, Value *v, Value *lane) {
 }
 
 
-// The source lane j as loads at a fixed distance from the reading lane's own slot, where j is one
-// (`lane + k`, `(lane + k) & (W - 1)`, `lane ^ 2^m`, a select between such forms): a lane loop then reads
-// the exchange with consecutive loads and blends, which vectorise, instead of a gather per lane. The
-// loads are unconditional, so they may reach up to W - 1 slots beyond either end of the exchange area
-// (other warps' slots or padding, never used: the selects keep only the real source); buildCbs pads the
-// area when `exchangeReach` is set. Only for a specialisation of whole warps (every lane's source is
-// in its own warp). Otherwise a load of slot j.
+// j evaluated for the lane id `l`, where j is a function of the lane id and constants only (operations
+// LLVM can fold, at most `depth` deep); nullptr otherwise.
+// A warp's number of lanes (lanesIn's value, tagged kLanesInMD) is W: readLane asks only in a
+// specialisation of whole warps.
+static Constant *atLane(Value *j, const std::function<bool(Value *)> &isLane, uint64_t l, unsigned W,
+                        const DataLayout &DL, unsigned depth = 12) {
+  if (auto *c = dyn_cast<Constant>(j))
+    return c;
+  if (isLane(j))
+    return ConstantInt::get(j->getType(), l);
+  auto *I = dyn_cast<Instruction>(j);
+  if (I && I->getMetadata(Lowering::kLanesInMD))
+    return ConstantInt::get(j->getType(), W);
+  if (!I || !depth || isa<PHINode>(I) || I->mayReadOrWriteMemory() || isa<CallBase>(I))
+    return nullptr;
+  SmallVector<Constant *, 3> ops;
+  for (Value *op : I->operands()) {
+    Constant *c = atLane(op, isLane, l, W, DL, depth - 1);
+    if (!c)
+      return nullptr;
+    ops.push_back(c);
+  }
+  if (auto *cmp = dyn_cast<CmpInst>(I))
+    return ConstantFoldCompareInstOperands(cmp->getPredicate(), ops[0], ops[1], DL);
+  if (isa<SelectInst>(I))
+    return ops[0]->isOneValue() ? ops[1] : ops[0]->isNullValue() ? ops[2] : nullptr;
+  return ConstantFoldInstOperands(I, ops, DL);
+}
+
+
+// The source lane j as loads at fixed distances from the reading lane's own slot, where j is a function
+// of the lane id alone whose distance j - lane takes at most 4 values over the warp's lanes (`lane ± k`,
+// `(lane ± k) mod W`, `lane ^ 2^m`, a guarded form that falls back to the lane's own value, whatever
+// arithmetic computes them): each distance d is a load of slot `own + d`, chosen by `j == lane + d`. A lane
+// loop then reads the exchange with consecutive loads and blends, which vectorise, instead of a gather per
+// lane. The loads are unconditional, so they may reach up to W - 1 slots beyond either end of the exchange
+// area (other warps' slots or padding, never used: the selects keep only the real source); buildCbs pads
+// the area when `exchangeReach` is set. Only in a specialisation of whole warps (every lane's source in its
+// own warp). Otherwise a load of slot j.
 Value *Lowering::readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *base, Value *lane, Value *j,
                           Type *T) {
   bool whole = !specKernel.empty() && (uint64_t)specGs[0] * specGs[1] * specGs[2] % warp == 0;
-  if (whole && warp <= 64) {
-    Value *own = B.CreateZExt(B.CreateAdd(base, lane), I64);
-    auto at = [&](int64_t k) -> Value * {
-      return B.CreateLoad(T, B.CreateGEP(T, xchg, B.CreateAdd(own, ConstantInt::get(I64, k, /*signed=*/true))));
-    };
-    std::function<Value *(Value *)> read = [&](Value *v) -> Value * {
-      using namespace PatternMatch;
-      Value *x, *c, *t, *f;
-      const APInt *k, *m;
-      if (isLaneId(F, v, lane))
-        return at(0);
-      if (match(v, m_Select(m_Value(c), m_Value(t), m_Value(f)))) {
-        Value *rt = read(t);
-        Value *rf = rt ? read(f) : nullptr;
-        return rf ? B.CreateSelect(c, rt, rf) : nullptr;
+  if (whole && warp <= 64 && on(T_LANE_OFFSET_READS) && j->getType()->isIntegerTy(32)) {
+    auto isLane = [&](Value *v) { return isLaneId(F, v, lane); };
+    std::vector<int64_t> dist; // the distinct distances, in the order of the lanes that first have them
+    bool ok = true;
+    for (uint64_t l = 0; ok && l < warp; ++l) {
+      auto *c = dyn_cast_or_null<ConstantInt>(atLane(j, isLane, l, warp, DL));
+      ok = c && c->getZExtValue() < warp;
+      if (ok && std::find(dist.begin(), dist.end(), (int64_t)c->getZExtValue() - (int64_t)l) == dist.end())
+        dist.push_back((int64_t)c->getZExtValue() - (int64_t)l);
+      ok = ok && dist.size() <= 4;
+    }
+    if (ok) {
+      Value *own = B.CreateZExt(B.CreateAdd(base, lane), I64);
+      auto at = [&](int64_t d) -> Value * {
+        return B.CreateLoad(T, B.CreateGEP(T, xchg, B.CreateAdd(own, ConstantInt::get(I64, d, /*signed=*/true))));
+      };
+      Value *r = at(dist.back());
+      for (size_t i = dist.size() - 1; i-- > 0;) {
+        Value *is = B.CreateICmpEQ(j, B.CreateAdd(lane, ConstantInt::get(I32, dist[i], /*signed=*/true)));
+        r = B.CreateSelect(is, at(dist[i]), r);
       }
-      if (match(v, m_Add(m_Value(x), m_APInt(k))) && isLaneId(F, x, lane) && k->abs().ult(warp))
-        return at(k->getSExtValue());
-      if (match(v, m_Sub(m_Value(x), m_APInt(k))) && isLaneId(F, x, lane) && k->abs().ult(warp))
-        return at(-k->getSExtValue());
-      if (match(v, m_Xor(m_Value(x), m_APInt(m))) && isLaneId(F, x, lane) && m->isPowerOf2() && m->ult(warp)) {
-        int64_t d = (int64_t)m->getZExtValue();
-        Value *up = B.CreateICmpEQ(B.CreateAnd(lane, ConstantInt::get(I32, d)), ConstantInt::get(I32, 0));
-        return B.CreateSelect(up, at(d), at(-d));
-      }
-      if (match(v, m_And(m_Value(x), m_SpecificInt(warp - 1)))) {
-        if (match(x, m_Xor(m_Value(t), m_APInt(m))) && m->ult(warp))
-          return read(x);
-        if (match(x, m_Add(m_Value(t), m_APInt(k))) && isLaneId(F, t, lane)) {
-          int64_t d = (int64_t)(k->getZExtValue() & (warp - 1)); // (lane + d) mod W, 0 <= d < W
-          if (!d)
-            return at(0);
-          Value *noWrap = B.CreateICmpULT(lane, ConstantInt::get(I32, warp - d));
-          return B.CreateSelect(noWrap, at(d), at(d - (int64_t)warp));
-        }
-        if (match(x, m_Sub(m_Value(t), m_APInt(k))) && isLaneId(F, t, lane)) {
-          int64_t d = (int64_t)(k->getZExtValue() & (warp - 1)); // (lane - d) mod W
-          if (!d)
-            return at(0);
-          Value *noWrap = B.CreateICmpUGE(lane, ConstantInt::get(I32, d));
-          return B.CreateSelect(noWrap, at(-d), at((int64_t)warp - d));
-        }
-      }
-      return nullptr;
-    };
-    if (Value *r = read(j)) {
       exchangeReach = true;
+      fired(T_LANE_OFFSET_READS);
       return r;
     }
   }

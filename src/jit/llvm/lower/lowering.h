@@ -117,6 +117,7 @@ enum Transform : unsigned {
   T_LOCKSTEP_LOOPS,          // opt/lockstep_loops.cpp: divergent loops of barrier-free kernels over chunks of work-items
   T_PROMOTE_SLOTS,           // opt/promote_slots.cpp: a general-scheduler region's slots as SSA values, stored once
   T_RELOAD_SLOTS,            // demotion.cpp: a PHI's value read again from its slot after a barrier (with ol-rematerialise)
+  T_LANE_OFFSET_READS,       // intrinsics.cpp (readLane), warp_lanes.cpp: warp exchanges read at fixed lane distances
   T_COUNT
 };
 

@@ -219,7 +219,7 @@ void Lowering::cbsWarpLaneIds(CbsState &, CbsRegion &R) {
   bool branches = false;
   for (BasicBlock *NB : R.clones)
     branches |= NB->getTerminator()->getNumSuccessors() > 1;
-  if (!branches)
+  if (!branches && on(T_LANE_OFFSET_READS))
     addLoopProperty(R.L->getTerminator(), "llvm.loop.unroll.disable");
 }
 

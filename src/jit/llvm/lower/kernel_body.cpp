@@ -155,11 +155,8 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
       return false;
   } else {
     exitsToReturns(NF);
+    NF->addFnAttr(Attribute::AlwaysInline);
   }
-  // the work-group function's one call: inlined whatever its size, so that the group shape, the context's
-  // pointers and the specialisation's constants reach the body (the inliner's own cost model declined a
-  // warp-lanes body whose W-lane loops its callee-first simplification had already fully unrolled)
-  NF->addFnAttr(Attribute::AlwaysInline);
   // WG function
   Function *WG = Function::Create(FunctionType::get(Void, {Ptr}, false), GlobalValue::ExternalLinkage,
                                   ki.wgName, M);

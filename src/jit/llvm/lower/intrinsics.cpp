@@ -64,7 +64,7 @@ Value *Lowering::tagLanesIn(Value *n) {
 // reason not yet found; under ol-warp-lanes cbsWarpLaneIds makes it W anyway.)
 Value *Lowering::lanesIn(IRBuilder<> &B, Function *F, Value *base, bool whole) {
   Value *W = ConstantInt::get(I32, warp);
-  if (whole && !specKernel.empty() && (uint64_t)specGs[0] * specGs[1] * specGs[2] % warp == 0)
+  if (whole && wholeWarps())
     return W;
   Value *left = B.CreateSub(nwiOf(B, F), base);
   return tagLanesIn(B.CreateSelect(B.CreateICmpULT(left, W), left, W));
@@ -98,17 +98,20 @@ Value *Lowering::readSlot(IRBuilder<> &B, Value *xchg, Value *base, Value *j, Ty
 }
 
 
-// Whether v is the lane id: `lane` itself, or the urem / and of the flat local id by the warp width
-// another intrinsic made.
-bool Lowering::isLaneId(Function *F, Value *v, Value *lane) {
-  if (v == lane)
-    return true;
-  Value *lwi = F->getArg(F->arg_size() - E_COUNT + E_LWI);
+// Whether v is `id urem W` or `id & (W - 1)`: the lane id of the work-item whose flat (or x) id is `id`.
+bool Lowering::isLaneOf(Value *v, Value *id) {
   auto *BO = dyn_cast<BinaryOperator>(v);
   auto *c = BO ? dyn_cast<ConstantInt>(BO->getOperand(1)) : nullptr;
-  return c && BO->getOperand(0) == lwi &&
+  return c && BO->getOperand(0) == id &&
          ((BO->getOpcode() == Instruction::URem && c->getZExtValue() == warp) ||
           (BO->getOpcode() == Instruction::And && c->getZExtValue() == warp - 1));
+}
+
+
+// Whether the specialisation's group is whole warps (every warp full: the group's work-item count a
+// multiple of W).
+bool Lowering::wholeWarps() const {
+  return !specKernel.empty() && (uint64_t)specGs[0] * specGs[1] * specGs[2] % warp == 0;
 }
 
 
@@ -116,7 +119,7 @@ bool Lowering::isLaneId(Function *F, Value *v, Value *lane) {
 // LLVM can fold, at most `depth` deep); nullptr otherwise.
 // A warp's number of lanes (lanesIn's value, tagged kLanesInMD) is W: readLane asks only in a
 // specialisation of whole warps.
-static Constant *atLane(Value *j, const std::function<bool(Value *)> &isLane, uint64_t l, unsigned W,
+static Constant *atLane(Value *j, function_ref<bool(Value *)> isLane, uint64_t l, unsigned W,
                         const DataLayout &DL, unsigned depth = 12) {
   if (auto *c = dyn_cast<Constant>(j))
     return c;
@@ -153,9 +156,10 @@ static Constant *atLane(Value *j, const std::function<bool(Value *)> &isLane, ui
 // own warp). Otherwise a load of slot j.
 Value *Lowering::readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *base, Value *lane, Value *j,
                           Type *T) {
-  bool whole = !specKernel.empty() && (uint64_t)specGs[0] * specGs[1] * specGs[2] % warp == 0;
-  if (whole && warp <= 64 && on(T_LANE_OFFSET_READS) && j->getType()->isIntegerTy(32)) {
-    auto isLane = [&](Value *v) { return isLaneId(F, v, lane); };
+  if (wholeWarps() && warp <= 64 && on(T_LANE_OFFSET_READS) && j->getType()->isIntegerTy(32)) {
+    // the lane id: `lane`, or another intrinsic's urem / and of the flat local id by W
+    Value *lwi = F->getArg(F->arg_size() - E_COUNT + E_LWI);
+    auto isLane = [&](Value *v) { return v == lane || isLaneOf(v, lwi); };
     std::vector<int64_t> dist; // the distinct distances, in the order of the lanes that first have them
     bool ok = true;
     for (uint64_t l = 0; ok && l < warp; ++l) {

@@ -193,7 +193,8 @@ struct Lowering {
   Value *lanesIn(IRBuilder<> &B, Function *F, Value *base, bool whole);
   Value *laneMaskOf(IRBuilder<> &B, Function *F, Type *Ty);
   Value *readSlot(IRBuilder<> &B, Value *xchg, Value *base, Value *j, Type *T);
-  bool isLaneId(Function *F, Value *v, Value *lane);
+  bool isLaneOf(Value *v, Value *id);
+  bool wholeWarps() const;
   Value *readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *base, Value *lane, Value *j, Type *T);
   // the kernel being lowered reads the exchange area up to W - 1 slots beyond its ends (readLane)
   bool exchangeReach = false;

@@ -205,16 +205,11 @@ void Lowering::cbsWarpLaneIds(CbsState &, CbsRegion &R) {
         I.eraseFromParent();
         continue;
       }
-      auto *BO = dyn_cast<BinaryOperator>(&I);
-      if (!BO || !BO->getType()->isIntegerTy(32) || (BO->getOperand(0) != R.lx && BO->getOperand(0) != wi))
+      if (!I.getType()->isIntegerTy(32) || !(isLaneOf(&I, R.lx) || isLaneOf(&I, wi)))
         continue;
-      auto *c = dyn_cast<ConstantInt>(BO->getOperand(1));
-      if (!c || !((BO->getOpcode() == Instruction::URem && c->getZExtValue() == warp) ||
-                  (BO->getOpcode() == Instruction::And && c->getZExtValue() == warp - 1)))
-        continue;
-      IRBuilder<> B(BO);
-      BO->replaceAllUsesWith(B.CreateSub(R.lx, R.xw, "lane" + R.sfx, true, true));
-      BO->eraseFromParent();
+      IRBuilder<> B(&I);
+      I.replaceAllUsesWith(B.CreateSub(R.lx, R.xw, "lane" + R.sfx, true, true));
+      I.eraseFromParent();
     }
   bool branches = false;
   for (BasicBlock *NB : R.clones)

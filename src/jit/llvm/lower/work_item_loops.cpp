@@ -27,11 +27,10 @@ void Lowering::addAccessGroup(Instruction &I, MDNode *AG) {
 }
 
 void Lowering::markParallelLoop(Instruction *latchBr, MDNode *AG, bool noInterleave) {
-  SmallVector<Metadata *, 4> ops = {nullptr, MDNode::get(C, {MDString::get(C, "llvm.loop.parallel_accesses"), AG})};
-  if (noInterleave)
-    ops.push_back(MDNode::get(C, {MDString::get(C, "llvm.loop.interleave.count"),
-                                  ConstantAsMetadata::get(ConstantInt::get(I32, 1))}));
-  MDNode *ID = MDNode::getDistinct(C, ops);
+  MDNode *PA = MDNode::get(C, {MDString::get(C, "llvm.loop.parallel_accesses"), AG});
+  MDNode *IC = MDNode::get(C, {MDString::get(C, "llvm.loop.interleave.count"),
+                               ConstantAsMetadata::get(ConstantInt::get(I32, 1))});
+  MDNode *ID = noInterleave ? MDNode::getDistinct(C, {nullptr, PA, IC}) : MDNode::getDistinct(C, {nullptr, PA});
   ID->replaceOperandWith(0, ID);
   latchBr->setMetadata(LLVMContext::MD_loop, ID);
 }

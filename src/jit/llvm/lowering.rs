@@ -15,7 +15,7 @@ use std::fmt;
 use super::abi::OlRsLowerOptions;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 22] = [
+pub(crate) const NAMES: [&str; 23] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -38,6 +38,7 @@ pub(crate) const NAMES: [&str; 22] = [
     "ol-promote-slots",
     "ol-reload-slots",
     "ol-lane-offset-reads",
+    "ol-reroll-loops",
 ];
 
 /// Every transform on.

@@ -143,6 +143,8 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
     runtimeDivisors(NF);
   if (on(T_PLAIN_SHARED_ATOMICS))
     markSharedAtomics(NF);
+  if (on(T_REROLL_LOOPS))
+    stats[T_REROLL_LOOPS] += rerollLoops(NF, collective);
   ki.barriers = collective;
   ki.specialisable = !usesMutableGlobals(NF);
   // ol-lockstep-loops: a barrier-free kernel's divergent loops get implicit barriers, and the barrier

@@ -118,6 +118,7 @@ enum Transform : unsigned {
   T_PROMOTE_SLOTS,           // opt/promote_slots.cpp: a general-scheduler region's slots as SSA values, stored once
   T_RELOAD_SLOTS,            // demotion.cpp: a PHI's value read again from its slot after a barrier (with ol-rematerialise)
   T_LANE_OFFSET_READS,       // intrinsics.cpp (readLane), warp_lanes.cpp: warp exchanges read at fixed lane distances
+  T_REROLL_LOOPS,            // opt/reroll_loops.cpp: reduction loops the GPU compiler unrolled, rolled back
   T_COUNT
 };
 
@@ -324,6 +325,9 @@ struct Lowering {
   // many loops got them (then buildCbs runs in chunk mode, chunks of kLockstepChunk x ids).
   static constexpr unsigned kLockstepChunk = 16, kLockstepMaxPrivate = 1024;
   unsigned lockstepLoops(Function *F);
+  // ol-reroll-loops (opt/reroll_loops.cpp): single-block reduction loops unrolled by the GPU compiler
+  // rolled back (with barriers: only loops whose trip count differs between work-items); how many.
+  unsigned rerollLoops(Function *F, bool withBarriers);
   bool shareHeaderSlot(Instruction *I, const std::map<AllocaInst *, BasicBlock *> &phiSlot, DominatorTree &DT);
 
   // What crosses the steps of one buildCbs run, filled in step order (the step that sets a field is

@@ -20,8 +20,8 @@
 // Why it is legal: the rolled loop runs K iterations for each of the unrolled loop's, with the leaves
 // taking, in order, the values that t_0, t_1, ..., t_{K-1} had; a link at a time, the chain combines the
 // same terms in the same order (float sums included: no reassociation). Nothing in the loop writes memory
-// or has side effects, so which iteration reads what is all that counts. The exit is an equality test of
-// an induction variable against a loop-invariant bound: the rolled variable reaches the bound after K
+// or has side effects, so which iteration reads what is all that counts. The exit is taken when an
+// induction variable's back-edge value equals a loop-invariant bound: the rolled variable reaches the bound after K
 // times as many iterations and not before, as long as K times the largest trip count is below the
 // variable's period (2^w / 2^tz(step): at most that many, checked with the trip count's bound). Values used after the loop are
 // only the induction variables' back-edge values (the same final values) and the chains' last links
@@ -215,14 +215,18 @@ std::optional<Plan> planFor(Loop *L, ScalarEvolution &SE) {
     if (iv.step.srem(KK) != 0 || iv.step.sdiv(KK) == 0)
       return std::nullopt;
   }
-  // the exit: an induction variable (or its back-edge value) == / != a loop-invariant bound
+  // the exit: taken exactly when an induction variable's back-edge value equals a loop-invariant bound
+  // (the whole body has run for the last element then; a test of the PHI would leave after one copy)
   auto *Cmp = dyn_cast<ICmpInst>(Br->getCondition());
   if (!Cmp || !Cmp->isEquality() || Cmp->getParent() != H)
+    return std::nullopt;
+  bool exitWhenTrue = Br->getSuccessor(0) != H;
+  if (exitWhenTrue != (Cmp->getPredicate() == ICmpInst::ICMP_EQ))
     return std::nullopt;
   const Induction *exitIv = nullptr;
   for (const Induction &iv : p.ivs)
     for (int s = 0; s < 2; ++s)
-      if ((Cmp->getOperand(s) == iv.phi || Cmp->getOperand(s) == iv.inc) && L->isLoopInvariant(Cmp->getOperand(1 - s)))
+      if (Cmp->getOperand(s) == iv.inc && L->isLoopInvariant(Cmp->getOperand(1 - s)))
         exitIv = &iv;
   if (!exitIv)
     return std::nullopt;

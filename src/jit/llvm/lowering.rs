@@ -15,7 +15,7 @@ use std::fmt;
 use super::abi::OlRsLowerOptions;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 23] = [
+pub(crate) const NAMES: [&str; 24] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -39,6 +39,7 @@ pub(crate) const NAMES: [&str; 23] = [
     "ol-reload-slots",
     "ol-lane-offset-reads",
     "ol-reroll-loops",
+    "ol-range-split",
 ];
 
 /// Every transform on.

@@ -2816,6 +2816,20 @@ const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
         None,
     ),
     ("ol-reroll-loops", false, TILES, None),
+    // a read from the work-item `d` before (the load may not run for t < d); the same with a bound per
+    // work-item
+    (
+        "ol-range-split",
+        true,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t d) { float v = 0.0f; if (T >= d) v = in[G - d]; o[G] = v; }",
+        None,
+    ),
+    (
+        "ol-range-split",
+        false,
+        "__gpu_kernel void k(float *o, const float *in, const uint32_t *d) { float v = 0.0f; if (T >= d[G]) v = in[G - d[G]]; o[G] = v; }",
+        None,
+    ),
 ];
 
 /// Each transform of the lowering fires on a kernel it is meant for and not on one it must leave alone
@@ -2944,7 +2958,7 @@ fn the_suite_kernels_get_their_transforms() {
             [256, 1, 1],
             &["ol-uniform-barriers", "ol-once-regions", "ol-hoist-slot-stores", "ol-narrow-guards"],
         ),
-        ("scan", [256, 1, 1], &["ol-uniform-barriers", "ol-once-regions", "ol-rematerialise"]),
+        ("scan", [256, 1, 1], &["ol-uniform-barriers", "ol-once-regions", "ol-rematerialise", "ol-range-split"]),
         (
             "bitonic",
             [256, 1, 1],
@@ -3335,6 +3349,99 @@ fn reduction_loops_match_the_host() {
                         "{ctx}: sums"
                     );
                     assert_eq!(c, wneg, "{ctx}: negatives");
+                }
+            }
+        }
+    }
+}
+
+/// Choices on the id against a group-uniform bound (ffi-tests/kernels/orders.c) give the host's results,
+/// generic and specialised, for unsigned and signed, strict and non-strict orders, bounds below 0, inside
+/// the group and past it, in 1- and 2-D groups, and in a scan's `t >= off` between barriers; the loops are
+/// cut there (ol-range-split) on every target.
+#[test]
+fn range_splits_match_the_host() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("orders", t) else {
+            return;
+        };
+        let bc = bitcode("orders", t).unwrap();
+        for (k, g) in [("orders", [64u32, 1, 1]), ("steps", [256, 1, 1])] {
+            for spec in [None, Some((k, g))] {
+                let n = transform_stats(&bc, "", spec)
+                    .iter()
+                    .filter(|(n, _)| n == k)
+                    .map(|(_, s)| s.of("ol-range-split"))
+                    .sum::<u32>();
+                assert!(n > 0, "{t:?} {k} {spec:?}: ol-range-split did not fire");
+            }
+        }
+        let orders = img.kernel("orders").unwrap();
+        for block in [[64u32, 1, 1], [37, 1, 1], [16, 4, 1]] {
+            let s = orders.specialise(block).unwrap();
+            let grid = [2u32, 2, 1];
+            let nt = (block[0] * block[1]) as usize;
+            let n = nt * 4;
+            let mut input: Vec<f32> = (0..n as u32).map(|i| (i.wrapping_mul(2654435761) >> 20) as f32 * 0.25).collect();
+            for (bs, u) in [
+                (-5i32, 0u32),
+                (-1, 1),
+                (0, 5),
+                (3, 63),
+                (63, 64),
+                (64, 1000),
+                (100000, u32::MAX),
+                (i32::MIN, 16),
+                (i32::MAX, 15),
+            ] {
+                let (mut want, mut whits) = (vec![0f32; n], vec![0u32; n]);
+                for gi in 0..n {
+                    let tx = (gi % nt) as u32 % block[0];
+                    let mut r = input[gi];
+                    if tx >= u {
+                        r += input[gi - u as usize];
+                    }
+                    whits[gi] = if (tx as i32) < bs { 1 } else { 2 } + if (tx as i32) <= bs { 10 } else { 0 };
+                    if tx > u {
+                        r *= 3.0;
+                    }
+                    want[gi] = r;
+                }
+                for (kk, form) in [(&orders, "generic"), (&s, "specialised")] {
+                    let (mut o, mut h) = (vec![7f32; n], vec![7u32; n]);
+                    let args = pack(&kk.params, &[&ptr(&mut input), &ptr(&mut o), &ptr(&mut h), &b(&bs), &b(&u)]);
+                    launch(kk, grid, block, &args, 0);
+                    let ctx = format!("{t:?} orders {block:?} b {bs} u {u} {form}");
+                    assert_eq!(h, whits, "{ctx}: signed choices");
+                    assert_eq!(o, want, "{ctx}: unsigned choices");
+                }
+            }
+        }
+        let steps = img.kernel("steps").unwrap();
+        for nt in [256u32, 64, 100] {
+            let s = steps.specialise([nt, 1, 1]).unwrap();
+            let n = nt as usize * 3;
+            let mut input: Vec<f32> = (0..n as u32).map(|i| (i.wrapping_mul(2654435761) >> 22) as f32).collect();
+            for shift in [0i32, 2] {
+                let mut want = input.clone();
+                for grp in want.chunks_mut(nt as usize) {
+                    let mut off = 1 + shift;
+                    while off < nt as i32 {
+                        let prev = grp.to_vec();
+                        for (i, x) in grp.iter_mut().enumerate() {
+                            if i as i32 >= off {
+                                *x += prev[i - off as usize];
+                            }
+                        }
+                        off <<= 1;
+                    }
+                }
+                for (kk, form) in [(&steps, "generic"), (&s, "specialised")] {
+                    let mut o = vec![7f32; n];
+                    let args = pack(&kk.params, &[&ptr(&mut input), &ptr(&mut o), &b(&shift)]);
+                    launch(kk, [3, 1, 1], [nt, 1, 1], &args, 0);
+                    assert_eq!(o, want, "{t:?} steps {nt} shift {shift} {form}");
                 }
             }
         }

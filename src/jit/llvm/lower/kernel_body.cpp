@@ -291,7 +291,7 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
             A.P, [&](BasicBlock *Sc) { return Sc == L; }, {E}, E, {A.x, A.y, A.z}, {A.inX, A.inY, A.inZ},
             {gs[0], gs[1], gs[2]}, {A.hy, A.hz, E}, &assumed);
       runLoops.clear(); // (versionShortRuns is for barrier regions)
-      if (on(T_EQUALITY_SPLIT)) {
+      if (on(T_EQUALITY_SPLIT) || on(T_RANGE_SPLIT)) {
         splitAtEqualities(A.P, L, {E}, E, A.y, A.inY, A.hz);
         splitAtEqualities(A.P, L, {E}, E, A.x, A.inX, A.hy);
       }

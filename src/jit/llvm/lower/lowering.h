@@ -119,6 +119,7 @@ enum Transform : unsigned {
   T_RELOAD_SLOTS,            // demotion.cpp: a PHI's value read again from its slot after a barrier (with ol-rematerialise)
   T_LANE_OFFSET_READS,       // intrinsics.cpp (readLane), warp_lanes.cpp: warp exchanges read at fixed lane distances
   T_REROLL_LOOPS,            // opt/reroll_loops.cpp: reduction loops the GPU compiler unrolled, rolled back
+  T_RANGE_SPLIT,             // opt/equality_split.cpp: work-item loops cut at `id < b`-style choices
   T_COUNT
 };
 

@@ -235,7 +235,7 @@ void Lowering::cbsRegion(CbsState &st, IRBuilder<> &B, size_t k) {
     return;
   if (!runLoops.empty() && on(T_SHORT_RUNS)) // what narrowToGuards made, once the region loop is closed
     versionShortRuns(st.F);
-  if (on(T_EQUALITY_SPLIT))
+  if (on(T_EQUALITY_SPLIT) || on(T_RANGE_SPLIT))
     cbsSplitEqualities(st, R);
   if (on(T_UNSWITCH_REGION_EXIT))
     cbsUnswitchExit(st, R);

@@ -1,5 +1,7 @@
-// The y and x work-item loops cut into segments at `y == c` / `x == c`-style guards, so that the
-// segments between them run without the checks (splitAtEqualities).
+// The y and x work-item loops cut into segments at `y == c` / `x == c`-style guards (ol-equality-split)
+// and at `x < c`-style ones that choose between two paths (ol-range-split: `v = t >= off ? s[t - off] :
+// 0`, where the load may not run for t < off and so is a masked load in the vectorised loop), so that
+// the segments between the cuts run without the checks (splitAtEqualities).
 #include "../lowering.h"
 
 namespace ol_rs::lower {
@@ -57,7 +59,15 @@ void Lowering::splitAtEqualities(BasicBlock *body, BasicBlock *latch, const std:
     return false;
   };
   IRBuilder<> PB(Pre->getTerminator());
-  std::vector<std::pair<ICmpInst *, Value *>> found; // comparison, its point (i64)
+  // comparison, its point (i64), and its cuts: p and p + 1 for an equality, the first id on the other
+  // side for an order (`id < p`, `id >= p`: p; `id <= p`, `id > p`: p + 1)
+  struct Cut {
+    ICmpInst *cmp;
+    Value *p;
+    bool eq;
+    bool trueFromP; // (an order) whether it holds from p on, or below p
+  };
+  std::vector<Cut> found;
   // in the function's block order, not the set's (pointer) order: the same bitcode must always give
   // the same code, and which points are split when there are more than kMaxEqualityPoints
   for (BasicBlock &Blk : *H->getParent()) {
@@ -66,26 +76,46 @@ void Lowering::splitAtEqualities(BasicBlock *body, BasicBlock *latch, const std:
       continue;
     for (Instruction &I : *Bb) {
       auto *Cmp = dyn_cast<ICmpInst>(&I);
-      if (!Cmp || !Cmp->isEquality() || !decidesBranch(Cmp, 0) || found.size() >= kMaxEqualityPoints)
+      if (!Cmp || !(Cmp->isEquality() ? on(T_EQUALITY_SPLIT) : on(T_RANGE_SPLIT)) || !decidesBranch(Cmp, 0) ||
+          found.size() >= kMaxEqualityPoints)
         continue;
       Type *Ty = Cmp->getOperand(0)->getType();
       if (!Ty->isIntegerTy(32) && !Ty->isIntegerTy(64))
         continue;
       Value *c = nullptr, *A = Cmp->getOperand(0), *Bv = Cmp->getOperand(1);
+      CmpInst::Predicate pred = Cmp->getPredicate();
       if (!affine(A, c)) {
         if (!affine(Bv, c))
           continue;
         std::swap(A, Bv);
+        pred = CmpInst::getSwappedPredicate(pred);
       }
-      if (!hoistIfUniform(Bv, groupLevel, Pre))
+      // (an order only of the 32-bit id itself: `id + c < b` is not `id < b - c` where that wraps
+      // around; the ids, below 2^31, order the same signed and unsigned)
+      if ((!Cmp->isEquality() && (c || !Ty->isIntegerTy(32))) || !hoistIfUniform(Bv, groupLevel, Pre))
         continue;
       Value *p = c ? PB.CreateSub(Bv, c) : Bv;
-      found.push_back({Cmp, PB.CreateZExtOrBitCast(p, I64)});
+      if (!Cmp->isEquality()) {
+        // the first id on the other side (p or p + 1), in i64: a signed bound below 0 cuts at 0
+        bool after = pred == CmpInst::ICMP_ULE || pred == CmpInst::ICMP_SLE || pred == CmpInst::ICMP_UGT ||
+                     pred == CmpInst::ICMP_SGT;
+        bool trueFrom = pred == CmpInst::ICMP_UGE || pred == CmpInst::ICMP_SGE || pred == CmpInst::ICMP_UGT ||
+                        pred == CmpInst::ICMP_SGT;
+        Value *q = CmpInst::isSigned(pred) ? PB.CreateSExt(p, I64) : PB.CreateZExt(p, I64);
+        if (after)
+          q = PB.CreateAdd(q, ConstantInt::get(I64, 1));
+        if (CmpInst::isSigned(pred))
+          q = PB.CreateBinaryIntrinsic(Intrinsic::smax, q, ConstantInt::get(I64, 0));
+        found.push_back({Cmp, q, false, trueFrom});
+        continue;
+      }
+      found.push_back({Cmp, PB.CreateZExtOrBitCast(p, I64), true, false});
     }
   }
   if (found.empty())
     return;
-  fired(T_EQUALITY_SPLIT, found.size());
+  for (const Cut &f : found)
+    fired(f.eq ? T_EQUALITY_SPLIT : T_RANGE_SPLIT);
   auto *HT = cast<BranchInst>(H->getTerminator());
   BasicBlock *exitBB = HT->getSuccessor(1);
   Function *F = H->getParent();
@@ -100,16 +130,23 @@ void Lowering::splitAtEqualities(BasicBlock *body, BasicBlock *latch, const std:
   PHINode *s = SB.CreatePHI(I64, 2, "seg");
   s->addIncoming(lo, from);
   Value *end = hi, *one = ConstantInt::get(I64, 1);
-  for (auto &[Cmp, p] : found) {
-    // the next cut above s: p, else p + 1, else none
-    Value *p1 = SB.CreateAdd(p, one);
-    Value *cut = SB.CreateSelect(SB.CreateICmpUGT(p, s), p, SB.CreateSelect(SB.CreateICmpUGT(p1, s), p1, hi));
+  for (const Cut &f : found) {
+    // the next cut above s: p, else p + 1 (an equality), else none
+    Value *cut;
+    if (f.eq) {
+      Value *p1 = SB.CreateAdd(f.p, one);
+      cut = SB.CreateSelect(SB.CreateICmpUGT(f.p, s), f.p, SB.CreateSelect(SB.CreateICmpUGT(p1, s), p1, hi));
+    } else {
+      cut = SB.CreateSelect(SB.CreateICmpUGT(f.p, s), f.p, hi);
+    }
     end = SB.CreateBinaryIntrinsic(Intrinsic::umin, end, cut);
   }
-  for (auto &[Cmp, p] : found) {
-    Value *at = SB.CreateICmp(Cmp->getPredicate(), s, p);
-    Cmp->replaceAllUsesWith(at);
-    Cmp->eraseFromParent();
+  for (const Cut &f : found) {
+    // the comparison at the segment's first id holds for the whole segment
+    Value *at = f.eq ? SB.CreateICmp(f.cmp->getPredicate(), s, f.p)
+                     : f.trueFromP ? SB.CreateICmpUGE(s, f.p) : SB.CreateICmpULT(s, f.p);
+    f.cmp->replaceAllUsesWith(at);
+    f.cmp->eraseFromParent();
   }
   id->setIncomingValueForBlock(SH, SB.CreateTrunc(s, I32));
   inDim->setOperand(1, SB.CreateTrunc(end, I32));
@@ -122,7 +159,7 @@ void Lowering::splitAtEqualities(BasicBlock *body, BasicBlock *latch, const std:
 
 
 // Step 5, region (takes R's loop nest, with its exits at the latch, cbsLeaveRegion): under uniform
-// barriers, the x loop is cut into segments at equality guards (splitAtEqualities).
+// barriers, the x loop is cut into segments at equality and order guards (splitAtEqualities).
 void Lowering::cbsSplitEqualities(CbsState &st, CbsRegion &R) {
   if (st.uniform && !R.once)
     splitAtEqualities(R.P, R.L, {R.Pre, st.NE}, R.Pre, R.lx, R.inX, R.Hy);

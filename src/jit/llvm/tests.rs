@@ -2553,6 +2553,11 @@ fn transform_stats(bc: &[u8], lowering: &str, spec: Option<(&str, [u32; 3])>) ->
     stats
 }
 
+/// How many times `transform` fired on kernel `k` of `bc`, generic or specialised for `spec`.
+fn times_fired(bc: &[u8], k: &str, spec: Option<[u32; 3]>, transform: &str) -> u32 {
+    transform_stats(bc, "", spec.map(|g| (k, g))).iter().filter(|(n, _)| n == k).map(|(_, s)| s.of(transform)).sum()
+}
+
 /// The header of [`TRANSFORM_CASES`]' sources.
 const H: &str = "#include <gpuintrin.h>\n#include <stdint.h>\n#define T __gpu_thread_id_x()\n#define N __gpu_num_threads_x()\n#define G (__gpu_block_id_x() * N + T)\n";
 // a uniform barrier and nothing else; a tree reduction (`t % 2d == 0`), one by halves (`t < d`); a
@@ -3123,13 +3128,7 @@ fn warp_lanes_match_the_host() {
         let w = img.kernel("wsum").unwrap().warp_size as usize;
         let bc = bitcode("warp_lanes", t).unwrap();
         for k in ["wsum", "lib", "rounds"] {
-            let on = |spec: Option<[u32; 3]>| {
-                transform_stats(&bc, "", spec.map(|g| (k, g)))
-                    .iter()
-                    .filter(|(n, _)| n == k)
-                    .map(|(_, s)| s.of("ol-warp-lanes"))
-                    .sum::<u32>()
-            };
+            let on = |spec: Option<[u32; 3]>| times_fired(&bc, k, spec, "ol-warp-lanes");
             assert!(
                 on(Some([2 * w as u32, 1, 1])) > 0,
                 "{t:?} {k}: ol-warp-lanes did not fire at [{}, 1, 1]: {:?}",
@@ -3138,13 +3137,7 @@ fn warp_lanes_match_the_host() {
             );
             assert_eq!(on(None), 0, "{t:?} {k}: ol-warp-lanes fired on the generic kernel");
         }
-        let reads = |spec: Option<[u32; 3]>| {
-            transform_stats(&bc, "", spec.map(|g| ("shifts", g)))
-                .iter()
-                .filter(|(n, _)| n == "shifts")
-                .map(|(_, s)| s.of("ol-lane-offset-reads"))
-                .sum::<u32>()
-        };
+        let reads = |spec: Option<[u32; 3]>| times_fired(&bc, "shifts", spec, "ol-lane-offset-reads");
         // (10 shuffles, the 64-bit one two on nvptx64)
         assert!(reads(Some([w as u32, 2, 1])) >= 10, "{t:?} shifts: {}", reads(Some([w as u32, 2, 1])));
         assert_eq!(reads(None), 0, "{t:?} shifts: ol-lane-offset-reads fired on the generic kernel");
@@ -3277,13 +3270,11 @@ fn reduction_loops_match_the_host() {
         if t == Tgt::Nv {
             let bc = bitcode("reductions", t).unwrap();
             for (k, g) in [("ranks", [256u32, 1, 1]), ("rows", [64, 1, 1])] {
-                for spec in [None, Some((k, g))] {
-                    let n = transform_stats(&bc, "", spec)
-                        .iter()
-                        .filter(|(n, _)| n == k)
-                        .map(|(_, s)| s.of("ol-reroll-loops"))
-                        .sum::<u32>();
-                    assert!(n > 0, "{k} {spec:?}: ol-reroll-loops did not fire");
+                for spec in [None, Some(g)] {
+                    assert!(
+                        times_fired(&bc, k, spec, "ol-reroll-loops") > 0,
+                        "{k} {spec:?}: ol-reroll-loops did not fire"
+                    );
                 }
             }
         }
@@ -3368,13 +3359,11 @@ fn range_splits_match_the_host() {
         };
         let bc = bitcode("orders", t).unwrap();
         for (k, g) in [("orders", [64u32, 1, 1]), ("steps", [256, 1, 1])] {
-            for spec in [None, Some((k, g))] {
-                let n = transform_stats(&bc, "", spec)
-                    .iter()
-                    .filter(|(n, _)| n == k)
-                    .map(|(_, s)| s.of("ol-range-split"))
-                    .sum::<u32>();
-                assert!(n > 0, "{t:?} {k} {spec:?}: ol-range-split did not fire");
+            for spec in [None, Some(g)] {
+                assert!(
+                    times_fired(&bc, k, spec, "ol-range-split") > 0,
+                    "{t:?} {k} {spec:?}: ol-range-split did not fire"
+                );
             }
         }
         let orders = img.kernel("orders").unwrap();

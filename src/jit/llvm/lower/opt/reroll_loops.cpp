@@ -50,7 +50,7 @@ struct Chain {
   std::vector<Value *> terms;
 };
 
-// An induction variable's back-edge value `phi + step` (the step's operand index in it).
+// An induction variable: its PHI, its back-edge value `phi + step` and the step.
 struct Induction {
   PHINode *phi = nullptr;
   BinaryOperator *inc = nullptr;
@@ -209,9 +209,8 @@ std::optional<Plan> planFor(Loop *L, ScalarEvolution &SE) {
   }
   if (p.chains.empty())
     return std::nullopt;
-  APInt KK;
   for (Induction &iv : p.ivs) {
-    KK = APInt(iv.step.getBitWidth(), p.K);
+    APInt KK(iv.step.getBitWidth(), p.K);
     if (iv.step.srem(KK) != 0 || iv.step.sdiv(KK) == 0)
       return std::nullopt;
   }

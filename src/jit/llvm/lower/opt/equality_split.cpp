@@ -97,10 +97,8 @@ void Lowering::splitAtEqualities(BasicBlock *body, BasicBlock *latch, const std:
       Value *p = c ? PB.CreateSub(Bv, c) : Bv;
       if (!Cmp->isEquality()) {
         // the first id on the other side (p or p + 1), in i64: a signed bound below 0 cuts at 0
-        bool after = pred == CmpInst::ICMP_ULE || pred == CmpInst::ICMP_SLE || pred == CmpInst::ICMP_UGT ||
-                     pred == CmpInst::ICMP_SGT;
-        bool trueFrom = pred == CmpInst::ICMP_UGE || pred == CmpInst::ICMP_SGE || pred == CmpInst::ICMP_UGT ||
-                        pred == CmpInst::ICMP_SGT;
+        bool after = ICmpInst::isLE(pred) || ICmpInst::isGT(pred);
+        bool trueFrom = ICmpInst::isGE(pred) || ICmpInst::isGT(pred);
         Value *q = CmpInst::isSigned(pred) ? PB.CreateSExt(p, I64) : PB.CreateZExt(p, I64);
         if (after)
           q = PB.CreateAdd(q, ConstantInt::get(I64, 1));

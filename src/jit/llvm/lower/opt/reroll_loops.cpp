@@ -21,11 +21,11 @@
 // taking, in order, the values that t_0, t_1, ..., t_{K-1} had; a link at a time, the chain combines the
 // same terms in the same order (float sums included: no reassociation). Nothing in the loop writes memory
 // or has side effects, so which iteration reads what is all that counts. The exit is taken when an
-// induction variable's back-edge value equals a loop-invariant bound: the rolled variable reaches the bound after K
-// times as many iterations and not before, as long as K times the largest trip count is below the
-// variable's period (2^w / 2^tz(step): at most that many, checked with the trip count's bound). Values used after the loop are
-// only the induction variables' back-edge values (the same final values) and the chains' last links
-// (the first link's final value, the same). Flags and metadata of the instructions kept are intersected
+// induction variable's back-edge value equals a loop-invariant bound: the rolled variable reaches the
+// bound after K times as many iterations and not before, as long as K times the largest trip count is at
+// most the variable's period (2^w / 2^tz(step), checked with the trip count's bound). Values used after
+// the loop are only the induction variables' back-edge values (the same final values) and the chains'
+// last links (the first link's final value, the same). Flags and metadata of the instructions kept are intersected
 // with their copies' (andIRFlags, combineMetadataForCSE; loads the smaller alignment).
 //
 // Where: a barrier-free kernel's loops (the loop vectoriser vectorises them per work-item), and in a
@@ -34,6 +34,7 @@
 // is the better one. Only loops that read memory: a memory-free divergent loop is ol-lockstep-loops'.
 #include "../lowering.h"
 
+#include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolutionExpressions.h"
 #include "llvm/Transforms/Utils/Local.h"
 
@@ -50,11 +51,11 @@ struct Chain {
   std::vector<Value *> terms;
 };
 
-// An induction variable: its PHI, its back-edge value `phi + step` and the step.
+// An induction variable: its PHI, its back-edge value `phi + step` and the rolled loop's step, step / K.
 struct Induction {
   PHINode *phi = nullptr;
   BinaryOperator *inc = nullptr;
-  APInt step;
+  APInt rolledStep;
 };
 
 struct Plan {
@@ -197,7 +198,7 @@ std::optional<Plan> planFor(Loop *L, ScalarEvolution &SE) {
       if (!inc || !S || inc->getOpcode() != Instruction::Add || inc->getOperand(0) != &P ||
           !isa<ConstantInt>(inc->getOperand(1)) || cast<ConstantInt>(inc->getOperand(1))->getValue() != S->getAPInt())
         return std::nullopt;
-      p.ivs.push_back({&P, inc, S->getAPInt()});
+      p.ivs.push_back({&P, inc, APInt()});
       continue;
     }
     auto c = chainOf(&P, H);
@@ -210,9 +211,11 @@ std::optional<Plan> planFor(Loop *L, ScalarEvolution &SE) {
   if (p.chains.empty())
     return std::nullopt;
   for (Induction &iv : p.ivs) {
-    APInt KK(iv.step.getBitWidth(), p.K);
-    if (iv.step.srem(KK) != 0 || iv.step.sdiv(KK) == 0)
+    const APInt &step = cast<ConstantInt>(iv.inc->getOperand(1))->getValue();
+    APInt KK(step.getBitWidth(), p.K);
+    if (step.srem(KK) != 0 || step.sdiv(KK) == 0)
       return std::nullopt;
+    iv.rolledStep = step.sdiv(KK);
   }
   // the exit: taken exactly when an induction variable's back-edge value equals a loop-invariant bound
   // (the whole body has run for the last element then; a test of the PHI would leave after one copy)
@@ -233,9 +236,8 @@ std::optional<Plan> planFor(Loop *L, ScalarEvolution &SE) {
   if (isa<SCEVCouldNotCompute>(maxBtc))
     return std::nullopt;
   {
-    unsigned w = exitIv->step.getBitWidth();
-    APInt newStep = exitIv->step.sdiv(APInt(w, p.K));
-    unsigned period = w - newStep.countr_zero(); // the rolled variable's values repeat after 2^period steps
+    const APInt &rolled = exitIv->rolledStep;
+    unsigned period = rolled.getBitWidth() - rolled.countr_zero(); // its values repeat after 2^period steps
     APInt trips = SE.getUnsignedRangeMax(maxBtc).zext(130) + 1;
     if ((trips * p.K).ugt(APInt::getOneBitSet(130, period)))
       return std::nullopt;
@@ -262,23 +264,6 @@ std::optional<Plan> planFor(Loop *L, ScalarEvolution &SE) {
       if (auto *P = dyn_cast<PHINode>(Op); P && chainPhis.count(P))
         return std::nullopt;
   return p;
-}
-
-void dropUnrollProperties(Loop *L, LLVMContext &C) {
-  MDNode *ID = L->getLoopID();
-  if (!ID)
-    return;
-  SmallVector<Metadata *, 4> ops{nullptr};
-  for (unsigned i = 1; i < ID->getNumOperands(); ++i) {
-    auto *N = dyn_cast<MDNode>(ID->getOperand(i));
-    auto *S = N && N->getNumOperands() ? dyn_cast<MDString>(N->getOperand(0)) : nullptr;
-    if (S && S->getString().starts_with("llvm.loop.unroll."))
-      continue;
-    ops.push_back(ID->getOperand(i));
-  }
-  MDNode *New = MDNode::getDistinct(C, ops);
-  New->replaceOperandWith(0, New);
-  L->setLoopID(New);
 }
 
 } // namespace
@@ -308,10 +293,11 @@ unsigned Lowering::rerollLoops(Function *F, bool withBarriers) {
       last->replaceUsesOutsideBlock(c.links[0], p.L->getHeader());
     }
     for (Induction &iv : p.ivs)
-      iv.inc->setOperand(1, ConstantInt::get(iv.inc->getType(), iv.step.sdiv(APInt(iv.step.getBitWidth(), p.K))));
+      iv.inc->setOperand(1, ConstantInt::get(iv.inc->getType(), iv.rolledStep));
     for (Chain &c : p.chains)
       RecursivelyDeleteTriviallyDeadInstructions(c.links.back());
-    dropUnrollProperties(p.L, C);
+    if (MDNode *ID = p.L->getLoopID()) // (no longer unrolled)
+      p.L->setLoopID(makePostTransformationMetadata(C, ID, {"llvm.loop.unroll."}, {}));
   }
   return plans.size();
 }

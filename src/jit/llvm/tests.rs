@@ -2798,6 +2798,23 @@ const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
         "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float p[256]; float v = in[G]; if (in[G] > 0.0f) v = __gpu_shuffle_idx_f32(__gpu_lane_mask(), 0, v, 32); p[T] = v; __gpu_sync_threads(); o[G] = p[N - 1 - T]; }",
         Some([64, 1, 1]),
     ),
+    // the first warp's `T < w` around the warps' sums; a read of the warp before's total that every
+    // warp but the first makes (`T / w`, `T >= w`)
+    ("ol-unswitch-warp-branches", true, WSHFL, Some([64, 1, 1])),
+    (
+        "ol-unswitch-warp-branches",
+        true,
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float p[64]; uint32_t l = __gpu_lane_id(), w = __gpu_num_lanes(); float v = in[G]; v += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ 1, v, w); p[T / w] = v; __gpu_sync_threads(); if (T >= w) v += p[T / w - 1]; o[G] = v; }",
+        Some([128, 1, 1]),
+    ),
+    // (a branch that differs between a warp's lanes; the generic kernel)
+    (
+        "ol-unswitch-warp-branches",
+        false,
+        "__gpu_kernel void k(float *o, const float *in) { uint32_t l = __gpu_lane_id(); float v = in[G]; v += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ 1, v, __gpu_num_lanes()); if (l & 1) o[G] = v; }",
+        Some([64, 1, 1]),
+    ),
+    ("ol-unswitch-warp-branches", false, WSHFL, None),
     // a count over the group's earlier items (a trip count that differs between work-items, with
     // barriers); a row's float sum (without barriers)
     (
@@ -2975,10 +2992,11 @@ fn the_suite_kernels_get_their_transforms() {
         ("transpose", [16, 16, 1], &["ol-uniform-barriers", "ol-narrow-guards"]),
         ("nbody", [256, 1, 1], &["ol-uniform-barriers", "ol-implicit-loop-barriers", "ol-unswitch-region-exit"]),
         // (their warp exchanges sit under branches that differ between warps, not between a warp's lanes)
-        ("wreduce", [256, 1, 1], &["ol-warp-lanes", "ol-lane-offset-reads"]),
-        ("wscan", [256, 1, 1], &["ol-warp-lanes", "ol-lane-offset-reads"]),
+        // (wreduce: the first warp's `t < lanes`; wscan: that and the warp before's total, `w ? totals[w - 1]`)
+        ("wreduce", [256, 1, 1], &["ol-warp-lanes", "ol-lane-offset-reads", "ol-unswitch-warp-branches"]),
+        ("wscan", [256, 1, 1], &["ol-warp-lanes", "ol-lane-offset-reads", "ol-unswitch-warp-branches"]),
         // (compact: its loop over the warps before a work-item's, `k < t / W`)
-        ("compact", [256, 1, 1], &["ol-warp-lanes", "ol-reroll-loops"]),
+        ("compact", [256, 1, 1], &["ol-warp-lanes", "ol-reroll-loops", "ol-unswitch-warp-branches"]),
         (
             "softmax",
             [256, 1, 1],
@@ -3116,7 +3134,8 @@ fn block_stride_loops_match_the_host() {
 
 /// Warp collectives between group barriers (ffi-tests/kernels/warp_lanes.c) give the host's results, generic
 /// and specialised, in 1-, 2- and 3-D groups of whole warps on every target; ol-warp-lanes runs the
-/// specialisations whose x size is a multiple of the warp (and only those) warp by warp. `shifts` reads
+/// specialisations whose x size is a multiple of the warp (and only those) warp by warp, `wsum`'s branch
+/// around the first warp's shuffles decided once per warp (ol-unswitch-warp-branches). `shifts` reads
 /// its shuffles at fixed lane distances (ol-lane-offset-reads) in every specialisation of whole warps.
 #[test]
 fn warp_lanes_match_the_host() {
@@ -3136,6 +3155,12 @@ fn warp_lanes_match_the_host() {
                 transform_stats(&bc, "", Some((k, [2 * w as u32, 1, 1])))
             );
             assert_eq!(on(None), 0, "{t:?} {k}: ol-warp-lanes fired on the generic kernel");
+        }
+        // (wsum's `t < lanes` around the warps' sums, t the flat id: decided per warp from its first lane's
+        // y; on nvptx64 and spirv64, where the flat id is computed from the ids, not kept in scratch)
+        if t != Tgt::Amd {
+            let unswitched = times_fired(&bc, "wsum", Some([w as u32, 2, 1]), "ol-unswitch-warp-branches");
+            assert!(unswitched > 0, "{t:?} wsum: ol-unswitch-warp-branches did not fire at [{w}, 2, 1]");
         }
         let reads = |spec: Option<[u32; 3]>| times_fired(&bc, "shifts", spec, "ol-lane-offset-reads");
         // (10 shuffles, the 64-bit one two on nvptx64)

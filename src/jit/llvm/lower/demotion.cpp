@@ -90,7 +90,9 @@ void Lowering::cbsDemotePhis(CbsState &st) {
     rBlocks.push_back(std::move(in));
   }
   auto keepPhis = [&](BasicBlock *BB) {
-    if (entrySet.count(BB) || isBarrierBlk(BB) || isExitBlk(BB))
+    // (a block that returns is cloned into each region that reaches it, its return a branch to the
+    // region's latch: its PHIs stay, as a block's inside a region, where all its predecessors are there)
+    if (entrySet.count(BB) || isBarrierBlk(BB) || (isExitBlk(BB) && !isa<ReturnInst>(BB->getTerminator())))
       return false;
     for (auto &in : rBlocks) {
       if (!in.count(BB))

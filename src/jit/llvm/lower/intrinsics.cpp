@@ -108,6 +108,17 @@ bool Lowering::isLaneOf(Value *v, Value *id) {
 }
 
 
+// Whether v is `id udiv W` or `id lshr log2(W)`: the index of the warp of the work-item whose flat (or x)
+// id is `id`, among the group's (or the row's).
+bool Lowering::isWarpOf(Value *v, Value *id) {
+  auto *BO = dyn_cast<BinaryOperator>(v);
+  auto *c = BO ? dyn_cast<ConstantInt>(BO->getOperand(1)) : nullptr;
+  return c && BO->getOperand(0) == id &&
+         ((BO->getOpcode() == Instruction::UDiv && c->getZExtValue() == warp) ||
+          (BO->getOpcode() == Instruction::LShr && isPowerOf2_32(warp) && c->getZExtValue() == Log2_32(warp)));
+}
+
+
 // Whether the specialisation's group is whole warps (every warp full: the group's work-item count a
 // multiple of W).
 bool Lowering::wholeWarps() const {

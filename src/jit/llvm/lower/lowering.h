@@ -109,7 +109,7 @@ enum Transform : unsigned {
   T_EQUALITY_SPLIT,          // opt/equality_split.cpp
   T_SPECULATE_SHARED_STORES, // opt/shared_store_speculation.cpp
   T_FLATTEN_DECISION,        // opt/shared_store_speculation.cpp
-  T_UNSWITCH_REGION_EXIT,    // opt/unswitch_region_exit.cpp
+  T_UNSWITCH_REGION_EXIT,    // opt/unswitch_regions.cpp
   T_PLAIN_SHARED_ATOMICS,    // local_memory.cpp
   T_RUNTIME_DIVISORS,        // ../workarounds/runtime_divisors.cpp (an LLVM 22.1 miscompile's workaround)
   T_BLOCK_STRIDE_LOOPS,      // opt/block_stride_loops.cpp
@@ -120,6 +120,7 @@ enum Transform : unsigned {
   T_LANE_OFFSET_READS,       // intrinsics.cpp (readLane), warp_lanes.cpp: warp exchanges read at fixed lane distances
   T_REROLL_LOOPS,            // opt/reroll_loops.cpp: reduction loops the GPU compiler unrolled, rolled back
   T_RANGE_SPLIT,             // opt/equality_split.cpp: work-item loops cut at `id < b`-style choices
+  T_UNSWITCH_WARP_BRANCHES,  // opt/unswitch_regions.cpp: a lane loop copied per side of a warp-uniform branch
   T_COUNT
 };
 
@@ -196,6 +197,7 @@ struct Lowering {
   Value *laneMaskOf(IRBuilder<> &B, Function *F, Type *Ty);
   Value *readSlot(IRBuilder<> &B, Value *xchg, Value *base, Value *j, Type *T);
   bool isLaneOf(Value *v, Value *id);
+  bool isWarpOf(Value *v, Value *id);
   bool wholeWarps() const;
   Value *readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *base, Value *lane, Value *j, Type *T);
   // the kernel being lowered reads the exchange area up to W - 1 slots beyond its ends (readLane)
@@ -436,6 +438,10 @@ struct Lowering {
   void cbsPromoteSlots(CbsState &st, CbsRegion &R);
   void cbsChunkRepeat(CbsState &st, CbsRegion &R);
   void cbsUnswitchExit(CbsState &st, CbsRegion &R);
+  bool cbsUnswitchWarpBranch(CbsState &st, CbsRegion &R, ValueToValueMapTy &VM);
+  bool availableBefore(CbsState &st, CbsRegion &R, Value *V);
+  Value *atFirstLane(CbsState &st, CbsRegion &R, Value *V, std::vector<Instruction *> &made, int depth = 0);
+  bool unswitchNest(CbsState &st, CbsRegion &R, BasicBlock *head, BranchInst *Br, ValueToValueMapTy &VM);
   std::vector<BasicBlock *> cbsRegionBlocks(CbsState &st, size_t k);
   void cbsRegionPrologue(CbsState &st, IRBuilder<> &B, CbsRegion &R);
   void cbsRegionLoops(CbsState &st, IRBuilder<> &B, CbsRegion &R);

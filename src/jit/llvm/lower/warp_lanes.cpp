@@ -190,13 +190,16 @@ void Lowering::cbsRecordExit(CbsState &st, IRBuilder<> &B, BasicBlock *e) {
 
 
 // Step 5, region, last under warp lanes (takes R.clones, R.lx, R.xw, R.wi, R.L; changes the clones): the
-// lane id (`urem` or `and` of the x or flat id by W) is lx - xw, and a warp's number of lanes (kLanesInMD)
-// W. A region without branches keeps its W-lane loop: the loop vectoriser takes it as W / VF vector
-// iterations, its exchanges read with consecutive loads (readLane). Fully unrolled first (LLVM's early
-// full unroll takes a 32-iteration loop of a few instructions), each region's W copies were left to SLP,
-// which did not vectorise the exchanges, and cost the compile most of its time. A region with a branch
-// (`if (lane == 0)`) may still be unrolled, so that its branches fold per lane.
-void Lowering::cbsWarpLaneIds(CbsState &, CbsRegion &R) {
+// lane id (`urem` or `and` of the x or flat id by W) is lx - xw, the warp's index (`udiv` or `lshr` of
+// either by W) xw / W (or its flat id's), the same for the loop's lanes, and a warp's number of lanes
+// (kLanesInMD) W. Then a branch the same for the warp's lanes is decided once per warp
+// (ol-unswitch-warp-branches: the loop copied per side). A lane loop left without branches keeps its W
+// iterations: the loop vectoriser takes it as W / VF vector iterations, its exchanges read with
+// consecutive loads (readLane). Fully unrolled first (LLVM's early full unroll takes a 32-iteration loop
+// of a few instructions), each region's W copies were left to SLP, which did not vectorise the
+// exchanges, and cost the compile most of its time. A region with a branch (`if (lane == 0)`) may still
+// be unrolled, so that its branches fold per lane.
+void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
   Value *wi = R.wi;
   for (BasicBlock *NB : R.clones)
     for (Instruction &I : make_early_inc_range(*NB)) {
@@ -205,17 +208,41 @@ void Lowering::cbsWarpLaneIds(CbsState &, CbsRegion &R) {
         I.eraseFromParent();
         continue;
       }
-      if (!I.getType()->isIntegerTy(32) || !(isLaneOf(&I, R.lx) || isLaneOf(&I, wi)))
+      if (!I.getType()->isIntegerTy(32))
         continue;
       IRBuilder<> B(&I);
-      I.replaceAllUsesWith(B.CreateSub(R.lx, R.xw, "lane" + R.sfx, true, true));
-      I.eraseFromParent();
+      if (isLaneOf(&I, R.lx) || isLaneOf(&I, wi)) {
+        I.replaceAllUsesWith(B.CreateSub(R.lx, R.xw, "lane" + R.sfx, true, true));
+        I.eraseFromParent();
+      } else if (isWarpOf(&I, R.lx) || isWarpOf(&I, wi)) {
+        // (lx and wi are xw and wrow + xw plus the lane id, below W: the same quotient for every lane)
+        Value *first = I.getOperand(0) == R.lx ? R.xw : B.CreateAdd(R.wrow, R.xw, "", true, true);
+        I.replaceAllUsesWith(B.CreateLShr(first, Log2_32(warp), "warp" + R.sfx, true));
+        I.eraseFromParent();
+      }
     }
-  bool branches = false;
-  for (BasicBlock *NB : R.clones)
-    branches |= NB->getTerminator()->getNumSuccessors() > 1;
-  if (!branches && on(T_LANE_OFFSET_READS))
-    addLoopProperty(R.L->getTerminator(), "llvm.loop.unroll.disable");
+  BasicBlock *head = R.Pre->getSingleSuccessor();
+  std::vector<std::pair<BasicBlock *, BasicBlock *>> loops = {{head, R.L}}; // header, latch
+  ValueToValueMapTy VM;
+  if (on(T_UNSWITCH_WARP_BRANCHES) && cbsUnswitchWarpBranch(st, R, VM))
+    loops.push_back({cast<BasicBlock>(VM[head]), cast<BasicBlock>(VM[R.L])});
+  if (!on(T_LANE_OFFSET_READS))
+    return;
+  for (auto [H, L] : loops) { // a lane loop without a branch but its own exit test
+    bool branches = false;
+    std::set<BasicBlock *> seen = {H, st.scanStart};
+    SmallVector<BasicBlock *, 16> work(successors(H));
+    while (!work.empty() && !branches) {
+      BasicBlock *BB = work.back();
+      work.pop_back();
+      if (!seen.insert(BB).second)
+        continue;
+      branches = BB->getTerminator()->getNumSuccessors() > 1;
+      work.append(succ_begin(BB), succ_end(BB));
+    }
+    if (!branches)
+      addLoopProperty(L->getTerminator(), "llvm.loop.unroll.disable");
+  }
 }
 
 } // namespace ol_rs::lower

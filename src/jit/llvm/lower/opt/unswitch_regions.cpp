@@ -1,0 +1,182 @@
+// A region's loop nest copied per side of a branch decided once before it (unswitchNest): a region's
+// exit chosen by a uniform branch (ol-unswitch-region-exit, cbsUnswitchExit), and a branch that is the
+// same for a warp's lanes in a warp's lane loop (ol-unswitch-warp-branches, cbsUnswitchWarpBranch).
+#include "../lowering.h"
+
+namespace ol_rs::lower {
+
+
+// Step 5, region, last (takes R's finished loop nest; gives a copy of it): under uniform barriers a
+// region with several exits leaves through the one a uniform branch chooses (a loop's latch inside
+// the region: `j + 8 == n` back to its barrier or on, the amdgcn n-body's loop unrolled by 8), and
+// every work-item records it in `next` and the shared slots. Inside the x loop that branch keeps
+// the loop from vectorising, and O3 unswitches it only when the body is small. So the first such
+// branch whose condition is available before the loops (hoistIfUniform) is decided once in Pre:
+// the nest is copied, the original takes the branch's true side, the copy its false side.
+void Lowering::cbsUnswitchExit(CbsState &st, CbsRegion &R) {
+  if (!st.uniform || R.once || R.reach->size() <= 1)
+    return;
+  std::set<BasicBlock *> exits;
+  for (size_t c = 0; c < R.set.size(); ++c)
+    if (st.barrierId.count(R.set[c]))
+      exits.insert(R.clones[c]);
+  BranchInst *Br = nullptr;
+  for (BasicBlock *NB : R.clones) {
+    auto *BI = dyn_cast<BranchInst>(NB->getTerminator());
+    if (BI && BI->isConditional() && !isa<Constant>(BI->getCondition()) && BI->getSuccessor(0) != BI->getSuccessor(1) &&
+        (exits.count(BI->getSuccessor(0)) || exits.count(BI->getSuccessor(1))) &&
+        availableBefore(st, R, BI->getCondition())) {
+      Br = BI;
+      break;
+    }
+  }
+  ValueToValueMapTy VM;
+  if (Br && unswitchNest(st, R, R.Hz, Br, VM))
+    fired(T_UNSWITCH_REGION_EXIT);
+}
+
+
+// Whether V (a branch condition of R's clones) can be computed in R.Pre, before R's loops: a uniform
+// value (hoistIfUniform, which moves it there), or a compare of two.
+bool Lowering::availableBefore(CbsState &st, CbsRegion &R, Value *V) {
+  auto *Cmp = dyn_cast<CmpInst>(V);
+  if (!Cmp || Cmp->getParent() == R.Pre || Cmp->getParent() == st.NE)
+    return hoistIfUniform(V, {R.Pre, st.NE}, R.Pre);
+  if (!hoistIfUniform(Cmp->getOperand(0), {R.Pre, st.NE}, R.Pre) ||
+      !hoistIfUniform(Cmp->getOperand(1), {R.Pre, st.NE}, R.Pre))
+    return false;
+  Cmp->moveBefore(R.Pre->getTerminator()->getIterator());
+  return true;
+}
+
+
+// Under ol-warp-lanes, a branch in a region's lane loop that is the same for the warp's lanes (not
+// divergent at the warp's width: `t / W == 0`, `t < W`, `lane < 16` is not) is decided once per warp:
+// its condition is computed for the warp's first lane in Pre (atFirstLane) and the lane loop is copied
+// per side (unswitchNest). LLVM's loop unswitching would do it for a small loop, but scales its cost by
+// the number of sibling loops, and every region's lane loop is a sibling inside the warp scheduler's
+// loop; a branch left in the lane loop around a load keeps it from vectorising.
+bool Lowering::cbsUnswitchWarpBranch(CbsState &st, CbsRegion &R, ValueToValueMapTy &VM) {
+  BasicBlock *head = R.Pre->getSingleSuccessor();
+  if (!st.warpMode || !head)
+    return false;
+  for (BasicBlock *NB : R.clones) {
+    auto *BI = dyn_cast<BranchInst>(NB->getTerminator());
+    auto orig = R.origOf.find(NB);
+    if (!BI || !BI->isConditional() || isa<Constant>(BI->getCondition()) || BI->getSuccessor(0) == BI->getSuccessor(1) ||
+        orig == R.origOf.end() || st.divTerm.count(orig->second->getTerminator()))
+      continue;
+    std::vector<Instruction *> made;
+    Value *cond = atFirstLane(st, R, BI->getCondition(), made);
+    if (!cond) {
+      for (Instruction *I : reverse(made))
+        I->eraseFromParent();
+      continue;
+    }
+    BI->setCondition(cond); // (the same value for every lane)
+    if (!unswitchNest(st, R, head, BI, VM))
+      return false;
+    fired(T_UNSWITCH_WARP_BRANCHES);
+    return true;
+  }
+  return false;
+}
+
+
+// V, a value of R's lane loop, as the warp's first lane computes it, computed at the end of R.Pre (its
+// new instructions appended to `made`): the x id lx is the warp's first xw, the flat id wi wrow + xw;
+// values of Pre and the group prologue as they are. Pure, speculatable arithmetic, compares, selects and
+// address computations only, a few deep; nullptr otherwise.
+Value *Lowering::atFirstLane(CbsState &st, CbsRegion &R, Value *V, std::vector<Instruction *> &made, int depth) {
+  if (isa<Constant>(V) || isa<Argument>(V))
+    return V;
+  if (V == R.lx)
+    return R.xw;
+  auto *I = dyn_cast<Instruction>(V);
+  if (!I || depth > 8)
+    return nullptr;
+  IRBuilder<> B(R.Pre->getTerminator());
+  if (V == R.wi) {
+    made.push_back(cast<Instruction>(B.CreateAdd(R.wrow, R.xw, "", true, true)));
+    return made.back();
+  }
+  if (I->getParent() == R.Pre || I->getParent() == st.NE)
+    return I;
+  if (isa<PHINode>(I) || I->mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(I) ||
+      !(isa<BinaryOperator>(I) || isa<CastInst>(I) || isa<CmpInst>(I) || isa<SelectInst>(I) ||
+        isa<GetElementPtrInst>(I)))
+    return nullptr;
+  SmallVector<Value *, 4> ops;
+  for (Value *Op : I->operands()) {
+    Value *v = atFirstLane(st, R, Op, made, depth + 1);
+    if (!v)
+      return nullptr;
+    ops.push_back(v);
+  }
+  Instruction *N = I->clone();
+  for (unsigned i = 0; i < ops.size(); ++i)
+    N->setOperand(i, ops[i]);
+  N->dropPoisonGeneratingAnnotations(); // (computed where the loop might not have: no poison)
+  N->insertBefore(R.Pre->getTerminator()->getIterator());
+  made.push_back(N);
+  return N;
+}
+
+
+// The loop nest entered at `head` from R.Pre (everything reachable from it up to the scheduler) copied:
+// the original takes Br's true side, the copy its false side, and Pre chooses on Br's condition, which
+// must be available there; VM maps the nest's blocks to the copy's. False (nothing changed) when a value
+// of the nest is used outside it.
+bool Lowering::unswitchNest(CbsState &st, CbsRegion &R, BasicBlock *head, BranchInst *Br, ValueToValueMapTy &VM) {
+  auto *T = dyn_cast<BranchInst>(R.Pre->getTerminator());
+  if (!T || T->isConditional() || T->getSuccessor(0) != head)
+    return false;
+  std::vector<BasicBlock *> nest;
+  std::set<BasicBlock *> seen = {st.scanStart, st.sched};
+  std::vector<BasicBlock *> work = {head};
+  while (!work.empty()) {
+    BasicBlock *BB = work.back();
+    work.pop_back();
+    if (!seen.insert(BB).second)
+      continue;
+    nest.push_back(BB);
+    for (BasicBlock *Su : successors(BB))
+      work.push_back(Su);
+  }
+  std::set<BasicBlock *> inNest(nest.begin(), nest.end());
+  for (BasicBlock *BB : nest)
+    for (Instruction &I : *BB)
+      for (User *U : I.users())
+        if (!inNest.count(cast<Instruction>(U)->getParent()))
+          return false; // (not expected: the regions share values through slots only)
+  SmallVector<BasicBlock *, 64> copy;
+  for (BasicBlock *BB : nest) {
+    BasicBlock *NB = CloneBasicBlock(BB, VM, ".f", st.F);
+    VM[BB] = NB;
+    copy.push_back(NB);
+  }
+  remapInstructionsInBlocks(copy, VM);
+  for (BasicBlock *NB : copy) // each copied loop its own loop id
+    if (MDNode *LID = NB->getTerminator()->getMetadata(LLVMContext::MD_loop)) {
+      SmallVector<Metadata *, 4> ops = {nullptr};
+      for (unsigned i = 1; i < LID->getNumOperands(); ++i)
+        ops.push_back(LID->getOperand(i));
+      MDNode *N = MDNode::getDistinct(C, ops);
+      N->replaceOperandWith(0, N);
+      NB->getTerminator()->setMetadata(LLVMContext::MD_loop, N);
+    }
+  Value *cond = Br->getCondition();
+  auto decide = [&](BranchInst *B, unsigned keep) {
+    BasicBlock *From = B->getParent(), *Drop = B->getSuccessor(1 - keep);
+    Drop->removePredecessor(From);
+    BranchInst::Create(B->getSuccessor(keep), B->getIterator());
+    B->eraseFromParent();
+  };
+  decide(cast<BranchInst>(cast<BasicBlock>(VM[Br->getParent()])->getTerminator()), 1);
+  decide(Br, 0);
+  BranchInst::Create(head, cast<BasicBlock>(VM[head]), cond, T->getIterator());
+  T->eraseFromParent();
+  return true;
+}
+
+} // namespace ol_rs::lower

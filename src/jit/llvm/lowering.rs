@@ -15,7 +15,7 @@ use std::fmt;
 use super::abi::OlRsLowerOptions;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 25] = [
+pub(crate) const NAMES: [&str; 26] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -41,6 +41,7 @@ pub(crate) const NAMES: [&str; 25] = [
     "ol-reroll-loops",
     "ol-range-split",
     "ol-unswitch-warp-branches",
+    "ol-alternate-exchanges",
 ];
 
 /// Every transform on.

@@ -2815,6 +2815,22 @@ const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
         Some([64, 1, 1]),
     ),
     ("ol-unswitch-warp-branches", false, WSHFL, None),
+    // consecutive shuffles (the butterflies clang unrolled); a ballot, then a shuffle
+    ("ol-alternate-exchanges", true, WSHFL, Some([64, 1, 1])),
+    (
+        "ol-alternate-exchanges",
+        true,
+        "__gpu_kernel void k(uint32_t *o, const uint32_t *in) { uint32_t l = __gpu_lane_id(); uint64_t b = __gpu_ballot(__gpu_lane_mask(), in[G] & 1); o[G] = __gpu_shuffle_idx_u32(__gpu_lane_mask(), l ^ 1, (uint32_t)__builtin_popcountll(b), __gpu_num_lanes()); }",
+        Some([128, 1, 1]),
+    ),
+    // (one shuffle in a loop: its next store writes the area it reads; the generic kernel)
+    (
+        "ol-alternate-exchanges",
+        false,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t n) { uint32_t l = __gpu_lane_id(); float v = in[G]; for (uint32_t j = 0; j < n; ++j) v += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ 1, v, __gpu_num_lanes()); o[G] = v; }",
+        Some([64, 1, 1]),
+    ),
+    ("ol-alternate-exchanges", false, WSHFL, None),
     // a count over the group's earlier items (a trip count that differs between work-items, with
     // barriers); a row's float sum (without barriers)
     (
@@ -2993,10 +3009,22 @@ fn the_suite_kernels_get_their_transforms() {
         ("nbody", [256, 1, 1], &["ol-uniform-barriers", "ol-implicit-loop-barriers", "ol-unswitch-region-exit"]),
         // (their warp exchanges sit under branches that differ between warps, not between a warp's lanes)
         // (wreduce: the first warp's `t < lanes`; wscan: that and the warp before's total, `w ? totals[w - 1]`)
-        ("wreduce", [256, 1, 1], &["ol-warp-lanes", "ol-lane-offset-reads", "ol-unswitch-warp-branches"]),
-        ("wscan", [256, 1, 1], &["ol-warp-lanes", "ol-lane-offset-reads", "ol-unswitch-warp-branches"]),
+        (
+            "wreduce",
+            [256, 1, 1],
+            &["ol-warp-lanes", "ol-lane-offset-reads", "ol-unswitch-warp-branches", "ol-alternate-exchanges"],
+        ),
+        (
+            "wscan",
+            [256, 1, 1],
+            &["ol-warp-lanes", "ol-lane-offset-reads", "ol-unswitch-warp-branches", "ol-alternate-exchanges"],
+        ),
         // (compact: its loop over the warps before a work-item's, `k < t / W`)
-        ("compact", [256, 1, 1], &["ol-warp-lanes", "ol-reroll-loops", "ol-unswitch-warp-branches"]),
+        (
+            "compact",
+            [256, 1, 1],
+            &["ol-warp-lanes", "ol-reroll-loops", "ol-unswitch-warp-branches", "ol-alternate-exchanges"],
+        ),
         (
             "softmax",
             [256, 1, 1],
@@ -3134,7 +3162,8 @@ fn block_stride_loops_match_the_host() {
 
 /// Warp collectives between group barriers (ffi-tests/kernels/warp_lanes.c) give the host's results, generic
 /// and specialised, in 1-, 2- and 3-D groups of whole warps on every target; ol-warp-lanes runs the
-/// specialisations whose x size is a multiple of the warp (and only those) warp by warp, `wsum`'s branch
+/// specialisations whose x size is a multiple of the warp (and only those) warp by warp, consecutive
+/// exchanges in two areas with one barrier each (ol-alternate-exchanges), `wsum`'s branch
 /// around the first warp's shuffles decided once per warp (ol-unswitch-warp-branches). `shifts` reads
 /// its shuffles at fixed lane distances (ol-lane-offset-reads) in every specialisation of whole warps.
 #[test]
@@ -3162,6 +3191,9 @@ fn warp_lanes_match_the_host() {
             let unswitched = times_fired(&bc, "wsum", Some([w as u32, 2, 1]), "ol-unswitch-warp-branches");
             assert!(unswitched > 0, "{t:?} wsum: ol-unswitch-warp-branches did not fire at [{w}, 2, 1]");
         }
+        // (shifts' ten shuffles take turns between the two exchange areas)
+        let alternate = |k: &str| times_fired(&bc, k, Some([w as u32, 2, 1]), "ol-alternate-exchanges");
+        assert!(alternate("shifts") >= 9, "{t:?} shifts: ol-alternate-exchanges {}", alternate("shifts"));
         let reads = |spec: Option<[u32; 3]>| times_fired(&bc, "shifts", spec, "ol-lane-offset-reads");
         // (10 shuffles, the 64-bit one two on nvptx64)
         assert!(reads(Some([w as u32, 2, 1])) >= 10, "{t:?} shifts: {}", reads(Some([w as u32, 2, 1])));

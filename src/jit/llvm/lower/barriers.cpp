@@ -39,12 +39,14 @@ bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk) {
   if (on(T_SCOPE_SLOTS))
     scopeSlots(F, st.demoted);
   cbsLayout(st);
-  // per work-item: the slots (S bytes), an exchange slot (8), a resume id (4); readLane's loads reach
-  // up to W - 1 exchange slots before and after the area (a whole-warp specialisation: at least W
-  // work-items), into the slots (at least 8 bytes each) and 8 bytes of padding per work-item
+  // per work-item: the slots (S bytes), an exchange slot (8; a second with ol-alternate-exchanges), a
+  // resume id (4); readLane's loads reach up to W - 1 exchange slots before and after the areas (a
+  // whole-warp specialisation: at least W work-items), into the slots (at least 8 bytes each) and 8
+  // bytes of padding per work-item
   if (exchangeReach)
     st.S = std::max<uint64_t>(st.S, 8);
-  scratchPerWi = st.S + 12 + (exchangeReach ? 8 : 0);
+  st.xchgBytes = secondArea ? 16 : 8;
+  scratchPerWi = st.S + st.xchgBytes + 4 + (exchangeReach ? 8 : 0);
   cbsRegionEntries(st);
   IRBuilder<> B(st.NE);
   cbsScheduler(st, B);

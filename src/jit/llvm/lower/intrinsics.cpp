@@ -16,15 +16,23 @@ Value *Lowering::emitExchange(IRBuilder<> &B, Function *F, Value *val,
   assert(DL.getTypeAllocSize(val->getType()) <= 8 && "exchange slots are 8 bytes");
   Value *lwi = F->getArg(F->arg_size() - E_COUNT + E_LWI);
   Value *scratch = F->getArg(F->arg_size() - E_COUNT + E_SCRATCH);
+  // (ol-alternate-exchanges: every other exchange in the second area, 8 bytes per work-item on)
+  unsigned area = wholeWarps() && on(T_ALTERNATE_EXCHANGES) ? exchanges++ & 1 : 0;
+  secondArea |= area == 1;
+  auto areaPtr = [&]() -> Value * {
+    return area ? B.CreateGEP(I8, scratch, B.CreateMul(B.CreateZExt(nwiOf(B, F), I64), ConstantInt::get(I64, 8)))
+                : scratch;
+  };
+  MDNode *tag = MDNode::get(C, {ConstantAsMetadata::get(ConstantInt::get(I32, area))});
   Value *lwi64 = B.CreateZExt(lwi, I64);
-  Value *slot = B.CreateGEP(val->getType(), scratch, lwi64);
-  B.CreateStore(val, slot);
+  Value *slot = B.CreateGEP(val->getType(), areaPtr(), lwi64);
+  B.CreateStore(val, slot)->setMetadata(kExchangeAreaMD, tag);
   warpBarrier(B);
   Value *W = ConstantInt::get(I32, warp);
   Value *lane = B.CreateURem(lwi, W);
   Value *base = B.CreateSub(lwi, lane);
-  Value *r = compute(B, scratch, lane, base, lanesIn(B, F, base, /*whole=*/false));
-  warpBarrier(B);
+  Value *r = compute(B, areaPtr(), lane, base, lanesIn(B, F, base, /*whole=*/false));
+  warpBarrier(B)->setMetadata(kExchangeAreaMD, tag);
   return r;
 }
 
@@ -172,24 +180,42 @@ Value *Lowering::readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *base,
     Value *lwi = F->getArg(F->arg_size() - E_COUNT + E_LWI);
     auto isLane = [&](Value *v) { return v == lane || isLaneOf(v, lwi); };
     std::vector<int64_t> dist; // the distinct distances, in the order of the lanes that first have them
+    std::vector<size_t> which(warp); // each lane's distance (its index in dist)
     bool ok = true;
     for (uint64_t l = 0; ok && l < warp; ++l) {
       auto *c = dyn_cast_or_null<ConstantInt>(atLane(j, isLane, l, warp, DL));
       ok = c && c->getZExtValue() < warp;
-      if (ok && std::find(dist.begin(), dist.end(), (int64_t)c->getZExtValue() - (int64_t)l) == dist.end())
-        dist.push_back((int64_t)c->getZExtValue() - (int64_t)l);
-      ok = ok && dist.size() <= 4;
+      if (!ok)
+        break;
+      int64_t d = (int64_t)c->getZExtValue() - (int64_t)l;
+      auto it = std::find(dist.begin(), dist.end(), d);
+      which[l] = it - dist.begin();
+      if (it == dist.end())
+        dist.push_back(d);
+      ok = dist.size() <= 4;
     }
     if (ok) {
       Value *own = B.CreateZExt(B.CreateAdd(base, lane), I64);
       auto at = [&](int64_t d) -> Value * {
         return B.CreateLoad(T, B.CreateGEP(T, xchg, B.CreateAdd(own, ConstantInt::get(I64, d, /*signed=*/true))));
       };
+      // which lanes take distance i: where they are one run of lanes [a, b) (`lane - k` kept or wrapped
+      // around: the lanes below k and those above), a compare of the lane id with its ends, which LLVM
+      // folds with the kernel's own `lane >= k`; otherwise whether the source is lane + d
+      auto takes = [&](size_t i) -> Value * {
+        uint64_t a = warp, b = 0, n = 0;
+        for (uint64_t l = 0; l < warp; ++l)
+          if (which[l] == i)
+            a = std::min(a, l), b = l + 1, ++n;
+        if (n != b - a)
+          return B.CreateICmpEQ(j, B.CreateAdd(lane, ConstantInt::get(I32, dist[i], /*signed=*/true)));
+        Value *lo = a ? B.CreateICmpUGE(lane, ConstantInt::get(I32, a)) : nullptr;
+        Value *hi = b < warp ? B.CreateICmpULT(lane, ConstantInt::get(I32, b)) : nullptr;
+        return lo && hi ? B.CreateAnd(lo, hi) : lo ? lo : hi ? hi : static_cast<Value *>(B.getTrue());
+      };
       Value *r = at(dist.back());
-      for (size_t i = dist.size() - 1; i-- > 0;) {
-        Value *is = B.CreateICmpEQ(j, B.CreateAdd(lane, ConstantInt::get(I32, dist[i], /*signed=*/true)));
-        r = B.CreateSelect(is, at(dist[i]), r);
-      }
+      for (size_t i = dist.size() - 1; i-- > 0;)
+        r = B.CreateSelect(takes(i), at(dist[i]), r);
       exchangeReach = true;
       fired(T_LANE_OFFSET_READS);
       return r;
@@ -199,7 +225,16 @@ Value *Lowering::readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *base,
 }
 
 
+// A warp's ballot from its lanes' predicate bytes at xchg[base ..]: bit l set where lane l's byte is not 0.
+// In a group of whole warps (every warp W lanes, the area at least W bytes) one load of the W bytes and a
+// compare, which x86 does with a byte mask move per 32 lanes; otherwise a loop over the warp's lanes.
 Value *Lowering::ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp) {
+  if (wholeWarps() && warp <= 64) {
+    auto *VT = FixedVectorType::get(I8, warp);
+    Value *bytes = B.CreateAlignedLoad(VT, B.CreateGEP(I8, xchg, B.CreateZExt(base, I64)), Align(1));
+    Value *set = B.CreateICmpNE(bytes, Constant::getNullValue(VT));
+    return B.CreateZExt(B.CreateBitCast(set, IntegerType::get(C, warp)), I64);
+  }
   // OR over lanes 0..nInWarp of (slot != 0) << lane: a small loop.
   Function *F = B.GetInsertBlock()->getParent();
   BasicBlock *pre = B.GetInsertBlock();
@@ -233,6 +268,8 @@ Value *Lowering::ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *
 // Replace GPU intrinsics inside F (= K.body). Sets `collective` if any barrier-like op was introduced.
 bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
   exchangeReach = false;
+  exchanges = 0;
+  secondArea = false;
   unsigned o = F->arg_size() - E_COUNT;
   auto X = [&](int e) -> Value * { return F->getArg(o + e); };
   SmallVector<CallInst *, 32> calls;

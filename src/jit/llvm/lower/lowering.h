@@ -121,6 +121,7 @@ enum Transform : unsigned {
   T_REROLL_LOOPS,            // opt/reroll_loops.cpp: reduction loops the GPU compiler unrolled, rolled back
   T_RANGE_SPLIT,             // opt/equality_split.cpp: work-item loops cut at `id < b`-style choices
   T_UNSWITCH_WARP_BRANCHES,  // opt/unswitch_regions.cpp: a lane loop copied per side of a warp-uniform branch
+  T_ALTERNATE_EXCHANGES,     // warp_lanes.cpp: consecutive warp exchanges in two areas, the barrier after a read dropped
   T_COUNT
 };
 
@@ -202,6 +203,12 @@ struct Lowering {
   Value *readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *base, Value *lane, Value *j, Type *T);
   // the kernel being lowered reads the exchange area up to W - 1 slots beyond its ends (readLane)
   bool exchangeReach = false;
+  // ol-alternate-exchanges: the exchanges of a whole-warp specialisation take turns between two areas
+  // (the second 8 bytes per work-item after the first); the store and the barrier after the reads of
+  // each are tagged kExchangeAreaMD with its area (0 or 1)
+  static constexpr const char *kExchangeAreaMD = "ol.exchange.area";
+  unsigned exchanges = 0;
+  bool secondArea = false;
   Value *ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp);
   bool replaceIntrinsics(Function *F, bool &collective);
   void blockStrideLoops(Function *F);
@@ -353,6 +360,7 @@ struct Lowering {
     std::vector<AllocaInst *> allocas;
     std::vector<uint64_t> offs, sizes;
     uint64_t S = 0;
+    uint64_t xchgBytes = 8; // step 4: the exchange areas' bytes per work-item (after the slots)
     // step 5 (cbsRegionEntries): the original blocks, the region each barrier block resumes at, the
     // region entries, the new entry block NE
     std::vector<BasicBlock *> origBlocks;
@@ -451,6 +459,8 @@ struct Lowering {
   void cbsLeaveRegion(CbsState &st, CbsRegion &R);
   void cbsSplitEqualities(CbsState &st, CbsRegion &R);
   void cbsWarpLanes(CbsState &st);
+  bool warpLanesHold(CbsState &st, const std::set<Instruction *> &wdivTerm);
+  void cbsDropExchangeEnds(CbsState &st, const std::set<Instruction *> &wdivTerm);
   void cbsWarpScheduler(CbsState &st, IRBuilder<> &B);
   void cbsWarpIds(CbsState &st, IRBuilder<> &B, CbsRegion &R);
   void cbsWarpRegionLoop(CbsState &st, IRBuilder<> &B, CbsRegion &R);

@@ -136,7 +136,7 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
   }
   Value *resume = nullptr;
   if (!uniform) {
-    resume = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S + 8)), "cbs.resume");
+    resume = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S + st.xchgBytes)), "cbs.resume");
     B.CreateMemSet(B.CreateGEP(I32, resume, B.CreateZExt(wiLo, I64)), ConstantInt::get(I8, 0),
                    B.CreateMul(B.CreateZExt(B.CreateSub(wiHi, wiLo), I64), ConstantInt::get(I64, 4)), MaybeAlign(4));
   }

@@ -39,10 +39,28 @@ void Lowering::cbsWarpLanes(CbsState &st) {
     return;
   std::set<Value *> wdiv = divergentValues(F, warp);
   std::set<Instruction *> wdivTerm = divergentTerms(F, wdiv);
+  if (!warpLanesHold(st, wdivTerm))
+    return;
+  if (on(T_ALTERNATE_EXCHANGES))
+    cbsDropExchangeEnds(st, wdivTerm);
+  st.warpMode = true;
+  st.uniform = true;
+  st.div = std::move(wdiv);
+  st.divTerm = std::move(wdivTerm);
+  fired(T_WARP_LANES, warpBarriers);
+}
+
+
+// Whether warps can run on their own with the barriers F has now (st.divTerm the group-level divergent
+// terminators, wdivTerm the warp-level ones; gives st.reach): every branch that may differ between a
+// warp's lanes reaches at most one barrier or exit, every branch that may differ between warps at most
+// one group barrier or exit, warp barriers crossed.
+bool Lowering::warpLanesHold(CbsState &st, const std::set<Instruction *> &wdivTerm) {
+  Function *F = st.F;
   cbsComputeReach(st);
   for (BasicBlock &BB : *F)
     if (!st.isBarrierBlk(&BB) && !st.isExitBlk(&BB) && wdivTerm.count(BB.getTerminator()) && st.reach[&BB].size() > 1)
-      return;
+      return false;
   // the group barriers (nullptr = exit) reachable without crossing one, warp barriers crossed
   std::map<BasicBlock *, std::set<BasicBlock *>> greach;
   auto isGroupBarrier = [&](BasicBlock *BB) { return st.isBarrierBlk(BB) && !st.isWarpBarrierBlk(BB); };
@@ -69,12 +87,58 @@ void Lowering::cbsWarpLanes(CbsState &st) {
   }
   for (BasicBlock &BB : *F)
     if (!isGroupBarrier(&BB) && !st.isExitBlk(&BB) && st.divTerm.count(BB.getTerminator()) && greach[&BB].size() > 1)
-      return;
-  st.warpMode = true;
-  st.uniform = true;
-  st.div = std::move(wdiv);
-  st.divTerm = std::move(wdivTerm);
-  fired(T_WARP_LANES, warpBarriers);
+      return false;
+  return true;
+}
+
+
+// ol-alternate-exchanges (takes the exchanges' area tags, emitExchange; gives st.reach): the warp barrier
+// after an exchange's reads (there so that no lane overwrites the area before every lane has read it)
+// goes where every exchange store reachable from it before another barrier writes the other area:
+// consecutive exchanges take turns (a shuffle loop clang unrolled: wscan's five), so the next one's store
+// cannot clobber what this one's lanes still read. Then an exchange is one region boundary, not two: its
+// reads, the code after them and the next exchange's store run in one lane loop. Legal under ol-warp-lanes
+// only: a warp's lanes run each region to its end before any of them runs the next, so every lane has
+// read this exchange before any lane passes the next one's barrier, after which the area may be written
+// again. Kept where that would break the conditions of ol-warp-lanes (warpLanesHold) or where the same
+// area is written again before a barrier (an exchange alone in a loop).
+void Lowering::cbsDropExchangeEnds(CbsState &st, const std::set<Instruction *> &wdivTerm) {
+  auto areaOf = [&](Instruction *I) -> int {
+    MDNode *N = I->getMetadata(kExchangeAreaMD);
+    return N ? (int)mdconst::extract<ConstantInt>(N->getOperand(0))->getZExtValue() : -1;
+  };
+  std::vector<BasicBlock *> ends;
+  for (BasicBlock &BB : *st.F)
+    if (st.isWarpBarrierBlk(&BB) && areaOf(&*BB.getFirstNonPHIIt()) >= 0)
+      ends.push_back(&BB);
+  for (BasicBlock *E : ends) {
+    auto *CI = cast<CallInst>(&*E->getFirstNonPHIIt());
+    int area = areaOf(CI);
+    bool clash = false;
+    std::set<BasicBlock *> seen;
+    SmallVector<BasicBlock *, 16> work(successors(E));
+    while (!work.empty() && !clash) {
+      BasicBlock *BB = work.pop_back_val();
+      if (!seen.insert(BB).second)
+        continue;
+      for (Instruction &I : *BB)
+        clash |= isa<StoreInst>(&I) && areaOf(&I) == area;
+      if (!st.isBarrierBlk(BB) && !st.isExitBlk(BB))
+        work.append(succ_begin(BB), succ_end(BB));
+    }
+    if (clash)
+      continue;
+    MDNode *warpTag = CI->getMetadata(kWarpBarrierMD), *areaTag = CI->getMetadata(kExchangeAreaMD);
+    CI->eraseFromParent();
+    if (warpLanesHold(st, wdivTerm)) {
+      fired(T_ALTERNATE_EXCHANGES);
+      continue;
+    }
+    CallInst *back = CallInst::Create(barrierMarker(), {}, "", E->begin());
+    back->setMetadata(kWarpBarrierMD, warpTag);
+    back->setMetadata(kExchangeAreaMD, areaTag);
+  }
+  cbsComputeReach(st);
 }
 
 

@@ -139,8 +139,11 @@ void Lowering::cbsFindHoistable(CbsState &st) {
   unsigned o = st.o;
   auto &hoistable = st.hoistable;
   for (Instruction &I : *st.entry) {
+    // (amdgcn's group size, a load from the group's own implicit arguments or dispatch packet: the same
+    // for the whole group, computed once like the arguments it is read from)
+    bool invariantLoad = !st.chunk && isa<LoadInst>(&I) && groupSizeDim(st.F, &I) >= 0;
     if (isa<AllocaInst>(&I) || isa<PHINode>(&I) || I.isTerminator() || isa<CallBase>(&I) ||
-        I.mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(&I))
+        (!invariantLoad && (I.mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(&I))))
       continue;
     bool ok = true;
     for (Value *Op : I.operands()) {

@@ -77,17 +77,8 @@ void Lowering::cbsDemotePhis(CbsState &st) {
   std::set<BasicBlock *> entrySet(rEntries.begin(), rEntries.end());
   std::vector<std::set<BasicBlock *>> rBlocks;
   for (BasicBlock *E0 : rEntries) {
-    std::set<BasicBlock *> in;
-    std::vector<BasicBlock *> wl = {E0};
-    while (!wl.empty()) {
-      BasicBlock *BB = wl.back();
-      wl.pop_back();
-      if (!in.insert(BB).second || isBarrierBlk(BB))
-        continue;
-      for (BasicBlock *Su : successors(BB))
-        wl.push_back(Su);
-    }
-    rBlocks.push_back(std::move(in));
+    std::vector<BasicBlock *> in = reachable({E0}, isBarrierBlk);
+    rBlocks.emplace_back(in.begin(), in.end());
   }
   auto keepPhis = [&](BasicBlock *BB) {
     // (a block that returns is cloned into each region that reaches it, its return a branch to the

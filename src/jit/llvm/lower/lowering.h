@@ -73,6 +73,25 @@ struct LoopAnalyses {
   LoopAnalyses(Function &F, const Triple &T) : DT(F), LI(DT), AC(F), TLII(T), TLI(TLII), SE(F, TLI, AC, DT, LI) {}
 };
 
+// The blocks reachable from `from`, depth first (the last successor first), each once: none of `seen`
+// (what is already in it is never entered), and not past a block where stop(BB) holds (it is in the
+// result, its successors are not visited). The regions' blocks up to their barriers, a nest's blocks up
+// to the scheduler.
+template <typename Stop>
+std::vector<BasicBlock *> reachable(ArrayRef<BasicBlock *> from, Stop stop, std::set<BasicBlock *> seen = {}) {
+  std::vector<BasicBlock *> out;
+  SmallVector<BasicBlock *, 16> work(from.begin(), from.end());
+  while (!work.empty()) {
+    BasicBlock *BB = work.pop_back_val();
+    if (!seen.insert(BB).second)
+      continue;
+    out.push_back(BB);
+    if (!stop(BB))
+      work.append(succ_begin(BB), succ_end(BB));
+  }
+  return out;
+}
+
 // Extra trailing parameters of K.body, in this order.
 enum Extra {
   E_LX, E_LY, E_LZ, E_LWI,

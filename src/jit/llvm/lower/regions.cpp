@@ -245,21 +245,7 @@ void Lowering::cbsRegion(CbsState &st, IRBuilder<> &B, size_t k) {
 // Step 5, region k (takes st.regionEntry, st.barrierId; gives its original blocks): the blocks
 // reachable from its entry without crossing a barrier block (included).
 std::vector<BasicBlock *> Lowering::cbsRegionBlocks(CbsState &st, size_t k) {
-  std::vector<BasicBlock *> set;
-  std::set<BasicBlock *> seen;
-  std::vector<BasicBlock *> work = {st.regionEntry[k]};
-  while (!work.empty()) {
-    BasicBlock *BB = work.back();
-    work.pop_back();
-    if (!seen.insert(BB).second)
-      continue;
-    set.push_back(BB);
-    if (st.barrierId.count(BB))
-      continue;
-    for (BasicBlock *Su : successors(BB))
-      work.push_back(Su);
-  }
-  return set;
+  return reachable({st.regionEntry[k]}, [&](BasicBlock *BB) { return st.barrierId.count(BB) > 0; });
 }
 
 

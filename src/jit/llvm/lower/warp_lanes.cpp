@@ -114,18 +114,11 @@ void Lowering::cbsDropExchangeEnds(CbsState &st, const std::set<Instruction *> &
   for (BasicBlock *E : ends) {
     auto *CI = cast<CallInst>(&*E->getFirstNonPHIIt());
     int area = areaOf(CI);
-    bool clash = false;
-    std::set<BasicBlock *> seen;
-    SmallVector<BasicBlock *, 16> work(successors(E));
-    while (!work.empty() && !clash) {
-      BasicBlock *BB = work.pop_back_val();
-      if (!seen.insert(BB).second)
-        continue;
-      for (Instruction &I : *BB)
-        clash |= isa<StoreInst>(&I) && areaOf(&I) == area;
-      if (!st.isBarrierBlk(BB) && !st.isExitBlk(BB))
-        work.append(succ_begin(BB), succ_end(BB));
-    }
+    SmallVector<BasicBlock *, 2> next(successors(E));
+    bool clash = any_of(reachable(next, [&](BasicBlock *BB) { return st.isBarrierBlk(BB) || st.isExitBlk(BB); }),
+                        [&](BasicBlock *BB) {
+                          return any_of(*BB, [&](Instruction &I) { return isa<StoreInst>(&I) && areaOf(&I) == area; });
+                        });
     if (clash)
       continue;
     MDNode *warpTag = CI->getMetadata(kWarpBarrierMD), *areaTag = CI->getMetadata(kExchangeAreaMD);
@@ -293,17 +286,9 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
   if (!on(T_LANE_OFFSET_READS))
     return;
   for (auto [H, L] : loops) { // a lane loop without a branch but its own exit test
-    bool branches = false;
-    std::set<BasicBlock *> seen = {H, st.scanStart};
-    SmallVector<BasicBlock *, 16> work(successors(H));
-    while (!work.empty() && !branches) {
-      BasicBlock *BB = work.back();
-      work.pop_back();
-      if (!seen.insert(BB).second)
-        continue;
-      branches = BB->getTerminator()->getNumSuccessors() > 1;
-      work.append(succ_begin(BB), succ_end(BB));
-    }
+    SmallVector<BasicBlock *, 2> body(successors(H));
+    bool branches = any_of(reachable(body, [](BasicBlock *) { return false; }, {H, st.scanStart}),
+                           [](BasicBlock *BB) { return BB->getTerminator()->getNumSuccessors() > 1; });
     if (!branches)
       addLoopProperty(L->getTerminator(), "llvm.loop.unroll.disable");
   }

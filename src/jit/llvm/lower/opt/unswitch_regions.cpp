@@ -131,18 +131,7 @@ bool Lowering::unswitchNest(CbsState &st, CbsRegion &R, BasicBlock *head, Branch
   auto *T = dyn_cast<BranchInst>(R.Pre->getTerminator());
   if (!T || T->isConditional() || T->getSuccessor(0) != head)
     return false;
-  std::vector<BasicBlock *> nest;
-  std::set<BasicBlock *> seen = {st.scanStart, st.sched};
-  std::vector<BasicBlock *> work = {head};
-  while (!work.empty()) {
-    BasicBlock *BB = work.back();
-    work.pop_back();
-    if (!seen.insert(BB).second)
-      continue;
-    nest.push_back(BB);
-    for (BasicBlock *Su : successors(BB))
-      work.push_back(Su);
-  }
+  std::vector<BasicBlock *> nest = reachable({head}, [](BasicBlock *) { return false; }, {st.scanStart, st.sched});
   std::set<BasicBlock *> inNest(nest.begin(), nest.end());
   for (BasicBlock *BB : nest)
     for (Instruction &I : *BB)

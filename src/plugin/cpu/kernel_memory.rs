@@ -82,6 +82,8 @@ pub struct GuardedBuf {
     map_len: usize,
     /// usable bytes, `[map, map + cap)`; the guard follows
     cap: usize,
+    /// the last `written` bytes of the usable part have been written (by `get`, then maybe by kernels)
+    written: usize,
 }
 
 // SAFETY: the mapping is plain memory owned by this value; moving it between threads is fine.
@@ -89,11 +91,20 @@ unsafe impl Send for GuardedBuf {}
 
 impl GuardedBuf {
     pub const fn new() -> Self {
-        GuardedBuf { map: std::ptr::null_mut(), map_len: 0, cap: 0 }
+        GuardedBuf { map: std::ptr::null_mut(), map_len: 0, cap: 0, written: 0 }
     }
 
     /// A 64-byte aligned pointer to `size` usable bytes whose end (rounded up to 64 bytes) is the start
     /// of a guard; `None` if the mapping failed. `size == 0` points at the guard.
+    ///
+    /// The bytes, and the page before them, are written (zeros) before they are first handed out.
+    /// Kernel code reads memory it has not written (a vector load whose other lanes are masked off or
+    /// discarded, a work-item reading shared memory before any writes it), and a page of an anonymous
+    /// mapping that has only been read is the system's one shared zero page: every such page of every
+    /// buffer the same physical memory under different addresses, which cores whose L1 is tagged by
+    /// virtual address (AMD's) handle slowly. Measured: the warp-shuffle scan of bench/suite ran 2x
+    /// slower in a process where its scratch was fresh than where an earlier kernel had written it, and
+    /// as fast once its memory was written first (AMD EPYC with AVX-512, one or two threads; BENCHMARKS.md).
     pub fn get(&mut self, size: usize) -> Option<*mut u8> {
         let want = size.checked_next_multiple_of(ALIGN)?;
         if want > self.cap || self.map.is_null() {
@@ -103,6 +114,15 @@ impl GuardedBuf {
             self.map = map;
             self.map_len = map_len;
             self.cap = cap;
+            self.written = 0;
+        }
+        // (and the page before them: the vector loads of the first elements start there)
+        let write = (want + page_size()).min(self.cap);
+        if write > self.written {
+            // SAFETY: `[cap - write, cap - written)` lies inside the usable part, and no kernel has been
+            // handed any of it yet (every earlier result ended at the guard and was shorter than `written`).
+            unsafe { std::ptr::write_bytes(self.map.add(self.cap - write), 0, write - self.written) };
+            self.written = write;
         }
         // SAFETY: `want <= cap`, so the result lies inside the usable part of the mapping.
         Some(unsafe { self.map.add(self.cap - want) })
@@ -115,6 +135,7 @@ impl GuardedBuf {
             self.map = std::ptr::null_mut();
             self.map_len = 0;
             self.cap = 0;
+            self.written = 0;
         }
     }
 }
@@ -231,6 +252,26 @@ unsafe fn run_on<R>(base: *mut u8, f: impl FnOnce() -> R) -> std::thread::Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bytes never handed out before are written (zeros) first, also when a buffer grows inside its
+    /// mapping; what a kernel wrote stays (nothing is handed out twice as fresh).
+    #[test]
+    fn guarded_buf_writes_fresh_bytes_once() {
+        let mut b = GuardedBuf::new();
+        let p = b.get(100).unwrap();
+        // SAFETY: `p` points at 100 usable bytes.
+        let fresh = unsafe { std::slice::from_raw_parts_mut(p, 100) };
+        assert!(fresh.iter().all(|&x| x == 0));
+        fresh.fill(7);
+        let map = b.map;
+        let q = b.get(1000).unwrap();
+        assert_eq!(b.map, map, "grown inside its mapping");
+        // SAFETY: `q` points at 1000 usable bytes; its last 128 (100 rounded up) are what `p` held.
+        let grown = unsafe { std::slice::from_raw_parts(q, 1000) };
+        let old = 1000usize.next_multiple_of(ALIGN) - 128;
+        assert!(grown[..old].iter().all(|&x| x == 0));
+        assert!(grown[old..old + 100].iter().all(|&x| x == 7));
+    }
 
     #[test]
     fn guarded_buf_ends_at_the_guard() {

@@ -15,7 +15,7 @@ use std::fmt;
 use super::abi::OlRsLowerOptions;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 26] = [
+pub(crate) const NAMES: [&str; 27] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -42,6 +42,7 @@ pub(crate) const NAMES: [&str; 26] = [
     "ol-range-split",
     "ol-unswitch-warp-branches",
     "ol-alternate-exchanges",
+    "ol-group-loops",
 ];
 
 /// Every transform on.

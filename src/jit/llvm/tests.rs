@@ -2569,6 +2569,8 @@ const SWAPS: &str = "__gpu_kernel void k(float *o, const float *in) { static __g
 const TILES: &str = "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float acc = 0.0f; for (uint32_t b = 0; b < n; b += 256) { s[T] = in[b + T]; __gpu_sync_threads(); for (uint32_t j = 0; j < 256; ++j) acc += s[j] * (float)(j + T); __gpu_sync_threads(); } o[G] = acc; }";
 // a block-stride loop (every work-item from its id, by the group size) between barriers
 const STRIDED: &str = "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float m = 0.0f; for (uint32_t j = T; j < n; j += N) m += in[__gpu_block_id_x() * n + j]; s[T] = m; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }";
+// a group filling a 2-D tile (12 columns) of shared memory from a flat index, then a barrier
+const COOP: &str = "__gpu_kernel void k(float *o, const float *in, uint32_t w) { static __gpu_local float s[10][12]; for (uint32_t i = T; i < 120; i += N) s[i / 12][i % 12] = i % 12 < w ? in[(i / 12) * w + i % 12] : 0.0f; __gpu_sync_threads(); o[G] = s[T % 10][T % 12]; }";
 // xor-butterfly shuffles in each warp, then in the first warp only (`T < w`: a branch that differs
 // between warps, not between a warp's lanes)
 const WSHFL: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float p[64]; uint32_t l = __gpu_lane_id(), w = __gpu_num_lanes(); float v = in[G]; for (uint32_t d = w / 2; d > 0; d >>= 1) v += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ d, v, w); if (l == 0) p[T / w] = v; __gpu_sync_threads(); if (T < w) { float s = T < N / w ? p[T] : 0.0f; for (uint32_t d = w / 2; d > 0; d >>= 1) s += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ d, s, w); if (T == 0) o[__gpu_block_id_x()] = s; } }";
@@ -2714,6 +2716,9 @@ const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
         "__gpu_kernel void k(float *o, const float *in, uint32_t n) { float m = 0.0f; for (uint32_t j = T; j < n; j += N) m += in[j]; o[G] = m; }",
         None,
     ),
+    // (a specialisation: the group's size is the stride; no value carried between iterations)
+    ("ol-group-loops", true, COOP, Some([256, 1, 1])),
+    ("ol-group-loops", false, STRIDED, Some([64, 1, 1])),
     (
         "ol-runtime-divisors",
         true,
@@ -3028,9 +3033,15 @@ fn the_suite_kernels_get_their_transforms() {
         (
             "softmax",
             [256, 1, 1],
-            &["ol-uniform-barriers", "ol-block-stride-loops", "ol-implicit-loop-barriers", "ol-narrow-guards"],
+            &[
+                "ol-uniform-barriers",
+                "ol-block-stride-loops",
+                "ol-implicit-loop-barriers",
+                "ol-narrow-guards",
+                "ol-group-loops",
+            ],
         ),
-        ("conv2d", [16, 16, 1], &["ol-uniform-barriers", "ol-narrow-guards"]),
+        ("conv2d", [16, 16, 1], &["ol-uniform-barriers", "ol-narrow-guards", "ol-group-loops"]),
         ("mandel", [16, 16, 1], &["ol-lockstep-loops", "ol-promote-slots", "ol-reload-slots"]),
         ("spmv", [256, 1, 1], &["ol-narrow-guards"]),
         ("radix", [256, 1, 1], &["ol-uniform-barriers", "ol-plain-shared-atomics"]),
@@ -3156,6 +3167,80 @@ fn block_stride_loops_match_the_host() {
                 launch(kk, grid, block, &args, 0);
                 assert_eq!(out, want, "{name} {block:?} n={n} c={c}");
             }
+        }
+    }
+}
+
+/// Block-stride loops over the whole group that carry nothing between iterations (ol-group-loops: run by
+/// one work-item, taken apart into rows where the body uses `i / C` and `i % C`) give the host's results,
+/// generic and specialised: a 1-D copy into shared memory for every n around the group size (none, fewer
+/// than the group, partial last rounds, more than two rounds), and a 2-D group filling a tile with a halo
+/// (12 columns, 10 rows: 120 elements over 64 work-items) from an image whose right and bottom edges cut
+/// it, at every tile position.
+#[test]
+fn group_loops_match_the_host() {
+    let _g = shared();
+    let src = "#include <gpuintrin.h>\n#include <stdint.h>\n\
+        __gpu_kernel void g1(float *o, const float *in, uint32_t n) { static __gpu_local float s[1024]; \
+          uint32_t t = __gpu_thread_id_x(), nt = __gpu_num_threads_x(); \
+          for (uint32_t i = t; i < n; i += nt) s[i] = in[i] * 2.0f + (float)(i & 7); \
+          __gpu_sync_threads(); float a = t < n ? s[t] : 0.0f, b = t + nt < n ? s[t + nt] : 0.0f; \
+          o[__gpu_block_id_x() * nt + t] = a + 1000.0f * b; }\n\
+        __gpu_kernel void g2(float *o, const float *in, uint32_t w, uint32_t h) { static __gpu_local float tile[10][12]; \
+          uint32_t tx = __gpu_thread_id_x(), ty = __gpu_thread_id_y(), t = ty * 8 + tx; \
+          int x0 = (int)(__gpu_block_id_x() * 8) - 2, y0 = (int)(__gpu_block_id_y() * 8) - 1; \
+          for (uint32_t i = t; i < 120; i += 64) { int x = x0 + (int)(i % 12), y = y0 + (int)(i / 12); \
+            tile[i / 12][i % 12] = x >= 0 && y >= 0 && x < (int)w && y < (int)h ? in[y * (int)w + x] : 0.0f; } \
+          __gpu_sync_threads(); uint32_t x = __gpu_block_id_x() * 8 + tx, y = __gpu_block_id_y() * 8 + ty; \
+          if (x < w && y < h) o[y * w + x] = tile[ty][tx] + 10.0f * tile[ty + 2][tx + 4] + 100.0f * tile[ty + 1][tx + 2]; }\n";
+    let Some(bc) = nvptx_bitcode_of(src) else {
+        return;
+    };
+    assert!(times_fired(&bc, "g1", Some([64, 1, 1]), "ol-group-loops") > 0);
+    assert!(times_fired(&bc, "g2", Some([8, 8, 1]), "ol-group-loops") > 0);
+    let img = load(&bc).unwrap();
+    let input: Vec<f32> = (0..4096u32).map(|i| (i % 23) as f32).collect();
+    for block in [[64u32, 1, 1], [256, 1, 1]] {
+        let g = img.kernel("g1").unwrap();
+        let s = g.specialise(block).unwrap();
+        let nt = block[0];
+        for n in [0u32, 1, nt - 1, nt, nt + 1, 2 * nt + 3, 1024] {
+            let grid = [2u32, 1, 1];
+            let mut want = vec![0f32; (grid[0] * nt) as usize];
+            for gx in 0..grid[0] as usize {
+                for t in 0..nt {
+                    let sv = |i: u32| if i < n { input[i as usize] * 2.0 + (i & 7) as f32 } else { 0.0 };
+                    want[gx * nt as usize + t as usize] = sv(t) + 1000.0 * sv(t + nt);
+                }
+            }
+            for kk in [&g, &s] {
+                let mut out = vec![7f32; want.len()];
+                let mut inp = input.clone();
+                let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp), &b(&n)]);
+                launch(kk, grid, block, &args, 0);
+                assert_eq!(out, want, "g1 {block:?} n={n}");
+            }
+        }
+    }
+    let g = img.kernel("g2").unwrap();
+    let s = g.specialise([8, 8, 1]).unwrap();
+    for (w, h) in [(8u32, 8u32), (21, 13), (3, 30), (40, 5)] {
+        let grid = [w.div_ceil(8), h.div_ceil(8), 1];
+        let px = |x: i64, y: i64| {
+            if x >= 0 && y >= 0 && x < w as i64 && y < h as i64 { input[(y * w as i64 + x) as usize] } else { 0.0 }
+        };
+        let mut want = vec![-1f32; (w * h) as usize];
+        for y in 0..h as i64 {
+            for x in 0..w as i64 {
+                want[(y * w as i64 + x) as usize] = px(x - 2, y - 1) + 10.0 * px(x + 2, y + 1) + 100.0 * px(x, y);
+            }
+        }
+        for kk in [&g, &s] {
+            let mut out = vec![-1f32; want.len()];
+            let mut inp = input.clone();
+            let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp), &b(&w), &b(&h)]);
+            launch(kk, grid, [8, 8, 1], &args, 0);
+            assert_eq!(out, want, "g2 {w}x{h}");
         }
     }
 }

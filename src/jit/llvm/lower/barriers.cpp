@@ -23,6 +23,8 @@ bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk) {
   removeUnreachableBlocks(*F);
   if (!cbsCheckAllocas(st))
     return false;
+  if (!chunk && on(T_GROUP_LOOPS))
+    groupLoops(F);
   if (!chunk && on(T_BLOCK_STRIDE_LOOPS) && on(T_UNIFORM_BARRIERS) && on(T_IMPLICIT_LOOP_BARRIERS))
     blockStrideLoops(F); // (for ol-implicit-loop-barriers: before the divergence it changes)
   st.entry = &F->getEntryBlock();

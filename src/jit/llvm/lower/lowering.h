@@ -141,6 +141,7 @@ enum Transform : unsigned {
   T_RANGE_SPLIT,             // opt/equality_split.cpp: work-item loops cut at `id < b`-style choices
   T_UNSWITCH_WARP_BRANCHES,  // opt/unswitch_regions.cpp: a lane loop copied per side of a warp-uniform branch
   T_ALTERNATE_EXCHANGES,     // warp_lanes.cpp: consecutive warp exchanges in two areas, the barrier after a read dropped
+  T_GROUP_LOOPS,             // opt/block_stride_loops.cpp: a block-stride loop of the whole group run by one work-item
   T_COUNT
 };
 
@@ -231,6 +232,7 @@ struct Lowering {
   Value *ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp);
   bool replaceIntrinsics(Function *F, bool &collective);
   void blockStrideLoops(Function *F);
+  unsigned groupLoops(Function *F);
   int groupSizeDim(Function *F, Value *v);
   void runtimeDivisors(Function *F);
   bool lowerLocals(Function *F, uint64_t &staticBytes);

@@ -3176,7 +3176,7 @@ fn block_stride_loops_match_the_host() {
 /// generic and specialised: a 1-D copy into shared memory for every n around the group size (none, fewer
 /// than the group, partial last rounds, more than two rounds), and a 2-D group filling a tile with a halo
 /// (12 columns, 10 rows: 120 elements over 64 work-items) from an image whose right and bottom edges cut
-/// it, at every tile position.
+/// it, at every tile position; a loop whose elements the work-items stored to before it stays as it is.
 #[test]
 fn group_loops_match_the_host() {
     let _g = shared();
@@ -3192,12 +3192,19 @@ fn group_loops_match_the_host() {
           for (uint32_t i = t; i < 120; i += 64) { int x = x0 + (int)(i % 12), y = y0 + (int)(i / 12); \
             tile[i / 12][i % 12] = x >= 0 && y >= 0 && x < (int)w && y < (int)h ? in[y * (int)w + x] : 0.0f; } \
           __gpu_sync_threads(); uint32_t x = __gpu_block_id_x() * 8 + tx, y = __gpu_block_id_y() * 8 + ty; \
-          if (x < w && y < h) o[y * w + x] = tile[ty][tx] + 10.0f * tile[ty + 2][tx + 4] + 100.0f * tile[ty + 1][tx + 2]; }\n";
+          if (x < w && y < h) o[y * w + x] = tile[ty][tx] + 10.0f * tile[ty + 2][tx + 4] + 100.0f * tile[ty + 1][tx + 2]; }\n\
+        __gpu_kernel void g3(float *o, const float *in, uint32_t n) { static __gpu_local float s[1024]; \
+          uint32_t t = __gpu_thread_id_x(), nt = __gpu_num_threads_x(); s[t] = -1.0f; \
+          for (uint32_t i = t; i < n; i += nt) s[i] = in[i]; \
+          __gpu_sync_threads(); o[__gpu_block_id_x() * nt + t] = s[t]; }\n";
     let Some(bc) = nvptx_bitcode_of(src) else {
         return;
     };
     assert!(times_fired(&bc, "g1", Some([64, 1, 1]), "ol-group-loops") > 0);
     assert!(times_fired(&bc, "g2", Some([8, 8, 1]), "ol-group-loops") > 0);
+    // (g3's work-items store to the shared array before the loop: one work-item's iterations would come
+    // before the others' own stores)
+    assert_eq!(times_fired(&bc, "g3", Some([64, 1, 1]), "ol-group-loops"), 0);
     let img = load(&bc).unwrap();
     let input: Vec<f32> = (0..4096u32).map(|i| (i % 23) as f32).collect();
     for block in [[64u32, 1, 1], [256, 1, 1]] {
@@ -3220,6 +3227,18 @@ fn group_loops_match_the_host() {
                 launch(kk, grid, block, &args, 0);
                 assert_eq!(out, want, "g1 {block:?} n={n}");
             }
+        }
+    }
+    let g = img.kernel("g3").unwrap();
+    let s = g.specialise([64, 1, 1]).unwrap();
+    for n in [0u32, 10, 64, 100] {
+        let want: Vec<f32> = (0..64u32).map(|t| if t < n { input[t as usize] } else { -1.0 }).collect();
+        for kk in [&g, &s] {
+            let mut out = vec![7f32; 64];
+            let mut inp = input.clone();
+            let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp), &b(&n)]);
+            launch(kk, [1, 1, 1], [64, 1, 1], &args, 0);
+            assert_eq!(out, want, "g3 n={n}");
         }
     }
     let g = img.kernel("g2").unwrap();

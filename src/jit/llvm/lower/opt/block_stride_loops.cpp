@@ -390,11 +390,70 @@ bool isJ(Value *X, Value *j) {
 
 Value *castTo(IRBuilder<> &B, Value *v, Type *T) { return B.CreateZExtOrTrunc(v, T); }
 
+// Which memory a load or store reaches: 1 the group's shared memory (static or dynamic), 2 the kernel's
+// arguments' (buffers, which may alias each other), 3 either.
+unsigned spaceOf(Value *ptr, Function *F) {
+  unsigned o = F->arg_size() - E_COUNT;
+  SmallVector<const Value *, 4> objs;
+  getUnderlyingObjects(ptr, objs);
+  unsigned sp = 0;
+  for (const Value *V : objs) {
+    auto *A = dyn_cast<Argument>(V);
+    if (A && (A->getArgNo() == o + E_LOCAL || A->getArgNo() == o + E_DYN))
+      sp |= 1;
+    else if (A && A->getArgNo() < o)
+      sp |= 2;
+    else
+      sp |= 3;
+  }
+  return objs.empty() ? 3 : sp;
+}
+
+// The spaces I reads (first) and writes (second): a load's or store's, everything for another access.
+std::pair<unsigned, unsigned> accessOf(Instruction &I, Function *F) {
+  if (!I.mayReadOrWriteMemory())
+    return {0, 0};
+  if (auto *L = dyn_cast<LoadInst>(&I))
+    return {spaceOf(L->getPointerOperand(), F), 0};
+  if (auto *S = dyn_cast<StoreInst>(&I))
+    return {0, spaceOf(S->getPointerOperand(), F)};
+  return {3, 3};
+}
+
+// Whether a work-item's accesses from its last barrier (or the kernel's start) up to the loop entered
+// from G may touch what the loop's iterations write or, for stores, read (loopReads, loopWrites): a
+// work-item other than the first made them before its own iterations, and after groupLoops it makes them
+// after the first work-item has run every iteration (a read of an element before the work-item's own
+// iteration writes it, a store its own iteration overwrites).
+bool touchedBefore(BasicBlock *G, Function *F, Function *BM, unsigned loopReads, unsigned loopWrites) {
+  std::set<BasicBlock *> seen;
+  SmallVector<BasicBlock *, 16> work = {G};
+  while (!work.empty()) {
+    BasicBlock *BB = work.pop_back_val();
+    if (!seen.insert(BB).second)
+      continue;
+    bool barrier = false; // (backwards from the block's end: what precedes a barrier is not this interval's)
+    for (Instruction &I : reverse(*BB)) {
+      if (auto *CI = dyn_cast<CallInst>(&I); CI && CI->getCalledFunction() == BM) {
+        barrier = true;
+        break;
+      }
+      auto [r, w] = accessOf(I, F);
+      if ((r & loopWrites) || (w & (loopWrites | loopReads)))
+        return true;
+    }
+    if (!barrier)
+      work.append(pred_begin(BB), pred_end(BB));
+  }
+  return false;
+}
+
 } // namespace
 
 // ol-group-loops: a block-stride loop `for (j = t; j < n; j += S)` over the flat id t of a group of
 // exactly S work-items (a specialisation), whose body depends on the work-item only through j, carries no
-// value from one iteration to the next and leaves none after the loop: the group's work-items together
+// value from one iteration to the next and leaves none after the loop, and whose memory the work-items
+// have not touched since their last barrier (touchedBefore): the group's work-items together
 // run the body once for every j in [0, n), in no order a kernel may rely on (between barriers, one
 // work-item's stores are not another's to read). It becomes `if (t == 0) for (j = 0; j < n; j++)
 // body(j)`: the same iterations, one work-item running them in order. Where the body takes j apart with
@@ -470,7 +529,13 @@ unsigned Lowering::groupLoops(Function *F) {
           for (User *U : I.users())
             ok &= L->contains(cast<Instruction>(U));
         }
-      if (ok)
+      unsigned reads = 0, writes = 0;
+      for (BasicBlock *BB : L->blocks())
+        for (Instruction &I : *BB) {
+          auto [r, w] = accessOf(I, F);
+          reads |= r, writes |= w;
+        }
+      if (ok && !touchedBefore(G, F, M.getFunction("__ol_rs.barrier"), reads, writes))
         found.push_back({G, H, LB, E, j, start, n, std::vector<BasicBlock *>(L->blocks().begin(), L->blocks().end())});
     }
   }

@@ -3176,7 +3176,8 @@ fn block_stride_loops_match_the_host() {
 /// generic and specialised: a 1-D copy into shared memory for every n around the group size (none, fewer
 /// than the group, partial last rounds, more than two rounds), and a 2-D group filling a tile with a halo
 /// (12 columns, 10 rows: 120 elements over 64 work-items) from an image whose right and bottom edges cut
-/// it, at every tile position; a loop whose elements the work-items stored to before it stays as it is.
+/// it, at every tile position; a loop whose elements the work-items stored to before it, and one that only
+/// some of the work-items reach, stay as they are.
 #[test]
 fn group_loops_match_the_host() {
     let _g = shared();
@@ -3196,7 +3197,11 @@ fn group_loops_match_the_host() {
         __gpu_kernel void g3(float *o, const float *in, uint32_t n) { static __gpu_local float s[1024]; \
           uint32_t t = __gpu_thread_id_x(), nt = __gpu_num_threads_x(); s[t] = -1.0f; \
           for (uint32_t i = t; i < n; i += nt) s[i] = in[i]; \
-          __gpu_sync_threads(); o[__gpu_block_id_x() * nt + t] = s[t]; }\n";
+          __gpu_sync_threads(); o[__gpu_block_id_x() * nt + t] = s[t]; }\n\
+        __gpu_kernel void g4(float *o, const float *in, uint32_t n) { static __gpu_local float s[1024]; \
+          uint32_t t = __gpu_thread_id_x(), nt = __gpu_num_threads_x(); \
+          if (t >= 16) { for (uint32_t i = t; i < n; i += nt) s[i] = in[i]; } else s[t] = -1.0f; \
+          __gpu_sync_threads(); o[__gpu_block_id_x() * nt + t] = t < 16 || t < n ? s[t] : 0.0f; }\n";
     let Some(bc) = nvptx_bitcode_of(src) else {
         return;
     };
@@ -3205,6 +3210,8 @@ fn group_loops_match_the_host() {
     // (g3's work-items store to the shared array before the loop: one work-item's iterations would come
     // before the others' own stores)
     assert_eq!(times_fired(&bc, "g3", Some([64, 1, 1]), "ol-group-loops"), 0);
+    // (g4's loop is run by the work-items from 16 on only)
+    assert_eq!(times_fired(&bc, "g4", Some([64, 1, 1]), "ol-group-loops"), 0);
     let img = load(&bc).unwrap();
     let input: Vec<f32> = (0..4096u32).map(|i| (i % 23) as f32).collect();
     for block in [[64u32, 1, 1], [256, 1, 1]] {
@@ -3239,6 +3246,28 @@ fn group_loops_match_the_host() {
             let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp), &b(&n)]);
             launch(kk, [1, 1, 1], [64, 1, 1], &args, 0);
             assert_eq!(out, want, "g3 n={n}");
+        }
+    }
+    let g = img.kernel("g4").unwrap();
+    let s = g.specialise([64, 1, 1]).unwrap();
+    for n in [0u32, 10, 64, 100] {
+        let want: Vec<f32> = (0..64u32)
+            .map(|t| {
+                if t < 16 {
+                    -1.0
+                } else if t < n {
+                    input[t as usize]
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        for kk in [&g, &s] {
+            let mut out = vec![7f32; 64];
+            let mut inp = input.clone();
+            let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp), &b(&n)]);
+            launch(kk, [1, 1, 1], [64, 1, 1], &args, 0);
+            assert_eq!(out, want, "g4 n={n}");
         }
     }
     let g = img.kernel("g2").unwrap();

@@ -4,6 +4,8 @@
 // divides j by a constant (groupLoops, ol-group-loops).
 #include "../lowering.h"
 
+#include "llvm/Analysis/CFG.h"
+
 #include <optional>
 
 namespace ol_rs::lower {
@@ -481,10 +483,19 @@ unsigned Lowering::groupLoops(Function *F) {
       return K->getZExtValue() == S;
     return gs[1] == 1 && gs[2] == 1 && groupSizeDim(F, st) == 0;
   };
+  std::set<Instruction *> divTerm = divergentTerms(F, div);
   std::vector<Candidate> found;
   {
     DominatorTree DT(*F);
+    PostDominatorTree PDT(*F);
     LoopInfo LI(DT);
+    // every work-item reaches G: no branch that differs between work-items decides whether it does (the
+    // iterations of the work-items that do not reach it would be lost, and the first might be one)
+    auto allReach = [&](BasicBlock *G) {
+      return none_of(divTerm, [&](Instruction *T) {
+        return !PDT.dominates(G, T->getParent()) && isPotentiallyReachable(T->getParent(), G, nullptr, &DT);
+      });
+    };
     for (Loop *L : LI.getLoopsInPreorder()) {
       BasicBlock *H = L->getHeader(), *G = L->getLoopPredecessor(), *LB = L->getLoopLatch();
       BasicBlock *E = L->getExitBlock();
@@ -535,7 +546,7 @@ unsigned Lowering::groupLoops(Function *F) {
           auto [r, w] = accessOf(I, F);
           reads |= r, writes |= w;
         }
-      if (ok && !touchedBefore(G, F, M.getFunction("__ol_rs.barrier"), reads, writes))
+      if (ok && allReach(G) && !touchedBefore(G, F, M.getFunction("__ol_rs.barrier"), reads, writes))
         found.push_back({G, H, LB, E, j, start, n, std::vector<BasicBlock *>(L->blocks().begin(), L->blocks().end())});
     }
   }

@@ -3236,38 +3236,29 @@ fn group_loops_match_the_host() {
             }
         }
     }
-    let g = img.kernel("g3").unwrap();
-    let s = g.specialise([64, 1, 1]).unwrap();
-    for n in [0u32, 10, 64, 100] {
-        let want: Vec<f32> = (0..64u32).map(|t| if t < n { input[t as usize] } else { -1.0 }).collect();
-        for kk in [&g, &s] {
-            let mut out = vec![7f32; 64];
-            let mut inp = input.clone();
-            let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp), &b(&n)]);
-            launch(kk, [1, 1, 1], [64, 1, 1], &args, 0);
-            assert_eq!(out, want, "g3 n={n}");
+    // g3: its own -1 overwritten by its iteration; g4: -1 below 16, its iteration from 16 on
+    let g3 = |t: u32, n: u32| if t < n { input[t as usize] } else { -1.0 };
+    let g4 = |t: u32, n: u32| {
+        if t < 16 {
+            -1.0
+        } else if t < n {
+            input[t as usize]
+        } else {
+            0.0
         }
-    }
-    let g = img.kernel("g4").unwrap();
-    let s = g.specialise([64, 1, 1]).unwrap();
-    for n in [0u32, 10, 64, 100] {
-        let want: Vec<f32> = (0..64u32)
-            .map(|t| {
-                if t < 16 {
-                    -1.0
-                } else if t < n {
-                    input[t as usize]
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        for kk in [&g, &s] {
-            let mut out = vec![7f32; 64];
-            let mut inp = input.clone();
-            let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp), &b(&n)]);
-            launch(kk, [1, 1, 1], [64, 1, 1], &args, 0);
-            assert_eq!(out, want, "g4 n={n}");
+    };
+    for (name, f) in [("g3", &g3 as &dyn Fn(u32, u32) -> f32), ("g4", &g4)] {
+        let g = img.kernel(name).unwrap();
+        let s = g.specialise([64, 1, 1]).unwrap();
+        for n in [0u32, 10, 64, 100] {
+            let want: Vec<f32> = (0..64u32).map(|t| f(t, n)).collect();
+            for kk in [&g, &s] {
+                let mut out = vec![7f32; 64];
+                let mut inp = input.clone();
+                let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp), &b(&n)]);
+                launch(kk, [1, 1, 1], [64, 1, 1], &args, 0);
+                assert_eq!(out, want, "{name} n={n}");
+            }
         }
     }
     let g = img.kernel("g2").unwrap();

@@ -357,10 +357,6 @@ void Lowering::blockStrideLoops(Function *F) {
   }
 }
 
-} // namespace ol_rs::lower
-
-namespace ol_rs::lower {
-
 namespace {
 
 // Whether V is the work-item's flat id in a group of gs[0] x gs[1] x gs[2]: the flat id argument, the x id

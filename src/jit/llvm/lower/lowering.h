@@ -92,6 +92,13 @@ std::vector<BasicBlock *> reachable(ArrayRef<BasicBlock *> from, Stop stop, std:
   return out;
 }
 
+// A block-stride loop's shape (opt/block_stride_loops.cpp, used by opt/group_loops.cpp too): whether Br
+// goes to Into exactly when `x < n` (unsigned; sets x and n); V without zext/trunc around it; clang's
+// latch `j < n - S` for constants taken as `j + S < n` (sets nextV to j's next value and n to guardN).
+bool entersWhenBelow(BranchInst *Br, BasicBlock *Into, Value *&x, Value *&n);
+Value *stripCasts(Value *V);
+bool constantLatch(BasicBlock *H, BasicBlock *LB, Value *&nextV, Value *&n, Value *guardN);
+
 // Extra trailing parameters of K.body, in this order.
 enum Extra {
   E_LX, E_LY, E_LZ, E_LWI,
@@ -141,7 +148,7 @@ enum Transform : unsigned {
   T_RANGE_SPLIT,             // opt/equality_split.cpp: work-item loops cut at `id < b`-style choices
   T_UNSWITCH_WARP_BRANCHES,  // opt/unswitch_regions.cpp: a lane loop copied per side of a warp-uniform branch
   T_ALTERNATE_EXCHANGES,     // warp_lanes.cpp: consecutive warp exchanges in two areas, the barrier after a read dropped
-  T_GROUP_LOOPS,             // opt/block_stride_loops.cpp: a block-stride loop of the whole group run by one work-item
+  T_GROUP_LOOPS,             // opt/group_loops.cpp: a block-stride loop of the whole group run by one work-item
   T_COUNT
 };
 

@@ -176,6 +176,13 @@ jit_target_matrix() { # jit_target_matrix [--c-only]
   for tt in test_suite test_kernels; do
     ctest "stop points: $tt" env OFFLOAD_RS_KERNEL_TIMEOUT=600 "build/ffi-tests/$tt" || ok=1
   done
+  # the full version from each kernel's first launch on (the runs above give each first launch at a shape
+  # its quick version: src/plugin/cpu/tier_up.rs), native target
+  # and, the other way, the quick version for every launch
+  for tt in test_suite test_kernels; do
+    ctest "full version at first launches: $tt" env OFFLOAD_RS_JIT_QUICK_FIRST=0 "build/ffi-tests/$tt" || ok=1
+    ctest "quick version for every launch: $tt" env OFFLOAD_RS_JIT_QUICK_FIRST=only "build/ffi-tests/$tt" || ok=1
+  done
   # without any of the lowering's transforms (src/jit/llvm/lower/README.md; scripts/lowering-matrix.sh
   # switches each off in turn): the results must not depend on them
   for tt in test_suite test_kernels; do

@@ -137,6 +137,14 @@ impl<V, E: Clone> ContentCache<V, E> {
         }
     }
 
+    /// The live value for `key`, if there is one (nothing is produced or waited for).
+    pub fn live_value(&self, key: &Key) -> Option<Arc<V>> {
+        match self.map.lock().get(key) {
+            Some(Slot::Ready(w)) => w.upgrade(),
+            _ => None,
+        }
+    }
+
     /// Whether `key` has an entry (live, in flight, or not yet evicted).
     pub fn contains(&self, key: &Key) -> bool {
         self.map.lock().contains_key(key)
@@ -190,6 +198,7 @@ pub(crate) fn key_of(
         for g in s.group_size {
             k.update(&g.to_le_bytes());
         }
+        k.update(&[u8::from(s.quick)]);
     }
     *k.finalize().as_bytes()
 }
@@ -219,6 +228,26 @@ pub(crate) fn get_or_compile(
     Ok(obj)
 }
 
+/// The compiled object for `bc` (as [`get_or_compile`] with `defer` false) if the memory or the disk
+/// cache has it, without compiling: whether a launch can have a specialisation's full version now.
+pub(crate) fn get_cached(bc: &[u8], memcheck: bool, spec: Option<&compile::Spec>) -> Option<Arc<CompiledObject>> {
+    let opt = compile::opt_level();
+    let key = key_of(bc, opt, memcheck, super::stop_points(), false, spec);
+    let c = cache();
+    if let Some(obj) = c.objects.live_value(&key) {
+        c.hits.fetch_add(1, Ordering::Relaxed);
+        return Some(obj);
+    }
+    let (object, kernels) = compile::decode_object(&super::disk::Dir::open()?.read(&key)?)?;
+    if !super::elf::LoadedObject::loads(&object) {
+        return None;
+    }
+    // (one that another thread produced meanwhile is as good)
+    let (obj, _) = c.objects.get_or_produce(key, || Ok(Arc::new(CompiledObject { object, kernels, key }))).ok()?;
+    c.hits.fetch_add(1, Ordering::Relaxed);
+    Some(obj)
+}
+
 fn produce(
     bc: &[u8],
     stop_points: bool,
@@ -228,7 +257,8 @@ fn produce(
     key: Key,
     spec: Option<&compile::Spec>,
 ) -> Result<Arc<CompiledObject>, JitError> {
-    let dir = super::disk::Dir::open();
+    // a quick specialisation serves one launch while its full version compiles: not worth a file
+    let dir = if spec.is_some_and(|s| s.quick) { None } else { super::disk::Dir::open() };
     if let Some(d) = &dir
         && let Some(payload) = d.read(&key)
         && let Some((object, kernels)) = compile::decode_object(&payload)

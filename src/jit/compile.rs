@@ -6,11 +6,14 @@
 use super::{Arch, JitError, KernelMeta, ParamLayout};
 
 /// Launch-time specialisation: compile only `kernel`, for work-groups of exactly `group_size`
-/// (constant trip counts), without the module's constructors/destructors.
+/// (constant trip counts), without the module's constructors/destructors. `quick`: the version for the
+/// first launch at that shape, which runs while the full one compiles (`plugin::cpu::tiers`): the same
+/// lowering, then a short pipeline (src/jit/llvm/compile.rs) and code generation at -O1 instead of `default<O3>` and -O3.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Spec {
     pub kernel: String,
     pub group_size: [u32; 3],
+    pub quick: bool,
 }
 
 /// `LIBOMPTARGET_JIT_OPT_LEVEL` (default 3), as LLVM's JIT reads it.
@@ -82,11 +85,11 @@ pub(crate) fn truncate(s: &str) -> String {
 }
 
 /// Kernel metadata as text, one line per kernel: `K name symbol static scratch flags warp nparams
-/// size:align...` (flags: 1 = barriers, 2 = specialisable, i.e. no mutable globals).
+/// size:align...` (flags: 1 = barriers, 2 = specialisable, i.e. no mutable globals, 4 = debug info).
 fn encode_meta(kernels: &[KernelMeta]) -> String {
     let mut s = String::new();
     for k in kernels {
-        let flags = u32::from(k.has_barriers) | (u32::from(k.specialisable) << 1);
+        let flags = u32::from(k.has_barriers) | (u32::from(k.specialisable) << 1) | (u32::from(k.debug_info) << 2);
         s += &format!(
             "K {} {} {} {} {flags} {} {}",
             k.name,
@@ -128,6 +131,7 @@ fn parse_meta(text: &str) -> Result<Vec<KernelMeta>, JitError> {
             scratch_bytes_per_wi: num(4)?,
             has_barriers: num(5)? & 1 != 0,
             specialisable: num(5)? & 2 != 0,
+            debug_info: num(5)? & 4 != 0,
             warp_size: num(6)? as u32,
             params,
         });

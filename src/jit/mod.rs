@@ -201,6 +201,30 @@ pub fn specialisation_enabled() -> bool {
     *ON.get_or_init(|| std::env::var_os("OFFLOAD_RS_JIT_SPECIALISE").is_none_or(|v| v != "0"))
 }
 
+/// Which versions of a kernel's specialisation for a group shape the CPU plugin runs
+/// (`plugin::cpu::tier_up`; `OFFLOAD_RS_JIT_QUICK_FIRST`, read once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tiers {
+    /// `0`: the full version from the first launch on (the first launch waits for its compile)
+    Full,
+    /// the default: the quick version for the first launch, the full one from the second on
+    QuickFirst,
+    /// `only`: the quick version for every launch (exactness tests of the quick pipeline)
+    QuickOnly,
+}
+
+/// [`Tiers`]: `QuickFirst` unless `OFFLOAD_RS_JIT_QUICK_FIRST` says otherwise; `Full` at
+/// `LIBOMPTARGET_JIT_OPT_LEVEL` 0 and 1 (the full compile is a quick one there).
+pub fn tiers() -> Tiers {
+    static T: std::sync::OnceLock<Tiers> = std::sync::OnceLock::new();
+    *T.get_or_init(|| match std::env::var("OFFLOAD_RS_JIT_QUICK_FIRST").as_deref() {
+        Ok("only") => Tiers::QuickOnly,
+        Ok("0") => Tiers::Full,
+        _ if compile::opt_level() < 2 => Tiers::Full,
+        _ => Tiers::QuickFirst,
+    })
+}
+
 /// `printf` of JIT'd code (`devicelib.rs`'s `__ol_rs_rt_printf`): (format, argument buffer in CUDA's
 /// `vprintf` layout, its length or `u64::MAX` if unknown, 1 for CUDA's `vprintf` return value, the
 /// work-item's local id) -> what printf returns.
@@ -366,6 +390,8 @@ pub(crate) struct KernelMeta {
     pub has_barriers: bool,
     /// uses no mutable global variable: a separately compiled and loaded copy behaves the same
     pub specialisable: bool,
+    /// its module has debug info (built with `-g`)
+    pub debug_info: bool,
     pub warp_size: u32,
     pub params: Vec<ParamLayout>,
 }
@@ -379,6 +405,9 @@ pub struct KernelEntry {
     pub scratch_bytes_per_wi: usize,
     pub has_barriers: bool,
     pub warp_size: u32,
+    /// built with debug info (`-g`): a debugger is to see the same code at every launch, so the CPU
+    /// plugin runs no quick version of it (`plugin::cpu::tier_up`)
+    pub debug_info: bool,
     /// compiled with the memory checker (its hook is set)
     pub memcheck: bool,
     /// the work-group function's symbol in the program's object (JIT'd code)
@@ -406,6 +435,7 @@ impl std::fmt::Debug for KernelEntry {
             .field("scratch_bytes_per_wi", &self.scratch_bytes_per_wi)
             .field("has_barriers", &self.has_barriers)
             .field("warp_size", &self.warp_size)
+            .field("debug_info", &self.debug_info)
             .field("memcheck", &self.memcheck)
             .finish()
     }
@@ -452,12 +482,25 @@ impl KernelEntry {
     /// once, whichever program asks. The copy has no constructors and shares no state with this one,
     /// which is why only kernels without mutable globals are specialisable. Its [`WgFn`] must only be
     /// called with `ctx.group_size == group_size`.
-    pub fn specialise(&self, group_size: [u32; 3]) -> Result<KernelEntry, JitError> {
+    /// `quick`: the quickly compiled version for the first launch at that shape ([`compile::Spec`]).
+    pub fn specialise(&self, group_size: [u32; 3], quick: bool) -> Result<KernelEntry, JitError> {
         let Some(src) = &self.source else {
             return Err(JitError::NotFound(format!("kernel '{}' cannot be specialised", self.name)));
         };
-        let spec = compile::Spec { kernel: self.name.clone(), group_size };
+        let spec = compile::Spec { kernel: self.name.clone(), group_size, quick };
         let co = cache::get_or_compile(src, memcheck(), false, Some(&spec))?;
+        self.specialised_from(co, group_size)
+    }
+
+    /// The full version for `group_size` (as [`KernelEntry::specialise`] makes it) if the memory or the
+    /// disk cache has it: then a first launch needs no quick version.
+    pub fn cached_specialisation(&self, group_size: [u32; 3]) -> Option<KernelEntry> {
+        let spec = compile::Spec { kernel: self.name.clone(), group_size, quick: false };
+        let co = cache::get_cached(self.source.as_ref()?, memcheck(), Some(&spec))?;
+        self.specialised_from(co, group_size).ok()
+    }
+
+    fn specialised_from(&self, co: Arc<cache::CompiledObject>, group_size: [u32; 3]) -> Result<KernelEntry, JitError> {
         let loaded = Loaded::load(co, None, Some(group_size))?;
         let img = LoadedImage::new(Generic::ready(loaded), None);
         let mut k = img
@@ -616,6 +659,7 @@ impl LoadedImage {
                 scratch_bytes_per_wi: 0,
                 has_barriers: false,
                 warp_size: 1,
+                debug_info: false,
                 symbol: name.to_string(),
                 generic: self.generic.clone(),
                 source: None,
@@ -630,6 +674,7 @@ impl LoadedImage {
             scratch_bytes_per_wi: m.scratch_bytes_per_wi,
             has_barriers: m.has_barriers,
             warp_size: m.warp_size,
+            debug_info: m.debug_info,
             symbol: m.symbol.clone(),
             generic: self.generic.clone(),
             source: if m.specialisable { self.generic.source.clone() } else { None },

@@ -66,7 +66,7 @@ fn take_strs<'a, const N: usize>(v: &mut &'a [u8]) -> Option<[&'a str; N]> {
 pub(crate) enum Request<'a> {
     /// Bitcode -> x86-64 relocatable object and kernel metadata (`compile::compile_in_process`), with
     /// the memory checker's instrumentation when `memcheck`, specialised for one kernel and group size
-    /// when `kernel` is not empty (`compile::Spec`); `replaced`: generic code that specialisations
+    /// when `kernel` is not empty (`compile::Spec`, `quick` its tier); `replaced`: generic code that specialisations
     /// replace at launch (`compile::generic_is_replaced`); `defer`: such generic code may be left
     /// uncompiled (`compile::compile_in_process`: the answer is then the metadata without an object); for
     /// the client's target `triple`, `cpu`,
@@ -80,6 +80,7 @@ pub(crate) enum Request<'a> {
         defer: bool,
         kernel: &'a str,
         group: [u32; 3],
+        quick: bool,
         triple: &'a str,
         cpu: &'a str,
         features: &'a str,
@@ -96,8 +97,8 @@ pub(crate) enum Request<'a> {
 }
 
 impl<'a> Request<'a> {
-    /// `kind: u8 | opt: u8 | flags: u8 (CPU: 1 memcheck, 2 replaced, 4 no vector math, 8 stop points, 16 defer;
-    /// target: 1 under valgrind) | group: 3 x u32 | (len: u32, bytes) for five strings (CPU: the
+    /// `kind: u8 | opt: u8 | flags: u8 (CPU: 1 memcheck, 2 replaced, 4 no vector math, 8 stop points, 16 defer,
+    /// 32 quick; target: 1 under valgrind) | group: 3 x u32 | (len: u32, bytes) for five strings (CPU: the
     /// specialised kernel, triple, cpu, features, lowering; PTX: cpu, features, "", "", ""; target: spec,
     /// lacks, "", "", "") | bitcode`.
     /// The request's bytes; `OutOfResources` when there is no memory for them (a copy of the image: the
@@ -112,6 +113,7 @@ impl<'a> Request<'a> {
                 defer,
                 kernel,
                 group,
+                quick,
                 triple,
                 cpu,
                 features,
@@ -123,7 +125,8 @@ impl<'a> Request<'a> {
                     | (u8::from(replaced) << 1)
                     | (u8::from(!vector_math) << 2)
                     | (u8::from(stop_points) << 3)
-                    | (u8::from(defer) << 4);
+                    | (u8::from(defer) << 4)
+                    | (u8::from(quick) << 5);
                 (1, opt, flags, group, [kernel, triple, cpu, features, lowering], bc)
             }
             Request::Ptx { bc, cpu, features, opt } => (2, opt, 0, [0; 3], [cpu, features, "", "", ""], bc),
@@ -168,6 +171,7 @@ impl<'a> Request<'a> {
                 defer: flags & 16 != 0,
                 kernel: strs[0],
                 group,
+                quick: flags & 32 != 0,
                 triple: strs[1],
                 cpu: strs[2],
                 features: strs[3],
@@ -243,6 +247,7 @@ mod tests {
             defer: true,
             kernel: "k",
             group: [64, 2, 1],
+            quick: true,
             triple: "x86_64-pc-linux-gnu",
             cpu: "x86-64-v3",
             features: "-avx2",
@@ -259,6 +264,7 @@ mod tests {
                 defer,
                 kernel,
                 group,
+                quick,
                 triple,
                 cpu,
                 features,
@@ -267,7 +273,7 @@ mod tests {
                 lowering,
             }) => {
                 assert_eq!((b, opt, memcheck, replaced, kernel, group), (&bc[..], 3, false, true, "k", [64, 2, 1]));
-                assert!(defer);
+                assert!(defer && quick);
                 assert_eq!((triple, cpu, features, vector_math), ("x86_64-pc-linux-gnu", "x86-64-v3", "-avx2", false));
                 assert!(stop_points);
                 assert_eq!(lowering, "-ol-run-guards");

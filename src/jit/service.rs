@@ -72,6 +72,7 @@ pub(crate) fn compile_cpu(
         defer,
         kernel: spec.map_or("", |s| s.kernel.as_str()),
         group: spec.map_or([0; 3], |s| s.group_size),
+        quick: spec.is_some_and(|s| s.quick),
         triple: &target.triple,
         cpu: &target.cpu,
         features: &target.features,

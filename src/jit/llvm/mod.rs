@@ -49,6 +49,7 @@ pub(crate) fn execute(req: &Request<'_>) -> Result<Vec<u8>, JitError> {
             defer,
             kernel,
             group,
+            quick,
             triple,
             cpu,
             features,
@@ -56,8 +57,11 @@ pub(crate) fn execute(req: &Request<'_>) -> Result<Vec<u8>, JitError> {
             stop_points,
             lowering,
         } => {
-            let spec =
-                (!kernel.is_empty()).then(|| super::compile::Spec { kernel: kernel.to_string(), group_size: group });
+            let spec = (!kernel.is_empty()).then(|| super::compile::Spec {
+                kernel: kernel.to_string(),
+                group_size: group,
+                quick,
+            });
             let target = super::request::CpuTarget {
                 triple: triple.to_string(),
                 cpu: cpu.to_string(),

@@ -420,6 +420,7 @@ pub(crate) fn host_kernels(m: &Module<'_>) -> Vec<KernelMeta> {
                 scratch_bytes_per_wi: 0,
                 has_barriers: false,
                 specialisable: false,
+                debug_info: false,
                 warp_size: 1,
                 params: Vec::new(),
             });

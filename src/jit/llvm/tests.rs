@@ -1230,13 +1230,13 @@ fn specialised_matches_generic() {
             out
         };
         let before = cache_stats().1;
-        let s = k.specialise([128, 1, 1]).expect("specialise");
+        let s = k.specialise([128, 1, 1], false).expect("specialise");
         assert_eq!(cache_stats().1, before + 1, "{t:?}: one compile");
         assert_eq!(run(&s), run(&k), "{t:?} reduce"); // (`run(&k)` may compile deferred generic code)
         // another program from the same bytes: its declarations and the specialised code come from the cache
         let before = cache_stats().1;
         let img2 = load_ok("reduce", t).unwrap();
-        let s2 = img2.kernel("reduce_sum").unwrap().specialise([128, 1, 1]).expect("specialise");
+        let s2 = img2.kernel("reduce_sum").unwrap().specialise([128, 1, 1], false).expect("specialise");
         assert_eq!(cache_stats().1, before, "{t:?}: cache hits");
         assert_eq!(run(&s2), run(&k), "{t:?} reduce, second program");
 
@@ -1250,7 +1250,7 @@ fn specialised_matches_generic() {
             launch(k, [groups, 1, 1], [n, 1, 1], &args, 0);
             out
         };
-        assert_eq!(run(&k.specialise([n, 1, 1]).unwrap()), run(&k), "{t:?} guards");
+        assert_eq!(run(&k.specialise([n, 1, 1], false).unwrap()), run(&k), "{t:?} guards");
 
         let img = load_ok("barriers2", t).unwrap();
         let k = img.kernel("transpose").unwrap();
@@ -1262,7 +1262,7 @@ fn specialised_matches_generic() {
             launch(k, [w.div_ceil(16), h.div_ceil(16), 1], [16, 16, 1], &args, 0);
             out
         };
-        assert_eq!(run(&k.specialise([16, 16, 1]).unwrap()), run(&k), "{t:?} transpose");
+        assert_eq!(run(&k.specialise([16, 16, 1], false).unwrap()), run(&k), "{t:?} transpose");
 
         let img = load_ok("saxpy", t).unwrap();
         let k = img.kernel("saxpy").unwrap();
@@ -1274,7 +1274,7 @@ fn specialised_matches_generic() {
             launch(k, [n.div_ceil(64), 1, 1], [64, 1, 1], &args, 0);
             y
         };
-        assert_eq!(run(&k.specialise([64, 1, 1]).unwrap()), run(&k), "{t:?} saxpy");
+        assert_eq!(run(&k.specialise([64, 1, 1], false).unwrap()), run(&k), "{t:?} saxpy");
 
         let img = load_ok("globals", t).unwrap();
         assert!(!img.kernel("bump").unwrap().specialisable(), "{t:?}: bump writes device globals");
@@ -1307,7 +1307,7 @@ fn generic_code_deferred_to_first_use() {
         };
         let want: Vec<u32> = (0..n).map(|i| i * 15 + i).collect();
         let k = img.kernel("scale").unwrap();
-        assert_eq!(run_scale(&k.specialise([64, 1, 1]).unwrap()), want, "{t:?} specialised");
+        assert_eq!(run_scale(&k.specialise([64, 1, 1], false).unwrap()), want, "{t:?} specialised");
         let input: Vec<u32> = (0..256).map(|i| i * 7 + 1).collect();
         let run_rotate = |k: &KernelEntry| {
             let mut out = vec![0u32; 256];
@@ -1317,7 +1317,7 @@ fn generic_code_deferred_to_first_use() {
         };
         let rot: Vec<u32> = (0..256).map(|i| input[(i / 128) * 128 + (i % 128 + 1) % 128]).collect();
         let r = img.kernel("rotate").unwrap();
-        assert_eq!(run_rotate(&r.specialise([128, 1, 1]).unwrap()), rot, "{t:?} specialised rotate");
+        assert_eq!(run_rotate(&r.specialise([128, 1, 1], false).unwrap()), rot, "{t:?} specialised rotate");
         assert!(img.generic_deferred(), "{t:?}: specialisations need no generic code");
         // the generic code, compiled at its first use (one compile however many kernels use it)
         let before = cache_stats().1;
@@ -1544,7 +1544,7 @@ fn loops_in_barrier_regions() {
         let nn = n as usize;
 
         let k = img.kernel("runtime_trips").expect("runtime_trips");
-        let s = k.specialise([n, 1, 1]).expect("specialise");
+        let s = k.specialise([n, 1, 1], false).expect("specialise");
         for m in [0u32, 1, 5, 96, 200] {
             let mut want = Vec::new();
             for g in 0..groups as usize {
@@ -1579,7 +1579,7 @@ fn loops_in_barrier_regions() {
         }
 
         let k = img.kernel("loop_under_branch").expect("loop_under_branch");
-        let s = k.specialise([n, 1, 1]).expect("specialise");
+        let s = k.specialise([n, 1, 1], false).expect("specialise");
         for (kk, m) in [(0u32, 7u32), (40, 7), (96, 30), (50, 0)] {
             let mut want = Vec::new();
             for g in 0..groups as usize {
@@ -1604,7 +1604,7 @@ fn loops_in_barrier_regions() {
         }
 
         let k = img.kernel("exit_values").expect("exit_values");
-        let s = k.specialise([n, 1, 1]).expect("specialise");
+        let s = k.specialise([n, 1, 1], false).expect("specialise");
         for m in [0u32, 1, 2, 9, 100] {
             let mut want = Vec::new();
             for g in 0..groups as usize {
@@ -1631,7 +1631,7 @@ fn loops_in_barrier_regions() {
         // the group size as the trip count: clang's unrolled loop and its remainder (n % 8 != 0, n < 8)
         let k = img.kernel("group_trips").expect("group_trips");
         for (groups, n) in [(3u32, 96u32), (2, 37), (2, 5), (1, 1)] {
-            let s = k.specialise([n, 1, 1]).expect("specialise");
+            let s = k.specialise([n, 1, 1], false).expect("specialise");
             let input: Vec<f32> = (0..groups * n * 2).map(|i| (i * 13 % 29) as f32 - 10.0).collect();
             for rounds in [0u32, 1, 3] {
                 let mut want = Vec::new();
@@ -1728,7 +1728,7 @@ fn run_guards_match_the_host() {
         };
         let both = |name: &str, shape: [u32; 3]| {
             let k = img.kernel(name).unwrap_or_else(|| panic!("{name}"));
-            let s = k.specialise(shape).unwrap_or_else(|e| panic!("{name} {shape:?}: {e}"));
+            let s = k.specialise(shape, false).unwrap_or_else(|e| panic!("{name} {shape:?}: {e}"));
             [k, s]
         };
         const LEN: usize = 1024; // RG_LEN of run_guards.c
@@ -1942,7 +1942,7 @@ fn neighbour_mismatches(sizes: &[u32]) -> Vec<String> {
             for (name, k, model) in &cases {
                 let expected: Vec<u32> = input.chunks(nu).flat_map(model).collect();
                 let generic = img.kernel(name).expect("kernel");
-                let special = generic.specialise([n, 1, 1]).expect("specialise");
+                let special = generic.specialise([n, 1, 1], false).expect("specialise");
                 for (inst, kern) in [("generic", &generic), ("specialised", &special)] {
                     let mut out = vec![0u32; total];
                     let (pin, pout) = (b(&(input.as_ptr() as usize)), ptr(&mut out));
@@ -1994,7 +1994,7 @@ fn equality_guards_match_the_host() {
         };
         for (nx, ny) in [(16u32, 16u32), (7, 3), (1, 1), (256, 1), (7, 1)] {
             let k = img.kernel("eq_guards").expect("eq_guards");
-            let s = k.specialise([nx, ny, 1]).unwrap_or_else(|e| panic!("eq_guards {nx}x{ny}: {e}"));
+            let s = k.specialise([nx, ny, 1], false).unwrap_or_else(|e| panic!("eq_guards {nx}x{ny}: {e}"));
             let grid = [3u32, 2, 1];
             let row = grid[0] * nx;
             let rows = grid[1] * ny;
@@ -2036,7 +2036,7 @@ fn equality_guards_match_the_host() {
                 }
             }
             let k64 = img.kernel("eq_guards64").expect("eq_guards64");
-            let s64 = k64.specialise([nx, ny, 1]).unwrap_or_else(|e| panic!("eq_guards64 {nx}x{ny}: {e}"));
+            let s64 = k64.specialise([nx, ny, 1], false).unwrap_or_else(|e| panic!("eq_guards64 {nx}x{ny}: {e}"));
             let (row64, wide) = (u64::from(row), 1u64 << 33);
             for w in [row64, row64 - 1, 1, 0, wide] {
                 for c in [0u64, u64::from(nx / 2), row64 - 1, row64, wide + 1, w.wrapping_sub(1), u64::MAX, 2, 1] {
@@ -2065,7 +2065,7 @@ fn equality_guards_match_the_host() {
                 }
             }
             let kb = img.kernel("eq_guards_bar").expect("eq_guards_bar");
-            let sb = kb.specialise([nx, ny, 1]).unwrap_or_else(|e| panic!("eq_guards_bar {nx}x{ny}: {e}"));
+            let sb = kb.specialise([nx, ny, 1], false).unwrap_or_else(|e| panic!("eq_guards_bar {nx}x{ny}: {e}"));
             let input: Vec<u32> = (0..row * rows).map(|i| i * 7 % 23).collect();
             for w in [row, row - 1, 1, 0, nx + 2] {
                 for c in [0u32, nx / 2, nx - 1, nx, row / 2 + 1, w.wrapping_sub(1), row + 10, u32::MAX, 1] {
@@ -2114,7 +2114,7 @@ fn flat_id_guards_match_the_host() {
             let groups = 4usize;
             let both = |name: &str| {
                 let k = img.kernel(name).unwrap_or_else(|| panic!("{name}"));
-                let s = k.specialise(shape).unwrap_or_else(|e| panic!("{name} {shape:?}: {e}"));
+                let s = k.specialise(shape, false).unwrap_or_else(|e| panic!("{name} {shape:?}: {e}"));
                 [k, s]
             };
             let input: Vec<u32> = (0..groups * nu).map(|i| (i * 13 % 37) as u32).collect();
@@ -2255,7 +2255,7 @@ fn conditional_swaps_match_the_host() {
             let nn = n as usize;
             let both = |name: &str| {
                 let k = img.kernel(name).unwrap_or_else(|| panic!("{name}"));
-                let s = k.specialise([n, 1, 1]).unwrap_or_else(|e| panic!("{name} {n}: {e}"));
+                let s = k.specialise([n, 1, 1], false).unwrap_or_else(|e| panic!("{name} {n}: {e}"));
                 [k, s]
             };
             let run = |k: &KernelEntry, input: &[f32], x: u32, kk: u32| {
@@ -2462,7 +2462,7 @@ fn vector_math_stays_within_glibc_bounds() {
         let target = service::cpu_target().unwrap();
         if target.vector_math {
             // (the launch-time specialisation: the generic build of a specialisable kernel is the quick one)
-            let spec = compile::Spec { kernel: "vm_expf".into(), group_size: [256, 1, 1] };
+            let spec = compile::Spec { kernel: "vm_expf".into(), group_size: [256, 1, 1], quick: false };
             let (obj, _) = service::compile_cpu(&bc, target, 3, false, false, Some(&spec)).expect("compile vmath");
             assert!(obj.windows(4).any(|w| w == b"_ZGV"), "{t:?}: no call to a libmvec function in the compiled code");
         }
@@ -2473,7 +2473,7 @@ fn vector_math_stays_within_glibc_bounds() {
                 let kname = if float { format!("vm_{name}f") } else { format!("vm_{name}") };
                 let k = img.kernel(&kname).unwrap_or_else(|| panic!("{kname}"));
                 // the code a launch with 256-wide groups runs: the O3 specialisation, vectorised
-                let k = k.specialise([256, 1, 1]).expect("specialise");
+                let k = k.specialise([256, 1, 1], false).expect("specialise");
                 let got: Vec<f64>;
                 if float {
                     let (a32, b32): (Vec<f32>, Vec<f32>) =
@@ -2545,7 +2545,7 @@ fn vector_math_stays_within_glibc_bounds() {
 fn transform_stats(bc: &[u8], lowering: &str, spec: Option<(&str, [u32; 3])>) -> Vec<(String, super::lowering::Stats)> {
     let mut target = service::cpu_target().unwrap().clone();
     target.lowering = lowering.to_string();
-    let spec = spec.map(|(k, g)| crate::jit::compile::Spec { kernel: k.to_string(), group_size: g });
+    let spec = spec.map(|(k, g)| crate::jit::compile::Spec { kernel: k.to_string(), group_size: g, quick: false });
     let (r, stats) = super::lowering::recorded(|| {
         super::compile::compile_in_process(bc, &target, 3, false, false, false, spec.as_ref())
     });
@@ -2929,7 +2929,7 @@ fn write_lowering_ir_tests() {
                 .find(|c| c.0 == name && c.1 == fires)
                 .unwrap_or_else(|| panic!("{name}: no case where it must{} fire", if fires { "" } else { " not" }));
             let bc = nvptx_bitcode_of(&format!("{H}{src}\n")).expect("clang-22 for the cases");
-            let spec_arg = spec.map(|g| crate::jit::compile::Spec { kernel: "k".into(), group_size: g });
+            let spec_arg = spec.map(|g| crate::jit::compile::Spec { kernel: "k".into(), group_size: g, quick: false });
             super::compile::PRELOWERED.with(|p| *p.borrow_mut() = Some(String::new()));
             super::compile::compile_in_process(&bc, &target, 3, false, false, false, spec_arg.as_ref())
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -3101,7 +3101,7 @@ fn block_stride_loops_match_the_host() {
         [("k1", [64u32, 1, 1]), ("k1", [256, 1, 1]), ("k1", [32, 1, 1]), ("k2", [8, 8, 1]), ("k3", [64, 1, 1])]
     {
         let g = img.kernel(name).unwrap();
-        let s = g.specialise(block).unwrap();
+        let s = g.specialise(block, false).unwrap();
         let nt = block[0] * block[1];
         for (n, c) in [
             (0u32, 0u32),
@@ -3216,7 +3216,7 @@ fn group_loops_match_the_host() {
     let input: Vec<f32> = (0..4096u32).map(|i| (i % 23) as f32).collect();
     for block in [[64u32, 1, 1], [256, 1, 1]] {
         let g = img.kernel("g1").unwrap();
-        let s = g.specialise(block).unwrap();
+        let s = g.specialise(block, false).unwrap();
         let nt = block[0];
         for n in [0u32, 1, nt - 1, nt, nt + 1, 2 * nt + 3, 1024] {
             let grid = [2u32, 1, 1];
@@ -3249,7 +3249,7 @@ fn group_loops_match_the_host() {
     };
     for (name, f) in [("g3", &g3 as &dyn Fn(u32, u32) -> f32), ("g4", &g4)] {
         let g = img.kernel(name).unwrap();
-        let s = g.specialise([64, 1, 1]).unwrap();
+        let s = g.specialise([64, 1, 1], false).unwrap();
         for n in [0u32, 10, 64, 100] {
             let want: Vec<f32> = (0..64u32).map(|t| f(t, n)).collect();
             for kk in [&g, &s] {
@@ -3262,7 +3262,7 @@ fn group_loops_match_the_host() {
         }
     }
     let g = img.kernel("g2").unwrap();
-    let s = g.specialise([8, 8, 1]).unwrap();
+    let s = g.specialise([8, 8, 1], false).unwrap();
     for (w, h) in [(8u32, 8u32), (21, 13), (3, 30), (40, 5)] {
         let grid = [w.div_ceil(8), h.div_ceil(8), 1];
         let px = |x: i64, y: i64| {
@@ -3386,7 +3386,7 @@ fn warp_lanes_match_the_host() {
             }
             for name in ["wsum", "lib", "rounds", "shifts"] {
                 let g = img.kernel(name).unwrap();
-                let s = g.specialise(block).unwrap();
+                let s = g.specialise(block, false).unwrap();
                 for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
                     let mut inp = input.clone();
                     let ctx = format!("{t:?} {name} {block:?} {form}");
@@ -3483,7 +3483,7 @@ fn reduction_loops_match_the_host() {
                 want[3 * g..3 * g + 3].copy_from_slice(&[same, top, x]);
                 fwant[2 * g..2 * g + 2].copy_from_slice(&[sum, diff]);
             }
-            let s = ranks.specialise(block).unwrap();
+            let s = ranks.specialise(block, false).unwrap();
             for (kk, form) in [(&ranks, "generic"), (&s, "specialised")] {
                 let (mut o, mut fo) = (vec![7u32; 3 * n], vec![7f32; 2 * n]);
                 let args = pack(&kk.params, &[&ptr(&mut keys), &ptr(&mut vals), &ptr(&mut o), &ptr(&mut fo)]);
@@ -3495,7 +3495,7 @@ fn reduction_loops_match_the_host() {
         }
         let rows = img.kernel("rows").unwrap();
         for block in [[64u32, 1, 1], [37, 1, 1]] {
-            let s = rows.specialise(block).unwrap();
+            let s = rows.specialise(block, false).unwrap();
             let nw = 2 * block[0] as usize;
             for (cols, start) in [(0u32, 0u32), (1, 0), (3, 0), (4, 0), (5, 1), (17, 2), (64, 3), (6, 9)] {
                 let mut a: Vec<f32> = (0..(nw as u32 * cols).max(1)).map(val).collect();
@@ -3547,7 +3547,7 @@ fn range_splits_match_the_host() {
         }
         let orders = img.kernel("orders").unwrap();
         for block in [[64u32, 1, 1], [37, 1, 1], [16, 4, 1]] {
-            let s = orders.specialise(block).unwrap();
+            let s = orders.specialise(block, false).unwrap();
             let grid = [2u32, 2, 1];
             let nt = (block[0] * block[1]) as usize;
             let n = nt * 4;
@@ -3588,7 +3588,7 @@ fn range_splits_match_the_host() {
         }
         let steps = img.kernel("steps").unwrap();
         for nt in [256u32, 64, 100] {
-            let s = steps.specialise([nt, 1, 1]).unwrap();
+            let s = steps.specialise([nt, 1, 1], false).unwrap();
             let n = nt as usize * 3;
             let mut input: Vec<f32> = (0..n as u32).map(|i| (i.wrapping_mul(2654435761) >> 22) as f32).collect();
             for shift in [0i32, 2] {
@@ -3689,7 +3689,7 @@ fn lockstep_loops_match_the_host() {
             let (w, h) = ((block[0] * grid[0]) as usize - 1, (block[1] * grid[1]) as usize);
             for name in ["escape", "collatz", "mixes"] {
                 let g = img.kernel(name).unwrap();
-                let s = g.specialise(block).unwrap();
+                let s = g.specialise(block, false).unwrap();
                 for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
                     let ctx = format!("{t:?} {name} {block:?} {form}");
                     let mut o = vec![7u32; total];

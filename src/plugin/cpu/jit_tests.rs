@@ -165,6 +165,60 @@ fn real_kernels() {
     }
 }
 
+/// The first launch at a new group shape runs the quick version while the full one compiles on the
+/// tier-up thread; every later launch runs the full one (tier_up.rs); a program whose full version is
+/// already in the JIT's cache runs that from its first launch. Results are the same either way (a
+/// kernel with barriers and local memory, launched at a shape only this test uses).
+#[test]
+fn first_launch_at_a_shape_runs_the_quick_version_then_the_full_one() {
+    let dev = device();
+    if bitcode("reduce", true).is_none() || crate::jit::tiers() != crate::jit::Tiers::QuickFirst {
+        return;
+    }
+    for nv in [true, false] {
+        let img = bc("reduce", nv);
+        let prog = dev.load_program(&img).unwrap();
+        let k = prog.kernel("reduce_sum").unwrap();
+        let ck = k.as_any().downcast_ref::<launch::CpuKernel>().unwrap();
+        let gs = [32u32, 1, 1];
+        let first = ck.specialised_for(gs).expect("a quick version");
+        let second = ck.specialised_for(gs).expect("the full version");
+        let third = ck.specialised_for(gs).expect("the full version");
+        assert!(!Arc::ptr_eq(&first, &second), "nv={nv}: the second launch ran the first's code");
+        assert!(Arc::ptr_eq(&second, &third), "nv={nv}");
+        // a second instance of the program: the full version is cached (the first instance keeps it)
+        let prog2 = dev.load_program(&img).unwrap();
+        let k2 = prog2.kernel("reduce_sum").unwrap();
+        let ck2 = k2.as_any().downcast_ref::<launch::CpuKernel>().unwrap();
+        let a = ck2.specialised_for(gs).unwrap();
+        assert!(Arc::ptr_eq(&a, &ck2.specialised_for(gs).unwrap()), "nv={nv}: a cached full version not used");
+        // launches: a fresh program (its first launch quick), then the same kernel again (full)
+        let prog3 = dev.load_program(&img).unwrap();
+        let k3 = prog3.kernel("reduce_sum").unwrap();
+        for n in [32u32 * 40 + 5, 32 * 41] {
+            let input: Vec<f32> = (0..n).map(|i| (i % 13) as f32).collect();
+            let groups = n.div_ceil(32);
+            for _ in 0..2 {
+                let mut out = vec![0f32; groups as usize];
+                let args = natural(&[
+                    (&(input.as_ptr() as usize).to_ne_bytes(), 8),
+                    (&(out.as_mut_ptr() as usize).to_ne_bytes(), 8),
+                    (&n.to_ne_bytes(), 4),
+                ]);
+                dev.launch_sync(k3.clone(), LaunchArgs::Buffer(&args), d([groups, 1, 1], gs, 0)).unwrap();
+                for (g, got) in out.iter().enumerate() {
+                    let want: f32 = input[g * 32..((g + 1) * 32).min(n as usize)].iter().sum();
+                    assert_eq!(*got, want, "nv={nv} n={n} group {g}");
+                }
+            }
+        }
+        drop((k, k2, k3));
+        prog.unload().unwrap();
+        prog2.unload().unwrap();
+        prog3.unload().unwrap();
+    }
+}
+
 /// Timing, not a test: `cargo test --release --lib -- --ignored --nocapture jit_saxpy_bench`.
 #[test]
 #[ignore]

@@ -32,7 +32,8 @@ use super::kernel_memory::{KERNEL_STACK, STACK_RESERVE, on_kernel_stack};
 use super::machine::{LOCAL_MEM_PER_GROUP, MAX_GROUP_SIZE, MAX_GROUP_SIZE_PER_DIM};
 use super::memcheck::{self, LaunchCheck};
 use super::pool::{MAX_ITEMS, Task, WorkerSlot, pool};
-use crate::jit::{KernelCode, KernelEntry, ParamLayout, WgCtx, WgFn};
+use super::tier_up::{self, Deferred};
+use crate::jit::{KernelCode, KernelEntry, ParamLayout, Tiers, WgCtx, WgFn};
 use crate::plugin::{ArgSlots, Kernel, LaunchArgs, LaunchDims, PluginError, PluginResult};
 use crate::sync::Mutex;
 use std::any::Any;
@@ -48,8 +49,15 @@ pub(super) struct Specialised {
     code: KernelCode,
 }
 
-/// A group shape and its kernel's version for it (None: that compile failed).
-type ShapeVersion = ([u32; 3], Option<Arc<Specialised>>);
+impl Specialised {
+    fn new(entry: KernelEntry) -> Result<Arc<Specialised>, crate::jit::JitError> {
+        Ok(Arc::new(Specialised { code: entry.code()?, entry }))
+    }
+}
+
+/// A group shape and its kernel's full version for it (see [`tier_up`]; its result None: that compile
+/// failed).
+type ShapeVersion = ([u32; 3], Arc<Deferred<Arc<Specialised>>>);
 
 /// A kernel of a CPU program.
 pub struct CpuKernel {
@@ -67,7 +75,7 @@ pub struct CpuKernel {
     generic: OnceLock<KernelCode>,
     /// keeps the JIT'd code alive; compiles deferred generic code and specialisations
     entry: Option<KernelEntry>,
-    /// versions compiled for one group size at its first launch (None: that compile failed), at most
+    /// versions compiled for one group size from its first launch on (see [`tier_up`]), at most
     /// [`MAX_SPECIALISATIONS`]: a short list, searched in order (cheaper than hashing the shape)
     specialised: Mutex<Vec<ShapeVersion>>,
 }
@@ -100,38 +108,47 @@ impl CpuKernel {
         Ok(*self.generic.get_or_init(|| code))
     }
 
-    /// The version of this kernel for `group_size`: compiled at the first launch with that shape
-    /// (the launch waits for it, as PoCL's does), shared through the JIT's content-keyed cache.
-    /// None: use the generic code (not specialisable, turned off, too many shapes, compile failed).
-    fn specialised_for(&self, group_size: [u32; 3]) -> Option<Arc<Specialised>> {
+    /// The version of this kernel for `group_size`, shared through the JIT's content-keyed cache: for
+    /// the first launch with that shape its quick version (unless the full one is cached), which runs
+    /// while the full one compiles on the tier-up thread; for every later launch the full version,
+    /// waited for where its compile has not finished (see [`tier_up`]). None: use the generic code (not
+    /// specialisable, turned off, too many shapes, compile failed).
+    pub(super) fn specialised_for(&self, group_size: [u32; 3]) -> Option<Arc<Specialised>> {
         // Not under the memory checker: it knows the generic code's program mapping only.
         let entry = self
             .entry
             .as_ref()
             .filter(|e| e.specialisable() && crate::jit::specialisation_enabled() && self.memcheck.is_none())?;
-        {
-            let map = self.specialised.lock();
+        let full = {
+            let mut map = self.specialised.lock();
             if let Some((_, v)) = map.iter().find(|(g, _)| *g == group_size) {
-                return v.clone();
-            }
-            if map.len() >= MAX_SPECIALISATIONS {
+                v.clone()
+            } else if map.len() >= MAX_SPECIALISATIONS {
                 return None;
+            } else {
+                let e = entry.clone();
+                // (a kernel built with -g: a debugger sees the same code at every launch)
+                let tiers = if entry.debug_info { Tiers::Full } else { crate::jit::tiers() };
+                let quick_only = tiers == Tiers::QuickOnly;
+                let full = Deferred::new(move || e.specialise(group_size, quick_only).and_then(Specialised::new).ok());
+                map.push((group_size, full.clone()));
+                drop(map);
+                // the first launch with this shape; compiled without the lock: launches with other
+                // shapes go on meanwhile
+                if tiers == Tiers::QuickFirst {
+                    if let Some(cached) = entry.cached_specialisation(group_size) {
+                        full.fulfil(Specialised::new(cached).ok());
+                    } else if let Some(quick) = entry.specialise(group_size, true).and_then(Specialised::new).ok()
+                        && quick.code.stack_bytes.is_none_or(|b| b <= KERNEL_STACK - STACK_RESERVE)
+                    {
+                        tier_up::submit(&full);
+                        return Some(quick);
+                    }
+                }
+                full
             }
-        }
-        // compiled without the lock: launches with other shapes go on meanwhile
-        let v = entry
-            .specialise(group_size)
-            .and_then(|entry| Ok(Specialised { code: entry.code()?, entry }))
-            .ok()
-            .map(Arc::new);
-        let mut map = self.specialised.lock();
-        if let Some((_, first)) = map.iter().find(|(g, _)| *g == group_size) {
-            return first.clone();
-        }
-        if map.len() < MAX_SPECIALISATIONS {
-            map.push((group_size, v.clone()));
-        }
-        v
+        };
+        full.get()
     }
 
     /// A kernel around a hand-written work-group function (tests, benchmarks).

@@ -8,6 +8,7 @@
 //! * [`memcheck`]: the kernel memory checker (`OFFLOAD_RS_MEMCHECK=1`).
 //! * [`launch`]: kernels, argument normalisation (natural vs packed layout), grid limits.
 //! * [`queue`]: asynchronous in-order queues and their events; [`drain_all`] for `olShutDown`.
+//! * [`tier_up`]: a kernel's full version, compiled beside the first launch at a group shape.
 //!
 //! Everything here is host memory, so the device is `host_addressable`: the runtime may hand its
 //! pointers to other devices as host pointers.
@@ -31,6 +32,7 @@ pub mod memcheck;
 pub mod memory;
 pub mod pool;
 pub mod queue;
+pub mod tier_up;
 
 #[cfg(test)]
 mod bench;
@@ -177,6 +179,7 @@ impl Device for CpuDevice {
 
     fn drain(&self) {
         drain_all();
+        tier_up::drain();
     }
 
     fn alloc_aligned(&self, size: usize, _kind: AllocKind, align: usize) -> PluginResult<usize> {

@@ -32,6 +32,9 @@
 //! * `OFFLOAD_DISABLE_VALIDATION` (presence): skip the validation prologue's size checks; its NULL checks
 //!   still run, so NULL arguments get the same errors in both modes.
 //! * `LIBOMPTARGET_JIT_OPT_LEVEL`: JIT optimisation level (default 3).
+//! * `OFFLOAD_RS_JIT_SPECIALISE=0`: no launch-time specialisation per group shape;
+//!   `OFFLOAD_RS_JIT_QUICK_FIRST`: `0` no quick version for first launches, `only` the quick version for
+//!   every launch (`jit::Tiers`, `plugin::cpu::tier_up`; README's table says more).
 //! * `OFFLOAD_RS_CPU_TARGET` (read at the first `olInit`): the CPU the JIT compiles for (`native`, an LLVM
 //!   CPU name, optional `,+feature,-feature`; `jit::target`); `OFFLOAD_RS_CPU_THREADS`: the CPU device's
 //!   threads (its `NUM_COMPUTE_UNITS`). A value the device cannot use fails `olInit` (`INVALID_VALUE`).
@@ -41,7 +44,8 @@
 //!   library); `OFFLOAD_RS_JIT_IN_PROCESS=1`: compile in the calling process instead.
 //! * `OFFLOAD_RS_DEBUG` (presence): one stderr line for each thing worked around (no driver, no helper,
 //!   a cache directory or entry not used) and why.
-//! * `OFFLOAD_RS_JIT_TIME` (presence): per-stage compile times on stderr;
+//! * `OFFLOAD_RS_JIT_TIME` (presence): per-stage compile times on stderr, and each compile's time as the
+//!   client waits for it;
 //!   `OFFLOAD_RS_JIT_DUMP_LOWERED=<dir>`: the lowered and optimised IR of each compile, written there (only
 //!   into a directory owned by the user and not writable by others).
 //! * `OFFLOAD_RS_MEMCHECK=1` (read at the first `olInit`): compile kernels with the kernel memory checker

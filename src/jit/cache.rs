@@ -271,7 +271,16 @@ fn produce(
     // resolved on the first miss (the compile service knows LLVM's CPU names)
     let chosen = super::service::cpu_target()?;
     let target = CpuTarget { stop_points, ..chosen.clone() };
+    let t0 = std::time::Instant::now();
     let (object, kernels) = super::service::compile_cpu(bc, &target, opt, memcheck, defer, spec)?;
+    if compile::timing() {
+        let what = spec.map_or("a program".to_string(), |s| {
+            let [x, y, z] = s.group_size;
+            format!("{} at {x}x{y}x{z}, {}", s.kernel, if s.quick { "quick" } else { "full" })
+        });
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        compile::time_line(&format!("compiled {what} in {ms:.2} ms (as the client waits: request, compile, answer)"));
+    }
     cache().compiles.fetch_add(1, Ordering::Relaxed);
     if let Some(d) = &dir {
         d.write(&key, &compile::encode_object(&object, &kernels));

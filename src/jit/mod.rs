@@ -71,7 +71,9 @@
 //! launch with each group shape, up to 4 per kernel; `OFFLOAD_RS_JIT_SPECIALISE=0` turns it off): the
 //! kernel alone is compiled again with the group size as constants (constant trip counts, no z/y loop
 //! nests, no remainders), keyed in the content cache by (bitcode, kernel, shape). The launch waits for
-//! it. Only kernels that use no mutable global variable are specialised, since the copy has globals of
+//! it: the first launch at a shape runs a quickly compiled version while the full one compiles beside it,
+//! and every later launch runs the full one (`plugin::cpu::tier_up`, `OFFLOAD_RS_JIT_QUICK_FIRST`;
+//! [`Tiers`]). Only kernels that use no mutable global variable are specialised, since the copy has globals of
 //! its own (and runs no constructors). The generic code of a program whose kernels are all
 //! specialisable then runs only for a kernel's fifth and later shapes (or where a specialisation failed
 //! to compile), so it is **deferred**: a cold [`load`] (`olCreateProgram`) of such a program without

@@ -181,17 +181,22 @@ fn first_launch_at_a_shape_runs_the_quick_version_then_the_full_one() {
         let k = prog.kernel("reduce_sum").unwrap();
         let ck = k.as_any().downcast_ref::<launch::CpuKernel>().unwrap();
         let gs = [32u32, 1, 1];
-        let first = ck.specialised_for(gs).expect("a quick version");
-        let second = ck.specialised_for(gs).expect("the full version");
-        let third = ck.specialised_for(gs).expect("the full version");
+        let (first, upgrade) = ck.specialised_for(gs).expect("a quick version");
+        let (second, none) = ck.specialised_for(gs).expect("the full version");
+        let (third, _) = ck.specialised_for(gs).expect("the full version");
         assert!(!Arc::ptr_eq(&first, &second), "nv={nv}: the second launch ran the first's code");
         assert!(Arc::ptr_eq(&second, &third), "nv={nv}");
+        // the first launch moves to the full version (the second's) once it is compiled; no later one
+        let full = upgrade.expect("the first launch's full version").try_get().expect("compiled by now");
+        assert!(Arc::ptr_eq(&full.expect("compiled"), &second), "nv={nv}");
+        assert!(none.is_none(), "nv={nv}");
         // a second instance of the program: the full version is cached (the first instance keeps it)
         let prog2 = dev.load_program(&img).unwrap();
         let k2 = prog2.kernel("reduce_sum").unwrap();
         let ck2 = k2.as_any().downcast_ref::<launch::CpuKernel>().unwrap();
-        let a = ck2.specialised_for(gs).unwrap();
-        assert!(Arc::ptr_eq(&a, &ck2.specialised_for(gs).unwrap()), "nv={nv}: a cached full version not used");
+        let (a, none) = ck2.specialised_for(gs).unwrap();
+        assert!(none.is_none(), "nv={nv}: a cached full version not used");
+        assert!(Arc::ptr_eq(&a, &ck2.specialised_for(gs).unwrap().0), "nv={nv}: a cached full version not used");
         // launches: a fresh program (its first launch quick), then the same kernel again (full)
         let prog3 = dev.load_program(&img).unwrap();
         let k3 = prog3.kernel("reduce_sum").unwrap();
@@ -212,7 +217,29 @@ fn first_launch_at_a_shape_runs_the_quick_version_then_the_full_one() {
                 }
             }
         }
-        drop((k, k2, k3));
+        // a first launch whose full version is compiled before its work-groups start runs them with it
+        let prog4 = dev.load_program(&img).unwrap();
+        let k4 = prog4.kernel("reduce_sum").unwrap();
+        let n = 32u32 * 64;
+        let input: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+        let mut out = vec![0f32; 64];
+        let args = natural(&[
+            (&(input.as_ptr() as usize).to_ne_bytes(), 8),
+            (&(out.as_mut_ptr() as usize).to_ne_bytes(), 8),
+            (&n.to_ne_bytes(), 4),
+        ]);
+        // (a shape of its own: the full versions of 32 are cached by now)
+        let gs4 = [64u32, 1, 1];
+        let l = launch::prepare(k4.clone(), LaunchArgs::Buffer(&args), d([32, 1, 1], gs4, 0)).unwrap();
+        let full = l.upgrade().expect("a first launch with a quick version").get();
+        assert!(full.is_some(), "nv={nv}: the full version did not compile");
+        l.execute().unwrap();
+        assert!(l.upgraded_chunks.load(std::sync::atomic::Ordering::Relaxed) > 0, "nv={nv}: no work-group moved");
+        for (g, got) in out.iter().enumerate().take(32) {
+            assert_eq!(*got, input[g * 64..(g + 1) * 64].iter().sum::<f32>(), "nv={nv} group {g}");
+        }
+        drop((k, k2, k3, k4));
+        prog4.unload().unwrap();
         prog.unload().unwrap();
         prog2.unload().unwrap();
         prog3.unload().unwrap();

@@ -55,9 +55,16 @@ impl Specialised {
     }
 }
 
-/// A group shape and its kernel's full version for it (see [`tier_up`]; its result None: that compile
-/// failed).
-type ShapeVersion = ([u32; 3], Arc<Deferred<Arc<Specialised>>>);
+/// A kernel's version for a group shape from the second launch on (the full one; the quick one under
+/// `OFFLOAD_RS_JIT_QUICK_FIRST=only`; see [`tier_up`]), its result None where that compile failed.
+type Version = Arc<Deferred<Arc<Specialised>>>;
+
+/// A group shape and its kernel's [`Version`] for it.
+type ShapeVersion = ([u32; 3], Version);
+
+/// What a launch runs: its kernel's version for the shape and, for the first launch at that shape, the
+/// full version it moves to between work-groups once compiled.
+type LaunchCode = (Arc<Specialised>, Option<Version>);
 
 /// A kernel of a CPU program.
 pub struct CpuKernel {
@@ -110,16 +117,16 @@ impl CpuKernel {
 
     /// The version of this kernel for `group_size`, shared through the JIT's content-keyed cache: for
     /// the first launch with that shape its quick version (unless the full one is cached), which runs
-    /// while the full one compiles on the tier-up thread; for every later launch the full version,
-    /// waited for where its compile has not finished (see [`tier_up`]). None: use the generic code (not
-    /// specialisable, turned off, too many shapes, compile failed).
-    pub(super) fn specialised_for(&self, group_size: [u32; 3]) -> Option<Arc<Specialised>> {
+    /// while the full one compiles on the tier-up thread, and that full version; for every later launch
+    /// the full version, waited for where its compile has not finished (see [`tier_up`]). None: use the
+    /// generic code (not specialisable, turned off, too many shapes, compile failed).
+    pub(super) fn specialised_for(&self, group_size: [u32; 3]) -> Option<LaunchCode> {
         // Not under the memory checker: it knows the generic code's program mapping only.
         let entry = self
             .entry
             .as_ref()
             .filter(|e| e.specialisable() && crate::jit::specialisation_enabled() && self.memcheck.is_none())?;
-        let full = {
+        let version = {
             let mut map = self.specialised.lock();
             if let Some((_, v)) = map.iter().find(|(g, _)| *g == group_size) {
                 v.clone()
@@ -130,25 +137,27 @@ impl CpuKernel {
                 // (a kernel built with -g: a debugger sees the same code at every launch)
                 let tiers = if entry.debug_info { Tiers::Full } else { crate::jit::tiers() };
                 let quick_only = tiers == Tiers::QuickOnly;
-                let full = Deferred::new(move || e.specialise(group_size, quick_only).and_then(Specialised::new).ok());
-                map.push((group_size, full.clone()));
+                let version =
+                    Deferred::new(move || e.specialise(group_size, quick_only).and_then(Specialised::new).ok());
+                map.push((group_size, version.clone()));
                 drop(map);
                 // the first launch with this shape; compiled without the lock: launches with other
                 // shapes go on meanwhile
                 if tiers == Tiers::QuickFirst {
-                    if let Some(cached) = entry.cached_specialisation(group_size) {
-                        full.fulfil(Specialised::new(cached).ok());
+                    if let Some(cached) = entry.cached_specialisation(group_size).and_then(|c| Specialised::new(c).ok())
+                    {
+                        version.fulfil(Some(cached));
                     } else if let Some(quick) = entry.specialise(group_size, true).and_then(Specialised::new).ok()
                         && quick.code.stack_bytes.is_none_or(|b| b <= KERNEL_STACK - STACK_RESERVE)
                     {
-                        tier_up::submit(&full);
-                        return Some(quick);
+                        tier_up::submit(&version);
+                        return Some((quick, Some(version)));
                     }
                 }
-                full
+                version
             }
         };
-        full.get()
+        Some((version.get()?, None))
     }
 
     /// A kernel around a hand-written work-group function (tests, benchmarks).
@@ -340,6 +349,9 @@ pub struct PreparedLaunch {
     /// keeps the specialised code alive, when `wg_fn` is from it
     _specialised: Option<Arc<Specialised>>,
     wg_fn: WgFn,
+    /// a first launch at a shape that runs the quick version: the full version, which its work-groups
+    /// run instead once it is compiled (see [`tier_up`]; it keeps that code alive)
+    upgrade: Option<Version>,
     args: ArgBuf,
     num_groups: [u32; 3],
     group_size: [u32; 3],
@@ -354,6 +366,9 @@ pub struct PreparedLaunch {
     log: LaunchLog,
     /// a cooperative launch (LLVM 23.1): every group on a thread of its own, all at the same time
     cooperative: bool,
+    /// chunks of work-groups that moved to `upgrade` (tests)
+    #[cfg(test)]
+    pub(super) upgraded_chunks: std::sync::atomic::AtomicU64,
 }
 
 /// `olGetKernelMaxCooperativeGroupCount` on the CPU device: one group per compute unit. A cooperative
@@ -401,7 +416,7 @@ pub fn prepare(kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) 
     };
     let total = validate_dims(&k.name, &dims, k.static_local_bytes)?;
     // the code for this shape: its specialisation, or the generic code (compiled now if deferred)
-    let spec = k.specialised_for(dims.group_size);
+    let (spec, upgrade) = k.specialised_for(dims.group_size).map_or((None, None), |(s, u)| (Some(s), u));
     let (code, scratch_per_wi) = match &spec {
         Some(s) => (s.code, s.entry.scratch_bytes_per_wi),
         None => (k.generic_code()?, k.scratch_bytes_per_wi),
@@ -425,6 +440,7 @@ pub fn prepare(kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) 
     Ok(Box::new(PreparedLaunch {
         _specialised: spec,
         wg_fn,
+        upgrade,
         args,
         num_groups: dims.num_groups,
         group_size: dims.group_size,
@@ -436,6 +452,8 @@ pub fn prepare(kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) 
         check: k.memcheck.map(|program| LaunchCheck::new(&k.name, program)),
         log: LaunchLog::default(),
         cooperative: false,
+        #[cfg(test)]
+        upgraded_chunks: Default::default(),
         _kernel: kernel,
     }))
 }
@@ -539,6 +557,22 @@ impl PreparedLaunch {
     }
 }
 
+impl PreparedLaunch {
+    /// The full version this first launch moves to, if it is one (tests).
+    #[cfg(test)]
+    pub(super) fn upgrade(&self) -> Option<&Version> {
+        self.upgrade.as_ref()
+    }
+
+    /// Whether `full` can run this launch's work-groups in place of its quick version: the stack and the
+    /// scratch memory it needs are there (the same lowering: they are, but it costs nothing to check).
+    fn fits(&self, full: &Specialised) -> bool {
+        let wis: usize = self.group_size.iter().map(|&g| g as usize).product();
+        full.code.stack_bytes.is_none_or(|b| b <= KERNEL_STACK - STACK_RESERVE)
+            && full.entry.scratch_bytes_per_wi.checked_mul(wis).is_some_and(|s| s <= self.scratch)
+    }
+}
+
 impl Task for PreparedLaunch {
     fn run(&self, start: u64, end: u64, slot: &mut WorkerSlot) -> bool {
         let (Some(local), Some(dyn_local), Some(scratch)) =
@@ -574,7 +608,19 @@ impl Task for PreparedLaunch {
         let _registered = frame.as_ref().map(memcheck::enter);
         let _log = devicelib::enter(&self.log);
         let stoppable = crate::jit::stop_points();
+        let mut wg_fn = self.wg_fn;
+        // a first launch's full version, looked for before each work-group until it is there
+        let mut upgrade = self.upgrade.as_deref();
         for _ in start..end {
+            if let Some(full) = upgrade.and_then(Deferred::try_get) {
+                upgrade = None;
+                if let Some(f) = full.filter(|f| self.fits(f)) {
+                    // (`self.upgrade` keeps it alive: the deferred result holds it)
+                    wg_fn = f.code.wg_fn;
+                    #[cfg(test)]
+                    self.upgraded_chunks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
             if self.log.stopped() || (stoppable && self.log.past_time_limit()) {
                 break; // an assertion, a trap or the time limit stops the groups not started yet
             }
@@ -590,16 +636,16 @@ impl Task for PreparedLaunch {
             // `dyn_local_mem` and `scratch` 64-byte aligned with the sizes the kernel declared, used
             // by this thread only, and `group_id` inside `num_groups`, which `validate_dims` checked
             // against the ranges the kernel code assumes; a specialised `wg_fn` was compiled for exactly
-            // `group_size`. The code is kept alive by `_kernel` (and `_specialised`). Code compiled with the
+            // `group_size`. The code is kept alive by `_kernel` (and `_specialised`, `upgrade`). Code compiled with the
             // memory checker calls `memcheck::check_access`, which reads `frame` (registered for this
             // chunk, alive across the call); printf, assert and traps call `devicelib`'s functions, which
             // read `self.log` (registered likewise). With stop points (`OFFLOAD_RS_KERNEL_TIMEOUT`) the call is
             // stoppable (src/jit/stop.rs): a stopped group's failure is in `self.log`, which ends the loop.
             unsafe {
                 if stoppable {
-                    crate::jit::run_work_group(self.wg_fn, &ctx);
+                    crate::jit::run_work_group(wg_fn, &ctx);
                 } else {
-                    (self.wg_fn)(&ctx);
+                    wg_fn(&ctx);
                 }
             }
             let g = &mut ctx.group_id;

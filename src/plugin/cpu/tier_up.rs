@@ -2,16 +2,19 @@
 //!
 //! The first launch of a kernel with a group shape it has not run with needs code for that shape
 //! (`launch.rs`: its launch-time specialisation). The full version (`default<O3>`, code generation at
-//! -O3) takes 20-170 ms to compile for the suite's kernels, 420 ms for the slowest, and the launch used to
-//! wait for all of it. Now (as JITs of managed languages do, and as the 50 ms per first launch
-//! asks) the first launch compiles a **quick** version (`jit::compile::QUICK_PIPELINE`, 11-34 ms for the
-//! same kernels) and runs it, while the full version compiles on the tier-up thread; **every later launch
-//! runs the full version**, waiting for the rest of its compile if it has not finished. Which code a launch
-//! runs is therefore decided by the order of launches alone, never by timing: the first at a shape runs the
-//! quick version, the others the full one. Both come from the same lowering; they can differ only where
-//! the kernel's own flags let LLVM choose (fast-math reassociation) or where the kernel has undefined
-//! behaviour. A kernel built with debug info (`-g`) runs its full version from the first launch on: a
-//! debugger is to see the same code at every launch (and the quick version keeps fewer variables).
+//! -O3) takes 17-270 ms to compile for the suite's kernels, and the launch used to wait for all of it.
+//! Now the first launch compiles a **quick** version (the same lowering, then a short pipeline and -O1:
+//! src/jit/llvm/compile.rs's `QUICK_PIPELINE`; 10-45 ms for the same kernels) and starts running it, while
+//! the full version compiles on the tier-up thread (in the compile helper, beside the launch). The launch
+//! moves to the full version between work-groups once it is there (each work-group looks, one load), so a
+//! long first launch costs about the full compile and a full-speed run, not a slow run; **every later
+//! launch runs the full version**, waiting for the rest of its compile if it has not finished. Both
+//! versions come from the same lowering and run the same work-groups with the same memory; work-groups
+//! are independent on the GPU too, so running some with one and some with the other is one of the
+//! executions the kernel allows. Their results can differ only where the kernel's own flags let LLVM
+//! choose (fast-math reassociation) or where it has undefined behaviour. A kernel built with debug info
+//! (`-g`) runs its full version from the first launch on: a debugger is to see the same code at every
+//! launch (and the quick version keeps fewer variables).
 //!
 //! A [`Deferred`] is a compile that someone will run: the tier-up thread, or the first launch that needs
 //! its result before the thread got to it (that launch then compiles it itself, on its own thread, rather
@@ -26,6 +29,7 @@
 
 use crate::sync::{Condvar, Mutex};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -37,6 +41,8 @@ const IDLE_EXIT: Duration = Duration::from_secs(1);
 pub(super) struct Deferred<T> {
     state: Mutex<State<T>>,
     done: Condvar,
+    /// set (Release) once `state` is `Done`: a launch's work-groups look here ([`Deferred::try_get`])
+    ready: AtomicBool,
 }
 
 enum State<T> {
@@ -47,7 +53,11 @@ enum State<T> {
 
 impl<T: Clone> Deferred<T> {
     pub(super) fn new(job: impl FnOnce() -> Option<T> + Send + 'static) -> Arc<Deferred<T>> {
-        Arc::new(Deferred { state: Mutex::new(State::Queued(Box::new(job))), done: Condvar::new() })
+        Arc::new(Deferred {
+            state: Mutex::new(State::Queued(Box::new(job))),
+            done: Condvar::new(),
+            ready: AtomicBool::new(false),
+        })
     }
 
     /// The result where no job was run for it yet (a cache hit): the job is dropped.
@@ -55,6 +65,7 @@ impl<T: Clone> Deferred<T> {
         let mut st = self.state.lock();
         if matches!(*st, State::Queued(_)) {
             *st = State::Done(value);
+            self.ready.store(true, Ordering::Release);
             self.done.notify_all();
         }
     }
@@ -74,7 +85,20 @@ impl<T: Clone> Deferred<T> {
         // a panic is a failed compile, and must not leave the waiters waiting
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).unwrap_or(None);
         *self.state.lock() = State::Done(r);
+        self.ready.store(true, Ordering::Release);
         self.done.notify_all();
+    }
+
+    /// The result if it is there (`Some(None)`: the job failed), without running or waiting for the job:
+    /// one load while it is not.
+    pub(super) fn try_get(&self) -> Option<Option<T>> {
+        if !self.ready.load(Ordering::Acquire) {
+            return None;
+        }
+        match &*self.state.lock() {
+            State::Done(v) => Some(v.clone()),
+            _ => None,
+        }
     }
 
     /// The result: run here if nobody has started the job, waited for if someone has.
@@ -96,7 +120,7 @@ impl<T: Clone> Deferred<T> {
     /// Whether the result is there (tests).
     #[cfg(test)]
     pub(super) fn is_done(&self) -> bool {
-        matches!(*self.state.lock(), State::Done(_))
+        self.try_get().is_some()
     }
 }
 
@@ -191,7 +215,7 @@ pub fn drain() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::atomic::AtomicU32;
 
     /// Waits until the tier-up thread ran `d` (queued again now and then: another test's `olShutDown`
     /// drops the queued jobs).

@@ -46,16 +46,25 @@ bool Lowering::lowerLocals(Function *F, uint64_t &staticBytes) {
   return true;
 }
 
-void Lowering::markSharedAtomics(Function *F) {
+unsigned memorySpaceOf(Value *ptr, Function *F) {
   unsigned o = F->arg_size() - E_COUNT;
-  auto shared = [&](Value *P) {
-    SmallVector<const Value *, 4> objs;
-    getUnderlyingObjects(P, objs);
-    for (const Value *V : objs)
-      if (V != X(o, F, E_LOCAL) && V != X(o, F, E_DYN))
-        return false;
-    return !objs.empty();
-  };
+  SmallVector<const Value *, 4> objs;
+  getUnderlyingObjects(ptr, objs);
+  unsigned sp = 0;
+  for (const Value *V : objs) {
+    auto *A = dyn_cast<Argument>(V);
+    if (A && A->getParent() == F && (A->getArgNo() == o + E_LOCAL || A->getArgNo() == o + E_DYN))
+      sp |= SPACE_SHARED;
+    else if (A && A->getParent() == F && A->getArgNo() < o)
+      sp |= SPACE_ARGS;
+    else
+      sp |= SPACE_ANY;
+  }
+  return objs.empty() ? SPACE_ANY : sp;
+}
+
+void Lowering::markSharedAtomics(Function *F) {
+  auto shared = [&](Value *P) { return memorySpaceOf(P, F) == SPACE_SHARED; };
   MDNode *mark = MDNode::get(C, {});
   for (BasicBlock &BB : *F)
     for (Instruction &I : BB) {

@@ -99,6 +99,12 @@ bool entersWhenBelow(BranchInst *Br, BasicBlock *Into, Value *&x, Value *&n);
 Value *stripCasts(Value *V);
 bool constantLatch(BasicBlock *H, BasicBlock *LB, Value *&nextV, Value *&n, Value *guardN);
 
+// Which memory `ptr` (in K.body or a work-group function F) reaches: SPACE_SHARED the group's shared
+// memory (static or dynamic), SPACE_ARGS the kernel's arguments' (buffers, which may alias each other),
+// SPACE_ANY either or unknown (local_memory.cpp).
+enum : unsigned { SPACE_SHARED = 1, SPACE_ARGS = 2, SPACE_ANY = 3 };
+unsigned memorySpaceOf(Value *ptr, Function *F);
+
 // Extra trailing parameters of K.body, in this order.
 enum Extra {
   E_LX, E_LY, E_LZ, E_LWI,

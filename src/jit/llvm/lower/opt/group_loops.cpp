@@ -36,36 +36,15 @@ bool isJ(Value *X, Value *j) {
   }
 }
 
-Value *castTo(IRBuilder<> &B, Value *v, Type *T) { return B.CreateZExtOrTrunc(v, T); }
-
-// Which memory a load or store reaches: 1 the group's shared memory (static or dynamic), 2 the kernel's
-// arguments' (buffers, which may alias each other), 3 either.
-unsigned spaceOf(Value *ptr, Function *F) {
-  unsigned o = F->arg_size() - E_COUNT;
-  SmallVector<const Value *, 4> objs;
-  getUnderlyingObjects(ptr, objs);
-  unsigned sp = 0;
-  for (const Value *V : objs) {
-    auto *A = dyn_cast<Argument>(V);
-    if (A && (A->getArgNo() == o + E_LOCAL || A->getArgNo() == o + E_DYN))
-      sp |= 1;
-    else if (A && A->getArgNo() < o)
-      sp |= 2;
-    else
-      sp |= 3;
-  }
-  return objs.empty() ? 3 : sp;
-}
-
 // The spaces I reads (first) and writes (second): a load's or store's, everything for another access.
 std::pair<unsigned, unsigned> accessOf(Instruction &I, Function *F) {
   if (!I.mayReadOrWriteMemory())
     return {0, 0};
   if (auto *L = dyn_cast<LoadInst>(&I))
-    return {spaceOf(L->getPointerOperand(), F), 0};
+    return {memorySpaceOf(L->getPointerOperand(), F), 0};
   if (auto *S = dyn_cast<StoreInst>(&I))
-    return {0, spaceOf(S->getPointerOperand(), F)};
-  return {3, 3};
+    return {0, memorySpaceOf(S->getPointerOperand(), F)};
+  return {SPACE_ANY, SPACE_ANY};
 }
 
 // Whether a work-item's accesses from its last barrier (or the kernel's start) up to the loop entered
@@ -264,7 +243,7 @@ unsigned Lowering::groupLoops(Function *F) {
     for (BinaryOperator *D : divs) {
       Value *X = D->getOperand(0);
       IRBuilder<> DB(D);
-      Value *qv = castTo(DB, q, D->getType()), *rv = castTo(DB, r, D->getType());
+      Value *qv = DB.CreateZExtOrTrunc(q, D->getType()), *rv = DB.CreateZExtOrTrunc(r, D->getType());
       for (User *U : make_early_inc_range(X->users())) {
         auto *R = dyn_cast<BinaryOperator>(U);
         if (R && R->getOpcode() == Instruction::URem && R->getOperand(0) == X && match(R->getOperand(1), m_SpecificInt(Cq))) {

@@ -85,8 +85,8 @@ const QUICK_OPT: u32 = 1;
 /// The optimisation of a quick specialisation ([`Spec::quick`]): what the lowering's output needs to run
 /// well enough once: its private variables in registers, redundancy folded, invariant code out of the
 /// work-item loops (LICM, GVN); no unrolling and no vectoriser, which with code generation at -O3 are
-/// most of a full compile's time. On the suite's 18 kernels (AVX-512 Zen 4) it compiles in 8-43 ms
-/// instead of 15-270 ms, and the first launch (compile and run, beside the full compile) takes 0.5-2.2x
+/// most of a full compile's time. On the suite's 18 kernels (AVX-512 Zen 4) it compiles in 10-43 ms
+/// instead of 15-250 ms, and the first launch (compile and run, beside the full compile) takes 0.3-2.3x
 /// as long as it did with the full version (BENCHMARKS.md). InstCombine without its fixpoint check, as
 /// LLVM's own default pipelines run it (in a text pipeline, `instcombine` aborts when one run does not
 /// reach a fixpoint).

@@ -2,9 +2,9 @@
 //!
 //! The first launch of a kernel with a group shape it has not run with needs code for that shape
 //! (`launch.rs`: its launch-time specialisation). The full version (`default<O3>`, code generation at
-//! -O3) takes 17-270 ms to compile for the suite's kernels, and the launch used to wait for all of it.
+//! -O3) takes 15-250 ms to compile for the suite's kernels, and the launch used to wait for all of it.
 //! Now the first launch compiles a **quick** version (the same lowering, then a short pipeline and -O1:
-//! src/jit/llvm/compile.rs's `QUICK_PIPELINE`; 10-45 ms for the same kernels) and starts running it, while
+//! src/jit/llvm/compile.rs's `QUICK_PIPELINE`; 10-43 ms for the same kernels) and starts running it, while
 //! the full version compiles on the tier-up thread (in the compile helper, beside the launch). The launch
 //! moves to the full version between work-groups once it is there (each work-group looks, one load), so a
 //! long first launch costs about the full compile and a full-speed run, not a slow run; **every later

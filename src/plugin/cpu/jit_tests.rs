@@ -246,6 +246,41 @@ fn first_launch_at_a_shape_runs_the_quick_version_then_the_full_one() {
     }
 }
 
+/// Twenty threads launch one kernel at a shape none has run with, all at once: one of them gets the quick
+/// version, the others the full one (one compile of each, whoever runs it), and every result is right.
+#[test]
+fn concurrent_first_launches_at_a_new_shape() {
+    let dev = device();
+    if bitcode("reduce", false).is_none() {
+        return;
+    }
+    let prog = dev.load_program(&bc("reduce", false)).unwrap();
+    let k = prog.kernel("reduce_sum").unwrap();
+    let gs = [16u32, 1, 1];
+    let n = 16u32 * 50 + 3;
+    let input: Vec<f32> = (0..n).map(|i| (i % 11) as f32).collect();
+    std::thread::scope(|s| {
+        for _ in 0..20 {
+            s.spawn(|| {
+                let groups = n.div_ceil(16);
+                let mut out = vec![0f32; groups as usize];
+                let args = natural(&[
+                    (&(input.as_ptr() as usize).to_ne_bytes(), 8),
+                    (&(out.as_mut_ptr() as usize).to_ne_bytes(), 8),
+                    (&n.to_ne_bytes(), 4),
+                ]);
+                dev.launch_sync(k.clone(), LaunchArgs::Buffer(&args), d([groups, 1, 1], gs, 0)).unwrap();
+                for (g, got) in out.iter().enumerate() {
+                    let want: f32 = input[g * 16..((g + 1) * 16).min(n as usize)].iter().sum();
+                    assert_eq!(*got, want, "group {g}");
+                }
+            });
+        }
+    });
+    drop(k);
+    prog.unload().unwrap();
+}
+
 /// Timing, not a test: `cargo test --release --lib -- --ignored --nocapture jit_saxpy_bench`.
 #[test]
 #[ignore]

@@ -165,6 +165,23 @@ fn real_kernels() {
     }
 }
 
+/// The argument block of `reduce_sum(in, out, n)` (ffi-tests/kernels/reduce.c).
+fn reduce_args(input: &[f32], out: &mut [f32], n: u32) -> Vec<u8> {
+    natural(&[
+        (&(input.as_ptr() as usize).to_ne_bytes(), 8),
+        (&(out.as_mut_ptr() as usize).to_ne_bytes(), 8),
+        (&n.to_ne_bytes(), 4),
+    ])
+}
+
+/// Checks `reduce_sum`'s partial sums of the first `n` of `input` for groups of `g` work-items.
+fn check_sums(input: &[f32], out: &[f32], n: u32, g: usize, what: &str) {
+    for (i, got) in out.iter().enumerate() {
+        let want: f32 = input[i * g..((i + 1) * g).min(n as usize)].iter().sum();
+        assert_eq!(*got, want, "{what}: group {i}");
+    }
+}
+
 /// The first launch at a new group shape runs the quick version while the full one compiles on the
 /// tier-up thread; every later launch runs the full one (tier_up.rs); a program whose full version is
 /// already in the JIT's cache runs that from its first launch. Results are the same either way (a
@@ -205,16 +222,9 @@ fn first_launch_at_a_shape_runs_the_quick_version_then_the_full_one() {
             let groups = n.div_ceil(32);
             for _ in 0..2 {
                 let mut out = vec![0f32; groups as usize];
-                let args = natural(&[
-                    (&(input.as_ptr() as usize).to_ne_bytes(), 8),
-                    (&(out.as_mut_ptr() as usize).to_ne_bytes(), 8),
-                    (&n.to_ne_bytes(), 4),
-                ]);
+                let args = reduce_args(&input, &mut out, n);
                 dev.launch_sync(k3.clone(), LaunchArgs::Buffer(&args), d([groups, 1, 1], gs, 0)).unwrap();
-                for (g, got) in out.iter().enumerate() {
-                    let want: f32 = input[g * 32..((g + 1) * 32).min(n as usize)].iter().sum();
-                    assert_eq!(*got, want, "nv={nv} n={n} group {g}");
-                }
+                check_sums(&input, &out, n, 32, &format!("nv={nv} n={n}"));
             }
         }
         // a first launch whose full version is compiled before its work-groups start runs them with it
@@ -222,12 +232,8 @@ fn first_launch_at_a_shape_runs_the_quick_version_then_the_full_one() {
         let k4 = prog4.kernel("reduce_sum").unwrap();
         let n = 32u32 * 64;
         let input: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
-        let mut out = vec![0f32; 64];
-        let args = natural(&[
-            (&(input.as_ptr() as usize).to_ne_bytes(), 8),
-            (&(out.as_mut_ptr() as usize).to_ne_bytes(), 8),
-            (&n.to_ne_bytes(), 4),
-        ]);
+        let mut out = vec![0f32; 32];
+        let args = reduce_args(&input, &mut out, n);
         // (a shape of its own: the full versions of 32 are cached by now)
         let gs4 = [64u32, 1, 1];
         let l = launch::prepare(k4.clone(), LaunchArgs::Buffer(&args), d([32, 1, 1], gs4, 0)).unwrap();
@@ -235,9 +241,7 @@ fn first_launch_at_a_shape_runs_the_quick_version_then_the_full_one() {
         assert!(full.is_some(), "nv={nv}: the full version did not compile");
         l.execute().unwrap();
         assert!(l.upgraded_chunks.load(std::sync::atomic::Ordering::Relaxed) > 0, "nv={nv}: no work-group moved");
-        for (g, got) in out.iter().enumerate().take(32) {
-            assert_eq!(*got, input[g * 64..(g + 1) * 64].iter().sum::<f32>(), "nv={nv} group {g}");
-        }
+        check_sums(&input, &out, n, 64, &format!("nv={nv}, moved to the full version"));
         drop((k, k2, k3, k4));
         prog4.unload().unwrap();
         prog.unload().unwrap();
@@ -264,16 +268,9 @@ fn concurrent_first_launches_at_a_new_shape() {
             s.spawn(|| {
                 let groups = n.div_ceil(16);
                 let mut out = vec![0f32; groups as usize];
-                let args = natural(&[
-                    (&(input.as_ptr() as usize).to_ne_bytes(), 8),
-                    (&(out.as_mut_ptr() as usize).to_ne_bytes(), 8),
-                    (&n.to_ne_bytes(), 4),
-                ]);
+                let args = reduce_args(&input, &mut out, n);
                 dev.launch_sync(k.clone(), LaunchArgs::Buffer(&args), d([groups, 1, 1], gs, 0)).unwrap();
-                for (g, got) in out.iter().enumerate() {
-                    let want: f32 = input[g * 16..((g + 1) * 16).min(n as usize)].iter().sum();
-                    assert_eq!(*got, want, "group {g}");
-                }
+                check_sums(&input, &out, n, 16, "concurrent first launches");
             });
         }
     });

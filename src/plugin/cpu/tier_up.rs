@@ -143,12 +143,15 @@ struct WorkerState {
     busy: bool,
 }
 
+impl WorkerState {
+    fn fresh() -> WorkerState {
+        WorkerState { owner: std::process::id(), jobs: VecDeque::new(), thread: false, busy: false }
+    }
+}
+
 fn worker() -> &'static Worker {
     static W: OnceLock<Worker> = OnceLock::new();
-    W.get_or_init(|| Worker {
-        state: Mutex::new(WorkerState { owner: std::process::id(), jobs: VecDeque::new(), thread: false, busy: false }),
-        cv: Condvar::new(),
-    })
+    W.get_or_init(|| Worker { state: Mutex::new(WorkerState::fresh()), cv: Condvar::new() })
 }
 
 /// Queues `d` for the tier-up thread (started if there is none). Without a thread (none could start),
@@ -158,7 +161,7 @@ pub(super) fn submit<T: Clone + Send + 'static>(d: &Arc<Deferred<T>>) {
     let w = worker();
     let mut st = w.state.lock();
     if st.owner != std::process::id() {
-        *st = WorkerState { owner: std::process::id(), jobs: VecDeque::new(), thread: false, busy: false };
+        *st = WorkerState::fresh();
     }
     st.jobs.push_back(Box::new(move || {
         if let Some(d) = weak.upgrade() {

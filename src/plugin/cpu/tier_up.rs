@@ -174,7 +174,9 @@ pub(super) fn submit<T: Clone + Send + 'static>(d: &Arc<Deferred<T>>) {
     }
     st.thread = true;
     drop(st);
-    if crate::threads::spawn_detached("ol-rs-tier-up", 256 << 10, Box::new(run_worker)).is_err() {
+    // (the stack of the threads that run launches: without a compile helper, LLVM runs on this thread)
+    let stack = super::pool::WORKER_STACK;
+    if crate::threads::spawn_detached("ol-rs-tier-up", stack, Box::new(run_worker)).is_err() {
         let mut st = w.state.lock();
         st.thread = false;
         st.jobs.clear();

@@ -215,21 +215,23 @@ pub(crate) fn compile_in_process(
         kernels = super::normalise::host_kernels(&m);
         0
     } else {
-        // SAFETY: the module pointer is valid for the call (owned by `m`); `opts` and the name it points
-        // to outlive the call; `collect_kernel` gets `&mut kernels` as its context, as it expects; the
-        // error out-pointer is valid and the shim returns a malloc'ed string that we free with
-        // ol_rs_jit_free.
-        unsafe {
-            ol_rs_jit_lower(
-                m.as_mut_ptr() as *mut c_void,
-                cpu.as_ptr(),
-                feat.as_ptr(),
-                &opts,
-                collect_kernel,
-                &mut kernels as *mut Vec<KernelMeta> as *mut c_void,
-                &mut err,
-            )
-        }
+        super::lowering::for_compile(spec, || {
+            // SAFETY: the module pointer is valid for the call (owned by `m`); `opts` and the name it
+            // points to outlive the call; `collect_kernel` gets `&mut kernels` as its context, as it
+            // expects; the error out-pointer is valid and the shim returns a malloc'ed string that we free
+            // with ol_rs_jit_free.
+            unsafe {
+                ol_rs_jit_lower(
+                    m.as_mut_ptr() as *mut c_void,
+                    cpu.as_ptr(),
+                    feat.as_ptr(),
+                    &opts,
+                    collect_kernel,
+                    &mut kernels as *mut Vec<KernelMeta> as *mut c_void,
+                    &mut err,
+                )
+            }
+        })
     };
     let take = |p: *mut c_char| -> String {
         if p.is_null() {

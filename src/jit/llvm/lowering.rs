@@ -118,13 +118,30 @@ pub(crate) fn printing() -> bool {
 thread_local! {
     /// What [`recorded`] collects on this thread.
     static RECORD: RefCell<Option<Vec<(String, Stats)>>> = const { RefCell::new(None) };
+    /// Which compile this thread's lowering is for (see [`report`]), set by [`for_compile`].
+    static COMPILE: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Runs `f` (a compile's lowering) with its reports saying which version of the kernel it is for:
+/// `spec` a launch-time specialisation (its shape, and whether it is the quick version), else the
+/// program's generic code.
+pub(crate) fn for_compile<R>(spec: Option<&crate::jit::compile::Spec>, f: impl FnOnce() -> R) -> R {
+    let what = spec.map_or(String::new(), |s| {
+        let [x, y, z] = s.group_size;
+        format!(" at {x}x{y}x{z}{}", if s.quick { ", quick version" } else { "" })
+    });
+    COMPILE.with(|c| *c.borrow_mut() = what);
+    let r = f();
+    COMPILE.with(|c| c.borrow_mut().clear());
+    r
 }
 
 /// One kernel's counts, after its lowering: printed (`OFFLOAD_RS_JIT_STATS`) as
-/// `offload-rs jit: lowering <kernel>: <stats>`, and kept for [`recorded`].
+/// `offload-rs jit: lowering <kernel>[ at <shape>[, quick version]]: <stats>`, and kept for [`recorded`].
 pub(crate) fn report(kernel: &str, stats: Stats) {
     if printing() {
-        crate::jit::compile::time_line(&format!("lowering {kernel}: {stats}"));
+        let what = COMPILE.with(|c| c.borrow().clone());
+        crate::jit::compile::time_line(&format!("lowering {kernel}{what}: {stats}"));
     }
     RECORD.with(|r| {
         if let Some(v) = r.borrow_mut().as_mut() {

@@ -568,7 +568,8 @@ static void printf_buffer_is_bounded(void) {
 // OFFLOAD_RS_PERF_MAP=1 (set by main before the first load): /tmp/perf-<pid>.map has a parsable line per
 // function of every loaded program, the work-group functions named by their kernels: `k [offload-rs]` for
 // generic code, `k [offload-rs WxHxD]` for a version specialised for one group shape (the only code of a
-// launched kernel whose program deferred its generic code).
+// launched kernel whose program deferred its generic code), `k [offload-rs WxHxD quick]` for the quick
+// version of a first launch.
 static void perf_map_names_kernels(void) {
   NEED_CPU();
   char path[64];

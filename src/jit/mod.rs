@@ -491,7 +491,7 @@ impl KernelEntry {
         };
         let spec = compile::Spec { kernel: self.name.clone(), group_size, quick };
         let co = cache::get_or_compile(src, memcheck(), false, Some(&spec))?;
-        self.specialised_from(co, group_size)
+        self.specialised_from(co, &spec)
     }
 
     /// The full version for `group_size` (as [`KernelEntry::specialise`] makes it) if the memory or the
@@ -499,11 +499,11 @@ impl KernelEntry {
     pub fn cached_specialisation(&self, group_size: [u32; 3]) -> Option<KernelEntry> {
         let spec = compile::Spec { kernel: self.name.clone(), group_size, quick: false };
         let co = cache::get_cached(self.source.as_ref()?, memcheck(), Some(&spec))?;
-        self.specialised_from(co, group_size).ok()
+        self.specialised_from(co, &spec).ok()
     }
 
-    fn specialised_from(&self, co: Arc<cache::CompiledObject>, group_size: [u32; 3]) -> Result<KernelEntry, JitError> {
-        let loaded = Loaded::load(co, None, Some(group_size))?;
+    fn specialised_from(&self, co: Arc<cache::CompiledObject>, spec: &compile::Spec) -> Result<KernelEntry, JitError> {
+        let loaded = Loaded::load(co, None, Some(spec))?;
         let img = LoadedImage::new(Generic::ready(loaded), None);
         let mut k = img
             .kernel(&self.name)
@@ -537,15 +537,15 @@ struct Loaded {
 
 impl Loaded {
     /// Maps a compiled object (a fresh copy, own globals), fills in the memory checker's hook when the
-    /// object was compiled with it (`checker`), and runs its constructors. `group_size`: the shape a
-    /// specialisation was compiled for (perf map names).
+    /// object was compiled with it (`checker`), and runs its constructors. `spec`: what a specialisation
+    /// was compiled for (perf map names).
     fn load(
         co: Arc<cache::CompiledObject>,
         checker: Option<Checker>,
-        group_size: Option<[u32; 3]>,
+        spec: Option<&compile::Spec>,
     ) -> Result<Loaded, JitError> {
         let mut obj = elf::LoadedObject::load(&co.object)?;
-        perfmap::record(&obj, group_size);
+        perfmap::record(&obj, spec);
         if let Some((hook, _)) = obj.data_symbol("__ol_rs_memcheck_hook") {
             let c = checker.ok_or_else(|| {
                 JitError::Run("the image was compiled with the memory checker; it cannot run without it".into())

@@ -2,7 +2,8 @@
 //! described in perf's JIT map, `/tmp/perf-<pid>.map` (the path perf reads; one `START SIZE name` line per
 //! function, hex without `0x`), appended per load, so `perf top`/`perf report` name the kernels: a
 //! work-group function as `<kernel> [offload-rs]` (`[offload-rs WxHxD]` for a version specialised for
-//! one group size), any other function by its symbol. The file is opened with `O_NOFOLLOW|O_APPEND`,
+//! one group size, `[offload-rs WxHxD quick]` for the quick version a first launch runs), any other
+//! function by its symbol. The file is opened with `O_NOFOLLOW|O_APPEND`,
 //! created `0644`, and written only if it is a regular file owned by this user. perf has no way to remove
 //! an entry: a destroyed program's lines stay, and its addresses may be reused by a later load.
 
@@ -20,10 +21,13 @@ fn enabled() -> bool {
     *ON.get_or_init(|| std::env::var_os("OFFLOAD_RS_PERF_MAP").is_some_and(|v| v == "1"))
 }
 
-/// The map's lines for `obj`; `spec` the group size it was specialised for.
-pub(crate) fn lines(obj: &LoadedObject, spec: Option<[u32; 3]>) -> String {
+/// The map's lines for `obj`; `spec` what it was specialised for.
+pub(crate) fn lines(obj: &LoadedObject, spec: Option<&super::compile::Spec>) -> String {
     let mut out = String::new();
-    let tag = spec.map_or("[offload-rs]".to_string(), |g| format!("[offload-rs {}x{}x{}]", g[0], g[1], g[2]));
+    let tag = spec.map_or("[offload-rs]".to_string(), |s| {
+        let [x, y, z] = s.group_size;
+        format!("[offload-rs {x}x{y}x{z}{}]", if s.quick { " quick" } else { "" })
+    });
     for (a, s, name) in obj.functions() {
         let name: String = name.chars().map(|c| if c.is_control() { '?' } else { c }).collect();
         match name.strip_prefix(WG_PREFIX) {
@@ -36,7 +40,7 @@ pub(crate) fn lines(obj: &LoadedObject, spec: Option<[u32; 3]>) -> String {
 
 /// Appends `obj`'s functions to the map, if `OFFLOAD_RS_PERF_MAP=1` (errors are ignored: the map is a
 /// debugging aid and a program loads without it).
-pub(crate) fn record(obj: &LoadedObject, spec: Option<[u32; 3]>) {
+pub(crate) fn record(obj: &LoadedObject, spec: Option<&super::compile::Spec>) {
     if !enabled() {
         return;
     }

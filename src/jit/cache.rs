@@ -238,14 +238,19 @@ pub(crate) fn get_cached(bc: &[u8], memcheck: bool, spec: Option<&compile::Spec>
         c.hits.fetch_add(1, Ordering::Relaxed);
         return Some(obj);
     }
-    let (object, kernels) = compile::decode_object(&super::disk::Dir::open()?.read(&key)?)?;
-    if !super::elf::LoadedObject::loads(&object) {
-        return None;
-    }
+    let (object, kernels) = from_disk(&super::disk::Dir::open()?, &key, false)?;
     // (one that another thread produced meanwhile is as good)
     let (obj, _) = c.objects.get_or_produce(key, || Ok(Arc::new(CompiledObject { object, kernels, key }))).ok()?;
     c.hits.fetch_add(1, Ordering::Relaxed);
     Some(obj)
+}
+
+/// The disk cache's entry for `key`, if it is one this build wrote and its object loads (or, for `defer`,
+/// the metadata of deferred generic code).
+fn from_disk(d: &super::disk::Dir, key: &Key, defer: bool) -> Option<(Vec<u8>, Vec<KernelMeta>)> {
+    let (object, kernels) = compile::decode_object(&d.read(key)?)?;
+    ((defer && object.is_empty() && !kernels.is_empty()) || super::elf::LoadedObject::loads(&object))
+        .then_some((object, kernels))
 }
 
 fn produce(
@@ -259,11 +264,7 @@ fn produce(
 ) -> Result<Arc<CompiledObject>, JitError> {
     // a quick specialisation serves one launch while its full version compiles: not worth a file
     let dir = if spec.is_some_and(|s| s.quick) { None } else { super::disk::Dir::open() };
-    if let Some(d) = &dir
-        && let Some(payload) = d.read(&key)
-        && let Some((object, kernels)) = compile::decode_object(&payload)
-        && ((defer && object.is_empty() && !kernels.is_empty()) || super::elf::LoadedObject::loads(&object))
-    {
+    if let Some((object, kernels)) = dir.as_ref().and_then(|d| from_disk(d, &key, defer)) {
         cache().hits.fetch_add(1, Ordering::Relaxed);
         return Ok(Arc::new(CompiledObject { object, kernels, key }));
     }
@@ -275,8 +276,7 @@ fn produce(
     let (object, kernels) = super::service::compile_cpu(bc, &target, opt, memcheck, defer, spec)?;
     if compile::timing() {
         let what = spec.map_or("a program".to_string(), |s| {
-            let [x, y, z] = s.group_size;
-            format!("{} at {x}x{y}x{z}, {}", s.kernel, if s.quick { "quick" } else { "full" })
+            format!("{} at {}, {}", s.kernel, s.shape(), if s.quick { "quick" } else { "full" })
         });
         let ms = t0.elapsed().as_secs_f64() * 1e3;
         compile::time_line(&format!("compiled {what} in {ms:.2} ms (as the client waits: request, compile, answer)"));

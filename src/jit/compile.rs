@@ -7,13 +7,21 @@ use super::{Arch, JitError, KernelMeta, ParamLayout};
 
 /// Launch-time specialisation: compile only `kernel`, for work-groups of exactly `group_size`
 /// (constant trip counts), without the module's constructors/destructors. `quick`: the version for the
-/// first launch at that shape, which runs while the full one compiles (`plugin::cpu::tiers`): the same
+/// first launch at that shape, which runs while the full one compiles (`plugin::cpu::tier_up`): the same
 /// lowering, then a short pipeline (src/jit/llvm/compile.rs) and code generation at -O1 instead of `default<O3>` and -O3.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Spec {
     pub kernel: String,
     pub group_size: [u32; 3],
     pub quick: bool,
+}
+
+impl Spec {
+    /// The group shape as `XxYxZ` (diagnostics, perf map names, dump file names).
+    pub(crate) fn shape(&self) -> String {
+        let [x, y, z] = self.group_size;
+        format!("{x}x{y}x{z}")
+    }
 }
 
 /// `LIBOMPTARGET_JIT_OPT_LEVEL` (default 3), as LLVM's JIT reads it.

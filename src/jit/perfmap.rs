@@ -25,8 +25,7 @@ fn enabled() -> bool {
 pub(crate) fn lines(obj: &LoadedObject, spec: Option<&super::compile::Spec>) -> String {
     let mut out = String::new();
     let tag = spec.map_or("[offload-rs]".to_string(), |s| {
-        let [x, y, z] = s.group_size;
-        format!("[offload-rs {x}x{y}x{z}{}]", if s.quick { " quick" } else { "" })
+        format!("[offload-rs {}{}]", s.shape(), if s.quick { " quick" } else { "" })
     });
     for (a, s, name) in obj.functions() {
         let name: String = name.chars().map(|c| if c.is_control() { '?' } else { c }).collect();

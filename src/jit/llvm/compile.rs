@@ -189,11 +189,11 @@ pub(crate) fn compile_in_process(
     let structors = m.get_global("llvm.global_ctors").is_some() || m.get_global("llvm.global_dtors").is_some();
     super::normalise::lower_structors(&m)?;
     let gpu_kernels = super::normalise::kernels(&m);
-    // debugging aid (OFFLOAD_RS_JIT_DUMP_LOWERED=<dir>): <dir>/<image hash>[.<kernel>.<shape>].<stage>.ll,
+    // debugging aid (OFFLOAD_RS_JIT_DUMP_LOWERED=<dir>): <dir>/<image hash>[.<kernel>.<shape>[.quick]].<stage>.ll,
     // stage `prelower` the input of the C++ lowering (`opt -passes=ol-lower<...>` runs it: lower/pass.cpp)
-    let dump_sfx = spec.map_or(String::new(), |s| {
-        format!(".{}.{}x{}x{}", s.kernel, s.group_size[0], s.group_size[1], s.group_size[2])
-    });
+    // (a first launch's quick version beside its full version, not overwritten by it)
+    let dump_sfx =
+        spec.map_or(String::new(), |s| format!(".{}.{}{}", s.kernel, s.shape(), if s.quick { ".quick" } else { "" }));
     let dump = |stage: &str| {
         #[cfg(test)]
         if stage == "prelower" {

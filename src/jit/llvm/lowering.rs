@@ -126,10 +126,8 @@ thread_local! {
 /// `spec` a launch-time specialisation (its shape, and whether it is the quick version), else the
 /// program's generic code.
 pub(crate) fn for_compile<R>(spec: Option<&crate::jit::compile::Spec>, f: impl FnOnce() -> R) -> R {
-    let what = spec.map_or(String::new(), |s| {
-        let [x, y, z] = s.group_size;
-        format!(" at {x}x{y}x{z}{}", if s.quick { ", quick version" } else { "" })
-    });
+    let what =
+        spec.map_or(String::new(), |s| format!(" at {}{}", s.shape(), if s.quick { ", quick version" } else { "" }));
     COMPILE.with(|c| *c.borrow_mut() = what);
     let r = f();
     COMPILE.with(|c| c.borrow_mut().clear());

@@ -15,7 +15,7 @@ use std::fmt;
 use super::abi::OlRsLowerOptions;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 27] = [
+pub(crate) const NAMES: [&str; 28] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -43,6 +43,7 @@ pub(crate) const NAMES: [&str; 27] = [
     "ol-unswitch-warp-branches",
     "ol-alternate-exchanges",
     "ol-group-loops",
+    "ol-warp-uniform-loops",
 ];
 
 /// Every transform on.

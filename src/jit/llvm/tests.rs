@@ -2873,6 +2873,20 @@ const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
         "__gpu_kernel void k(float *o, const float *in, const uint32_t *d) { float v = 0.0f; if (T >= d[G]) v = in[G - d[G]]; o[G] = v; }",
         None,
     ),
+    // after a ballot and a barrier, a sum over shared memory up to the warp's index (the same for its
+    // lanes); up to the lane's (not)
+    (
+        "ol-warp-uniform-loops",
+        true,
+        "__gpu_kernel void k(uint32_t *o, const uint32_t *in) { static __gpu_local uint32_t c[64]; uint32_t l = __gpu_lane_id(), w = __gpu_num_lanes(); uint64_t m = __gpu_ballot(__gpu_lane_mask(), in[G] & 1); if (l == 0) c[T / w] = (uint32_t)__builtin_popcountll(m); __gpu_sync_threads(); uint32_t b = 0; for (uint32_t k = 0; k < T / w; k++) b += c[k]; o[G] = b; }",
+        Some([256, 1, 1]),
+    ),
+    (
+        "ol-warp-uniform-loops",
+        false,
+        "__gpu_kernel void k(uint32_t *o, const uint32_t *in) { static __gpu_local uint32_t c[256]; uint32_t l = __gpu_lane_id(), w = __gpu_num_lanes(); uint64_t m = __gpu_ballot(__gpu_lane_mask(), in[G] & 1); c[T] = (uint32_t)__builtin_popcountll(m >> l); __gpu_sync_threads(); uint32_t b = 0; for (uint32_t k = 0; k < l; k++) b += c[T / w * w + k]; o[G] = b; }",
+        Some([256, 1, 1]),
+    ),
 ];
 
 /// Each transform of the lowering fires on a kernel it is meant for and not on one it must leave alone
@@ -3024,11 +3038,17 @@ fn the_suite_kernels_get_their_transforms() {
             [256, 1, 1],
             &["ol-warp-lanes", "ol-lane-offset-reads", "ol-unswitch-warp-branches", "ol-alternate-exchanges"],
         ),
-        // (compact: its loop over the warps before a work-item's, `k < t / W`)
+        // (compact: its loop over the warps before a work-item's, `k < t / W`, rolled and run once per warp)
         (
             "compact",
             [256, 1, 1],
-            &["ol-warp-lanes", "ol-reroll-loops", "ol-unswitch-warp-branches", "ol-alternate-exchanges"],
+            &[
+                "ol-warp-lanes",
+                "ol-reroll-loops",
+                "ol-unswitch-warp-branches",
+                "ol-alternate-exchanges",
+                "ol-warp-uniform-loops",
+            ],
         ),
         (
             "softmax",
@@ -3427,6 +3447,114 @@ fn warp_lanes_match_the_host() {
                             let bad = o.iter().zip(&rounds).position(|(a, b)| a != b);
                             assert!(bad.is_none(), "{ctx}: first difference at {bad:?} of {n}");
                         }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Loops the same for a warp's lanes (ffi-tests/kernels/warp_loops.c) give the host's results, generic and
+/// specialised, in 1-, 2- and 3-D groups of whole warps on every target; in the specialisations of 1-D
+/// groups of whole warps `ranks`' sum over shared memory up to the warp's index and `segments`' search of
+/// a kernel buffer (a loop with two exits, between two shuffles) run once per warp (ol-warp-uniform-loops),
+/// and `perlane`'s loops (the lane's trip count, only odd lanes, shared memory the lanes write) never do.
+#[test]
+fn warp_uniform_loops_match_the_host() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("warp_loops", t) else {
+            return;
+        };
+        let w = img.kernel("ranks").unwrap().warp_size as usize;
+        let bc = bitcode("warp_loops", t).unwrap();
+        let fired = |k: &str, spec: Option<[u32; 3]>| times_fired(&bc, k, spec, "ol-warp-uniform-loops");
+        for k in ["ranks", "segments"] {
+            assert!(fired(k, Some([4 * w as u32, 1, 1])) > 0, "{t:?} {k}: ol-warp-uniform-loops did not fire");
+            assert_eq!(fired(k, None), 0, "{t:?} {k}: fired on the generic kernel");
+        }
+        assert_eq!(fired("perlane", Some([4 * w as u32, 1, 1])), 0, "{t:?} perlane: a per-lane loop was hoisted");
+        let grid = [3u32, 2, 1];
+        let ng = (grid[0] * grid[1]) as usize;
+        for block in [[64u32, 1, 1], [256, 1, 1], [64, 2, 1], [128, 2, 2], [32, 2, 1], [32, 4, 2], [512, 1, 1]] {
+            let nt = (block[0] * block[1] * block[2]) as usize;
+            if !nt.is_multiple_of(w) || nt / w > 64 {
+                continue;
+            }
+            let n = ng * nt;
+            let input: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761) >> 9).collect();
+            // (sorted; the search stops at an end above the warp's index or, past the 30th, at n)
+            let ends: Vec<u32> = (1..=40u32).map(|k| k * k * 5).collect();
+            let nends = 30u32;
+            let (mut ranks, mut counts, mut segments, mut perlane) =
+                (vec![0u32; 2 * n], vec![0u32; ng], vec![0u32; n], vec![0u32; n]);
+            for gi in 0..ng {
+                let base = gi * nt;
+                let kept: Vec<u32> =
+                    (0..nt / w).map(|wi| (0..w).filter(|l| input[base + wi * w + l] % 3 == 0).count() as u32).collect();
+                counts[gi] = kept.iter().sum();
+                let mut x = vec![0u32; nt];
+                for i in 0..nt {
+                    let (l, wi) = (i % w, i / w);
+                    let g = base + i;
+                    let before: u32 = kept[..wi].iter().sum();
+                    let weighted = kept[..wi].iter().fold(0u32, |a, k| a.wrapping_mul(3).wrapping_add(*k));
+                    let below = (0..l).filter(|m| input[base + wi * w + m] % 3 == 0).count() as u32;
+                    ranks[2 * g] = if input[g] % 3 == 0 { before + below } else { !0 };
+                    ranks[2 * g + 1] = weighted;
+                    let at = |lane: usize| input[base + wi * w + (lane & (w - 1))];
+                    let first = (base + wi * w) as u32;
+                    let s = ends[..nends as usize].iter().take_while(|e| **e <= first).count() as u32;
+                    x[i] = at(l + 1).wrapping_mul(1000).wrapping_add(s);
+                }
+                for i in 0..nt {
+                    segments[base + i] = x[i ^ 1];
+                }
+                let sh: Vec<u32> = (0..nt).map(|i| input[base + i] ^ 0x55).collect();
+                for i in 0..nt {
+                    let (l, wi) = (i % w, i / w);
+                    let v = input[base + (i ^ 1)];
+                    let a = (0..l).fold(0u32, |s, k| s.wrapping_add(input[base + k]));
+                    let b = if l & 1 == 1 {
+                        (0..wi).fold(0u32, |s, k| s.wrapping_add(input[base + k * 7 % nt]))
+                    } else {
+                        0
+                    };
+                    let c = (0..=wi).fold(0u32, |s, k| s.wrapping_add(sh[k]));
+                    x[i] = v.wrapping_add(a).wrapping_add(b.wrapping_mul(3)).wrapping_add(c.wrapping_mul(5));
+                }
+                for i in 0..nt {
+                    perlane[base + i] = x[i ^ 2];
+                }
+            }
+            for name in ["ranks", "segments", "perlane"] {
+                let g = img.kernel(name).unwrap();
+                let s = g.specialise(block, false).unwrap();
+                for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                    let mut inp = input.clone();
+                    let ctx = format!("{t:?} {name} {block:?} {form}");
+                    let mut o = vec![7u32; if name == "ranks" { 2 * n } else { n }];
+                    let want = match name {
+                        "ranks" => &ranks,
+                        "segments" => &segments,
+                        _ => &perlane,
+                    };
+                    let mut c = vec![7u32; ng];
+                    let mut e = ends.clone();
+                    let args = match name {
+                        "ranks" => pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut o), &ptr(&mut c)]),
+                        "segments" => pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut e), &b(&nends), &ptr(&mut o)]),
+                        _ => pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut o)]),
+                    };
+                    launch(kk, grid, block, &args, 0);
+                    let bad = o.iter().zip(want).position(|(a, b)| a != b);
+                    assert!(
+                        bad.is_none(),
+                        "{ctx}: first difference at {bad:?} (got, want): {:?}",
+                        bad.map(|i| (o[i], want[i]))
+                    );
+                    if name == "ranks" {
+                        assert_eq!(c, counts, "{ctx}: counts");
                     }
                 }
             }

@@ -155,6 +155,7 @@ enum Transform : unsigned {
   T_UNSWITCH_WARP_BRANCHES,  // opt/unswitch_regions.cpp: a lane loop copied per side of a warp-uniform branch
   T_ALTERNATE_EXCHANGES,     // warp_lanes.cpp: consecutive warp exchanges in two areas, the barrier after a read dropped
   T_GROUP_LOOPS,             // opt/group_loops.cpp: a block-stride loop of the whole group run by one work-item
+  T_WARP_UNIFORM_LOOPS,      // opt/warp_uniform_loops.cpp: a loop the same for a warp's lanes run once per warp
   T_COUNT
 };
 
@@ -420,6 +421,17 @@ struct Lowering {
     AllocaInst *wnext = nullptr, *wstart = nullptr, *wp = nullptr;
     BasicBlock *wsched = nullptr, *whead = nullptr;
     SwitchInst *WSW = nullptr;
+    // ol-warp-lanes: each region's loop over a warp's lanes (and its copy by ol-unswitch-warp-branches):
+    // Pre, where the warp enters it, its header and latch, the lane's x id and flat id, the warp's first x
+    // id and its row's first flat id (cbsWarpLaneIds; ol-warp-uniform-loops takes them in cbsFinish)
+    struct LaneLoop {
+      BasicBlock *Pre, *head, *latch;
+      Value *lx, *wi, *xw, *wrow;
+    };
+    std::vector<LaneLoop> laneLoops;
+    // ol-warp-lanes: the instructions of the regions' lane loops cloned from F's (and their copies), with
+    // whether the original is the same for a warp's lanes (st.div, st.divTerm; cbsWarpLaneIds)
+    ValueMap<Value *, bool> laneUniform;
 
     bool isBarrierBlk(BasicBlock *BB) const {
       auto *CI = dyn_cast<CallInst>(&*BB->getFirstNonPHIIt());
@@ -482,7 +494,9 @@ struct Lowering {
   void cbsUnswitchExit(CbsState &st, CbsRegion &R);
   bool cbsUnswitchWarpBranch(CbsState &st, CbsRegion &R, ValueToValueMapTy &VM);
   bool availableBefore(CbsState &st, CbsRegion &R, Value *V);
-  Value *atFirstLane(CbsState &st, CbsRegion &R, Value *V, std::vector<Instruction *> &made, int depth = 0);
+  Value *atFirstLane(CbsState &st, const CbsState::LaneLoop &LL, Value *V, std::vector<Instruction *> &made,
+                     const std::set<Value *> *slots = nullptr, int depth = 0);
+  void warpUniformLoops(CbsState &st);
   bool unswitchNest(CbsState &st, CbsRegion &R, BasicBlock *head, BranchInst *Br, ValueToValueMapTy &VM);
   std::vector<BasicBlock *> cbsRegionBlocks(CbsState &st, size_t k);
   void cbsRegionPrologue(CbsState &st, IRBuilder<> &B, CbsRegion &R);

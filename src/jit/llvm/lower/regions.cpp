@@ -599,6 +599,8 @@ bool Lowering::cbsFinish(CbsState &st) {
       if (auto *CI = dyn_cast<CallInst>(&I))
         if (CI->getCalledFunction() && (CI->getCalledFunction() == BM || CI->getCalledFunction() == EM))
           return fail("internal: unsplit barrier marker");
+  if (st.warpMode && on(T_WARP_UNIFORM_LOOPS))
+    warpUniformLoops(st);
   removeUnreachableBlocks(*F);
   for (BasicBlock &BB : *F) // (what only ol-warp-lanes reads)
     for (Instruction &I : BB)

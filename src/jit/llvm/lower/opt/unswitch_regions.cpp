@@ -67,7 +67,7 @@ bool Lowering::cbsUnswitchWarpBranch(CbsState &st, CbsRegion &R, ValueToValueMap
         orig == R.origOf.end() || st.divTerm.count(orig->second->getTerminator()))
       continue;
     std::vector<Instruction *> made;
-    Value *cond = atFirstLane(st, R, BI->getCondition(), made);
+    Value *cond = atFirstLane(st, {R.Pre, head, R.L, R.lx, R.wi, R.xw, R.wrow}, BI->getCondition(), made);
     if (!cond) {
       for (Instruction *I : reverse(made))
         I->eraseFromParent();
@@ -83,32 +83,37 @@ bool Lowering::cbsUnswitchWarpBranch(CbsState &st, CbsRegion &R, ValueToValueMap
 }
 
 
-// V, a value of R's lane loop, as the warp's first lane computes it, computed at the end of R.Pre (its
+// V, a value of a lane loop LL, as the warp's first lane computes it, computed at the end of LL.Pre (its
 // new instructions appended to `made`): the x id lx is the warp's first xw, the flat id wi wrow + xw;
 // values of Pre and the group prologue as they are. Pure, speculatable arithmetic, compares, selects and
-// address computations only, a few deep; nullptr otherwise.
-Value *Lowering::atFirstLane(CbsState &st, CbsRegion &R, Value *V, std::vector<Instruction *> &made, int depth) {
+// address computations only, a few deep; nullptr otherwise. Loads from the pointers in `slots` too (the
+// lane's slots that the lane loop does not store to: the first lane's holds at Pre what it holds where
+// that lane reads it).
+Value *Lowering::atFirstLane(CbsState &st, const CbsState::LaneLoop &LL, Value *V, std::vector<Instruction *> &made,
+                             const std::set<Value *> *slots, int depth) {
   if (isa<Constant>(V) || isa<Argument>(V))
     return V;
-  if (V == R.lx)
-    return R.xw;
+  if (V == LL.lx)
+    return LL.xw;
   auto *I = dyn_cast<Instruction>(V);
   if (!I || depth > 8)
     return nullptr;
-  IRBuilder<> B(R.Pre->getTerminator());
-  if (V == R.wi) {
-    made.push_back(cast<Instruction>(B.CreateAdd(R.wrow, R.xw, "", true, true)));
+  IRBuilder<> B(LL.Pre->getTerminator());
+  if (V == LL.wi) {
+    made.push_back(cast<Instruction>(B.CreateAdd(LL.wrow, LL.xw, "", true, true)));
     return made.back();
   }
-  if (I->getParent() == R.Pre || I->getParent() == st.NE)
+  if (I->getParent() == LL.Pre || I->getParent() == st.NE)
     return I;
-  if (isa<PHINode>(I) || I->mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(I) ||
-      !(isa<BinaryOperator>(I) || isa<CastInst>(I) || isa<CmpInst>(I) || isa<SelectInst>(I) ||
-        isa<GetElementPtrInst>(I)))
+  auto *Ld = dyn_cast<LoadInst>(I);
+  bool slotLoad = Ld && slots && Ld->isSimple() && slots->count(Ld->getPointerOperand());
+  if (!slotLoad && (isa<PHINode>(I) || I->mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(I) ||
+                    !(isa<BinaryOperator>(I) || isa<CastInst>(I) || isa<CmpInst>(I) || isa<SelectInst>(I) ||
+                      isa<GetElementPtrInst>(I))))
     return nullptr;
   SmallVector<Value *, 4> ops;
   for (Value *Op : I->operands()) {
-    Value *v = atFirstLane(st, R, Op, made, depth + 1);
+    Value *v = atFirstLane(st, LL, Op, made, slots, depth + 1);
     if (!v)
       return nullptr;
     ops.push_back(v);
@@ -117,7 +122,8 @@ Value *Lowering::atFirstLane(CbsState &st, CbsRegion &R, Value *V, std::vector<I
   for (unsigned i = 0; i < ops.size(); ++i)
     N->setOperand(i, ops[i]);
   N->dropPoisonGeneratingAnnotations(); // (computed where the loop might not have: no poison)
-  N->insertBefore(R.Pre->getTerminator()->getIterator());
+  N->setMetadata(LLVMContext::MD_access_group, nullptr);
+  N->insertBefore(LL.Pre->getTerminator()->getIterator());
   made.push_back(N);
   return N;
 }

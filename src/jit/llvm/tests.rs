@@ -3488,24 +3488,25 @@ fn warp_uniform_loops_match_the_host() {
             let nends = 30u32;
             let (mut ranks, mut counts, mut segments, mut perlane) =
                 (vec![0u32; 2 * n], vec![0u32; ng], vec![0u32; n], vec![0u32; n]);
-            for gi in 0..ng {
+            for (gi, count) in counts.iter_mut().enumerate() {
                 let base = gi * nt;
-                let kept: Vec<u32> =
-                    (0..nt / w).map(|wi| (0..w).filter(|l| input[base + wi * w + l] % 3 == 0).count() as u32).collect();
-                counts[gi] = kept.iter().sum();
+                let kept: Vec<u32> = (0..nt / w)
+                    .map(|wi| (0..w).filter(|l| input[base + wi * w + l].is_multiple_of(3)).count() as u32)
+                    .collect();
+                *count = kept.iter().sum();
                 let mut x = vec![0u32; nt];
-                for i in 0..nt {
+                for (i, xi) in x.iter_mut().enumerate() {
                     let (l, wi) = (i % w, i / w);
                     let g = base + i;
                     let before: u32 = kept[..wi].iter().sum();
                     let weighted = kept[..wi].iter().fold(0u32, |a, k| a.wrapping_mul(3).wrapping_add(*k));
-                    let below = (0..l).filter(|m| input[base + wi * w + m] % 3 == 0).count() as u32;
-                    ranks[2 * g] = if input[g] % 3 == 0 { before + below } else { !0 };
+                    let below = (0..l).filter(|m| input[base + wi * w + m].is_multiple_of(3)).count() as u32;
+                    ranks[2 * g] = if input[g].is_multiple_of(3) { before + below } else { !0 };
                     ranks[2 * g + 1] = weighted;
                     let at = |lane: usize| input[base + wi * w + (lane & (w - 1))];
                     let first = (base + wi * w) as u32;
                     let s = ends[..nends as usize].iter().take_while(|e| **e <= first).count() as u32;
-                    x[i] = at(l + 1).wrapping_mul(1000).wrapping_add(s);
+                    *xi = at(l + 1).wrapping_mul(1000).wrapping_add(s);
                 }
                 for i in 0..nt {
                     segments[base + i] = x[i ^ 1];

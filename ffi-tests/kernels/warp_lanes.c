@@ -1,17 +1,7 @@
 // Warp collectives between group barriers (ol-warp-lanes): shuffles under branches that differ between
 // warps, gpuintrin's lane library (scan, sum, ballot, first lane), and shuffles in a loop whose trip
 // count differs between warps inside a loop with group barriers. 1-, 2- and 3-D groups (flat ids).
-#include <gpuintrin.h>
-#include <stdint.h>
-
-static inline uint32_t flat(void) {
-  return (__gpu_thread_id_z() * __gpu_num_threads_y() + __gpu_thread_id_y()) * __gpu_num_threads_x() +
-         __gpu_thread_id_x();
-}
-static inline uint32_t nthreads(void) { return __gpu_num_threads_x() * __gpu_num_threads_y() * __gpu_num_threads_z(); }
-static inline uint32_t group(void) {
-  return (__gpu_block_id_z() * __gpu_num_blocks_y() + __gpu_block_id_y()) * __gpu_num_blocks_x() + __gpu_block_id_x();
-}
+#include "flat_ids.h"
 
 // The group's sum: xor-butterfly shuffles in each warp (each lane's warp sum to wout), the warps' sums
 // through shared memory, added by the first warp the same way.

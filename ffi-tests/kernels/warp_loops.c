@@ -2,17 +2,7 @@
 // memory up to the warp's index, a search of a sorted buffer for the warp's first index, and loops that
 // must stay per lane (a trip count of the lane's, a loop only some lanes run, memory the lanes write).
 // 1-, 2- and 3-D groups (flat ids).
-#include <gpuintrin.h>
-#include <stdint.h>
-
-static inline uint32_t flat(void) {
-  return (__gpu_thread_id_z() * __gpu_num_threads_y() + __gpu_thread_id_y()) * __gpu_num_threads_x() +
-         __gpu_thread_id_x();
-}
-static inline uint32_t nthreads(void) { return __gpu_num_threads_x() * __gpu_num_threads_y() * __gpu_num_threads_z(); }
-static inline uint32_t group(void) {
-  return (__gpu_block_id_z() * __gpu_num_blocks_y() + __gpu_block_id_y()) * __gpu_num_blocks_x() + __gpu_block_id_x();
-}
+#include "flat_ids.h"
 
 // Each group's multiples of 3 ranked in order (~0 for the others): a warp's ballot counts its own into
 // shared memory; after the barrier each lane adds the counts of the warps before its own (weighted, so

@@ -38,6 +38,7 @@ bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk) {
   cbsDemotePhis(st);
   cbsFindHoistable(st);
   cbsDemoteLiveAcross(st);
+  cbsWidenBoolSlots(st);
   if (on(T_SCOPE_SLOTS))
     scopeSlots(F, st.demoted);
   cbsLayout(st);

@@ -198,6 +198,37 @@ void Lowering::cbsDemoteLiveAcross(CbsState &st) {
 }
 
 
+// Step 3, last (takes st.demoted, st.uniSlots; changes the slots of booleans): a slot of an i1 holds it
+// as a byte, stored zero-extended and read truncated. The loop vectoriser stores a vector of i1 one
+// lane at a time (an <N x i1> in memory is N bits, the slots are N bytes): compact's `keep`, live across
+// its ballot, was 64 byte stores through extracted addresses per 64-lane warp, which the ballot's vector
+// load of the exchange bytes then waited on; as bytes they are vector stores. Each slot is a work-item's
+// own (or the group's, uniform), accessed by plain loads and stores only (scopeSlots relies on it too).
+void Lowering::cbsWidenBoolSlots(CbsState &st) {
+  for (AllocaInst *A : st.demoted) {
+    if (!A->getAllocatedType()->isIntegerTy(1))
+      continue;
+    bool perItem = !st.uniSlots.count(A);
+    A->setAllocatedType(I8);
+    for (User *U : make_early_inc_range(A->users())) {
+      if (auto *Ld = dyn_cast<LoadInst>(U); Ld && Ld->getType()->isIntegerTy(1)) {
+        Ld->mutateType(I8);
+        auto *T = new TruncInst(UndefValue::get(I8), I1Ty(), Ld->getName() + ".b", std::next(Ld->getIterator()));
+        Ld->replaceAllUsesWith(T);
+        T->setOperand(0, Ld);
+        if (perItem)
+          st.div.insert(T);
+      } else if (auto *St = dyn_cast<StoreInst>(U); St && St->getValueOperand()->getType()->isIntegerTy(1)) {
+        auto *Z = new ZExtInst(St->getValueOperand(), I8, "", St->getIterator());
+        St->setOperand(0, Z);
+        if (perItem || st.div.count(Z->getOperand(0)))
+          st.div.insert(Z);
+      }
+    }
+  }
+}
+
+
 // Step 3 (takes F, st.hoistable; gives the values live across a barrier). Regions: the blocks
 // reachable from the entry or from a barrier's successor without crossing another barrier. A value
 // needs scratch only if, in some region containing a use, its definition is not in that region or

@@ -480,6 +480,7 @@ struct Lowering {
   void cbsDemotePhis(CbsState &st);
   void cbsFindHoistable(CbsState &st);
   void cbsDemoteLiveAcross(CbsState &st);
+  void cbsWidenBoolSlots(CbsState &st);
   std::vector<Instruction *> cbsLiveAcross(CbsState &st);
   std::vector<Instruction *> cbsRematerialise(CbsState &st, const std::vector<Instruction *> &work, bool reload);
   void cbsLayout(CbsState &st);

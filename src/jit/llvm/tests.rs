@@ -3454,6 +3454,65 @@ fn warp_lanes_match_the_host() {
     }
 }
 
+/// Booleans live across group barriers and warp collectives (ffi-tests/kernels/bools.c; their demotion
+/// slots hold bytes) give the host's results, generic and specialised, in 1-, 2- and 3-D groups.
+#[test]
+fn booleans_across_barriers_match_the_host() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("bools", t) else {
+            return;
+        };
+        let w = img.kernel("wbools").unwrap().warp_size as usize;
+        let grid = [3u32, 2, 1];
+        let ng = (grid[0] * grid[1]) as usize;
+        for block in [[64u32, 1, 1], [256, 1, 1], [64, 2, 1], [128, 2, 2], [32, 2, 1], [8, 4, 2]] {
+            let nt = (block[0] * block[1] * block[2]) as usize;
+            let n = ng * nt;
+            let input: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761) >> 9).collect();
+            let (mut bools, mut wbools) = (vec![0u32; n], vec![0u32; n]);
+            for gi in 0..ng {
+                let base = gi * nt;
+                let a = |i: usize| input[base + i].is_multiple_of(3);
+                let b = |i: usize| input[base + i] & 4 != 0;
+                let s: Vec<u32> = (0..nt).map(|i| input[base + nt - 1 - i] + a(i) as u32).collect();
+                for i in 0..nt {
+                    bools[base + i] =
+                        (if a(i) { s[(i + 1) % nt] } else { 7 }) + if b(i) { 100 } else { 0 } + (a(i) != b(i)) as u32;
+                }
+                if nt.is_multiple_of(w) {
+                    for i in 0..nt {
+                        let (l, wb) = (i % w, i - i % w);
+                        let below = (0..l).filter(|m| a(wb + m)).count() as u32;
+                        let x = input[base + wb + (l + 1) % w];
+                        wbools[base + i] = (if a(i) { below } else { 1000 + x }) + if b(i) { 100000 } else { 0 };
+                    }
+                }
+            }
+            for name in ["bools", "wbools"] {
+                if name == "wbools" && !nt.is_multiple_of(w) {
+                    continue;
+                }
+                let g = img.kernel(name).unwrap();
+                let s = g.specialise(block, false).unwrap();
+                let want = if name == "bools" { &bools } else { &wbools };
+                for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                    let mut inp = input.clone();
+                    let mut o = vec![7u32; n];
+                    let args = pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut o)]);
+                    launch(kk, grid, block, &args, 0);
+                    let bad = o.iter().zip(want).position(|(x, y)| x != y);
+                    assert!(
+                        bad.is_none(),
+                        "{t:?} {name} {block:?} {form}: first difference at {bad:?}: {:?}",
+                        bad.map(|i| (o[i], want[i]))
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Loops the same for a warp's lanes (ffi-tests/kernels/warp_loops.c) give the host's results, generic and
 /// specialised, in 1-, 2- and 3-D groups of whole warps on every target; in the specialisations of 1-D
 /// groups of whole warps `ranks`' sum over shared memory up to the warp's index and `segments`' search of

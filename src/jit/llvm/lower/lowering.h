@@ -97,6 +97,12 @@ std::vector<BasicBlock *> reachable(ArrayRef<BasicBlock *> from, Stop stop, std:
 // latch `j < n - S` for constants taken as `j + S < n` (sets nextV to j's next value and n to guardN).
 bool entersWhenBelow(BranchInst *Br, BasicBlock *Into, Value *&x, Value *&n);
 Value *stripCasts(Value *V);
+// Whether I is arithmetic, a compare, a select, a cast or an address computation: what a value computed
+// again elsewhere from its operands may be made of (atFirstLane, and the warp-uniformity of new values in
+// opt/warp_uniform_loops.cpp).
+inline bool isPureArithmetic(const Instruction *I) {
+  return isa<BinaryOperator>(I) || isa<CastInst>(I) || isa<CmpInst>(I) || isa<SelectInst>(I) || isa<GetElementPtrInst>(I);
+}
 bool constantLatch(BasicBlock *H, BasicBlock *LB, Value *&nextV, Value *&n, Value *guardN);
 
 // Which memory `ptr` (in K.body or a work-group function F) reaches: SPACE_SHARED the group's shared
@@ -469,6 +475,8 @@ struct Lowering {
     std::vector<Value *> uniPtrW;
     SmallVector<BasicBlock *, 32> clones;          // cbsCloneRegion: the cloned blocks, in `set` order
     std::map<BasicBlock *, BasicBlock *> origOf;   // clone -> original
+    // its lane loop under ol-warp-lanes, entered at `head` from Pre
+    CbsState::LaneLoop laneLoop(BasicBlock *head) const { return {Pre, head, L, lx, wi, xw, wrow}; }
   };
   static bool firstCallTo(BasicBlock *BB, Function *Fn);
   bool buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk = 0);

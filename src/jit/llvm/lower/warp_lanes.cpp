@@ -279,21 +279,22 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
       }
     }
   BasicBlock *head = R.Pre->getSingleSuccessor();
-  std::vector<std::pair<BasicBlock *, BasicBlock *>> loops = {{head, R.L}}; // header, latch
+  std::vector<CbsState::LaneLoop> loops = {R.laneLoop(head)};
   ValueToValueMapTy VM;
-  st.laneLoops.push_back({R.Pre, head, R.L, R.lx, R.wi, R.xw, R.wrow});
-  std::set<BasicBlock *> clones(R.clones.begin(), R.clones.end());
-  for (BasicBlock *BB : R.set) // (a clone replaced since, by the lane id `lx - xw` say: its replacement)
-    for (Instruction &I : *BB)
-      if (auto it = R.VM.find(&I); it != R.VM.end())
-        if (auto *CI = dyn_cast_or_null<Instruction>(it->second); CI && clones.count(CI->getParent())) {
-          bool u = !st.div.count(&I) && !st.divTerm.count(&I);
-          auto at = st.laneUniform.insert({CI, u}).first;
-          at->second = at->second && u;
-        }
+  bool uniformLoops = on(T_WARP_UNIFORM_LOOPS);
+  if (uniformLoops) { // (whether each clone's original is the same for the warp's lanes, st.laneUniform)
+    std::set<BasicBlock *> clones(R.clones.begin(), R.clones.end());
+    for (BasicBlock *BB : R.set) // (a clone replaced since, by the lane id `lx - xw` say: its replacement)
+      for (Instruction &I : *BB)
+        if (auto it = R.VM.find(&I); it != R.VM.end())
+          if (auto *CI = dyn_cast_or_null<Instruction>(it->second); CI && clones.count(CI->getParent())) {
+            bool u = !st.div.count(&I) && !st.divTerm.count(&I);
+            auto at = st.laneUniform.insert({CI, u}).first;
+            at->second = at->second && u;
+          }
+  }
   if (on(T_UNSWITCH_WARP_BRANCHES) && cbsUnswitchWarpBranch(st, R, VM)) {
-    loops.push_back({cast<BasicBlock>(VM[head]), cast<BasicBlock>(VM[R.L])});
-    st.laneLoops.push_back({R.Pre, loops.back().first, loops.back().second, VM[R.lx], VM[R.wi], R.xw, R.wrow});
+    loops.push_back({R.Pre, cast<BasicBlock>(VM[head]), cast<BasicBlock>(VM[R.L]), VM[R.lx], VM[R.wi], R.xw, R.wrow});
     std::vector<std::pair<Value *, bool>> copies;
     for (auto KV : VM)
       if (auto it = st.laneUniform.find(const_cast<Value *>(KV.first)); KV.second && it != st.laneUniform.end())
@@ -301,14 +302,16 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
     for (auto [copy, u] : copies)
       st.laneUniform.insert({copy, u});
   }
+  if (uniformLoops)
+    st.laneLoops.insert(st.laneLoops.end(), loops.begin(), loops.end());
   if (!on(T_LANE_OFFSET_READS))
     return;
-  for (auto [H, L] : loops) { // a lane loop without a branch but its own exit test
-    SmallVector<BasicBlock *, 2> body(successors(H));
-    bool branches = any_of(reachable(body, [](BasicBlock *) { return false; }, {H, st.scanStart}),
+  for (const CbsState::LaneLoop &LL : loops) { // a lane loop without a branch but its own exit test
+    SmallVector<BasicBlock *, 2> body(successors(LL.head));
+    bool branches = any_of(reachable(body, [](BasicBlock *) { return false; }, {LL.head, st.scanStart}),
                            [](BasicBlock *BB) { return BB->getTerminator()->getNumSuccessors() > 1; });
     if (!branches)
-      addLoopProperty(L->getTerminator(), "llvm.loop.unroll.disable");
+      addLoopProperty(LL.latch->getTerminator(), "llvm.loop.unroll.disable");
   }
 }
 

@@ -67,7 +67,7 @@ bool Lowering::cbsUnswitchWarpBranch(CbsState &st, CbsRegion &R, ValueToValueMap
         orig == R.origOf.end() || st.divTerm.count(orig->second->getTerminator()))
       continue;
     std::vector<Instruction *> made;
-    Value *cond = atFirstLane(st, {R.Pre, head, R.L, R.lx, R.wi, R.xw, R.wrow}, BI->getCondition(), made);
+    Value *cond = atFirstLane(st, R.laneLoop(head), BI->getCondition(), made);
     if (!cond) {
       for (Instruction *I : reverse(made))
         I->eraseFromParent();
@@ -107,9 +107,7 @@ Value *Lowering::atFirstLane(CbsState &st, const CbsState::LaneLoop &LL, Value *
     return I;
   auto *Ld = dyn_cast<LoadInst>(I);
   bool slotLoad = Ld && slots && Ld->isSimple() && slots->count(Ld->getPointerOperand());
-  if (!slotLoad && (isa<PHINode>(I) || I->mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(I) ||
-                    !(isa<BinaryOperator>(I) || isa<CastInst>(I) || isa<CmpInst>(I) || isa<SelectInst>(I) ||
-                      isa<GetElementPtrInst>(I))))
+  if (!slotLoad && (I->mayReadOrWriteMemory() || !isSafeToSpeculativelyExecute(I) || !isPureArithmetic(I)))
     return nullptr;
   SmallVector<Value *, 4> ops;
   for (Value *Op : I->operands()) {

@@ -73,8 +73,7 @@ static bool sameForLanes(Lowering::CbsState &st, const Lowering::CbsState::LaneL
     return it->second;
   if (I->getParent() == LL.Pre || I->getParent() == st.NE)
     return true;
-  if (isa<PHINode>(I) || I->mayReadOrWriteMemory() ||
-      !(isa<BinaryOperator>(I) || isa<CastInst>(I) || isa<CmpInst>(I) || isa<SelectInst>(I) || isa<GetElementPtrInst>(I)))
+  if (I->mayReadOrWriteMemory() || !isPureArithmetic(I))
     return false;
   return all_of(I->operands(), [&](Value *Op) { return sameForLanes(st, LL, Op, depth + 1); });
 }

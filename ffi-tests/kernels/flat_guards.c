@@ -99,3 +99,31 @@ __gpu_kernel void flat_guards_nobar(uint32_t *out, uint32_t k, uint32_t m) {
     return;
   out[g * n + f] = f * 3 + 1;
 }
+
+// Guarded pieces one after another in one region (narrowToGuards' sequences): the first work-item's
+// loop, then `f < j`, `k <= f < k + 3`, `f > j + 2`, with a value every work-item computes in between.
+// A work-item outside every piece only computes there, so the loops run over the box around the pieces'
+// ids (the guards stay). out[g * n + f] combines what the pieces stored.
+__gpu_kernel void flat_pieces(uint32_t *out, uint32_t k, uint32_t j) {
+  static __gpu_local uint32_t r[4][FG_LEN];
+  uint32_t f = flat_id(), n = flat_size(), g = flat_group();
+  for (uint32_t i = f; i < FG_LEN; i += n)
+    for (int c = 0; c < 4; c++)
+      r[c][i] = 0;
+  __gpu_sync_threads();
+  uint32_t w = f < k ? f * 2 + 1 : 5;
+  if (f == 0)
+    for (uint32_t i = 0; i < n && i < k; i++)
+      r[0][i] = i * 7 + 1;
+  if (f < j)
+    r[1][f] = f + 3;
+  if (f >= k && f < k + 3)
+    r[2][f] = w + f;
+  if (f > j + 2)
+    r[3][f] = w;
+  __gpu_sync_threads();
+  uint32_t acc = 0;
+  for (int c = 0; c < 4; c++)
+    acc = acc * 31 + r[c][f];
+  out[g * n + f] = acc;
+}

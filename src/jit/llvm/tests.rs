@@ -2097,8 +2097,8 @@ fn equality_guards_match_the_host() {
 }
 
 /// ffi-tests/kernels/flat_guards.c: guards on the flat id f = tx + ty * nx + tz * nx * ny of 2-D and 3-D
-/// groups (f < k, f >= k, (f ^ j) > f, (f & m) == 0, f % q == 0, two tree reductions, and a kernel without
-/// barriers) narrow each row's x loop; against results computed here, generic and specialised, with
+/// groups (f < k, f >= k, (f ^ j) > f, (f & m) == 0, f % q == 0, two tree reductions, guarded pieces one
+/// after another, and a kernel without barriers) narrow each row's x loop; against results computed here, generic and specialised, with
 /// bounds outside the range, zero and the whole range, and 1-D groups.
 #[test]
 fn flat_id_guards_match_the_host() {
@@ -2186,6 +2186,25 @@ fn flat_id_guards_match_the_host() {
                                 "{t:?} flat_guards {shape:?} k={kk} j={j} m={m} q={q} group {g} item {f}"
                             );
                         }
+                    }
+                }
+            }
+            for k in &both("flat_pieces") {
+                for (kk, j) in [(0u32, 0u32), (1, 1), (n / 2, 3), (n, n), (n + 5, 2), (3, n.saturating_sub(1)), (n - 1, 0)] {
+                    let mut out = vec![0u32; groups * nu];
+                    let args = pack(&k.params, &[&ptr(&mut out), &b(&kk), &b(&j)]);
+                    launch(k, grid, shape, &args, 0);
+                    for (i, v) in out.iter().enumerate() {
+                        let f = (i % nu) as u32;
+                        let w = if f < kk { f * 2 + 1 } else { 5 };
+                        let r = [
+                            if f < kk { f * 7 + 1 } else { 0 },
+                            if f < j { f + 3 } else { 0 },
+                            if f >= kk && f < kk + 3 { w + f } else { 0 },
+                            if f > j + 2 { w } else { 0 },
+                        ];
+                        let e = r.iter().fold(0u32, |acc, &x| acc.wrapping_mul(31).wrapping_add(x));
+                        assert_eq!(*v, e, "{t:?} flat_pieces {shape:?} k={kk} j={j} item {i}");
                     }
                 }
             }
@@ -2591,6 +2610,13 @@ const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
         "ol-narrow-guards",
         false,
         "__gpu_kernel void k(float *y, const uint32_t *x) { if (G < x[G]) y[G] = 1.0f; }",
+        None,
+    ),
+    (
+        // guarded pieces one after another: the first work-item's store, then `t < 8`
+        "ol-narrow-guards",
+        true,
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[16]; if (T == 0) s[0] = in[0]; if (T < 8) s[T + 1] = in[G] * 2.0f; __gpu_sync_threads(); o[G] = s[T % 9]; }",
         None,
     ),
     (

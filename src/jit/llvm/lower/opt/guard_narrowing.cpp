@@ -165,37 +165,26 @@ void Lowering::narrowToGuards(BasicBlock *RE, const std::function<bool(BasicBloc
     return 3 + (int)(it - rowIds.begin());
   };
   bool rowX = false; // x's bounds are per row (built with RowB)
-  Value *lo[3], *hi[3], *gs64[3];
-  bool touched[3] = {false, false, false};
+  // A box of ids: [lo, hi) per dimension (i64; x's per row where rowX), `touched` where a guard narrowed it.
+  struct Box {
+    Value *lo[3], *hi[3];
+    bool touched[3] = {false, false, false};
+  };
+  Value *gs64[3];
+  Box box;
   for (int d = 0; d < 3; ++d) {
     gs64[d] = PB.CreateZExt(gs[d], I64);
-    lo[d] = zero64;
-    hi[d] = gs64[d];
+    box.lo[d] = zero64;
+    box.hi[d] = gs64[d];
   }
-  BasicBlock *cur = RE;
-  for (int step = 0; step < 4 && cur; ++step) {
-    bool pure = true;
-    for (Instruction &I : *cur)
-      if (!I.isTerminator() && (I.mayHaveSideEffects() || isa<PHINode>(&I)))
-        pure = false;
-    auto *BI = dyn_cast<BranchInst>(cur->getTerminator());
-    if (pure && BI && BI->isUnconditional()) { // falls through: the guard may be in the next block
-      BasicBlock *Nx = BI->getSuccessor(0);
-      cur = Nx->getSinglePredecessor() == cur && !leaves(Nx) ? Nx : nullptr;
-      continue;
-    }
-    if (!pure || !BI || !BI->isConditional())
-      break;
-    bool t0 = trivial(BI->getSuccessor(0), 0), t1 = trivial(BI->getSuccessor(1), 0);
-    if (t0 == t1)
-      break;
-    bool want = t1; // the condition value that continues into the region
-    BasicBlock *T = BI->getSuccessor(want ? 0 : 1);
+  const Box every = box;
+  // Narrows b by each part of `cond` that must be `want` for a work-item to go on; returns whether every
+  // part was understood, the run-time conditions under which the narrowing is exact and-ed into allExact
+  // (group-level) and rowExact (per row). With `runs`, run guards too (in run[], one form per dimension).
+  auto narrowBy = [&](Value *cond, bool want, Box &b, bool runs, Value *&allExact, Value *&rowExact) {
     std::vector<std::pair<Value *, bool>> ps;
-    parts(BI->getCondition(), want, ps);
+    parts(cond, want, ps);
     bool allKnown = true;
-    Value *allExact = ConstantInt::getTrue(C);
-    Value *rowExact = ConstantInt::getTrue(C); // per-row conditions: never part of *assumed
     for (auto &[V, w] : ps) {
       auto *Cmp = dyn_cast<ICmpInst>(V);
       if (!Cmp || !Cmp->getOperand(0)->getType()->isIntegerTy(32)) {
@@ -203,7 +192,7 @@ void Lowering::narrowToGuards(BasicBlock *RE, const std::function<bool(BasicBloc
         continue;
       }
       RunGuard rg;
-      if (on(T_RUN_GUARDS) && matchRunGuard(Cmp, w, runDim, avail, PB, rg)) {
+      if (runs && on(T_RUN_GUARDS) && matchRunGuard(Cmp, w, runDim, avail, PB, rg)) {
         if (rg.dim >= 3) {
           // runs of x + B: x mod P in [o, o + len) cyclically, o = (off - B) mod P; runs starting at
           // o - P from the period at or below x's lower bound cover the one that wraps around
@@ -305,14 +294,40 @@ void Lowering::narrowToGuards(BasicBlock *RE, const std::function<bool(BasicBloc
         exact = ConstantInt::getTrue(C);
       l = XB.CreateBinaryIntrinsic(Intrinsic::smin, XB.CreateBinaryIntrinsic(Intrinsic::smax, l, zero64), gs64[d]);
       h = XB.CreateBinaryIntrinsic(Intrinsic::smin, h, gs64[d]);
-      lo[d] = XB.CreateBinaryIntrinsic(Intrinsic::smax, lo[d], XB.CreateSelect(exact, l, zero64));
-      hi[d] = XB.CreateBinaryIntrinsic(Intrinsic::smin, hi[d], XB.CreateSelect(exact, h, gs64[d]));
-      touched[d] = true;
+      b.lo[d] = XB.CreateBinaryIntrinsic(Intrinsic::smax, b.lo[d], XB.CreateSelect(exact, l, zero64));
+      b.hi[d] = XB.CreateBinaryIntrinsic(Intrinsic::smin, b.hi[d], XB.CreateSelect(exact, h, gs64[d]));
+      b.touched[d] = true;
       if (&XB == &RowB)
         rowExact = RowB.CreateAnd(rowExact, exact);
       else
         allExact = PB.CreateAnd(allExact, exact);
     }
+    return allKnown;
+  };
+  BasicBlock *cur = RE, *sequence = nullptr;
+  for (int step = 0; step < 4 && cur; ++step) {
+    bool pure = true;
+    for (Instruction &I : *cur)
+      if (!I.isTerminator() && (I.mayHaveSideEffects() || isa<PHINode>(&I)))
+        pure = false;
+    auto *BI = dyn_cast<BranchInst>(cur->getTerminator());
+    if (pure && BI && BI->isUnconditional()) { // falls through: the guard may be in the next block
+      BasicBlock *Nx = BI->getSuccessor(0);
+      cur = Nx->getSinglePredecessor() == cur && !leaves(Nx) ? Nx : nullptr;
+      continue;
+    }
+    if (!pure || !BI || !BI->isConditional())
+      break;
+    bool t0 = trivial(BI->getSuccessor(0), 0), t1 = trivial(BI->getSuccessor(1), 0);
+    if (t0 == t1) {
+      sequence = t0 ? nullptr : cur; // pieces one after another, or none
+      break;
+    }
+    bool want = t1; // the condition value that continues into the region
+    BasicBlock *T = BI->getSuccessor(want ? 0 : 1);
+    Value *allExact = ConstantInt::getTrue(C);
+    Value *rowExact = ConstantInt::getTrue(C); // per-row conditions: never part of *assumed
+    bool allKnown = narrowBy(BI->getCondition(), want, box, true, allExact, rowExact);
     if (allKnown) {
       auto *K = dyn_cast<ConstantInt>(allExact);
       if (assumed && !(K && K->isOne())) {
@@ -334,21 +349,100 @@ void Lowering::narrowToGuards(BasicBlock *RE, const std::function<bool(BasicBloc
     }
     cur = T->getSinglePredecessor() == cur ? T : nullptr;
   }
+  // Guarded pieces one after another (`if (t == 0) { ... } if (t < n) { ... }`: ol-group-loops' first
+  // work-item before a guarded copy): the spine from `sequence` is pure blocks and branches whose one
+  // side, the piece, rejoins it further on (the other side is the spine; the last branch's other side
+  // leaves). A work-item outside every piece's ids runs only the spine, which computes nothing that
+  // stays, so the loops narrow to the smallest box around the pieces' boxes. The guards stay.
+  if (sequence) {
+    // does From reach To, not through Avoid, not past a block that leaves the region?
+    auto reaches = [&](BasicBlock *From, BasicBlock *To, BasicBlock *Avoid) {
+      std::set<BasicBlock *> seen{Avoid, From};
+      std::vector<BasicBlock *> work{From};
+      while (!work.empty() && seen.size() < 512) {
+        BasicBlock *Bb = work.back();
+        work.pop_back();
+        if (Bb == To)
+          return true;
+        if (!leaves(Bb))
+          for (BasicBlock *S : successors(Bb))
+            if (seen.insert(S).second)
+              work.push_back(S);
+      }
+      return false;
+    };
+    std::vector<Box> pieces;
+    bool ended = false;
+    BasicBlock *sp = sequence;
+    for (int step = 0; step < 8 && sp && !ended; ++step) {
+      if (trivial(sp, 0)) {
+        ended = true;
+        break;
+      }
+      auto *BI = dyn_cast<BranchInst>(sp->getTerminator());
+      bool pure = BI != nullptr;
+      for (Instruction &I : *sp)
+        pure = pure && (I.isTerminator() || !I.mayHaveSideEffects());
+      if (!pure)
+        break;
+      if (BI->isUnconditional()) {
+        sp = BI->getSuccessor(0);
+        continue;
+      }
+      BasicBlock *S0 = BI->getSuccessor(0), *S1 = BI->getSuccessor(1), *next = nullptr;
+      bool t0 = trivial(S0, 0), t1 = trivial(S1, 0), want;
+      if (t0 && t1) {
+        ended = true;
+        break;
+      }
+      if (t0 != t1) { // the last guard: its other side leaves
+        want = t1;
+        ended = true;
+      } else if (reaches(S0, S1, sp) && !reaches(S1, S0, sp)) {
+        want = true;
+        next = S1;
+      } else if (reaches(S1, S0, sp) && !reaches(S0, S1, sp)) {
+        want = false;
+        next = S0;
+      } else {
+        break;
+      }
+      Box b = every;
+      Value *allExact = ConstantInt::getTrue(C), *rowExact = allExact; // the guards stay: unused
+      narrowBy(BI->getCondition(), want, b, false, allExact, rowExact);
+      pieces.push_back(b);
+      sp = next;
+    }
+    for (int d = 0; d < 3 && ended && !pieces.empty(); ++d) {
+      if (!std::all_of(pieces.begin(), pieces.end(), [&](const Box &b) { return b.touched[d]; }))
+        continue;
+      IRBuilder<> &DB = d == 0 && rowX ? RowB : PB;
+      Value *ulo = gs64[d], *uhi = zero64; // an empty piece adds no ids
+      for (const Box &b : pieces) {
+        Value *some = DB.CreateICmpSGT(b.hi[d], b.lo[d]);
+        ulo = DB.CreateBinaryIntrinsic(Intrinsic::smin, ulo, DB.CreateSelect(some, b.lo[d], gs64[d]));
+        uhi = DB.CreateBinaryIntrinsic(Intrinsic::smax, uhi, DB.CreateSelect(some, b.hi[d], zero64));
+      }
+      box.lo[d] = DB.CreateBinaryIntrinsic(Intrinsic::smax, box.lo[d], ulo);
+      box.hi[d] = DB.CreateBinaryIntrinsic(Intrinsic::smin, box.hi[d], uhi);
+      box.touched[d] = true;
+    }
+  }
   for (int d = 0; d < 3; ++d) {
     IRBuilder<> &DB = d == 0 && rowX ? RowB : PB;
     if (run[d].dim >= 0) {
-      addRunLoop(ids[d], inDim[d], from[d], lo[d], DB.CreateBinaryIntrinsic(Intrinsic::smax, hi[d], lo[d]), run[d], DB);
+      addRunLoop(ids[d], inDim[d], from[d], box.lo[d], DB.CreateBinaryIntrinsic(Intrinsic::smax, box.hi[d], box.lo[d]), run[d], DB);
       fired(T_RUN_GUARDS);
       if (run[d].bit && match(run[d].exact, m_One()))
         rewriteDisjointBit(ids[d], run[d].bit);
       continue;
     }
-    if (!touched[d])
+    if (!box.touched[d])
       continue;
     fired(T_NARROW_GUARDS);
-    ids[d]->setIncomingValueForBlock(from[d], DB.CreateTrunc(lo[d], I32));
+    ids[d]->setIncomingValueForBlock(from[d], DB.CreateTrunc(box.lo[d], I32));
     // an empty range has hi <= lo; never below 0, which would read as a huge unsigned bound
-    inDim[d]->setOperand(1, DB.CreateTrunc(DB.CreateBinaryIntrinsic(Intrinsic::smax, hi[d], lo[d]), I32));
+    inDim[d]->setOperand(1, DB.CreateTrunc(DB.CreateBinaryIntrinsic(Intrinsic::smax, box.hi[d], box.lo[d]), I32));
   }
 }
 

@@ -8,7 +8,8 @@
 #include <stdint.h>
 
 // A flag of `ol_rs_jit_run_passes`: hook `ol-hoist-invariant-divisions` and `ol-opaque-wrapping-masks`
-// (src/jit/llvm/workarounds/) in at the vectoriser's start.
+// (src/jit/llvm/workarounds/), then `ol-implied-selects` (src/jit/llvm/implied_selects.cpp), in at the
+// vectoriser's start.
 #define OL_RS_HOOK_VECTORISER_WORKAROUNDS 1
 
 // What a call to a GPU intrinsic becomes (the C++ lowering builds the replacement IR per operation; the

@@ -124,5 +124,6 @@ pub struct OlRsVecFn {
 }
 
 /// A flag of `ol_rs_jit_run_passes`: hook `ol-hoist-invariant-divisions` and `ol-opaque-wrapping-masks`
-/// (src/jit/llvm/workarounds/) in at the vectoriser's start.
+/// (src/jit/llvm/workarounds/), then `ol-implied-selects` (src/jit/llvm/implied_selects.cpp), in at the
+/// vectoriser's start.
 pub const OL_RS_HOOK_VECTORISER_WORKAROUNDS: u32 = 1;

@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "implied_selects.h"
 #include "lower/pass.h"
 #include "shim.h"
 #include "stop_points.h"
@@ -113,6 +114,10 @@ static bool parseOurFunctionPass(StringRef name, FunctionPassManager &FPM, Array
     FPM.addPass(ol_rs::OpaqueWrappingMasksPass());
     return true;
   }
+  if (name == "ol-implied-selects") {
+    FPM.addPass(ol_rs::ImpliedSelectsPass());
+    return true;
+  }
   if (name == "ol-stop-points") {
     FPM.addPass(ol_rs::StopPointsPass());
     return true;
@@ -150,6 +155,7 @@ extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, co
     PB.registerVectorizerStartEPCallback([](FunctionPassManager &FPM, OptimizationLevel) {
       FPM.addPass(ol_rs::HoistInvariantDivisionsPass());
       FPM.addPass(ol_rs::OpaqueWrappingMasksPass());
+      FPM.addPass(ol_rs::ImpliedSelectsPass());
     });
   LoopAnalysisManager LAM;
   FunctionAnalysisManager FAM;

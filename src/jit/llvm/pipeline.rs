@@ -38,7 +38,9 @@ impl Workarounds {
     /// vectoriser predicates a loop-invariant division by a non-constant and hands lane 0's (possibly
     /// poison) result to every lane (src/jit/llvm/workarounds/hoist_invariant_divisions.cpp), and treats a
     /// masked induction variable that wraps as consecutive
-    /// (src/jit/llvm/workarounds/opaque_wrapping_masks.cpp). Every CPU compile needs them.
+    /// (src/jit/llvm/workarounds/opaque_wrapping_masks.cpp). Every CPU compile needs them. With them,
+    /// `ol-implied-selects` (src/jit/llvm/implied_selects.cpp), an optimisation: selects that an
+    /// enclosing select's condition decides (a warp scan's dead wrap-around reads).
     pub const CPU: Workarounds = Workarounds(super::abi::OL_RS_HOOK_VECTORISER_WORKAROUNDS);
 }
 

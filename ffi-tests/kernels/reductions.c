@@ -45,3 +45,24 @@ __gpu_kernel void rows(const float *a, uint32_t n, uint32_t start, float *sums, 
   sums[g] = s;
   neg[g] = c;
 }
+
+// Integer reductions over the group's earlier items, one operation per loop (a count, an or, an unsigned
+// max, an xor) and no barrier: amdgcn's clang vectorises each loop (two i32 lanes, unrolled by 8, then
+// scalarised into two chains and remainder loops); ol-reroll-loops rolls the main loop back into one
+// chain. out[4 g ..]: the four results of work-item g.
+__gpu_kernel void counts(const uint32_t *keys, uint32_t *out) {
+  uint32_t n = __gpu_num_threads_x(), base = __gpu_block_id_x() * n, g = base + __gpu_thread_id_x();
+  uint32_t key = keys[g], same = 0, any = 0, top = 0, x = 0;
+  for (uint32_t j = base; j < g; j++)
+    same += keys[j] == key;
+  for (uint32_t j = base; j < g; j++)
+    any |= keys[j] << (j & 7);
+  for (uint32_t j = base; j < g; j++)
+    top = top > keys[j] * 3u ? top : keys[j] * 3u;
+  for (uint32_t j = base; j < g; j++)
+    x ^= keys[j] * 2654435761u;
+  out[4 * g] = same;
+  out[4 * g + 1] = any;
+  out[4 * g + 2] = top;
+  out[4 * g + 3] = x;
+}

@@ -3090,7 +3090,8 @@ fn the_suite_kernels_get_their_transforms() {
         ("conv2d", [16, 16, 1], &["ol-uniform-barriers", "ol-narrow-guards", "ol-group-loops"]),
         ("mandel", [16, 16, 1], &["ol-lockstep-loops", "ol-promote-slots", "ol-reload-slots"]),
         ("spmv", [256, 1, 1], &["ol-narrow-guards"]),
-        ("radix", [256, 1, 1], &["ol-uniform-barriers", "ol-plain-shared-atomics"]),
+        // (radix's rank loop `j < t`: clang unrolls it for nvptx64, vectorises it for amdgcn)
+        ("radix", [256, 1, 1], &["ol-uniform-barriers", "ol-plain-shared-atomics", "ol-reroll-loops"]),
         ("blackscholes", [256, 1, 1], &["ol-narrow-guards"]),
     ];
     let mut bad = Vec::new();
@@ -3098,9 +3099,7 @@ fn the_suite_kernels_get_their_transforms() {
         let Some(bc) = bitcode_of("bench/kernels/suite.c", t) else {
             return;
         };
-        // (radix's rank loop `j < t`: clang unrolls it for nvptx64 only)
-        let only_nv: &[(&str, [u32; 3], &[&str])] = &[("radix", [256, 1, 1], &["ol-reroll-loops"])];
-        for (k, g, want) in expect.iter().chain(if t == Tgt::Nv { only_nv } else { &[] }) {
+        for (k, g, want) in expect {
             let stats = transform_stats(&bc, "", Some((k, *g)));
             let s = stats.iter().find(|(n, _)| n == k).map(|(_, s)| *s).unwrap_or_default();
             eprintln!("{t:?} {k} {g:?}: {s}");
@@ -3651,7 +3650,9 @@ fn warp_uniform_loops_match_the_host() {
 /// Reduction loops per work-item (ffi-tests/kernels/reductions.c) give the host's results, float sums
 /// bit for bit (the same additions in the same order), generic and specialised, on every target, at
 /// trip counts 0 to 256 that are and are not multiples of the unroll factor; on nvptx64, whose clang
-/// unrolls them by 4, ol-reroll-loops rolls them back in both kernels.
+/// unrolls them by 4, ol-reroll-loops rolls them back in both kernels; on amdgcn, whose clang vectorises
+/// integer reductions (two lanes, unrolled: two interleaved chains), it rolls `counts`' loops back into one
+/// chain each.
 #[test]
 fn reduction_loops_match_the_host() {
     let _g = shared();
@@ -3705,6 +3706,41 @@ fn reduction_loops_match_the_host() {
                 assert_eq!(o, want, "{t:?} ranks {block:?} {form}: counts, maxima, xors");
                 let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&fo), bits(&fwant), "{t:?} ranks {block:?} {form}: float sums");
+            }
+        }
+        // integer reductions one per loop: amdgcn's clang vectorised them (two lanes as two chains)
+        if t == Tgt::Amd {
+            let bc = bitcode("reductions", t).unwrap();
+            for spec in [None, Some([256u32, 1, 1])] {
+                assert!(
+                    times_fired(&bc, "counts", spec, "ol-reroll-loops") > 0,
+                    "counts {spec:?}: ol-reroll-loops did not fire on amdgcn"
+                );
+            }
+        }
+        let counts = img.kernel("counts").unwrap();
+        for block in [[256u32, 1, 1], [64, 1, 1], [99, 1, 1], [1, 1, 1]] {
+            let (nt, ng) = (block[0] as usize, 3usize);
+            let n = nt * ng;
+            let mut keys: Vec<u32> = (0..n as u32).map(|i| hash(i) % 13).collect();
+            let mut want = vec![0u32; 4 * n];
+            for g in 0..n {
+                let base = g - g % nt;
+                let (mut same, mut any, mut top, mut x) = (0u32, 0u32, 0u32, 0u32);
+                for j in base..g {
+                    same += (keys[j] == keys[g]) as u32;
+                    any |= keys[j] << (j & 7);
+                    top = top.max(keys[j] * 3);
+                    x ^= keys[j].wrapping_mul(2654435761);
+                }
+                want[4 * g..4 * g + 4].copy_from_slice(&[same, any, top, x]);
+            }
+            let s = counts.specialise(block, false).unwrap();
+            for (kk, form) in [(&counts, "generic"), (&s, "specialised")] {
+                let mut o = vec![7u32; 4 * n];
+                let args = pack(&kk.params, &[&ptr(&mut keys), &ptr(&mut o)]);
+                launch(kk, [ng as u32, 1, 1], block, &args, 0);
+                assert_eq!(o, want, "{t:?} counts {block:?} {form}");
             }
         }
         let rows = img.kernel("rows").unwrap();

@@ -2190,7 +2190,9 @@ fn flat_id_guards_match_the_host() {
                 }
             }
             for k in &both("flat_pieces") {
-                for (kk, j) in [(0u32, 0u32), (1, 1), (n / 2, 3), (n, n), (n + 5, 2), (3, n.saturating_sub(1)), (n - 1, 0)] {
+                for (kk, j) in
+                    [(0u32, 0u32), (1, 1), (n / 2, 3), (n, n), (n + 5, 2), (3, n.saturating_sub(1)), (n - 1, 0)]
+                {
                     let mut out = vec![0u32; groups * nu];
                     let args = pack(&k.params, &[&ptr(&mut out), &b(&kk), &b(&j)]);
                     launch(k, grid, shape, &args, 0);

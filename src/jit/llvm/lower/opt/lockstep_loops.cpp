@@ -11,6 +11,10 @@
 // (one iteration each, the per-item state in scratch, the region loop over the chunk vectorised with the
 // resume check as its mask; cbsChunkRepeat runs it again at once while any is left), then what follows
 // the loop. The chunk keeps the lockstep short: a chunk waits for its slowest work-item, not the group's.
+// An exit block that only computes on its way to another exit block (the GPU compiler unrolled the loop
+// by 2 and its first copy leaves through a block computing `k + 1`) shares that block's barrier: one way
+// out of the loop is one resume id, and the iteration region blends one resume state instead of two
+// (mandel 10.2 -> 9.7-9.9 ms on nvptx64, 10.1 -> 9.0 on amdgcn, Intel AVX-512).
 //
 // Why it is legal: the implicit barriers are the CPU device's own. Between the kernel's barriers (it has
 // none) GPU code may not rely on any order of its work-items, and chunks are independent for the same
@@ -66,10 +70,26 @@ unsigned Lowering::lockstepLoops(Function *F) {
         headers.push_back(L->getHeader());
         SmallVector<BasicBlock *, 4> exitBlocks;
         L->getUniqueExitBlocks(exitBlocks);
+        // an exit block that only computes on its way to another exit block (the GPU compiler's unrolled
+        // copy of the loop leaving in its middle: `k + 1` to the common exit's PHI) joins that one's
+        // barrier: one way out, so one resume id for the work-items that left instead of two, and a
+        // blend less per iteration
+        auto joins = [&](BasicBlock *X) -> BasicBlock * {
+          auto *Br = dyn_cast<BranchInst>(X->getTerminator());
+          if (!Br || !Br->isUnconditional() || !is_contained(exitBlocks, Br->getSuccessor(0)) ||
+              Br->getSuccessor(0) == X || !X->getSinglePredecessor())
+            return nullptr;
+          for (Instruction &I : *X)
+            if (I.mayHaveSideEffects() || isa<PHINode>(I))
+              return nullptr;
+          return Br->getSuccessor(0);
+        };
         for (BasicBlock *X : exitBlocks) {
+          if (joins(X))
+            continue;
           std::vector<BasicBlock *> in;
           for (BasicBlock *P : predecessors(X))
-            if (L->contains(P) && std::find(in.begin(), in.end(), P) == in.end())
+            if ((L->contains(P) || (joins(P) == X)) && std::find(in.begin(), in.end(), P) == in.end())
               in.push_back(P);
           exits.push_back({X, in});
         }

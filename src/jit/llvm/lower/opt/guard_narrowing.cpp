@@ -357,19 +357,7 @@ void Lowering::narrowToGuards(BasicBlock *RE, const std::function<bool(BasicBloc
   if (sequence) {
     // does From reach To, not through Avoid, not past a block that leaves the region?
     auto reaches = [&](BasicBlock *From, BasicBlock *To, BasicBlock *Avoid) {
-      std::set<BasicBlock *> seen{Avoid, From};
-      std::vector<BasicBlock *> work{From};
-      while (!work.empty() && seen.size() < 512) {
-        BasicBlock *Bb = work.back();
-        work.pop_back();
-        if (Bb == To)
-          return true;
-        if (!leaves(Bb))
-          for (BasicBlock *S : successors(Bb))
-            if (seen.insert(S).second)
-              work.push_back(S);
-      }
-      return false;
+      return is_contained(reachable({From}, leaves, {Avoid}), To);
     };
     std::vector<Box> pieces;
     bool ended = false;

@@ -186,15 +186,18 @@ struct Matcher {
     return {V, off};
   }
 
-  // Are pointers a and b the same loop-invariant root, b's offset a's for the element k steps further
-  // (a's offset affine in the loop, its step divisible by K)?
+  // Are pointers a and b the same loop-invariant root, b's offset a's for the element k steps further?
   bool sameElementFurther(Value *a, Value *b, unsigned k) {
     auto [ra, oa] = rootOffset(a);
     auto [rb, ob] = rootOffset(b);
     auto *RI = dyn_cast_or_null<Instruction>(ra);
-    if (!ra || ra != rb || (RI && L->contains(RI)))
-      return false;
-    auto *AR = dyn_cast<SCEVAddRecExpr>(oa);
+    return ra && ra == rb && !(RI && L->contains(RI)) && furtherBy(oa, ob, k);
+  }
+
+  // Is sa an affine recurrence of the loop, of a constant step divisible by K, and sb sa for the element
+  // k steps further (sa + k * step / K)?
+  bool furtherBy(const SCEV *sa, const SCEV *sb, unsigned k) {
+    auto *AR = dyn_cast<SCEVAddRecExpr>(sa);
     auto *S = AR && AR->getLoop() == L && AR->isAffine() ? dyn_cast<SCEVConstant>(AR->getStepRecurrence(SE)) : nullptr;
     if (!S)
       return false;
@@ -202,7 +205,7 @@ struct Matcher {
     APInt kk(s.getBitWidth(), k), KK(s.getBitWidth(), K);
     if (s.srem(KK) != 0)
       return false;
-    auto *d = dyn_cast<SCEVConstant>(SE.getMinusSCEV(ob, oa));
+    auto *d = dyn_cast<SCEVConstant>(SE.getMinusSCEV(sb, sa));
     return d && d->getAPInt() == s.sdiv(KK) * kk;
   }
 
@@ -217,17 +220,8 @@ struct Matcher {
       return seen[a] = b, true;
     if (a->getType() != b->getType())
       return false;
-    if (SE.isSCEVable(a->getType()))
-      if (auto *AR = dyn_cast<SCEVAddRecExpr>(SE.getSCEV(a)); AR && AR->getLoop() == L && AR->isAffine())
-        if (auto *S = dyn_cast<SCEVConstant>(AR->getStepRecurrence(SE))) {
-          const APInt &s = S->getAPInt();
-          APInt kk(s.getBitWidth(), k), KK(s.getBitWidth(), K);
-          if (s.srem(KK) == 0) {
-            auto *d = dyn_cast<SCEVConstant>(SE.getMinusSCEV(SE.getSCEV(b), AR));
-            if (d && d->getAPInt() == s.sdiv(KK) * kk)
-              return seen[a] = b, true;
-          }
-        }
+    if (SE.isSCEVable(a->getType()) && furtherBy(SE.getSCEV(a), SE.getSCEV(b), k))
+      return seen[a] = b, true;
     if (a->getType()->isPointerTy() && sameElementFurther(a, b, k))
       return seen[a] = b, true;
     auto *IB = dyn_cast<Instruction>(b);

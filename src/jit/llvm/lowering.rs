@@ -15,7 +15,7 @@ use std::fmt;
 use super::abi::OlRsLowerOptions;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 28] = [
+pub(crate) const NAMES: [&str; 29] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -44,6 +44,7 @@ pub(crate) const NAMES: [&str; 28] = [
     "ol-alternate-exchanges",
     "ol-group-loops",
     "ol-warp-uniform-loops",
+    "ol-unroll-barrier-loops",
 ];
 
 /// Every transform on.

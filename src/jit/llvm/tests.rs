@@ -2887,6 +2887,12 @@ const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
         None,
     ),
     ("ol-reroll-loops", false, TILES, None),
+    // a tree by halves and one by doubling from the group size, in a specialisation (trip counts 8); the
+    // tree in the generic kernel (the group size unknown), a loop over tiles up to an argument
+    ("ol-unroll-barrier-loops", true, HALVES, Some([256, 1, 1])),
+    ("ol-unroll-barrier-loops", true, TREE, Some([64, 1, 1])),
+    ("ol-unroll-barrier-loops", false, HALVES, None),
+    ("ol-unroll-barrier-loops", false, TILES, Some([256, 1, 1])),
     // a read from the work-item `d` before (the load may not run for t < d); the same with a bound per
     // work-item
     (
@@ -3041,9 +3047,19 @@ fn the_suite_kernels_get_their_transforms() {
         (
             "reduce",
             [256, 1, 1],
-            &["ol-uniform-barriers", "ol-once-regions", "ol-hoist-slot-stores", "ol-narrow-guards"],
+            &["ol-uniform-barriers", "ol-once-regions", "ol-narrow-guards", "ol-unroll-barrier-loops"],
         ),
-        ("scan", [256, 1, 1], &["ol-uniform-barriers", "ol-once-regions", "ol-rematerialise", "ol-range-split"]),
+        (
+            "scan",
+            [256, 1, 1],
+            &[
+                "ol-uniform-barriers",
+                "ol-once-regions",
+                "ol-rematerialise",
+                "ol-range-split",
+                "ol-unroll-barrier-loops",
+            ],
+        ),
         (
             "bitonic",
             [256, 1, 1],
@@ -3772,6 +3788,118 @@ fn reduction_loops_match_the_host() {
                     );
                     assert_eq!(c, wneg, "{ctx}: negatives");
                 }
+            }
+        }
+    }
+}
+
+/// Loops with barriers whose trip count the group size decides (ffi-tests/kernels/barrier_loops.c: a tree
+/// by halves, a doubling scan, a fold of a 2-D group's rows by `(h + 1) / 2`, a loop over the group's warps)
+/// give the host's results, generic and specialised, on every target, for groups whose sizes are and are
+/// not powers of two (odd halves, one trip, none); in a specialisation ol-unroll-barrier-loops unrolls each
+/// where it has 2 to 16 trips, and never in the generic kernel, where the group size is not known.
+#[test]
+fn barrier_loops_match_the_host() {
+    let _g = shared();
+    let hash = |i: u32| i.wrapping_mul(2654435761).rotate_left(13) % 1000;
+    for t in TARGETS {
+        let Some(img) = load_ok("barrier_loops", t) else {
+            return;
+        };
+        if t != Tgt::Spv {
+            let bc = bitcode("barrier_loops", t).unwrap();
+            for (k, g) in
+                [("halves", [256u32, 1, 1]), ("doubling", [96, 1, 1]), ("rows", [8, 12, 1]), ("warps", [128, 1, 1])]
+            {
+                assert!(
+                    times_fired(&bc, k, Some(g), "ol-unroll-barrier-loops") > 0,
+                    "{t:?} {k} {g:?}: ol-unroll-barrier-loops did not fire"
+                );
+                assert_eq!(times_fired(&bc, k, None, "ol-unroll-barrier-loops"), 0, "{t:?} {k}: fired generic");
+            }
+        }
+        let ng = 3usize;
+        let run = |name: &str, block: [u32; 3], outs: &[usize]| {
+            let k = img.kernel(name).unwrap();
+            let nt = (block[0] * block[1]) as usize;
+            let mut input: Vec<u32> = (0..(nt * ng) as u32).map(hash).collect();
+            let s = k.specialise(block, false).unwrap();
+            let mut got = Vec::new();
+            for kk in [&k, &s] {
+                let mut bufs: Vec<Vec<u32>> = outs.iter().map(|&n| vec![7u32; n]).collect();
+                let mut vals = vec![ptr(&mut input)];
+                vals.extend(bufs.iter_mut().map(|v| ptr(v)));
+                let refs: Vec<&[u8]> = vals.iter().map(|v| v.as_slice()).collect();
+                launch(kk, [ng as u32, 1, 1], block, &pack(&kk.params, &refs), 0);
+                got.push(bufs);
+            }
+            (input, got)
+        };
+        for n in [256usize, 96, 1024, 33, 2, 1] {
+            let block = [n as u32, 1, 1];
+            // halves
+            let (input, got) = run("halves", block, &[ng, n * ng]);
+            let (mut sums, mut after) = (vec![0u32; ng], vec![0u32; n * ng]);
+            for g in 0..ng {
+                let s = &mut after[g * n..(g + 1) * n];
+                s.copy_from_slice(&input[g * n..(g + 1) * n]);
+                let mut d = n / 2;
+                while d > 0 {
+                    for i in 0..d {
+                        s[i] = s[i].wrapping_add(s[i + d]);
+                    }
+                    d /= 2;
+                }
+                sums[g] = s[0];
+            }
+            for (form, bufs) in ["generic", "specialised"].iter().zip(&got) {
+                assert_eq!(bufs[0], sums, "{t:?} halves {n} {form}: sums");
+                assert_eq!(bufs[1], after, "{t:?} halves {n} {form}: what each step left");
+            }
+            // doubling
+            let (input, got) = run("doubling", block, &[n * ng]);
+            let mut want = vec![0u32; n * ng];
+            for g in 0..ng {
+                let mut acc = 0u32;
+                for i in 0..n {
+                    acc = acc.wrapping_add(input[g * n + i]);
+                    want[g * n + i] = acc;
+                }
+            }
+            for (form, bufs) in ["generic", "specialised"].iter().zip(&got) {
+                assert_eq!(bufs[0], want, "{t:?} doubling {n} {form}");
+            }
+            // warps (not spirv64: LLVM 22 declares its barrier intrinsic `nosync`, so clang's -O2 keeps
+            // acc[0] in a register across the barriers, before the JIT sees the kernel)
+            if t == Tgt::Spv {
+                continue;
+            }
+            let (input, got) = run("warps", block, &[n * ng]);
+            let mut want = vec![0u32; n * ng];
+            for g in 0..ng {
+                let acc = (0..n / 32).fold(0u32, |a, c| a.wrapping_mul(3).wrapping_add(input[g * n + 32 * c]));
+                for i in 0..n {
+                    want[g * n + i] = acc.wrapping_add(i as u32);
+                }
+            }
+            for (form, bufs) in ["generic", "specialised"].iter().zip(&got) {
+                assert_eq!(bufs[0], want, "{t:?} warps {n} {form}");
+            }
+        }
+        for block in [[8u32, 12, 1], [16, 16, 1], [4, 5, 1], [32, 1, 1], [3, 7, 1]] {
+            let (w, h) = (block[0] as usize, block[1] as usize);
+            let (input, got) = run("rows", block, &[w * h * ng]);
+            let mut want = vec![0u32; w * h * ng];
+            for g in 0..ng {
+                for x in 0..w {
+                    let col = (0..h).fold(0u32, |a, y| a.wrapping_add(input[g * w * h + y * w + x]));
+                    for y in 0..h {
+                        want[g * w * h + y * w + x] = col;
+                    }
+                }
+            }
+            for (form, bufs) in ["generic", "specialised"].iter().zip(&got) {
+                assert_eq!(bufs[0], want, "{t:?} rows {block:?} {form}");
             }
         }
     }

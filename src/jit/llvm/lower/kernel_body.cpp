@@ -145,6 +145,8 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
     markSharedAtomics(NF);
   if (on(T_REROLL_LOOPS))
     stats[T_REROLL_LOOPS] += rerollLoops(NF, collective);
+  if (collective && on(T_UNROLL_BARRIER_LOOPS))
+    stats[T_UNROLL_BARRIER_LOOPS] += unrollBarrierLoops(NF);
   ki.barriers = collective;
   ki.specialisable = !usesMutableGlobals(NF);
   // ol-lockstep-loops: a barrier-free kernel's divergent loops get implicit barriers, and the barrier

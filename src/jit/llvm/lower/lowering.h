@@ -162,6 +162,7 @@ enum Transform : unsigned {
   T_ALTERNATE_EXCHANGES,     // warp_lanes.cpp: consecutive warp exchanges in two areas, the barrier after a read dropped
   T_GROUP_LOOPS,             // opt/group_loops.cpp: a block-stride loop of the whole group run by one work-item
   T_WARP_UNIFORM_LOOPS,      // opt/warp_uniform_loops.cpp: a loop the same for a warp's lanes run once per warp
+  T_UNROLL_BARRIER_LOOPS,    // opt/unroll_barrier_loops.cpp: barrier loops the group size decides, unrolled in a specialisation
   T_COUNT
 };
 
@@ -379,6 +380,11 @@ struct Lowering {
   // ol-reroll-loops (opt/reroll_loops.cpp): single-block reduction loops unrolled by the GPU compiler
   // rolled back (with barriers: only loops whose trip count differs between work-items); how many.
   unsigned rerollLoops(Function *F, bool withBarriers);
+  // ol-unroll-barrier-loops (opt/unroll_barrier_loops.cpp): in a specialisation, loops with barriers whose
+  // trip count the group size decides (at most kUnrollBarrierMaxTrips, kUnrollBarrierMaxInstructions in all
+  // copies) unrolled completely; how many.
+  static constexpr unsigned kUnrollBarrierMaxTrips = 16, kUnrollBarrierMaxInstructions = 4096;
+  unsigned unrollBarrierLoops(Function *F);
   bool shareHeaderSlot(Instruction *I, const std::map<AllocaInst *, BasicBlock *> &phiSlot, DominatorTree &DT);
 
   // What crosses the steps of one buildCbs run, filled in step order (the step that sets a field is
@@ -514,6 +520,7 @@ struct Lowering {
   void cbsUsePreloads(CbsState &st, CbsRegion &R);
   void cbsEnterRegion(CbsState &st, IRBuilder<> &B, CbsRegion &R);
   void cbsLeaveRegion(CbsState &st, CbsRegion &R);
+  void cbsChainRegions(CbsState &st);
   void cbsSplitEqualities(CbsState &st, CbsRegion &R);
   void cbsWarpLanes(CbsState &st);
   bool warpLanesHold(CbsState &st, const std::set<Instruction *> &wdivTerm);

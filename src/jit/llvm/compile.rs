@@ -143,7 +143,8 @@ pub(crate) fn compile_in_process(
         spec_group_size: spec.map_or([0; 3], |s| s.group_size),
         warp_size: super::normalise::warp_width(&m, arch),
         classify_intrinsic: super::intrinsics::classify_intrinsic,
-        transforms: super::lowering::parse(&target.lowering).map_err(JitError::Compile)?,
+        transforms: super::lowering::parse(&target.lowering).map_err(JitError::Compile)?
+            & !super::lowering::quick_skips(spec.is_some_and(|s| s.quick)),
     };
     let mut kernels: Vec<KernelMeta> = Vec::new();
     let mut err: *mut c_char = std::ptr::null_mut();

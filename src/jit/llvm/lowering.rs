@@ -53,6 +53,13 @@ pub(crate) const ALL: u64 = (1 << NAMES.len()) - 1;
 /// The transforms that work around LLVM bugs (`ol-runtime-divisors`): on unless switched off by name.
 pub(crate) const WORKAROUNDS: u64 = 1 << 15;
 
+/// The transforms a quick specialisation (the first launch's version while the full one compiles) leaves
+/// out: `ol-unroll-barrier-loops` (its copies' constant-bound regions cost the compile more than they save
+/// in one launch: scan's quick version 16 -> 38 ms with it, its full one 48 -> 67 ms).
+pub(crate) fn quick_skips(quick: bool) -> u64 {
+    if quick { bit("ol-unroll-barrier-loops").unwrap_or(0) } else { 0 }
+}
+
 /// The index (bit, count) of the transform called `name`.
 fn index(name: &str) -> Option<usize> {
     NAMES.iter().position(|n| *n == name)

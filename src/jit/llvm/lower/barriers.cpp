@@ -55,7 +55,6 @@ bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk) {
   cbsScheduler(st, B);
   for (size_t k = 0; k < st.regionEntry.size(); ++k)
     cbsRegion(st, B, k);
-  cbsChainRegions(st);
   return cbsFinish(st);
 }
 

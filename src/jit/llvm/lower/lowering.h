@@ -520,7 +520,6 @@ struct Lowering {
   void cbsUsePreloads(CbsState &st, CbsRegion &R);
   void cbsEnterRegion(CbsState &st, IRBuilder<> &B, CbsRegion &R);
   void cbsLeaveRegion(CbsState &st, CbsRegion &R);
-  void cbsChainRegions(CbsState &st);
   void cbsSplitEqualities(CbsState &st, CbsRegion &R);
   void cbsWarpLanes(CbsState &st);
   bool warpLanesHold(CbsState &st, const std::set<Instruction *> &wdivTerm);

@@ -547,51 +547,6 @@ void Lowering::cbsLeaveRegion(CbsState &st, CbsRegion &R) {
 }
 
 
-// Step 5, after the regions, under uniform barriers (ol-uniform-barriers; not with warp lanes or in chunk
-// mode): a region with one way out (its preload block records the exit up front, and no other block of it
-// stores `next`) goes straight to the region it leaves for (or the return) wherever it would have gone
-// back to the scheduler. The scheduler's switch would send it there: `next` is that exit's id from the
-// preload block on, and it is still stored, for the regions that do go back. A kernel whose loops with
-// barriers were unrolled (ol-unroll-barrier-loops) is then one pass through its regions, not a dispatch
-// per region: LLVM sees the regions one after another (the stores of one region forwarded to the loads of
-// the next, the switch folded). Uniform barriers only: there `next` is the group's, and nothing in a region
-// uses a value of the scheduler's block (`uni` is the general scheduler's).
-void Lowering::cbsChainRegions(CbsState &st) {
-  if (!st.uniform || st.warpMode || st.chunk || !st.SW || (st.uniV && !st.uniV->use_empty()))
-    return;
-  auto storesNext = [&](Instruction &I) {
-    auto *S = dyn_cast<StoreInst>(&I);
-    return S && S->getPointerOperand() == st.next;
-  };
-  // each region's blocks (found before any is changed: a chained region's blocks lead into the next one's)
-  auto toScheduler = [&](BasicBlock *BB) { return BB == st.sched || BB == st.scanStart; };
-  std::vector<std::pair<std::vector<BasicBlock *>, BasicBlock *>> chain; // a region's blocks, where it goes on
-  for (auto &Case : st.SW->cases()) {
-    BasicBlock *Pre = Case.getCaseSuccessor();
-    ConstantInt *exitId = nullptr;
-    for (Instruction &I : *Pre)
-      if (storesNext(I))
-        exitId = dyn_cast<ConstantInt>(cast<StoreInst>(&I)->getValueOperand());
-    if (!exitId)
-      continue;
-    std::vector<BasicBlock *> blocks = reachable({Pre}, toScheduler);
-    llvm::erase_if(blocks, toScheduler);
-    bool once = true;
-    for (BasicBlock *BB : blocks)
-      if (BB != Pre)
-        for (Instruction &I : *BB)
-          once &= !storesNext(I);
-    if (once)
-      chain.push_back({blocks, st.SW->findCaseValue(exitId)->getCaseSuccessor()});
-  }
-  for (auto &[blocks, To] : chain)
-    for (BasicBlock *BB : blocks) {
-      BB->getTerminator()->replaceSuccessorWith(st.sched, To);
-      BB->getTerminator()->replaceSuccessorWith(st.scanStart, To);
-    }
-}
-
-
 // Step 5, region in chunk mode (ol-lockstep-loops; takes the loop nest, R.myResume and R.uniBr): a region
 // that some work-item of the chunk is to run again (a lockstep loop's iteration) runs again at once,
 // without the scan for the smallest pending region: `again` is the OR over the chunk of `resume == k` (a

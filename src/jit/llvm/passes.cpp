@@ -11,6 +11,9 @@
 //   ol-opaque-wrapping-masks       src/jit/llvm/workarounds/opaque_wrapping_masks.cpp (LLVM 22.1 LoopVectorize
 //                                  miscompile of masked induction variables that wrap); hooked in with
 //                                  the same flag, after ol-hoist-invariant-divisions.
+//   ol-realign-lane-reads          src/jit/llvm/realign_lane_reads.cpp (warp exchange reads at a lane distance as the
+//                                  two vector loads the exchange's stores match); hooked at VectorizerEnd with the
+//                                  same flag.
 //   ol-stop-points                 src/jit/llvm/stop_points.cpp (OFFLOAD_RS_KERNEL_TIMEOUT: loops check now and
 //                                  then whether they must stop; run after the optimisation pipeline).
 //   ol-lower<options>              src/jit/llvm/lower/pass.cpp (a module pass: the CPU lowering as the JIT runs
@@ -33,6 +36,7 @@
 #include <vector>
 
 #include "implied_selects.h"
+#include "realign_lane_reads.h"
 #include "lower/pass.h"
 #include "shim.h"
 #include "stop_points.h"
@@ -118,6 +122,10 @@ static bool parseOurFunctionPass(StringRef name, FunctionPassManager &FPM, Array
     FPM.addPass(ol_rs::ImpliedSelectsPass());
     return true;
   }
+  if (name == "ol-realign-lane-reads") {
+    FPM.addPass(ol_rs::RealignLaneReadsPass());
+    return true;
+  }
   if (name == "ol-stop-points") {
     FPM.addPass(ol_rs::StopPointsPass());
     return true;
@@ -156,6 +164,10 @@ extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, co
       FPM.addPass(ol_rs::HoistInvariantDivisionsPass());
       FPM.addPass(ol_rs::OpaqueWrappingMasksPass());
       FPM.addPass(ol_rs::ImpliedSelectsPass());
+    });
+  if (flags & OL_RS_HOOK_VECTORISER_WORKAROUNDS)
+    PB.registerVectorizerEndEPCallback([](FunctionPassManager &FPM, OptimizationLevel) {
+      FPM.addPass(ol_rs::RealignLaneReadsPass());
     });
   LoopAnalysisManager LAM;
   FunctionAnalysisManager FAM;

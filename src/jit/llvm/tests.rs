@@ -3103,6 +3103,7 @@ fn the_suite_kernels_get_their_transforms() {
                 "ol-implicit-loop-barriers",
                 "ol-narrow-guards",
                 "ol-group-loops",
+                "ol-unroll-barrier-loops",
             ],
         ),
         ("conv2d", [16, 16, 1], &["ol-uniform-barriers", "ol-narrow-guards", "ol-group-loops"]),

@@ -1,6 +1,7 @@
 // GPU intrinsics in the inlined kernel body (replaceIntrinsics): an extra argument, inline code, or a
 // barrier / exit marker; warp collectives as an exchange through scratch between two barriers.
 #include "lowering.h"
+#include "../realign_lane_reads.h"
 
 namespace ol_rs::lower {
 
@@ -196,8 +197,15 @@ Value *Lowering::readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *base,
     }
     if (ok) {
       Value *own = B.CreateZExt(B.CreateAdd(base, lane), I64);
+      // (tagged for ol-realign-lane-reads, src/jit/llvm/realign_lane_reads.cpp: the padding lets its vectors
+      // reach further)
+      MDBuilder MDB(C);
+      MDNode *scope = MDB.createAliasScope(ol_rs::kLaneReadScope, MDB.createAliasScopeDomain("ol.lane.offset.reads"));
       auto at = [&](int64_t d) -> Value * {
-        return B.CreateLoad(T, B.CreateGEP(T, xchg, B.CreateAdd(own, ConstantInt::get(I64, d, /*signed=*/true))));
+        LoadInst *L =
+            B.CreateLoad(T, B.CreateGEP(T, xchg, B.CreateAdd(own, ConstantInt::get(I64, d, /*signed=*/true))));
+        L->setMetadata(LLVMContext::MD_alias_scope, MDNode::get(C, {scope}));
+        return L;
       };
       // which lanes take distance i: where they are one run of lanes [a, b) (`lane - k` kept or wrapped
       // around: the lanes below k and those above), a compare of the lane id with its ends, which LLVM

@@ -55,7 +55,8 @@ pub(crate) const WORKAROUNDS: u64 = 1 << 15;
 
 /// The transforms a quick specialisation (the first launch's version while the full one compiles) leaves
 /// out: `ol-unroll-barrier-loops` (its copies' constant-bound regions cost the compile more than they save
-/// in one launch: scan's quick version 16 -> 38 ms with it, its full one 48 -> 67 ms).
+/// in one launch: scan's quick version 16 -> 37 ms with it, its first launch 56 -> 102 ms; the full one, which
+/// runs behind the first launches, 48 -> 66-87 ms).
 pub(crate) fn quick_skips(quick: bool) -> u64 {
     if quick { bit("ol-unroll-barrier-loops").unwrap_or(0) } else { 0 }
 }

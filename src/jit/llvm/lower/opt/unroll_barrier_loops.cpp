@@ -22,9 +22,9 @@
 //
 // Measured (Intel Xeon, AVX-512, 2 threads, best of 20, alternated): reduce 2.2-2.4 -> 1.6-1.8 ms on
 // nvptx64 (one thread, `taskset -c 0`: 5.4-7.7 -> 3.3-3.5), scan 3.0 -> 2.5, softmax (two trees) 3.0-3.15 ->
-// 2.9; amdgcn reduce 2.9-4.0 -> 1.8, scan 3.2-3.5 -> 2.6-2.8. The full compile costs more (scan 48 -> 67-90
-// ms: sixteen regions of constant bounds, unrolled by LLVM), so a quick specialisation leaves it out
-// (src/jit/llvm/lowering.rs, `quick_skips`).
+// 2.9; amdgcn reduce 2.9-4.0 -> 1.8, scan 3.2-3.5 -> 2.6-2.8. The full compile costs more (scan 48 -> 66-87
+// ms, reduce 18 -> 33, softmax 97-110 -> 152-159: regions of constant bounds, which LLVM unrolls), so a
+// quick specialisation, which serves the first launch, leaves it out (src/jit/llvm/lowering.rs, `quick_skips`).
 #include "../lowering.h"
 
 #include "llvm/Analysis/OptimizationRemarkEmitter.h"

@@ -15,13 +15,15 @@
 // of the vector length where the lane loop runs from the warp's first lane by whole vectors (ol-warp-lanes'
 // lane loops); where it is not, the result is the same, with one load more.
 //
-// Legal: the two loads cover the original one's bytes, and the shuffle picks exactly them. They may reach
-// up to a vector's length minus one element further below or above than the original: readLane's reads
-// reach W - 1 slots beyond the area's ends already, and buildCbs pads it for that (exchangeReach; W is
-// at least the vector length wherever this applies: a whole-warp specialisation of 32 or 64 lanes, vectors
-// of 16 elements at most). Freezes keep the code generator from putting the two loads back into one
-// (X86's combine of consecutive loads): a frozen loaded value is the loaded value, which is never poison
-// here (the kernel's own value stored in the area), so the freeze changes nothing.
+// Legal: the two loads cover the original one's bytes, and the shuffle picks exactly them. Together they
+// reach at most one element further below or above the warp's area than readLane's own reads could (those
+// reach W - 1 slots past either end: a distance of at most W - 1 from lanes of the warp; the aligned pair
+// around a distance e spans floor(e / n) * n to that plus 2n, n the vector's elements, W a multiple of n):
+// W slots of at most 8 bytes, inside the padding buildCbs gives a whole-warp specialisation whose reads
+// reach (exchangeReach: at least 8 bytes of slots per work-item below the area, the resume ids and 8 bytes
+// per work-item above it, and at least W work-items). Freezes keep the code generator from putting the two
+// loads back into one (X86's combine of consecutive loads); a freeze changes no element that is not poison,
+// and the shuffle picks only the original load's elements.
 #include "realign_lane_reads.h"
 
 #include "llvm/IR/IRBuilder.h"
@@ -59,7 +61,7 @@ PreservedAnalyses RealignLaneReadsPass::run(Function &F, FunctionAnalysisManager
   for (LoadInst *LI : loads) {
     auto *VT = cast<FixedVectorType>(LI->getType());
     int64_t n = VT->getNumElements(), esz = DL.getTypeStoreSize(VT->getElementType());
-    if (n < 2 || n > 16 || esz <= 0 || (int64_t)DL.getTypeAllocSize(VT->getElementType()) != esz)
+    if (n < 2 || n > 16 || (n & (n - 1)) || esz <= 0 || (int64_t)DL.getTypeAllocSize(VT->getElementType()) != esz)
       continue;
     APInt off(DL.getIndexTypeSizeInBits(LI->getPointerOperandType()), 0);
     Value *P = LI->getPointerOperand()->stripAndAccumulateConstantOffsets(DL, off, /*AllowNonInbounds=*/true);

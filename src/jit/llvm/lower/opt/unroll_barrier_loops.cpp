@@ -119,8 +119,8 @@ unsigned Lowering::unrollBarrierLoops(Function *F) {
       continue;
     }
     // LLVM's complete unroll: loop-simplify form, LCSSA; each copy's exit folds by the trip count
-    if (!simplifyLoop(L, &A.DT, &A.LI, &A.SE, &A.AC, nullptr, /*PreserveLCSSA=*/false) ||
-        !L->isLoopSimplifyForm()) {
+    simplifyLoop(L, &A.DT, &A.LI, &A.SE, &A.AC, nullptr, /*PreserveLCSSA=*/false); // (true: it changed the CFG)
+    if (!L->isLoopSimplifyForm()) {
       undo();
       continue;
     }

@@ -20,7 +20,7 @@
 // work-item: each work-item's i-th trip is the i-th copy. A trip count that only constants and the group
 // size decide is the same for every work-item, so every work-item reaches the same copies' barriers.
 //
-// Measured (Intel Xeon, AVX-512, 2 threads, best of 20, alternated): reduce 2.2-2.4 -> 1.6-1.8 ms on
+// Measured (Intel Xeon, AVX-512, 2 threads, best of 20, alternated): reduce 2.2-2.4 -> 1.6-2.3 ms on
 // nvptx64 (one thread, `taskset -c 0`: 5.4-7.7 -> 3.3-3.5), scan 3.0 -> 2.5, softmax (two trees) 3.0-3.15 ->
 // 2.9; amdgcn reduce 2.9-4.0 -> 1.8, scan 3.2-3.5 -> 2.6-2.8. The full compile costs more (scan 48 -> 66-87
 // ms, reduce 18 -> 33, softmax 97-110 -> 152-159: regions of constant bounds, which LLVM unrolls), so a

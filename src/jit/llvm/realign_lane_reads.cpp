@@ -29,6 +29,7 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace llvm;
 
@@ -68,7 +69,7 @@ PreservedAnalyses RealignLaneReadsPass::run(Function &F, FunctionAnalysisManager
     if (off.getSignificantBits() > 32 || off.getSExtValue() % esz)
       continue;
     int64_t e = off.getSExtValue() / esz;              // the distance in elements
-    int64_t lo = (e >= 0 ? e / n : -((-e + n - 1) / n)) * n; // the aligned vector at or below it
+    int64_t lo = divideFloorSigned(e, n) * n;           // the aligned vector at or below it
     int64_t sh = e - lo;                                // 0 <= sh < n
     if (sh == 0)
       continue;

@@ -12,6 +12,10 @@
 // vectoriser's start.
 #define OL_RS_HOOK_VECTORISER_WORKAROUNDS 1
 
+// A flag of `ol_rs_jit_run_passes`: hook `ol-prefetch-streams` (src/jit/llvm/prefetch_streams.cpp) in at the
+// vectoriser's end.
+#define OL_RS_HOOK_PREFETCH_STREAMS 2
+
 // What a call to a GPU intrinsic becomes (the C++ lowering builds the replacement IR per operation; the
 // table of names is src/jit/llvm/intrinsics.rs). `arg` of [`OlRsIntrinsic`] is given per operation.
 enum IntrinsicOp

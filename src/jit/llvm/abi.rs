@@ -127,3 +127,7 @@ pub struct OlRsVecFn {
 /// (src/jit/llvm/workarounds/), then `ol-implied-selects` (src/jit/llvm/implied_selects.cpp), in at the
 /// vectoriser's start.
 pub const OL_RS_HOOK_VECTORISER_WORKAROUNDS: u32 = 1;
+
+/// A flag of `ol_rs_jit_run_passes`: hook `ol-prefetch-streams` (src/jit/llvm/prefetch_streams.cpp) in at the
+/// vectoriser's end.
+pub const OL_RS_HOOK_PREFETCH_STREAMS: u32 = 2;

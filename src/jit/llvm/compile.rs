@@ -138,13 +138,16 @@ pub(crate) fn compile_in_process(
         Some(s) => Some(CString::new(s.kernel.as_str()).map_err(|_| JitError::NotFound(s.kernel.clone()))?),
         None => None,
     };
+    let transforms = super::lowering::parse(&target.lowering).map_err(JitError::Compile)?
+        & !super::lowering::quick_skips(spec.is_some_and(|s| s.quick));
+    let hooks = super::pipeline::Hooks::CPU
+        .with_prefetch_streams(transforms & super::lowering::bit("ol-prefetch-streams").unwrap_or(0) != 0);
     let opts = OlRsLowerOptions {
         spec_kernel: spec_name.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
         spec_group_size: spec.map_or([0; 3], |s| s.group_size),
         warp_size: super::normalise::warp_width(&m, arch),
         classify_intrinsic: super::intrinsics::classify_intrinsic,
-        transforms: super::lowering::parse(&target.lowering).map_err(JitError::Compile)?
-            & !super::lowering::quick_skips(spec.is_some_and(|s| s.quick)),
+        transforms,
     };
     let mut kernels: Vec<KernelMeta> = Vec::new();
     let mut err: *mut c_char = std::ptr::null_mut();
@@ -197,13 +200,13 @@ pub(crate) fn compile_in_process(
         spec.map_or(String::new(), |s| format!(".{}.{}{}", s.kernel, s.shape(), if s.quick { ".quick" } else { "" }));
     let dump = |stage: &str| {
         #[cfg(test)]
-        if stage == "prelower" {
-            PRELOWERED.with(|p| {
-                if let Some(text) = p.borrow_mut().as_mut() {
-                    *text = m.print_to_string().to_string();
-                }
-            });
-        }
+        CAPTURE.with(|c| {
+            if let Some((want, text)) = c.borrow_mut().as_mut()
+                && *want == stage
+            {
+                *text = m.print_to_string().to_string();
+            }
+        });
         if let Some(d) = std::env::var_os("OFFLOAD_RS_JIT_DUMP_LOWERED").filter(|d| !d.is_empty()) {
             let name = format!("{}{dump_sfx}.{stage}.ll", &blake3::hash(bc).to_hex()[..16]);
             crate::jit::fd::write_dump(std::path::Path::new(&d), &name, m.print_to_string().to_bytes());
@@ -271,11 +274,11 @@ pub(crate) fn compile_in_process(
     let quick = replaced && opt > QUICK_OPT && all_specialisable;
     let (tm, opt) = if quick { (tm_for(target, QUICK_OPT)?, QUICK_OPT) } else { (tm, opt) };
     let tm = if spec.is_some_and(|s| s.quick) && opt > 0 {
-        super::pipeline::run_passes(&m, &tm, QUICK_PIPELINE, super::pipeline::Workarounds::CPU, &vector_fns)
+        super::pipeline::run_passes(&m, &tm, QUICK_PIPELINE, hooks, &vector_fns)
             .map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
         tm_for(target, QUICK_CODEGEN_OPT.min(opt))?
     } else {
-        super::pipeline::optimise(&m, &tm, opt, super::pipeline::Workarounds::CPU, &vector_fns)
+        super::pipeline::optimise(&m, &tm, opt, hooks, &vector_fns)
             .map_err(|e| JitError::Compile(format!("optimisation failed: {e}")))?;
         tm
     };
@@ -293,9 +296,11 @@ pub(crate) fn compile_in_process(
 
 #[cfg(test)]
 thread_local! {
-    /// When `Some`, the next compile on this thread leaves the C++ lowering's input here (the IR tests'
-    /// inputs: tests.rs's `write_lowering_ir_tests`).
-    pub(crate) static PRELOWERED: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+    /// When `Some((stage, _))`, the next compile on this thread leaves its IR at `stage` here (a stage of
+    /// OFFLOAD_RS_JIT_DUMP_LOWERED: `prelower`, the C++ lowering's input, for the IR tests' inputs
+    /// (tests.rs's `write_lowering_ir_tests`); `opt`, the optimised IR).
+    pub(crate) static CAPTURE: std::cell::RefCell<Option<(&'static str, String)>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// This thread's CPU time in milliseconds (for `OFFLOAD_RS_JIT_TIME`).

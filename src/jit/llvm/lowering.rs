@@ -6,7 +6,9 @@
 //! `OFFLOAD_RS_JIT_LOWERING` is a comma list: `ol-x,ol-y` runs only those; `-ol-x,-ol-y` runs all but those;
 //! `none` runs none of them (the lowering's required steps always run); empty or unset runs all. The
 //! workarounds of LLVM bugs ([`WORKAROUNDS`]) run unless named with a `-`: without them LLVM miscompiles.
-//! An unknown name fails the compile with the list of names.
+//! An unknown name fails the compile with the list of names. The same list switches the JIT's passes in
+//! LLVM's optimisation pipeline that are optimisations of kernels ([`PIPELINE_NAMES`]; they run after the
+//! loop vectoriser and `OFFLOAD_RS_JIT_STATS` does not count them).
 
 use std::cell::RefCell;
 use std::ffi::c_char;
@@ -47,8 +49,15 @@ pub(crate) const NAMES: [&str; 29] = [
     "ol-unroll-barrier-loops",
 ];
 
+/// The JIT's own passes in LLVM's optimisation pipeline that [`parse`] switches too (bit
+/// [`PIPELINE_BIT`] + i; the lowering ignores those bits, src/jit/llvm/compile.rs hooks the passes in).
+pub(crate) const PIPELINE_NAMES: [&str; 1] = ["ol-prefetch-streams"];
+
+/// The bit of `PIPELINE_NAMES[0]`.
+const PIPELINE_BIT: usize = 32;
+
 /// Every transform on.
-pub(crate) const ALL: u64 = (1 << NAMES.len()) - 1;
+pub(crate) const ALL: u64 = ((1 << NAMES.len()) - 1) | (((1 << PIPELINE_NAMES.len()) - 1) << PIPELINE_BIT);
 
 /// The transforms that work around LLVM bugs (`ol-runtime-divisors`): on unless switched off by name.
 pub(crate) const WORKAROUNDS: u64 = 1 << 15;
@@ -61,14 +70,14 @@ pub(crate) fn quick_skips(quick: bool) -> u64 {
     if quick { bit("ol-unroll-barrier-loops").unwrap_or(0) } else { 0 }
 }
 
-/// The index (bit, count) of the transform called `name`.
+/// The index (bit, count) of the lowering transform called `name`.
 fn index(name: &str) -> Option<usize> {
     NAMES.iter().position(|n| *n == name)
 }
 
-/// The bit of the transform called `name`.
+/// The bit of the lowering transform or pipeline pass called `name`.
 pub(crate) fn bit(name: &str) -> Option<u64> {
-    index(name).map(|i| 1 << i)
+    index(name).or_else(|| PIPELINE_NAMES.iter().position(|n| *n == name).map(|i| PIPELINE_BIT + i)).map(|i| 1 << i)
 }
 
 /// The transforms `spec` (`OFFLOAD_RS_JIT_LOWERING`'s syntax, see the module docs) runs, as a bit mask.
@@ -79,7 +88,11 @@ pub(crate) fn parse(spec: &str) -> Result<u64, String> {
     }
     let known = |n: &str| {
         bit(n).ok_or_else(|| {
-            format!("OFFLOAD_RS_JIT_LOWERING: unknown transform '{n}' (the transforms: none, {})", NAMES.join(", "))
+            format!(
+                "OFFLOAD_RS_JIT_LOWERING: unknown transform '{n}' (the transforms: none, {}, {})",
+                NAMES.join(", "),
+                PIPELINE_NAMES.join(", ")
+            )
         })
     };
     let (removed, chosen): (Vec<&str>, Vec<&str>) = items.iter().partition(|s| s.starts_with('-'));
@@ -256,6 +269,12 @@ mod tests {
         assert!(e.contains("unknown transform 'ol-run-guard'") && e.contains("ol-run-guards"), "{e}");
         assert!(parse("-nonsense").is_err());
         assert_eq!(bit(NAMES[15]), Some(1 << 15));
+        let prefetch = bit("ol-prefetch-streams").unwrap();
+        assert_eq!(prefetch, 1 << 32);
+        assert_eq!(parse("-ol-prefetch-streams"), Ok(ALL & !prefetch));
+        assert_eq!(parse("ol-prefetch-streams"), Ok(prefetch | WORKAROUNDS));
+        assert_eq!(parse("none").unwrap() & prefetch, 0);
+        assert!(parse("ol-run-guard").unwrap_err().contains("ol-prefetch-streams"));
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub(crate) fn ptx_in_process(bc: &[u8], cpu: &str, features: &str, opt: u32) -> 
     module.set_triple(&TargetTriple::create(TRIPLE));
     module.set_data_layout(&tm.get_target_data().get_data_layout());
     module.verify().map_err(|e| err("invalid module", e.to_string()))?;
-    pipeline::optimise(&module, &tm, opt, pipeline::Workarounds::NONE, &[]).map_err(|e| err("optimisation", e))?;
+    pipeline::optimise(&module, &tm, opt, pipeline::Hooks::NONE, &[]).map_err(|e| err("optimisation", e))?;
     let out = pipeline::emit(&module, &tm, FileType::Assembly).map_err(|e| err("NVPTX codegen", e))?;
     String::from_utf8(out).map_err(|e| err("NVPTX codegen", e))
 }

@@ -14,6 +14,9 @@
 //   ol-realign-lane-reads          src/jit/llvm/realign_lane_reads.cpp (warp exchange reads at a lane distance as the
 //                                  two vector loads the exchange's stores match); hooked at VectorizerEnd with the
 //                                  same flag.
+//   ol-prefetch-streams            src/jit/llvm/prefetch_streams.cpp (software prefetches for the load streams of
+//                                  a kernel's short inner loops); hooked at VectorizerEnd with
+//                                  OL_RS_HOOK_PREFETCH_STREAMS.
 //   ol-stop-points                 src/jit/llvm/stop_points.cpp (OFFLOAD_RS_KERNEL_TIMEOUT: loops check now and
 //                                  then whether they must stop; run after the optimisation pipeline).
 //   ol-lower<options>              src/jit/llvm/lower/pass.cpp (a module pass: the CPU lowering as the JIT runs
@@ -38,6 +41,7 @@
 #include "implied_selects.h"
 #include "realign_lane_reads.h"
 #include "lower/pass.h"
+#include "prefetch_streams.h"
 #include "shim.h"
 #include "stop_points.h"
 #include "workarounds/workarounds.h"
@@ -45,7 +49,7 @@
 using namespace llvm;
 
 // OlRsVecFn (a vector variant of a scalar function the vectoriser may call) and the flags of
-// ol_rs_jit_run_passes (OL_RS_HOOK_VECTORISER_WORKAROUNDS): src/jit/llvm/abi.rs.
+// ol_rs_jit_run_passes (OL_RS_HOOK_VECTORISER_WORKAROUNDS, OL_RS_HOOK_PREFETCH_STREAMS): src/jit/llvm/abi.rs.
 #include "abi.h"
 
 namespace {
@@ -126,6 +130,10 @@ static bool parseOurFunctionPass(StringRef name, FunctionPassManager &FPM, Array
     FPM.addPass(ol_rs::RealignLaneReadsPass());
     return true;
   }
+  if (name == "ol-prefetch-streams") {
+    FPM.addPass(ol_rs::PrefetchStreamsPass());
+    return true;
+  }
   if (name == "ol-stop-points") {
     FPM.addPass(ol_rs::StopPointsPass());
     return true;
@@ -165,9 +173,12 @@ extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, co
       FPM.addPass(ol_rs::OpaqueWrappingMasksPass());
       FPM.addPass(ol_rs::ImpliedSelectsPass());
     });
-  if (flags & OL_RS_HOOK_VECTORISER_WORKAROUNDS)
-    PB.registerVectorizerEndEPCallback([](FunctionPassManager &FPM, OptimizationLevel) {
-      FPM.addPass(ol_rs::RealignLaneReadsPass());
+  if (flags & (OL_RS_HOOK_VECTORISER_WORKAROUNDS | OL_RS_HOOK_PREFETCH_STREAMS))
+    PB.registerVectorizerEndEPCallback([flags](FunctionPassManager &FPM, OptimizationLevel) {
+      if (flags & OL_RS_HOOK_VECTORISER_WORKAROUNDS)
+        FPM.addPass(ol_rs::RealignLaneReadsPass());
+      if (flags & OL_RS_HOOK_PREFETCH_STREAMS)
+        FPM.addPass(ol_rs::PrefetchStreamsPass());
     });
   LoopAnalysisManager LAM;
   FunctionAnalysisManager FAM;

@@ -26,14 +26,14 @@ unsafe extern "C" {
     fn ol_rs_jit_free(p: *mut c_char);
 }
 
-/// The LLVM-bug workarounds hooked into LLVM's default pipelines (flags of `ol_rs_jit_run_passes`,
-/// src/jit/llvm/abi.rs).
+/// Our passes hooked into LLVM's default pipelines: the LLVM-bug workarounds and the kernel optimisations
+/// that run inside LLVM's pipeline (flags of `ol_rs_jit_run_passes`, src/jit/llvm/abi.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Workarounds(u32);
+pub(crate) struct Hooks(u32);
 
 /// cbindgen:ignore
-impl Workarounds {
-    pub const NONE: Workarounds = Workarounds(0);
+impl Hooks {
+    pub const NONE: Hooks = Hooks(0);
     /// `ol-hoist-invariant-divisions` and `ol-opaque-wrapping-masks` at VectorizerStart: LLVM 22.1's loop
     /// vectoriser predicates a loop-invariant division by a non-constant and hands lane 0's (possibly
     /// poison) result to every lane (src/jit/llvm/workarounds/hoist_invariant_divisions.cpp), and treats a
@@ -41,7 +41,13 @@ impl Workarounds {
     /// (src/jit/llvm/workarounds/opaque_wrapping_masks.cpp). Every CPU compile needs them. With them,
     /// `ol-implied-selects` (src/jit/llvm/implied_selects.cpp), an optimisation: selects that an
     /// enclosing select's condition decides (a warp scan's dead wrap-around reads).
-    pub const CPU: Workarounds = Workarounds(super::abi::OL_RS_HOOK_VECTORISER_WORKAROUNDS);
+    pub const CPU: Hooks = Hooks(super::abi::OL_RS_HOOK_VECTORISER_WORKAROUNDS);
+
+    /// These and, with `on`, `ol-prefetch-streams` at VectorizerEnd: software prefetches for the load
+    /// streams of a kernel's short inner loops (src/jit/llvm/prefetch_streams.cpp).
+    pub fn with_prefetch_streams(self, on: bool) -> Hooks {
+        Hooks(self.0 | if on { super::abi::OL_RS_HOOK_PREFETCH_STREAMS } else { 0 })
+    }
 }
 
 /// Parses LLVM bitcode into `ctx`.
@@ -72,16 +78,16 @@ pub(crate) fn target_machine(
         .ok_or_else(|| format!("cannot create a target machine for {triple} {cpu} {features}"))
 }
 
-/// Runs `default<O{opt}>` on `m`, with `workarounds` hooked in and the vectoriser allowed to call
+/// Runs `default<O{opt}>` on `m`, with `hooks` hooked in and the vectoriser allowed to call
 /// `vector_fns` (src/jit/llvm/math.rs).
 pub(crate) fn optimise(
     m: &Module,
     tm: &TargetMachine,
     opt: u32,
-    workarounds: Workarounds,
+    hooks: Hooks,
     vector_fns: &[super::math::VecVariant],
 ) -> Result<(), String> {
-    run_passes(m, tm, &format!("default<O{}>", opt.min(3)), workarounds, vector_fns)
+    run_passes(m, tm, &format!("default<O{}>", opt.min(3)), hooks, vector_fns)
 }
 
 /// Runs the textual `pipeline` (LLVM's syntax; our `ol-*` pass names too, see passes.cpp) on `m`.
@@ -89,7 +95,7 @@ pub(crate) fn run_passes(
     m: &Module,
     tm: &TargetMachine,
     pipeline: &str,
-    workarounds: Workarounds,
+    hooks: Hooks,
     vector_fns: &[super::math::VecVariant],
 ) -> Result<(), String> {
     let text = CString::new(pipeline).map_err(|_| "a pipeline with a NUL byte".to_string())?;
@@ -113,7 +119,7 @@ pub(crate) fn run_passes(
             m.as_mut_ptr() as *mut c_void,
             tm.as_mut_ptr() as *mut c_void,
             text.as_ptr(),
-            workarounds.0,
+            hooks.0,
             vec.as_ptr(),
             vec.len(),
             &mut err,

@@ -6,7 +6,7 @@ use inkwell::targets::TargetMachine;
 
 /// Inserts the stop points into every function of `m` (after its optimisation).
 pub(crate) fn insert(m: &Module, tm: &TargetMachine) -> Result<(), String> {
-    super::pipeline::run_passes(m, tm, "function(ol-stop-points)", super::pipeline::Workarounds::NONE, &[])
+    super::pipeline::run_passes(m, tm, "function(ol-stop-points)", super::pipeline::Hooks::NONE, &[])
 }
 
 #[cfg(test)]

@@ -2978,10 +2978,10 @@ fn write_lowering_ir_tests() {
                 .unwrap_or_else(|| panic!("{name}: no case where it must{} fire", if fires { "" } else { " not" }));
             let bc = nvptx_bitcode_of(&format!("{H}{src}\n")).expect("clang-22 for the cases");
             let spec_arg = spec.map(|g| crate::jit::compile::Spec { kernel: "k".into(), group_size: g, quick: false });
-            super::compile::PRELOWERED.with(|p| *p.borrow_mut() = Some(String::new()));
+            super::compile::CAPTURE.with(|p| *p.borrow_mut() = Some(("prelower", String::new())));
             super::compile::compile_in_process(&bc, &target, 3, false, false, false, spec_arg.as_ref())
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            let ir = super::compile::PRELOWERED.with(|p| p.borrow_mut().take()).unwrap_or_default();
+            let ir = super::compile::CAPTURE.with(|p| p.borrow_mut().take()).unwrap_or_default().1;
             assert!(ir.contains("define"), "{name}: no IR captured");
             let opts = match spec {
                 Some(g) => format!("kernel=k;group={}x{}x{};warp=32", g[0], g[1], g[2]),
@@ -3903,6 +3903,189 @@ fn barrier_loops_match_the_host() {
                 assert_eq!(bufs[0], want, "{t:?} rows {block:?} {form}");
             }
         }
+    }
+}
+
+/// The optimised IR of kernel `k` of `bc` specialised for `g`, compiled with `lowering`
+/// (`OFFLOAD_RS_JIT_LOWERING`'s syntax).
+fn optimised_ir(bc: &[u8], k: &str, g: [u32; 3], lowering: &str) -> String {
+    let mut target = service::cpu_target().unwrap().clone();
+    target.lowering = lowering.to_string();
+    let spec = crate::jit::compile::Spec { kernel: k.to_string(), group_size: g, quick: false };
+    super::compile::CAPTURE.with(|c| *c.borrow_mut() = Some(("opt", String::new())));
+    let r = super::compile::compile_in_process(bc, &target, 3, false, false, false, Some(&spec));
+    let ir = super::compile::CAPTURE.with(|c| c.borrow_mut().take()).unwrap_or_default().1;
+    r.unwrap_or_else(|e| panic!("{k} with OFFLOAD_RS_JIT_LOWERING={lowering:?}: {e}"));
+    ir
+}
+
+/// u32s that end where the process's mapping does: the page after the last one is mapped PROT_NONE, so
+/// a load past the end faults (a prefetch past it must not).
+struct Guarded {
+    map: *mut libc::c_void,
+    bytes: usize,
+    data: *mut u32,
+    len: usize,
+}
+
+impl Guarded {
+    fn new(vals: &[u32]) -> Guarded {
+        let page = 4096usize;
+        let data_bytes = (vals.len() * 4).div_ceil(page) * page;
+        let bytes = data_bytes + page;
+        // SAFETY: a fresh anonymous mapping; its last page made inaccessible; the data copied to the end of
+        // the accessible part, inside the mapping.
+        unsafe {
+            let map = libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(map, libc::MAP_FAILED);
+            assert_eq!(libc::mprotect((map as *mut u8).add(data_bytes) as *mut libc::c_void, page, libc::PROT_NONE), 0);
+            let data = (map as *mut u8).add(data_bytes - vals.len() * 4) as *mut u32;
+            std::ptr::copy_nonoverlapping(vals.as_ptr(), data, vals.len());
+            Guarded { map, bytes, data, len: vals.len() }
+        }
+    }
+
+    fn slice(&mut self) -> &mut [u32] {
+        // SAFETY: `len` u32s inside the mapping, owned by self.
+        unsafe { std::slice::from_raw_parts_mut(self.data, self.len) }
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        unsafe { libc::munmap(self.map, self.bytes) };
+    }
+}
+
+/// ol-prefetch-streams (src/jit/llvm/prefetch_streams.cpp): the work-items' loops over ragged segments,
+/// matrix rows and a window of taps get prefetches (and none without the pass), and every result is the
+/// host's, generic and specialised, with the streams ending right before an inaccessible page (the
+/// prefetches reach past it) and a partial last group.
+#[test]
+fn stream_prefetches_match_the_host() {
+    let _g = shared();
+    let hash = |i: u32| i.wrapping_mul(2654435761).rotate_left(13) % 1000;
+    for t in TARGETS {
+        let Some(img) = load_ok("streams", t) else {
+            return;
+        };
+        let bc = bitcode("streams", t).unwrap();
+        for k in ["segments", "rows", "window"] {
+            let with = optimised_ir(&bc, k, [64, 1, 1], "");
+            assert!(with.contains("call void @llvm.prefetch"), "{t:?} {k}: no prefetch");
+            let without = optimised_ir(&bc, k, [64, 1, 1], "-ol-prefetch-streams");
+            assert!(!without.contains("call void @llvm.prefetch"), "{t:?} {k}: a prefetch without the pass");
+        }
+        let block = [64u32, 1, 1];
+        let run = |name: &str, n: u32, ins: &mut [&mut Guarded], scalars: &[u32]| -> Vec<Vec<u32>> {
+            let k = img.kernel(name).unwrap();
+            let s = k.specialise(block, false).unwrap();
+            let mut got = Vec::new();
+            for kk in [&k, &s] {
+                let mut out = vec![7u32; n as usize];
+                let mut vals: Vec<Vec<u8>> = ins.iter_mut().map(|g| ptr(g.slice())).collect();
+                vals.push(ptr(&mut out));
+                vals.extend(scalars.iter().map(b));
+                let refs: Vec<&[u8]> = vals.iter().map(|v| v.as_slice()).collect();
+                launch(kk, [n.div_ceil(block[0]), 1, 1], block, &pack(&kk.params, &refs), 0);
+                got.push(out);
+            }
+            got
+        };
+        // segments: 1001 rows of 0-39 elements
+        let n = 1001u32;
+        let mut off = vec![0u32];
+        for i in 0..n {
+            off.push(off[i as usize] + hash(i) % 40);
+        }
+        let v: Vec<u32> = (0..off[n as usize]).map(|i| hash(i + 5)).collect();
+        let want: Vec<u32> = (0..n as usize).map(|i| v[off[i] as usize..off[i + 1] as usize].iter().sum()).collect();
+        let (mut go, mut gv) = (Guarded::new(&off), Guarded::new(&v));
+        for (form, got) in ["generic", "specialised"].iter().zip(run("segments", n, &mut [&mut go, &mut gv], &[n])) {
+            assert_eq!(got, want, "{t:?} segments {form}");
+        }
+        // rows: 299 rows of 37
+        let (n, cols) = (299u32, 37u32);
+        let a: Vec<u32> = (0..n * cols).map(hash).collect();
+        let x: Vec<u32> = (0..cols).map(|i| hash(i + 7)).collect();
+        let want: Vec<u32> = (0..n)
+            .map(|i| {
+                (0..cols).fold(0u32, |s, k| s.wrapping_add(a[(i * cols + k) as usize].wrapping_mul(x[k as usize])))
+            })
+            .collect();
+        let (mut ga, mut gx) = (Guarded::new(&a), Guarded::new(&x));
+        for (form, got) in ["generic", "specialised"].iter().zip(run("rows", n, &mut [&mut ga, &mut gx], &[n, cols])) {
+            assert_eq!(got, want, "{t:?} rows {form}");
+        }
+        // window: 2001 outputs of 9 taps
+        let (n, taps) = (2001u32, 9u32);
+        let input: Vec<u32> = (0..n + taps - 1).map(hash).collect();
+        let w: Vec<u32> = (0..taps).map(|i| i + 1).collect();
+        let want: Vec<u32> = (0..n)
+            .map(|i| (0..taps).fold(0u32, |s, k| s.wrapping_add(w[k as usize].wrapping_mul(input[(i + k) as usize]))))
+            .collect();
+        let (mut gi, mut gw) = (Guarded::new(&input), Guarded::new(&w));
+        for (form, got) in ["generic", "specialised"].iter().zip(run("window", n, &mut [&mut gi, &mut gw], &[n, taps]))
+        {
+            assert_eq!(got, want, "{t:?} window {form}");
+        }
+    }
+}
+
+/// ol-prefetch-streams' effect on the kernels of [`stream_prefetches_match_the_host`] at sizes beyond the
+/// caches, one thread (this harness runs the groups one after another), nvptx64 and amdgcn: prints each
+/// kernel's best and median of 7 runs. Run it twice, the second time with
+/// OFFLOAD_RS_JIT_LOWERING=-ol-prefetch-streams (read once per process):
+/// `cargo test --release --lib -- --ignored --nocapture stream_prefetch_times`.
+#[test]
+#[ignore]
+fn stream_prefetch_times() {
+    let _g = shared();
+    let hash = |i: u32| i.wrapping_mul(2654435761).rotate_left(13) % 1000;
+    for t in [Tgt::Nv, Tgt::Amd] {
+        let Some(img) = load_ok("streams", t) else {
+            return;
+        };
+        let block = [256u32, 1, 1];
+        let time = |name: &str, n: u32, ins: &mut [&mut Vec<u32>], scalars: &[u32]| {
+            let k = img.kernel(name).unwrap().specialise(block, false).unwrap();
+            let mut out = vec![0u32; n as usize];
+            let mut vals: Vec<Vec<u8>> = ins.iter_mut().map(|v| ptr(v)).collect();
+            vals.push(ptr(&mut out));
+            vals.extend(scalars.iter().map(b));
+            let refs: Vec<&[u8]> = vals.iter().map(|v| v.as_slice()).collect();
+            let args = pack(&k.params, &refs);
+            let mut ms: Vec<f64> = (0..7)
+                .map(|_| {
+                    let t0 = std::time::Instant::now();
+                    launch(&k, [n.div_ceil(block[0]), 1, 1], block, &args, 0);
+                    t0.elapsed().as_secs_f64() * 1e3
+                })
+                .collect();
+            ms.sort_by(f64::total_cmp);
+            eprintln!("{t:?} {name}: best {:.2} ms, median {:.2}", ms[0], ms[3]);
+        };
+        let n = 1u32 << 20;
+        let mut off = vec![0u32];
+        for i in 0..n {
+            off.push(off[i as usize] + hash(i) % 40);
+        }
+        let mut v: Vec<u32> = (0..off[n as usize]).map(hash).collect();
+        time("segments", n, &mut [&mut off, &mut v], &[n]);
+        let (n, cols) = (1u32 << 16, 300u32);
+        let (mut a, mut x): (Vec<u32>, Vec<u32>) = ((0..n * cols).map(hash).collect(), (0..cols).map(hash).collect());
+        time("rows", n, &mut [&mut a, &mut x], &[n, cols]);
+        let (n, taps) = (1u32 << 24, 9u32);
+        let (mut input, mut w): (Vec<u32>, Vec<u32>) = ((0..n + taps).map(hash).collect(), (0..taps).collect());
+        time("window", n, &mut [&mut input, &mut w], &[n, taps]);
     }
 }
 

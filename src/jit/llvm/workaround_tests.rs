@@ -8,7 +8,7 @@ use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::Module;
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
 
-use super::pipeline::{self, Workarounds};
+use super::pipeline::{self, Hooks};
 use crate::jit::elf;
 
 /// shared/evidence/lv-predicated-urem-gather: `for (i = 0; i < 96; i++) if ((j + i) % 3 == 0) out[i] =
@@ -104,13 +104,13 @@ fn hoist_invariant_divisions_fires_on_invariant_divisions_only() {
     let ctx = Context::create();
     let tm = machine("x86-64");
     let m = module(&ctx, &PREDICATED_UREM.replace("\"target-cpu\"=\"CPU\"", "\"target-cpu\"=\"x86-64\""));
-    pipeline::run_passes(&m, &tm, "function(ol-hoist-invariant-divisions)", Workarounds::NONE, &[]).expect("pass runs");
+    pipeline::run_passes(&m, &tm, "function(ol-hoist-invariant-divisions)", Hooks::NONE, &[]).expect("pass runs");
     assert_eq!(blocks_of(&m, "f", "%idx = urem i32 %j5, %ol.safe.divisor"), ["entry"], "{}", m.print_to_string());
     assert_eq!(blocks_of(&m, "f", "icmp eq i32 %n.fr, 0"), ["entry"], "the divisor made safe: {}", m.print_to_string());
     assert!(m.verify().is_ok());
 
     let m = module(&ctx, SIGNED_AND_VARYING);
-    pipeline::run_passes(&m, &tm, "function(ol-hoist-invariant-divisions)", Workarounds::NONE, &[]).expect("pass runs");
+    pipeline::run_passes(&m, &tm, "function(ol-hoist-invariant-divisions)", Hooks::NONE, &[]).expect("pass runs");
     let text = m.print_to_string().to_string();
     assert!(m.verify().is_ok(), "{text}");
     // the invariant srem left the loop for a preheader made for it, with the signed-overflow case safe
@@ -125,14 +125,14 @@ fn hoist_invariant_divisions_fires_on_invariant_divisions_only() {
     let plain = "define i32 @h(i32 %a, i32 %b) {\n  %q = udiv i32 %a, %b\n  ret i32 %q\n}\n";
     let m = module(&ctx, plain);
     let before = m.print_to_string().to_string();
-    pipeline::run_passes(&m, &tm, "function(ol-hoist-invariant-divisions)", Workarounds::NONE, &[]).expect("pass runs");
+    pipeline::run_passes(&m, &tm, "function(ol-hoist-invariant-divisions)", Hooks::NONE, &[]).expect("pass runs");
     assert_eq!(m.print_to_string().to_string(), before);
 }
 
 /// Optimises the reproducer for `cpu` with the JIT's pipeline, then emits it for plain x86-64 (the wrong
 /// value is already in the optimised IR, so the result runs on any machine) and runs it; the number of
 /// wrong elements over j = 0..3.
-fn wrong_elements(cpu: &str, workarounds: Workarounds) -> usize {
+fn wrong_elements(cpu: &str, workarounds: Hooks) -> usize {
     let ctx = Context::create();
     let m = module(&ctx, &PREDICATED_UREM.replace("\"target-cpu\"=\"CPU\"", &format!("\"target-cpu\"=\"{cpu}\"")));
     let tm = machine(cpu);
@@ -169,14 +169,14 @@ fn wrong_elements(cpu: &str, workarounds: Workarounds) -> usize {
 #[test]
 fn predicated_invariant_division_feeding_a_gather() {
     for cpu in ["skylake", "skylake-avx512", "znver4", "x86-64-v4", "x86-64-v3", "haswell"] {
-        assert_eq!(wrong_elements(cpu, Workarounds::CPU), 0, "{cpu}: wrong elements with the workaround");
+        assert_eq!(wrong_elements(cpu, Hooks::CPU), 0, "{cpu}: wrong elements with the workaround");
     }
     // Without it, LLVM 22.1.8 gets it wrong: with `OFFLOAD_RS_TEST_LLVM_BUG=1` this test runs skylake's
     // code without the workaround too, which reads a wild gather address (SIGSEGV, seen on an AMD EPYC
     // with AVX-512) or gives wrong elements. Opt-in, as it takes the test process down; when LLVM is
     // fixed it prints 0 and the workaround can go.
     if std::env::var_os("OFFLOAD_RS_TEST_LLVM_BUG").is_some() {
-        eprintln!("without the workaround, skylake: {} wrong elements", wrong_elements("skylake", Workarounds::NONE));
+        eprintln!("without the workaround, skylake: {} wrong elements", wrong_elements("skylake", Hooks::NONE));
     }
 }
 
@@ -239,7 +239,7 @@ fn opaque_wrapping_masks_fires_on_wrapping_masks_only() {
     let ctx = Context::create();
     let tm = machine("x86-64");
     let m = module(&ctx, &WRAPPING_MASK.replace("\"target-cpu\"=\"CPU\"", "\"target-cpu\"=\"x86-64\""));
-    pipeline::run_passes(&m, &tm, "function(ol-opaque-wrapping-masks)", Workarounds::NONE, &[]).expect("pass runs");
+    pipeline::run_passes(&m, &tm, "function(ol-opaque-wrapping-masks)", Hooks::NONE, &[]).expect("pass runs");
     let text = m.print_to_string().to_string();
     assert!(m.verify().is_ok(), "{text}");
     assert_eq!(blocks_of(&m, "f", "%m.ol.opaque = freeze i32 %m"), ["loop"], "{text}");
@@ -251,13 +251,13 @@ fn opaque_wrapping_masks_fires_on_wrapping_masks_only() {
 
     let m = module(&ctx, FOLDED_MASKS);
     let before = m.print_to_string().to_string();
-    pipeline::run_passes(&m, &tm, "function(ol-opaque-wrapping-masks)", Workarounds::NONE, &[]).expect("pass runs");
+    pipeline::run_passes(&m, &tm, "function(ol-opaque-wrapping-masks)", Hooks::NONE, &[]).expect("pass runs");
     assert_eq!(m.print_to_string().to_string(), before, "nothing to make opaque");
 }
 
 /// Optimises WRAPPING_MASK for `cpu` with the JIT's pipeline, emits it for plain x86-64 (the wrong index
 /// is already in the optimised IR) and runs it for n = 64 and 29; the number of wrong elements.
-fn wrong_ring_elements(cpu: &str, workarounds: Workarounds) -> usize {
+fn wrong_ring_elements(cpu: &str, workarounds: Hooks) -> usize {
     let ctx = Context::create();
     let m = module(&ctx, &WRAPPING_MASK.replace("\"target-cpu\"=\"CPU\"", &format!("\"target-cpu\"=\"{cpu}\"")));
     let tm = machine(cpu);
@@ -294,8 +294,8 @@ fn wrong_ring_elements(cpu: &str, workarounds: Workarounds) -> usize {
 fn wrapping_masked_index_is_not_consecutive() {
     let cpus = ["x86-64", "x86-64-v3", "haswell", "skylake-avx512", "znver3", "znver4", "x86-64-v4"];
     for cpu in cpus {
-        assert_eq!(wrong_ring_elements(cpu, Workarounds::CPU), 0, "{cpu}: wrong elements with the workaround");
+        assert_eq!(wrong_ring_elements(cpu, Hooks::CPU), 0, "{cpu}: wrong elements with the workaround");
     }
-    let without: Vec<_> = cpus.iter().map(|&cpu| (cpu, wrong_ring_elements(cpu, Workarounds::NONE))).collect();
+    let without: Vec<_> = cpus.iter().map(|&cpu| (cpu, wrong_ring_elements(cpu, Hooks::NONE))).collect();
     eprintln!("without the workaround, wrong elements per CPU: {without:?}");
 }

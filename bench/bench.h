@@ -1,13 +1,15 @@
 // Helpers shared by the benchmarks that link our library (cpu_kernels.c, program_cache.c, suite.c,
 // jit_process.c, cuda_launch.c): a clock, file and kernel loading, the device lookup, error-checking
 // wrappers, and running one side of a comparison in a child process of the same run (each side prints
-// `key value` lines on stdout; the parent reads them). offload_calls.c dlopen()s the libraries it compares
+// `key value` lines on stdout; the parent reads them), and the memcpy ceiling of the memory-bound kernels.
+// offload_calls.c dlopen()s the libraries it compares
 // and so keeps to itself.
 #ifndef OFFLOAD_RS_BENCH_H
 #define OFFLOAD_RS_BENCH_H
 
 #include <stdbool.h>
 #include <OffloadAPI.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +66,39 @@ static inline double now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+// One thread's part of bench_copy.
+struct bench_copy_part {
+  char *d;
+  const char *s;
+  size_t n;
+};
+
+static inline void *bench_copy_thread(void *arg) {
+  struct bench_copy_part *p = arg;
+  memcpy(p->d, p->s, p->n);
+  return NULL;
+}
+
+// memcpy of `bytes` from `s` to `d` split over `threads` threads (at most 256, whole cache lines each),
+// thread start included; returns the nanoseconds it took.
+static inline double bench_copy(char *d, const char *s, size_t bytes, unsigned threads) {
+  enum { MAX_THREADS = 256 };
+  threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+  struct bench_copy_part parts[MAX_THREADS];
+  pthread_t tid[MAX_THREADS];
+  size_t chunk = (bytes / threads + 63) / 64 * 64;
+  for (unsigned t = 0; t < threads; t++) {
+    size_t lo = chunk * t < bytes ? chunk * t : bytes, hi = lo + chunk < bytes ? lo + chunk : bytes;
+    parts[t] = (struct bench_copy_part){d + lo, s + lo, hi - lo};
+  }
+  double t0 = now_ns();
+  for (unsigned t = 0; t < threads; t++)
+    pthread_create(&tid[t], NULL, bench_copy_thread, &parts[t]);
+  for (unsigned t = 0; t < threads; t++)
+    pthread_join(tid[t], NULL);
+  return now_ns() - t0;
 }
 
 static inline int cmp_double(const void *a, const void *b) {

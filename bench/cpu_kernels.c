@@ -245,17 +245,6 @@ static void run_pocl(const char *cl_file) {
 // ---------------------------------------------------------------------------------------------------
 // memcpy ceiling: two threads copying the saxpy working set's worth of bytes
 
-struct cp {
-  char *d;
-  const char *s;
-  size_t n;
-};
-static void *cp_thread(void *a) {
-  struct cp *c = a;
-  memcpy(c->d, c->s, c->n);
-  return NULL;
-}
-
 static void run_memcpy(const char *unused) {
   (void)unused;
   size_t bytes = (size_t)N * sizeof(float) * 3 / 2; // copy moves 2 bytes of traffic per byte: 3*N*4 total
@@ -263,16 +252,8 @@ static void run_memcpy(const char *unused) {
   memset(s, 1, bytes);
   memset(d, 2, bytes);
   double v[REPS];
-  for (int r = 0; r < REPS; r++) {
-    pthread_t t[2];
-    struct cp c[2] = {{d, s, bytes / 2}, {d + bytes / 2, s + bytes / 2, bytes / 2}};
-    double t0 = now_ns();
-    for (int i = 0; i < 2; i++)
-      pthread_create(&t[i], NULL, cp_thread, &c[i]);
-    for (int i = 0; i < 2; i++)
-      pthread_join(t[i], NULL);
-    v[r] = now_ns() - t0;
-  }
+  for (int r = 0; r < REPS; r++)
+    v[r] = bench_copy(d, s, bytes, 2);
   printf("saxpy_ns %.0f\n", median(v, REPS));
 }
 

@@ -22,7 +22,6 @@
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
 #include <math.h>
-#include <pthread.h>
 #include <sched.h>
 
 #include "bench.h"
@@ -251,42 +250,17 @@ static size_t copy_bytes(const struct suite_case *c) {
   }
 }
 
-struct copy_part {
-  char *d;
-  const char *s;
-  size_t n;
-};
-
-static void *copy_thread(void *arg) {
-  struct copy_part *p = arg;
-  memcpy(p->d, p->s, p->n);
-  return NULL;
-}
-
 // Times `warm` + `reps` copies of `bytes` on `threads` threads; prints `<kernel>_memcpy_best/_median/_max`.
 static void time_copy(const struct suite_case *c, size_t bytes, unsigned threads, int warm, int reps) {
-  enum { MAX_THREADS = 256 };
-  threads = threads > MAX_THREADS ? MAX_THREADS : threads;
   size_t alloc = (bytes + 4095) / 4096 * 4096;
   char *s = aligned_alloc(4096, alloc), *d = aligned_alloc(4096, alloc);
   memset(s, 1, alloc);
   memset(d, 2, alloc);
-  struct copy_part parts[MAX_THREADS];
-  size_t chunk = (bytes / threads + 63) / 64 * 64;
-  for (unsigned t = 0; t < threads; t++) {
-    size_t lo = chunk * t < bytes ? chunk * t : bytes, hi = lo + chunk < bytes ? lo + chunk : bytes;
-    parts[t] = (struct copy_part){d + lo, s + lo, hi - lo};
-  }
   double v[MAX_REPS];
   for (int i = -warm; i < reps; i++) {
-    pthread_t tid[MAX_THREADS];
-    double t0 = now_ns();
-    for (unsigned t = 0; t < threads; t++)
-      pthread_create(&tid[t], NULL, copy_thread, &parts[t]);
-    for (unsigned t = 0; t < threads; t++)
-      pthread_join(tid[t], NULL);
+    double t = bench_copy(d, s, bytes, threads);
     if (i >= 0)
-      v[i] = now_ns() - t0;
+      v[i] = t;
   }
   char name[64];
   snprintf(name, sizeof name, "%s_memcpy", c->name);

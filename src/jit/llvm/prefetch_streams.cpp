@@ -57,16 +57,10 @@ constexpr unsigned kGroupAddressSpace = 3, kPrivateAddressSpace = 5;
 // each work-item and lane loop so, with an access group on each memory access of its body
 // (work_item_loops.cpp), and the loop vectoriser keeps the mark on the loops it makes of them.
 void parallelGroups(const Loop &L, SmallPtrSetImpl<const MDNode *> &out) {
-  MDNode *id = L.getLoopID();
-  if (!id)
-    return;
-  for (unsigned i = 1; i < id->getNumOperands(); ++i)
-    if (auto *prop = dyn_cast<MDNode>(id->getOperand(i)); prop && prop->getNumOperands() > 0)
-      if (auto *name = dyn_cast<MDString>(prop->getOperand(0));
-          name && name->getString() == "llvm.loop.parallel_accesses")
-        for (unsigned j = 1; j < prop->getNumOperands(); ++j)
-          if (auto *g = dyn_cast<MDNode>(prop->getOperand(j)))
-            out.insert(g);
+  if (MDNode *prop = findOptionMDForLoop(&L, "llvm.loop.parallel_accesses"))
+    for (unsigned j = 1; j < prop->getNumOperands(); ++j)
+      if (auto *g = dyn_cast<MDNode>(prop->getOperand(j)))
+        out.insert(g);
 }
 
 // Whether I belongs to one of `groups` (its access-group metadata is one group or a list of them).
@@ -85,7 +79,7 @@ bool inGroups(const Instruction &I, const SmallPtrSetImpl<const MDNode *> &group
 struct Stream {
   const SCEVAddRecExpr *addr; // the first load's address
   int64_t step;               // bytes per iteration
-  Instruction *at;            // where the prefetch goes: a load of the stream that dominates the others
+  LoadInst *at;               // where the prefetch goes: a load of the stream that dominates the others
 };
 
 } // namespace
@@ -152,7 +146,7 @@ PreservedAnalyses PrefetchStreamsPass::run(Function &F, FunctionAnalysisManager 
       const SCEV *next = SE.getAddExpr(s.addr, SE.getConstant(offTy, ahead, /*isSigned=*/true));
       if (!expander.isSafeToExpand(next))
         continue;
-      Value *p = expander.expandCodeFor(next, s.at->getOperand(0)->getType(), s.at->getIterator());
+      Value *p = expander.expandCodeFor(next, s.at->getPointerOperandType(), s.at->getIterator());
       IRBuilder<> B(s.at);
       B.CreateIntrinsic(Intrinsic::prefetch, {p->getType()},
                         {p, B.getInt32(0), B.getInt32(3), B.getInt32(1)}); // a read, kept close, of data

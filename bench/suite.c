@@ -16,7 +16,7 @@
 // OFFLOAD_RS_JIT_CACHE_DIR=off or a fresh directory), the CPU model and vector ISA.
 // SUITE_ROUNDS=3 runs the three sides three times in turn and keeps the best of all rounds;
 // SUITE_KERNELS=reduce,scan runs a subset. The hand side also times a memcpy of the bytes each memory-bound
-// kernel (saxpy, transpose) reads and writes, on as many threads: their bandwidth as a share of memcpy's.
+// kernel (saxpy, copy, transpose) reads and writes, on as many threads: their bandwidth as a share of memcpy's.
 #define _GNU_SOURCE
 #define CL_TARGET_OPENCL_VERSION 120
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
@@ -36,6 +36,8 @@ static struct suite_case bench_case(enum suite_kernel k) {
   switch (k) {
   case SUITE_SAXPY:
     return suite_case(k, (16u << 20) - 3, 1); // not a whole number of groups: the bounds check matters
+  case SUITE_COPY:
+    return suite_case(k, (8u << 20) - 3, 1); // transpose's 32 MB, not a whole number of groups
   case SUITE_REDUCE:
   case SUITE_WREDUCE:
     return suite_case(k, 16u << 20, 1);
@@ -243,6 +245,8 @@ static size_t copy_bytes(const struct suite_case *c) {
   switch (c->kernel) {
   case SUITE_SAXPY:
     return (size_t)c->w * 12 / 2; // x and y read, y written
+  case SUITE_COPY:
+    return (size_t)c->w * 4;
   case SUITE_TRANSPOSE:
     return (size_t)c->w * c->h * 4; // each element read once and written once
   default:

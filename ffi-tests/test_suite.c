@@ -83,6 +83,7 @@ static void run_sizes(enum suite_kernel k, const uint32_t (*sizes)[4], size_t n)
   } while (0)
 
 TEST(saxpy) { SIZES(SUITE_SAXPY, {1000, 1, 0, 0}, {SUITE_WG * 3, 1, 0, 0}, {1, 1, 0, 0}, {1000, 1, 96, 0}); }
+TEST(copy) { SIZES(SUITE_COPY, {1000, 1, 0, 0}, {SUITE_WG * 3, 1, 0, 0}, {1, 1, 0, 0}, {1000, 1, 96, 0}); }
 TEST(reduce) { SIZES(SUITE_REDUCE, {SUITE_WG * 7, 1, 0, 0}, {SUITE_WG, 1, 0, 0}, {640, 1, 64, 0}, {96, 1, 32, 0}); }
 TEST(scan) { SIZES(SUITE_SCAN, {SUITE_WG * 5, 1, 0, 0}, {512, 1, 128, 0}); }
 TEST(matmul) { SIZES(SUITE_MATMUL, {48, 1, 0, 0}, {16, 1, 0, 0}); }
@@ -128,6 +129,7 @@ int main(void) {
     }
   }
   RUN(saxpy);
+  RUN(copy);
   RUN(reduce);
   RUN(scan);
   RUN(matmul);

@@ -10,6 +10,13 @@
 #include "saxpy_reduce.h" // saxpy and reduce (and gid_x), shared with bench.c
 #include "suite_shape.h"
 
+// out = in over n elements, one per work-item; the grid is rounded up to whole groups.
+__gpu_kernel void copy(const float *in, float *out, uint32_t n) {
+  uint32_t i = gid_x();
+  if (i < n)
+    out[i] = in[i];
+}
+
 // Inclusive prefix sum within each group (Hillis-Steele in shared memory).
 __gpu_kernel void scan(const float *in, float *out) {
   static __gpu_local float s[SUITE_WG];

@@ -4,6 +4,12 @@
 // (bench.h's cl_read_sources loads it in front of this file); the pricer is blackscholes.cl's kernel,
 // included at the end (cl_build puts the kernels' directory on the include path).
 
+__kernel void copy(__global const float *in, __global float *out, uint n) {
+  uint i = get_global_id(0);
+  if (i < n)
+    out[i] = in[i];
+}
+
 __kernel void scan(__global const float *in, __global float *out) {
   __local float s[SUITE_WG];
   uint t = get_local_id(0);

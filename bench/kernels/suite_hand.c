@@ -35,6 +35,15 @@ static void saxpy_group(const struct suite_case *c, void *const bufs[], uint32_t
     y[i] = a * x[i] + y[i];
 }
 
+static void copy_group(const struct suite_case *c, void *const bufs[], uint32_t g, uint32_t gy) {
+  (void)gy;
+  const float *restrict in = bufs[0];
+  float *restrict out = bufs[1];
+  uint32_t n = c->w, end = (g + 1) * SUITE_WG < n ? (g + 1) * SUITE_WG : n;
+  for (uint32_t i = g * SUITE_WG; i < end; i++)
+    out[i] = in[i];
+}
+
 static void reduce_group(const struct suite_case *c, void *const bufs[], uint32_t g, uint32_t gy) {
   (void)c, (void)gy;
   const float *restrict in = (const float *)bufs[0] + (size_t)g * SUITE_WG;
@@ -432,7 +441,7 @@ static void blackscholes_group(const struct suite_case *c, void *const bufs[], u
 }
 
 static group_fn *const group_fns[SUITE_COUNT] = {
-    [SUITE_SAXPY] = saxpy_group,         [SUITE_REDUCE] = reduce_group,   [SUITE_SCAN] = scan_group,
+    [SUITE_SAXPY] = saxpy_group,         [SUITE_COPY] = copy_group,       [SUITE_REDUCE] = reduce_group,   [SUITE_SCAN] = scan_group,
     [SUITE_MATMUL] = matmul_group,       [SUITE_HISTOGRAM] = histogram_group, [SUITE_TRANSPOSE] = transpose_group,
     [SUITE_STENCIL] = stencil_group,     [SUITE_BITONIC] = bitonic_group, [SUITE_NBODY] = nbody_group,
     [SUITE_WREDUCE] = wreduce_group,     [SUITE_WSCAN] = wscan_group,     [SUITE_COMPACT] = compact_group,

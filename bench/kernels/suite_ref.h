@@ -25,6 +25,7 @@
 
 enum suite_kernel {
   SUITE_SAXPY,
+  SUITE_COPY,
   SUITE_REDUCE,
   SUITE_SCAN,
   SUITE_MATMUL,
@@ -46,8 +47,8 @@ enum suite_kernel {
 };
 
 static const char *const suite_names[SUITE_COUNT] = {
-    "saxpy",   "reduce", "scan",    "matmul",  "histogram", "transpose", "stencil", "bitonic", "nbody",
-    "wreduce", "wscan",  "compact", "softmax", "conv2d",    "mandel",    "spmv",    "radix",   "blackscholes"};
+    "saxpy",  "copy",    "reduce",  "scan",   "matmul", "histogram", "transpose", "stencil", "bitonic", "nbody",
+    "wreduce", "wscan",  "compact", "softmax", "conv2d", "mandel",    "spmv",      "radix",   "blackscholes"};
 
 enum suite_arg_kind { SUITE_ARG_BUF, SUITE_ARG_U32, SUITE_ARG_F32 };
 struct suite_arg {
@@ -145,6 +146,13 @@ static inline struct suite_case suite_case_shaped(enum suite_kernel k, uint32_t 
     c.groups[0] = suite_div_up(w, lx);
     c.args[c.nargs].kind = SUITE_ARG_F32;
     c.args[c.nargs++].f32 = 2.0f;
+    suite_add_buf(&c, (size_t)w * 4, false);
+    suite_add_buf(&c, (size_t)w * 4, true);
+    suite_add_u32(&c, w);
+    break;
+  case SUITE_COPY: // (in, out, n)
+    c.w = w;
+    c.groups[0] = suite_div_up(w, lx);
     suite_add_buf(&c, (size_t)w * 4, false);
     suite_add_buf(&c, (size_t)w * 4, true);
     suite_add_u32(&c, w);
@@ -348,6 +356,7 @@ static inline void suite_fill(const struct suite_case *c, void *const bufs[]) {
     for (size_t i = 0; i < n0; i++)
       ((uint32_t *)bufs[0])[i] = suite_hash((uint32_t)i) >> 3;
     break;
+  case SUITE_COPY:
   case SUITE_TRANSPOSE:
     for (size_t i = 0; i < n0; i++)
       f0[i] = (float)(i % 16777216u);
@@ -430,6 +439,9 @@ static inline void suite_reference(const struct suite_case *c, void *const bufs[
   case SUITE_SAXPY:
     for (uint32_t i = 0; i < w; i++)
       o[i] = 1.0f + 2.0f * f0[i] * (float)launches;
+    break;
+  case SUITE_COPY:
+    memcpy(o, f0, (size_t)w * 4);
     break;
   case SUITE_REDUCE:
   case SUITE_WREDUCE:

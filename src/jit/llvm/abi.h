@@ -16,6 +16,10 @@
 // vectoriser's end.
 #define OL_RS_HOOK_PREFETCH_STREAMS 2
 
+// A flag of `ol_rs_jit_run_passes`: hook `ol-prefetch-next-group` (src/jit/llvm/prefetch_next_group.cpp) in
+// at the vectoriser's end.
+#define OL_RS_HOOK_PREFETCH_NEXT_GROUP 4
+
 // What a call to a GPU intrinsic becomes (the C++ lowering builds the replacement IR per operation; the
 // table of names is src/jit/llvm/intrinsics.rs). `arg` of [`OlRsIntrinsic`] is given per operation.
 enum IntrinsicOp

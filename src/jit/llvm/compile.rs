@@ -140,8 +140,10 @@ pub(crate) fn compile_in_process(
     };
     let transforms = super::lowering::parse(&target.lowering).map_err(JitError::Compile)?
         & !super::lowering::quick_skips(spec.is_some_and(|s| s.quick));
+    let on = |name| transforms & super::lowering::bit(name).unwrap_or(0) != 0;
     let hooks = super::pipeline::Hooks::CPU
-        .with_prefetch_streams(transforms & super::lowering::bit("ol-prefetch-streams").unwrap_or(0) != 0);
+        .with_prefetch_streams(on("ol-prefetch-streams"))
+        .with_prefetch_next_group(on("ol-prefetch-next-group"));
     let opts = OlRsLowerOptions {
         spec_kernel: spec_name.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
         spec_group_size: spec.map_or([0; 3], |s| s.group_size),

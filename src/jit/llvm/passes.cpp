@@ -17,6 +17,9 @@
 //   ol-prefetch-streams            src/jit/llvm/prefetch_streams.cpp (software prefetches for the load streams of
 //                                  a kernel's short inner loops); hooked at VectorizerEnd with
 //                                  OL_RS_HOOK_PREFETCH_STREAMS.
+//   ol-prefetch-next-group         src/jit/llvm/prefetch_next_group.cpp (software prefetches for what the next
+//                                  work-group of a 2-D tile kernel reads and writes); hooked at VectorizerEnd
+//                                  with OL_RS_HOOK_PREFETCH_NEXT_GROUP.
 //   ol-stop-points                 src/jit/llvm/stop_points.cpp (OFFLOAD_RS_KERNEL_TIMEOUT: loops check now and
 //                                  then whether they must stop; run after the optimisation pipeline).
 //   ol-lower<options>              src/jit/llvm/lower/pass.cpp (a module pass: the CPU lowering as the JIT runs
@@ -41,6 +44,7 @@
 #include "implied_selects.h"
 #include "realign_lane_reads.h"
 #include "lower/pass.h"
+#include "prefetch_next_group.h"
 #include "prefetch_streams.h"
 #include "shim.h"
 #include "stop_points.h"
@@ -49,7 +53,8 @@
 using namespace llvm;
 
 // OlRsVecFn (a vector variant of a scalar function the vectoriser may call) and the flags of
-// ol_rs_jit_run_passes (OL_RS_HOOK_VECTORISER_WORKAROUNDS, OL_RS_HOOK_PREFETCH_STREAMS): src/jit/llvm/abi.rs.
+// ol_rs_jit_run_passes (OL_RS_HOOK_VECTORISER_WORKAROUNDS, OL_RS_HOOK_PREFETCH_STREAMS,
+// OL_RS_HOOK_PREFETCH_NEXT_GROUP): src/jit/llvm/abi.rs.
 #include "abi.h"
 
 namespace {
@@ -134,6 +139,10 @@ static bool parseOurFunctionPass(StringRef name, FunctionPassManager &FPM, Array
     FPM.addPass(ol_rs::PrefetchStreamsPass());
     return true;
   }
+  if (name == "ol-prefetch-next-group") {
+    FPM.addPass(ol_rs::PrefetchNextGroupPass());
+    return true;
+  }
   if (name == "ol-stop-points") {
     FPM.addPass(ol_rs::StopPointsPass());
     return true;
@@ -173,12 +182,14 @@ extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, co
       FPM.addPass(ol_rs::OpaqueWrappingMasksPass());
       FPM.addPass(ol_rs::ImpliedSelectsPass());
     });
-  if (flags & (OL_RS_HOOK_VECTORISER_WORKAROUNDS | OL_RS_HOOK_PREFETCH_STREAMS))
+  if (flags & (OL_RS_HOOK_VECTORISER_WORKAROUNDS | OL_RS_HOOK_PREFETCH_STREAMS | OL_RS_HOOK_PREFETCH_NEXT_GROUP))
     PB.registerVectorizerEndEPCallback([flags](FunctionPassManager &FPM, OptimizationLevel) {
       if (flags & OL_RS_HOOK_VECTORISER_WORKAROUNDS)
         FPM.addPass(ol_rs::RealignLaneReadsPass());
       if (flags & OL_RS_HOOK_PREFETCH_STREAMS)
         FPM.addPass(ol_rs::PrefetchStreamsPass());
+      if (flags & OL_RS_HOOK_PREFETCH_NEXT_GROUP)
+        FPM.addPass(ol_rs::PrefetchNextGroupPass());
     });
   LoopAnalysisManager LAM;
   FunctionAnalysisManager FAM;

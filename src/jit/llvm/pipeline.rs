@@ -48,6 +48,12 @@ impl Hooks {
     pub fn with_prefetch_streams(self, on: bool) -> Hooks {
         Hooks(self.0 | if on { super::abi::OL_RS_HOOK_PREFETCH_STREAMS } else { 0 })
     }
+
+    /// These and, with `on`, `ol-prefetch-next-group` at VectorizerEnd: software prefetches for what the
+    /// next work-group of a 2-D tile kernel reads and writes (src/jit/llvm/prefetch_next_group.cpp).
+    pub fn with_prefetch_next_group(self, on: bool) -> Hooks {
+        Hooks(self.0 | if on { super::abi::OL_RS_HOOK_PREFETCH_NEXT_GROUP } else { 0 })
+    }
 }
 
 /// Parses LLVM bitcode into `ctx`.

@@ -30,6 +30,7 @@
 // loop unroller (hooked at VectorizerEnd, src/jit/llvm/passes.cpp), so that an unrolled body has one
 // prefetch per stream, not one per copy.
 #include "prefetch_streams.h"
+#include "address_spaces.h"
 
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolution.h"
@@ -49,9 +50,6 @@ namespace {
 
 constexpr int64_t kLineBytes = 64;
 constexpr unsigned kMaxStreams = 8;
-// Group (shared, LDS) memory and amdgcn's private memory, in both bitcode targets' numbering; global
-// memory is 1, generic 0 and constant 4.
-constexpr unsigned kGroupAddressSpace = 3, kPrivateAddressSpace = 5;
 
 // The access groups a loop's metadata says are parallel (llvm.loop.parallel_accesses): the lowering marks
 // each work-item and lane loop so, with an access group on each memory access of its body

@@ -3981,7 +3981,8 @@ fn stream_prefetches_match_the_host() {
         for k in ["segments", "rows", "window"] {
             let with = optimised_ir(&bc, k, [64, 1, 1], "");
             assert!(with.contains("call void @llvm.prefetch"), "{t:?} {k}: no prefetch");
-            let without = optimised_ir(&bc, k, [64, 1, 1], "-ol-prefetch-streams");
+            // (ol-prefetch-next-group prefetches the next group's rows in `rows`: off too)
+            let without = optimised_ir(&bc, k, [64, 1, 1], "-ol-prefetch-streams,-ol-prefetch-next-group");
             assert!(!without.contains("call void @llvm.prefetch"), "{t:?} {k}: a prefetch without the pass");
         }
         let block = [64u32, 1, 1];
@@ -4086,6 +4087,133 @@ fn stream_prefetch_times() {
         let (n, taps) = (1u32 << 24, 9u32);
         let (mut input, mut w): (Vec<u32>, Vec<u32>) = ((0..n + taps).map(hash).collect(), (0..taps).collect());
         time("window", n, &mut [&mut input, &mut w], &[n, taps]);
+    }
+}
+
+/// ol-prefetch-next-group (src/jit/llvm/prefetch_next_group.cpp): the 2-D tile kernels whose next group
+/// along x is rows away (ffi-tests/kernels/tiles.c: a transpose through a shared tile, an element-wise sum
+/// whose grid's x goes down the rows) get prefetches, a stencil whose next group is the next piece of the
+/// same rows none, and none without the pass; every result is the host's, generic and specialised, with
+/// partial groups at the right and bottom edges and every buffer ending right before an inaccessible page
+/// (the last groups' prefetches reach past it).
+#[test]
+fn next_group_prefetches_match_the_host() {
+    let _g = shared();
+    let hash = |i: u32| i.wrapping_mul(2654435761).rotate_left(13) % 1000;
+    let block = [16u32, 16, 1];
+    for t in TARGETS {
+        let Some(img) = load_ok("tiles", t) else {
+            return;
+        };
+        let bc = bitcode("tiles", t).unwrap();
+        for (k, fires) in [("transpose", true), ("add_rows", true), ("stencil", false)] {
+            let with = optimised_ir(&bc, k, block, "");
+            assert_eq!(with.contains("call void @llvm.prefetch"), fires, "{t:?} {k}: prefetches with the pass");
+            let without = optimised_ir(&bc, k, block, "-ol-prefetch-next-group");
+            assert!(!without.contains("call void @llvm.prefetch"), "{t:?} {k}: a prefetch without the pass");
+        }
+        // each kernel's groups, inputs and scalars; its output's length
+        let run = |name: &str, grid: [u32; 3], ins: &mut [&mut Guarded], n: usize, scalars: &[u32]| {
+            let k = img.kernel(name).unwrap();
+            let s = k.specialise(block, false).unwrap();
+            let mut got = Vec::new();
+            for kk in [&k, &s] {
+                let mut out = Guarded::new(&vec![7u32; n]);
+                let mut vals: Vec<Vec<u8>> = ins.iter_mut().map(|g| ptr(g.slice())).collect();
+                vals.push(ptr(out.slice()));
+                vals.extend(scalars.iter().map(b));
+                let refs: Vec<&[u8]> = vals.iter().map(|v| v.as_slice()).collect();
+                launch(kk, grid, block, &pack(&kk.params, &refs), 0);
+                got.push(out.slice().to_vec());
+            }
+            got
+        };
+        let (w, h) = (37u32, 21u32);
+        let input: Vec<u32> = (0..w * h).map(hash).collect();
+        let grid = [w.div_ceil(16), h.div_ceil(16), 1];
+        let mut gi = Guarded::new(&input);
+        let want: Vec<u32> = (0..w * h).map(|i| input[((i % h) * w + i / h) as usize]).collect();
+        for (form, got) in
+            ["generic", "specialised"].iter().zip(run("transpose", grid, &mut [&mut gi], want.len(), &[w, h]))
+        {
+            assert_eq!(got, want, "{t:?} transpose {form}");
+        }
+        let at = |x: u32, y: u32| input[(y * w + x) as usize];
+        let want: Vec<u32> = (0..w * h)
+            .map(|i| {
+                let (x, y) = (i % w, i / w);
+                if x == 0 || y == 0 || x == w - 1 || y == h - 1 {
+                    at(x, y)
+                } else {
+                    (4 * at(x, y)).wrapping_sub(at(x, y - 1) + at(x, y + 1) + at(x - 1, y) + at(x + 1, y))
+                }
+            })
+            .collect();
+        for (form, got) in
+            ["generic", "specialised"].iter().zip(run("stencil", grid, &mut [&mut gi], want.len(), &[w, h]))
+        {
+            assert_eq!(got, want, "{t:?} stencil {form}");
+        }
+        let (rows, cols) = (45u32, 29u32);
+        let a: Vec<u32> = (0..rows * cols).map(hash).collect();
+        let bb: Vec<u32> = (0..rows * cols).map(|i| hash(i + 3)).collect();
+        let want: Vec<u32> = a.iter().zip(&bb).map(|(x, y)| x + y).collect();
+        let (mut ga, mut gb) = (Guarded::new(&a), Guarded::new(&bb));
+        let grid = [rows.div_ceil(16), cols.div_ceil(16), 1];
+        for (form, got) in ["generic", "specialised"].iter().zip(run(
+            "add_rows",
+            grid,
+            &mut [&mut ga, &mut gb],
+            want.len(),
+            &[rows, cols],
+        )) {
+            assert_eq!(got, want, "{t:?} add_rows {form}");
+        }
+    }
+}
+
+/// ol-prefetch-next-group's effect on the kernels of [`next_group_prefetches_match_the_host`] at 4096 x 2048
+/// (32 MiB a buffer), one thread (this harness runs the groups one after another), nvptx64 and amdgcn:
+/// prints each kernel's best and median of 7 runs. Run it twice, the second time with
+/// OFFLOAD_RS_JIT_LOWERING=-ol-prefetch-next-group (read once per process):
+/// `cargo test --release --lib -- --ignored --nocapture next_group_prefetch_times`.
+#[test]
+#[ignore]
+fn next_group_prefetch_times() {
+    let _g = shared();
+    let block = [16u32, 16, 1];
+    for t in [Tgt::Nv, Tgt::Amd] {
+        let Some(img) = load_ok("tiles", t) else {
+            return;
+        };
+        let (w, h) = (4096u32, 2048u32);
+        let mut a: Vec<u32> = (0..w * h).collect();
+        let mut bb: Vec<u32> = (0..w * h).rev().collect();
+        let mut out = vec![0u32; (w * h) as usize];
+        for (name, grid, scalars) in [
+            ("transpose", [w / 16, h / 16, 1], [w, h]),
+            ("add_rows", [h / 16, w / 16, 1], [h, w]),
+            ("stencil", [w / 16, h / 16, 1], [w, h]),
+        ] {
+            let k = img.kernel(name).unwrap().specialise(block, false).unwrap();
+            let mut vals = vec![ptr(&mut a)];
+            if name == "add_rows" {
+                vals.push(ptr(&mut bb));
+            }
+            vals.push(ptr(&mut out));
+            vals.extend(scalars.iter().map(b));
+            let refs: Vec<&[u8]> = vals.iter().map(|v| v.as_slice()).collect();
+            let args = pack(&k.params, &refs);
+            let mut ms: Vec<f64> = (0..7)
+                .map(|_| {
+                    let t0 = std::time::Instant::now();
+                    launch(&k, grid, block, &args, 0);
+                    t0.elapsed().as_secs_f64() * 1e3
+                })
+                .collect();
+            ms.sort_by(f64::total_cmp);
+            eprintln!("{t:?} {name}: best {:.2} ms, median {:.2}", ms[0], ms[3]);
+        }
     }
 }
 

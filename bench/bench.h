@@ -101,6 +101,39 @@ static inline double bench_copy(char *d, const char *s, size_t bytes, unsigned t
   return now_ns() - t0;
 }
 
+// "AVX-512" / "AVX2" / "SSE" and FMA, from the flags line of /proc/cpuinfo; the model name.
+static inline void cpu_info(char *model, size_t msize, char *isa, size_t isize) {
+  snprintf(model, msize, "unknown");
+  snprintf(isa, isize, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f)
+    return;
+  char line[8192];
+  bool have_model = false, have_flags = false;
+  while (fgets(line, sizeof line, f) && !(have_model && have_flags)) {
+    char *colon = strchr(line, ':');
+    if (!colon)
+      continue;
+    char *val = colon + 2 <= line + strlen(line) ? colon + 2 : colon + 1;
+    val[strcspn(val, "\n")] = 0;
+    if (!have_model && !strncmp(line, "model name", 10)) {
+      snprintf(model, msize, "%s", val);
+      have_model = true;
+    } else if (!have_flags && !strncmp(line, "flags", 5)) {
+      char padded[8200];
+      snprintf(padded, sizeof padded, " %s ", val);
+      bool avx512 = strstr(padded, " avx512f ") != NULL, avx2 = strstr(padded, " avx2 ") != NULL;
+      bool fma = strstr(padded, " fma ") != NULL;
+      snprintf(isa, isize, "%s%s", avx512 ? "AVX-512" : avx2 ? "AVX2" : "SSE (no AVX2)",
+               fma ? " + FMA" : "");
+      if (!avx512)
+        snprintf(isa + strlen(isa), isize - strlen(isa), ", no AVX-512");
+      have_flags = true;
+    }
+  }
+  fclose(f);
+}
+
 static inline int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;

@@ -7,6 +7,7 @@
 #   build/bench/cuda_launch          olLaunchKernel vs raw cuLaunchKernel (a GPU, or ffi-tests/fake_cuda)
 #   build/bench/guards               guards on work-item ids (flat ids, equality splits) next to their peers
 #   build/bench/vmath                Black-Scholes: vector math in kernels vs scalar-libm and libmvec hand loops, PoCL
+#   build/bench/tiles                2-D tile kernels (transpose, ...) vs memcpy and hand-written transposes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=build/bench
@@ -62,3 +63,12 @@ clang-22 -O3 -march=native -fveclib=libmvec -fno-math-errno -Wall -DBS_HAND=bs_h
 cc -O2 -Wall -I"$inc" bench/vmath.c "$out/bs_hand_scalar.o" "$out/bs_hand_vec.o" -o "$out/vmath" -Lbuild/lib \
   -lLLVMOffload -lOpenCL -lpthread -lmvec -lm -Wl,-rpath,"$PWD/build/lib"
 echo "built $out/vmath"
+# 2-D tile kernels (ffi-tests/kernels/tiles.c) for both targets, the hand-written transposes at -O3 -march=native
+clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -flto -O2 \
+  -c ffi-tests/kernels/tiles.c -o "$out/tiles.nvptx64.bc"
+clang-22 --target=amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -ffreestanding -flto -O2 \
+  -c ffi-tests/kernels/tiles.c -o "$out/tiles.amdgcn.bc"
+clang-22 -O3 -march=native -Wall -Wextra -c bench/kernels/tiles_hand.c -o "$out/tiles_hand.o"
+cc -O2 -Wall -I"$inc" bench/tiles.c "$out/tiles_hand.o" -o "$out/tiles" -Lbuild/lib -lLLVMOffload -lpthread \
+  -Wl,-rpath,"$PWD/build/lib"
+echo "built $out/tiles"

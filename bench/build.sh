@@ -63,7 +63,8 @@ clang-22 -O3 -march=native -fveclib=libmvec -fno-math-errno -Wall -DBS_HAND=bs_h
 cc -O2 -Wall -I"$inc" bench/vmath.c "$out/bs_hand_scalar.o" "$out/bs_hand_vec.o" -o "$out/vmath" -Lbuild/lib \
   -lLLVMOffload -lOpenCL -lpthread -lmvec -lm -Wl,-rpath,"$PWD/build/lib"
 echo "built $out/vmath"
-# 2-D tile kernels (ffi-tests/kernels/tiles.c) for both targets, the hand-written transposes at -O3 -march=native
+# 2-D tile kernels: the suite's transpose and stencil and ffi-tests/kernels/tiles.c for both targets, the
+# hand-written transposes at -O3 -march=native
 clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -flto -O2 \
   -c ffi-tests/kernels/tiles.c -o "$out/tiles.nvptx64.bc"
 clang-22 --target=amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -ffreestanding -flto -O2 \

@@ -3,13 +3,14 @@
 //
 //   make lib && bash bench/build.sh && build/bench/tiles
 //
-//   transpose  4096 x 2048 u32 (32 MiB) through a 16 x 16 shared tile (ffi-tests/kernels/tiles.c); peers: a
-//              memcpy of the same 32 MiB, and the suite's hand-written C loop (bench/kernels/tiles_hand.c)
-//              with plain stores, with the next group's rows prefetched, and with non-temporal stores of
-//              out's rows (the write side without reads for ownership: the fastest form measured)
-//   add_rows   c = a + b, 2048 x 4096 u32, on a grid whose x goes down the rows (no peer: compare runs)
-//   stencil    5-point, 4096 x 2048 u32, whose next group is the next piece of the same rows (the pass
-//              leaves it alone; no peer)
+//   transpose  the suite's (bench/kernels/suite.c), 4096 x 2048 floats (32 MiB) through a 16 x 16 shared
+//              tile; peers: a memcpy of the same 32 MiB, and the suite's hand-written C loop
+//              (bench/kernels/tiles_hand.c) with plain stores, with the next group's rows prefetched, and
+//              with non-temporal stores of out's rows (the write side without reads for ownership)
+//   add_rows   c = a + b, 2048 x 4096 u32, on a grid whose x goes down the rows (ffi-tests/kernels/tiles.c;
+//              no peer: compare runs)
+//   stencil    the suite's 5-point stencil, 4096 x 2048 floats, whose next group is the next piece of the
+//              same rows (the pass leaves it alone; no peer)
 // Ours from nvptx64 and amdgcn bitcode (TILES_TARGET=nvptx64 or amdgcn for one). The pass's effect: run again
 // with OFFLOAD_RS_JIT_LOWERING=-ol-prefetch-next-group. Threads: the CPU device's pool, the hand loops and
 // memcpy as many (the affinity mask). 2 warm-ups, then TILES_REPS (20) timed launch + sync; best / median /
@@ -32,7 +33,7 @@ static void report(const char *what, double *v) {
   printf("%-38s %7.2f / %7.2f / %7.2f\n", what, v[0] / 1e6, v[reps / 2] / 1e6, v[reps - 1] / 1e6);
 }
 
-static bool transposed(const uint32_t *in, const uint32_t *out) {
+static bool transposed(const float *in, const float *out) {
   for (uint32_t y = 0; y < H; y += 7)
     for (uint32_t x = 0; x < W; x += 5)
       if (out[(size_t)x * H + y] != in[(size_t)y * W + x])
@@ -40,19 +41,24 @@ static bool transposed(const uint32_t *in, const uint32_t *out) {
   return true;
 }
 
-static int ours(const char *target, uint32_t *in, uint32_t *b, uint32_t *out, ol_device_handle_t dev,
-                ol_queue_handle_t q) {
+static ol_program_handle_t program(ol_device_handle_t dev, const char *name, const char *target) {
   char path[512], bcname[64];
-  snprintf(bcname, sizeof bcname, "tiles.%s.bc", target);
+  snprintf(bcname, sizeof bcname, "%s.%s.bc", name, target);
   size_t sz;
   void *bc = read_file(kernel_path(path, sizeof path, bcname), &sz);
   ol_program_handle_t prog;
   OL(olCreateProgram(dev, bc, sz, &prog));
+  free(bc);
+  return prog;
+}
+
+static int ours(const char *target, float *in, uint32_t *b, float *out, ol_device_handle_t dev, ol_queue_handle_t q) {
+  ol_program_handle_t suite = program(dev, "suite", target), tiles = program(dev, "tiles", target);
   int bad = 0;
   for (int k = 0; k < 3; k++) {
     static const char *const names[3] = {"transpose", "add_rows", "stencil"};
     ol_symbol_handle_t kern;
-    OL(olGetSymbol(prog, names[k], OL_SYMBOL_KIND_KERNEL, &kern));
+    OL(olGetSymbol(k == 1 ? tiles : suite, names[k], OL_SYMBOL_KIND_KERNEL, &kern));
     struct {
       void *in, *out;
       uint32_t w, h;
@@ -77,19 +83,23 @@ static int ours(const char *target, uint32_t *in, uint32_t *b, uint32_t *out, ol
     }
     bool ok = k == 0 ? transposed(in, out) : true;
     for (size_t i = 1; k > 0 && i < (size_t)W * H - 1; i += 4099) {
-      uint32_t x = i % W, y = i / W;
-      uint32_t want = k == 1 ? in[i] + b[i]
-                      : x == 0 || y == 0 || x == W - 1 || y == H - 1
-                          ? in[i]
-                          : 4 * in[i] - in[i - W] - in[i + W] - in[i - 1] - in[i + 1];
-      ok = ok && out[i] == want;
+      uint32_t x = i % W, y = i / W, ui, uo;
+      memcpy(&ui, &in[i], 4);
+      memcpy(&uo, &out[i], 4);
+      if (k == 1)
+        ok = ok && uo == ui + b[i];
+      else
+        ok = ok && out[i] == (x == 0 || y == 0 || x == W - 1 || y == H - 1
+                                  ? in[i]
+                                  : 4.0f * in[i] - in[i - W] - in[i + W] - in[i - 1] - in[i + 1]);
     }
     char what[64];
     snprintf(what, sizeof what, "ours %s %s%s", target, names[k], ok ? "" : " WRONG");
     report(what, v);
     bad += !ok;
   }
-  OL(olDestroyProgram(prog));
+  OL(olDestroyProgram(suite));
+  OL(olDestroyProgram(tiles));
   return bad;
 }
 
@@ -114,12 +124,13 @@ int main(void) {
   ol_queue_handle_t q;
   OL(olCreateQueue(dev, &q));
   size_t bytes = (size_t)W * H * 4;
-  uint32_t *in, *b, *out;
+  float *in, *out;
+  uint32_t *b;
   OL(olMemAlloc(dev, OL_ALLOC_TYPE_DEVICE, bytes, (void **)&in));
   OL(olMemAlloc(dev, OL_ALLOC_TYPE_DEVICE, bytes, (void **)&b));
   OL(olMemAlloc(dev, OL_ALLOC_TYPE_DEVICE, bytes, (void **)&out));
   for (size_t i = 0; i < (size_t)W * H; i++) {
-    in[i] = (uint32_t)i;
+    in[i] = (float)(i % 4096); // small integers: the stencil is exact
     b[i] = (uint32_t)(i * 7 + 3);
   }
   int bad = 0;
@@ -142,7 +153,7 @@ int main(void) {
     memset(out, 0, bytes);
     for (int i = -2; i < reps; i++) {
       double t0 = now_ns();
-      tiles_hand_transpose(in, out, W, H, form, threads);
+      tiles_hand_transpose((const uint32_t *)in, (uint32_t *)out, W, H, form, threads);
       if (i >= 0)
         v[i] = now_ns() - t0;
     }

@@ -4041,6 +4041,19 @@ fn stream_prefetches_match_the_host() {
     }
 }
 
+/// The best and the median of 7 runs of `f`, in ms.
+fn best_median_of_7(mut f: impl FnMut()) -> (f64, f64) {
+    let mut ms: Vec<f64> = (0..7)
+        .map(|_| {
+            let t0 = std::time::Instant::now();
+            f();
+            t0.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    (ms[0], ms[3])
+}
+
 /// ol-prefetch-streams' effect on the kernels of [`stream_prefetches_match_the_host`] at sizes beyond the
 /// caches, one thread (this harness runs the groups one after another), nvptx64 and amdgcn: prints each
 /// kernel's best and median of 7 runs. Run it twice, the second time with
@@ -4064,15 +4077,8 @@ fn stream_prefetch_times() {
             vals.extend(scalars.iter().map(b));
             let refs: Vec<&[u8]> = vals.iter().map(|v| v.as_slice()).collect();
             let args = pack(&k.params, &refs);
-            let mut ms: Vec<f64> = (0..7)
-                .map(|_| {
-                    let t0 = std::time::Instant::now();
-                    launch(&k, [n.div_ceil(block[0]), 1, 1], block, &args, 0);
-                    t0.elapsed().as_secs_f64() * 1e3
-                })
-                .collect();
-            ms.sort_by(f64::total_cmp);
-            eprintln!("{t:?} {name}: best {:.2} ms, median {:.2}", ms[0], ms[3]);
+            let (best, median) = best_median_of_7(|| launch(&k, [n.div_ceil(block[0]), 1, 1], block, &args, 0));
+            eprintln!("{t:?} {name}: best {best:.2} ms, median {median:.2}");
         };
         let n = 1u32 << 20;
         let mut off = vec![0u32];
@@ -4091,68 +4097,70 @@ fn stream_prefetch_times() {
 }
 
 /// ol-prefetch-next-group (src/jit/llvm/prefetch_next_group.cpp): the 2-D tile kernels whose next group
-/// along x is rows away (ffi-tests/kernels/tiles.c: a transpose through a shared tile, an element-wise sum
-/// whose grid's x goes down the rows) get prefetches, a stencil whose next group is the next piece of the
-/// same rows none, and none without the pass; every result is the host's, generic and specialised, with
-/// partial groups at the right and bottom edges and every buffer ending right before an inaccessible page
-/// (the last groups' prefetches reach past it).
+/// along x is rows away (the suite's transpose through a shared tile, bench/kernels/suite.c;
+/// ffi-tests/kernels/tiles.c's element-wise sum whose grid's x goes down the rows) get prefetches, the suite's
+/// stencil, whose next group is the next piece of the same rows, none, and none without the pass; every
+/// result is the host's, generic and specialised, with partial groups at the right and bottom edges and
+/// every buffer ending right before an inaccessible page (the last groups' prefetches reach past it).
 #[test]
 fn next_group_prefetches_match_the_host() {
     let _g = shared();
     let hash = |i: u32| i.wrapping_mul(2654435761).rotate_left(13) % 1000;
     let block = [16u32, 16, 1];
     for t in TARGETS {
-        let Some(img) = load_ok("tiles", t) else {
+        let (Some(suite), Some(tiles)) = (bitcode_of("bench/kernels/suite.c", t), bitcode("tiles", t)) else {
             return;
         };
-        let bc = bitcode("tiles", t).unwrap();
-        for (k, fires) in [("transpose", true), ("add_rows", true), ("stencil", false)] {
-            let with = optimised_ir(&bc, k, block, "");
+        for (bc, k, fires) in [(&suite, "transpose", true), (&tiles, "add_rows", true), (&suite, "stencil", false)] {
+            let with = optimised_ir(bc, k, block, "");
             assert_eq!(with.contains("call void @llvm.prefetch"), fires, "{t:?} {k}: prefetches with the pass");
-            let without = optimised_ir(&bc, k, block, "-ol-prefetch-next-group");
+            let without = optimised_ir(bc, k, block, "-ol-prefetch-next-group");
             assert!(!without.contains("call void @llvm.prefetch"), "{t:?} {k}: a prefetch without the pass");
         }
-        // each kernel's groups, inputs and scalars; its output's length
-        let run = |name: &str, grid: [u32; 3], ins: &mut [&mut Guarded], n: usize, scalars: &[u32]| {
-            let k = img.kernel(name).unwrap();
-            let s = k.specialise(block, false).unwrap();
-            let mut got = Vec::new();
-            for kk in [&k, &s] {
-                let mut out = Guarded::new(&vec![7u32; n]);
-                let mut vals: Vec<Vec<u8>> = ins.iter_mut().map(|g| ptr(g.slice())).collect();
-                vals.push(ptr(out.slice()));
-                vals.extend(scalars.iter().map(b));
-                let refs: Vec<&[u8]> = vals.iter().map(|v| v.as_slice()).collect();
-                launch(kk, grid, block, &pack(&kk.params, &refs), 0);
-                got.push(out.slice().to_vec());
-            }
-            got
-        };
+        let (suite, tiles) = (load(&suite).unwrap(), load(&tiles).unwrap());
+        // each kernel's groups, inputs and scalars; its output's length (u32s: the bits of the suite's floats)
+        let run =
+            |img: &LoadedImage, name: &str, grid: [u32; 3], ins: &mut [&mut Guarded], n: usize, scalars: &[u32]| {
+                let k = img.kernel(name).unwrap();
+                let s = k.specialise(block, false).unwrap();
+                let mut got = Vec::new();
+                for kk in [&k, &s] {
+                    let mut out = Guarded::new(&vec![7u32; n]);
+                    let mut vals: Vec<Vec<u8>> = ins.iter_mut().map(|g| ptr(g.slice())).collect();
+                    vals.push(ptr(out.slice()));
+                    vals.extend(scalars.iter().map(b));
+                    let refs: Vec<&[u8]> = vals.iter().map(|v| v.as_slice()).collect();
+                    launch(kk, grid, block, &pack(&kk.params, &refs), 0);
+                    got.push(out.slice().to_vec());
+                }
+                got
+            };
         let (w, h) = (37u32, 21u32);
-        let input: Vec<u32> = (0..w * h).map(hash).collect();
+        let input: Vec<f32> = (0..w * h).map(|i| hash(i) as f32).collect();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
         let grid = [w.div_ceil(16), h.div_ceil(16), 1];
-        let mut gi = Guarded::new(&input);
-        let want: Vec<u32> = (0..w * h).map(|i| input[((i % h) * w + i / h) as usize]).collect();
+        let mut gi = Guarded::new(&bits(&input));
+        let want: Vec<f32> = (0..w * h).map(|i| input[((i % h) * w + i / h) as usize]).collect();
         for (form, got) in
-            ["generic", "specialised"].iter().zip(run("transpose", grid, &mut [&mut gi], want.len(), &[w, h]))
+            ["generic", "specialised"].iter().zip(run(&suite, "transpose", grid, &mut [&mut gi], want.len(), &[w, h]))
         {
-            assert_eq!(got, want, "{t:?} transpose {form}");
+            assert_eq!(got, bits(&want), "{t:?} transpose {form}");
         }
         let at = |x: u32, y: u32| input[(y * w + x) as usize];
-        let want: Vec<u32> = (0..w * h)
+        let want: Vec<f32> = (0..w * h)
             .map(|i| {
                 let (x, y) = (i % w, i / w);
                 if x == 0 || y == 0 || x == w - 1 || y == h - 1 {
                     at(x, y)
                 } else {
-                    (4 * at(x, y)).wrapping_sub(at(x, y - 1) + at(x, y + 1) + at(x - 1, y) + at(x + 1, y))
+                    4.0 * at(x, y) - at(x, y - 1) - at(x, y + 1) - at(x - 1, y) - at(x + 1, y)
                 }
             })
             .collect();
         for (form, got) in
-            ["generic", "specialised"].iter().zip(run("stencil", grid, &mut [&mut gi], want.len(), &[w, h]))
+            ["generic", "specialised"].iter().zip(run(&suite, "stencil", grid, &mut [&mut gi], want.len(), &[w, h]))
         {
-            assert_eq!(got, want, "{t:?} stencil {form}");
+            assert_eq!(got, bits(&want), "{t:?} stencil {form}");
         }
         let (rows, cols) = (45u32, 29u32);
         let a: Vec<u32> = (0..rows * cols).map(hash).collect();
@@ -4161,6 +4169,7 @@ fn next_group_prefetches_match_the_host() {
         let (mut ga, mut gb) = (Guarded::new(&a), Guarded::new(&bb));
         let grid = [rows.div_ceil(16), cols.div_ceil(16), 1];
         for (form, got) in ["generic", "specialised"].iter().zip(run(
+            &tiles,
             "add_rows",
             grid,
             &mut [&mut ga, &mut gb],
@@ -4183,17 +4192,18 @@ fn next_group_prefetch_times() {
     let _g = shared();
     let block = [16u32, 16, 1];
     for t in [Tgt::Nv, Tgt::Amd] {
-        let Some(img) = load_ok("tiles", t) else {
+        let (Some(suite), Some(tiles)) = (bitcode_of("bench/kernels/suite.c", t), bitcode("tiles", t)) else {
             return;
         };
+        let (suite, tiles) = (load(&suite).unwrap(), load(&tiles).unwrap());
         let (w, h) = (4096u32, 2048u32);
-        let mut a: Vec<u32> = (0..w * h).collect();
+        let mut a: Vec<u32> = (0..w * h).map(|i| ((i % 4096) as f32).to_bits()).collect();
         let mut bb: Vec<u32> = (0..w * h).rev().collect();
         let mut out = vec![0u32; (w * h) as usize];
-        for (name, grid, scalars) in [
-            ("transpose", [w / 16, h / 16, 1], [w, h]),
-            ("add_rows", [h / 16, w / 16, 1], [h, w]),
-            ("stencil", [w / 16, h / 16, 1], [w, h]),
+        for (img, name, grid, scalars) in [
+            (&suite, "transpose", [w / 16, h / 16, 1], [w, h]),
+            (&tiles, "add_rows", [h / 16, w / 16, 1], [h, w]),
+            (&suite, "stencil", [w / 16, h / 16, 1], [w, h]),
         ] {
             let k = img.kernel(name).unwrap().specialise(block, false).unwrap();
             let mut vals = vec![ptr(&mut a)];
@@ -4204,15 +4214,8 @@ fn next_group_prefetch_times() {
             vals.extend(scalars.iter().map(b));
             let refs: Vec<&[u8]> = vals.iter().map(|v| v.as_slice()).collect();
             let args = pack(&k.params, &refs);
-            let mut ms: Vec<f64> = (0..7)
-                .map(|_| {
-                    let t0 = std::time::Instant::now();
-                    launch(&k, grid, block, &args, 0);
-                    t0.elapsed().as_secs_f64() * 1e3
-                })
-                .collect();
-            ms.sort_by(f64::total_cmp);
-            eprintln!("{t:?} {name}: best {:.2} ms, median {:.2}", ms[0], ms[3]);
+            let (best, median) = best_median_of_7(|| launch(&k, grid, block, &args, 0));
+            eprintln!("{t:?} {name}: best {best:.2} ms, median {median:.2}");
         }
     }
 }

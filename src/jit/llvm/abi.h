@@ -20,6 +20,10 @@
 // at the vectoriser's end.
 #define OL_RS_HOOK_PREFETCH_NEXT_GROUP 4
 
+// A flag of `ol_rs_jit_run_passes`: hook `ol-nested-selects` (src/jit/llvm/nested_selects.cpp) in at the
+// vectoriser's end.
+#define OL_RS_HOOK_NESTED_SELECTS 8
+
 // What a call to a GPU intrinsic becomes (the C++ lowering builds the replacement IR per operation; the
 // table of names is src/jit/llvm/intrinsics.rs). `arg` of [`OlRsIntrinsic`] is given per operation.
 enum IntrinsicOp

@@ -136,3 +136,7 @@ pub const OL_RS_HOOK_PREFETCH_STREAMS: u32 = 2;
 /// A flag of `ol_rs_jit_run_passes`: hook `ol-prefetch-next-group` (src/jit/llvm/prefetch_next_group.cpp) in
 /// at the vectoriser's end.
 pub const OL_RS_HOOK_PREFETCH_NEXT_GROUP: u32 = 4;
+
+/// A flag of `ol_rs_jit_run_passes`: hook `ol-nested-selects` (src/jit/llvm/nested_selects.cpp) in at the
+/// vectoriser's end.
+pub const OL_RS_HOOK_NESTED_SELECTS: u32 = 8;

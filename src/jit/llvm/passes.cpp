@@ -17,6 +17,9 @@
 //   ol-prefetch-streams            src/jit/llvm/prefetch_streams.cpp (software prefetches for the load streams of
 //                                  a kernel's short inner loops); hooked at VectorizerEnd with
 //                                  OL_RS_HOOK_PREFETCH_STREAMS.
+//   ol-nested-selects              src/jit/llvm/nested_selects.cpp (a select of a select keeping the same value in
+//                                  both, one select: the vectoriser's nested predication); hooked at
+//                                  VectorizerEnd with OL_RS_HOOK_NESTED_SELECTS.
 //   ol-prefetch-next-group         src/jit/llvm/prefetch_next_group.cpp (software prefetches for what the next
 //                                  work-group of a 2-D tile kernel reads and writes); hooked at VectorizerEnd
 //                                  with OL_RS_HOOK_PREFETCH_NEXT_GROUP.
@@ -44,6 +47,7 @@
 #include "implied_selects.h"
 #include "realign_lane_reads.h"
 #include "lower/pass.h"
+#include "nested_selects.h"
 #include "prefetch_next_group.h"
 #include "prefetch_streams.h"
 #include "shim.h"
@@ -54,7 +58,7 @@ using namespace llvm;
 
 // OlRsVecFn (a vector variant of a scalar function the vectoriser may call) and the flags of
 // ol_rs_jit_run_passes (OL_RS_HOOK_VECTORISER_WORKAROUNDS, OL_RS_HOOK_PREFETCH_STREAMS,
-// OL_RS_HOOK_PREFETCH_NEXT_GROUP): src/jit/llvm/abi.rs.
+// OL_RS_HOOK_PREFETCH_NEXT_GROUP, OL_RS_HOOK_NESTED_SELECTS): src/jit/llvm/abi.rs.
 #include "abi.h"
 
 namespace {
@@ -139,6 +143,10 @@ static bool parseOurFunctionPass(StringRef name, FunctionPassManager &FPM, Array
     FPM.addPass(ol_rs::PrefetchStreamsPass());
     return true;
   }
+  if (name == "ol-nested-selects") {
+    FPM.addPass(ol_rs::NestedSelectsPass());
+    return true;
+  }
   if (name == "ol-prefetch-next-group") {
     FPM.addPass(ol_rs::PrefetchNextGroupPass());
     return true;
@@ -182,7 +190,8 @@ extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, co
       FPM.addPass(ol_rs::OpaqueWrappingMasksPass());
       FPM.addPass(ol_rs::ImpliedSelectsPass());
     });
-  if (flags & (OL_RS_HOOK_VECTORISER_WORKAROUNDS | OL_RS_HOOK_PREFETCH_STREAMS | OL_RS_HOOK_PREFETCH_NEXT_GROUP))
+  if (flags & (OL_RS_HOOK_VECTORISER_WORKAROUNDS | OL_RS_HOOK_PREFETCH_STREAMS | OL_RS_HOOK_PREFETCH_NEXT_GROUP |
+               OL_RS_HOOK_NESTED_SELECTS))
     PB.registerVectorizerEndEPCallback([flags](FunctionPassManager &FPM, OptimizationLevel) {
       if (flags & OL_RS_HOOK_VECTORISER_WORKAROUNDS)
         FPM.addPass(ol_rs::RealignLaneReadsPass());
@@ -190,6 +199,8 @@ extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, co
         FPM.addPass(ol_rs::PrefetchStreamsPass());
       if (flags & OL_RS_HOOK_PREFETCH_NEXT_GROUP)
         FPM.addPass(ol_rs::PrefetchNextGroupPass());
+      if (flags & OL_RS_HOOK_NESTED_SELECTS)
+        FPM.addPass(ol_rs::NestedSelectsPass());
     });
   LoopAnalysisManager LAM;
   FunctionAnalysisManager FAM;

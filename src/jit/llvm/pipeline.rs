@@ -54,6 +54,12 @@ impl Hooks {
     pub fn with_prefetch_next_group(self, on: bool) -> Hooks {
         Hooks(self.0 | if on { super::abi::OL_RS_HOOK_PREFETCH_NEXT_GROUP } else { 0 })
     }
+
+    /// These and, with `on`, `ol-nested-selects` at VectorizerEnd: a select of a select keeping the same
+    /// value in both becomes one select (src/jit/llvm/nested_selects.cpp).
+    pub fn with_nested_selects(self, on: bool) -> Hooks {
+        Hooks(self.0 | if on { super::abi::OL_RS_HOOK_NESTED_SELECTS } else { 0 })
+    }
 }
 
 /// Parses LLVM bitcode into `ctx`.

@@ -4220,6 +4220,71 @@ fn next_group_prefetch_times() {
     }
 }
 
+/// ol-nested-selects (src/jit/llvm/nested_selects.cpp): where the vectoriser's predication of nested
+/// branches leaves a select of a select keeping the same value, the pass changes the optimised code: the
+/// lockstep loops of the suite's mandel (bench/kernels/suite.c) and of ffi-tests/kernels/lockstep.c. Their
+/// results, with the pass (the default), are `lockstep_loops_match_the_host`'s and the suite's.
+#[test]
+fn nested_selects_fire_on_lockstep_loops() {
+    let _g = shared();
+    for t in [Tgt::Nv, Tgt::Amd] {
+        let (Some(suite), Some(lockstep)) = (bitcode_of("bench/kernels/suite.c", t), bitcode("lockstep", t)) else {
+            return;
+        };
+        let mut fired = Vec::new();
+        for (bc, k, g) in [
+            (&suite, "mandel", [16u32, 16, 1]),
+            (&lockstep, "escape", [64, 1, 1]),
+            (&lockstep, "collatz", [64, 1, 1]),
+            (&lockstep, "mixes", [64, 1, 1]),
+        ] {
+            if optimised_ir(bc, k, g, "") != optimised_ir(bc, k, g, "-ol-nested-selects") {
+                fired.push(k);
+            }
+        }
+        eprintln!("{t:?}: ol-nested-selects changes {fired:?}");
+        assert!(fired.contains(&"mandel") && fired.len() >= 2, "{t:?}: fired on {fired:?}");
+    }
+}
+
+/// ol-nested-selects' effect on the lockstep loops of [`nested_selects_fire_on_lockstep_loops`]'s
+/// ffi-tests/kernels/lockstep.c (the suite's mandel is in build/bench/suite), one thread, groups of 64,
+/// nvptx64 and amdgcn: prints each kernel's best and median of 7 runs. Run it twice, the second time with
+/// OFFLOAD_RS_JIT_LOWERING=-ol-nested-selects (read once per process):
+/// `cargo test --release --lib -- --ignored --nocapture nested_selects_times`.
+#[test]
+#[ignore]
+fn nested_selects_times() {
+    let _g = shared();
+    let block = [64u32, 1, 1];
+    for t in [Tgt::Nv, Tgt::Amd] {
+        let Some(img) = load_ok("lockstep", t) else {
+            return;
+        };
+        let n = 1u32 << 20;
+        let mut out = vec![0u32; n as usize];
+        // escape: a 1024 x 1024 grid over [-2, 1] x [-1.5, 1.5]; collatz: 1..=n; mixes: 1024 x 1024 hashes
+        let mut cx: Vec<f32> = (0..n).map(|i| -2.0 + 3.0 * (i % 1024) as f32 / 1024.0).collect();
+        let mut cy: Vec<f32> = (0..n).map(|i| -1.5 + 3.0 * (i / 1024) as f32 / 1024.0).collect();
+        let mut walks: Vec<u32> = (1..=n).collect();
+        let mut hashes: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2654435761)).collect();
+        for name in ["escape", "collatz", "mixes"] {
+            let (grid, g) = if name == "mixes" { ([16u32, 1024, 1], block) } else { ([n / 64, 1, 1], block) };
+            let k = img.kernel(name).unwrap().specialise(g, false).unwrap();
+            let mut vals = vec![ptr(&mut out)];
+            match name {
+                "escape" => vals.extend([ptr(&mut cx), ptr(&mut cy), b(&n)]),
+                "collatz" => vals.extend([ptr(&mut walks), b(&n)]),
+                _ => vals.extend([ptr(&mut hashes), b(&1024u32), b(&1024u32)]),
+            }
+            let refs: Vec<&[u8]> = vals.iter().map(|v| v.as_slice()).collect();
+            let args = pack(&k.params, &refs);
+            let (best, median) = best_median_of_7(|| launch(&k, grid, g, &args, 0));
+            eprintln!("{t:?} {name}: best {best:.2} ms, median {median:.2}");
+        }
+    }
+}
+
 /// Choices on the id against a group-uniform bound (ffi-tests/kernels/orders.c) give the host's results,
 /// generic and specialised, for unsigned and signed, strict and non-strict orders, bounds below 0, inside
 /// the group and past it, in 1- and 2-D groups, and in a scan's `t >= off` between barriers; the loops are

@@ -441,12 +441,13 @@ static void blackscholes_group(const struct suite_case *c, void *const bufs[], u
 }
 
 static group_fn *const group_fns[SUITE_COUNT] = {
-    [SUITE_SAXPY] = saxpy_group,         [SUITE_COPY] = copy_group,       [SUITE_REDUCE] = reduce_group,   [SUITE_SCAN] = scan_group,
-    [SUITE_MATMUL] = matmul_group,       [SUITE_HISTOGRAM] = histogram_group, [SUITE_TRANSPOSE] = transpose_group,
-    [SUITE_STENCIL] = stencil_group,     [SUITE_BITONIC] = bitonic_group, [SUITE_NBODY] = nbody_group,
-    [SUITE_WREDUCE] = wreduce_group,     [SUITE_WSCAN] = wscan_group,     [SUITE_COMPACT] = compact_group,
-    [SUITE_SOFTMAX] = softmax_group,     [SUITE_CONV2D] = conv2d_group,   [SUITE_MANDEL] = mandel_group,
-    [SUITE_SPMV] = spmv_group,           [SUITE_RADIX] = radix_group,     [SUITE_BLACKSCHOLES] = blackscholes_group,
+    [SUITE_SAXPY] = saxpy_group,         [SUITE_COPY] = copy_group,           [SUITE_REDUCE] = reduce_group,
+    [SUITE_SCAN] = scan_group,           [SUITE_MATMUL] = matmul_group,       [SUITE_HISTOGRAM] = histogram_group,
+    [SUITE_TRANSPOSE] = transpose_group, [SUITE_STENCIL] = stencil_group,     [SUITE_BITONIC] = bitonic_group,
+    [SUITE_NBODY] = nbody_group,         [SUITE_WREDUCE] = wreduce_group,     [SUITE_WSCAN] = wscan_group,
+    [SUITE_COMPACT] = compact_group,     [SUITE_SOFTMAX] = softmax_group,     [SUITE_CONV2D] = conv2d_group,
+    [SUITE_MANDEL] = mandel_group,       [SUITE_SPMV] = spmv_group,           [SUITE_RADIX] = radix_group,
+    [SUITE_BLACKSCHOLES] = blackscholes_group,
 };
 
 struct hand_launch {

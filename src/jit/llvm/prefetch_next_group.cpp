@@ -34,7 +34,7 @@
 // or the group may not exist, and a prefetch never faults and changes no value.
 #include "prefetch_next_group.h"
 #include "lower/lowering.h"
-#include "address_spaces.h"
+#include "prefetch.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Analysis/ValueTracking.h"
@@ -230,10 +230,7 @@ PreservedAnalyses PrefetchNextGroupPass::run(Function &F, FunctionAnalysisManage
   for (const Access &a : accesses) {
     if (!next.depends(a.ptr))
       continue; // the same in every group
-    Value *p = next.build(a.ptr);
-    IRBuilder<> B(a.I);
-    B.CreateIntrinsic(Intrinsic::prefetch, {p->getType()},
-                      {p, B.getInt32(a.write), B.getInt32(3), B.getInt32(1)}); // kept close, data
+    insertPrefetch(a.I, next.build(a.ptr), a.write);
     changed = true;
   }
   if (!changed)

@@ -30,7 +30,7 @@
 // loop unroller (hooked at VectorizerEnd, src/jit/llvm/passes.cpp), so that an unrolled body has one
 // prefetch per stream, not one per copy.
 #include "prefetch_streams.h"
-#include "address_spaces.h"
+#include "prefetch.h"
 
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolution.h"
@@ -145,9 +145,7 @@ PreservedAnalyses PrefetchStreamsPass::run(Function &F, FunctionAnalysisManager 
       if (!expander.isSafeToExpand(next))
         continue;
       Value *p = expander.expandCodeFor(next, s.at->getPointerOperandType(), s.at->getIterator());
-      IRBuilder<> B(s.at);
-      B.CreateIntrinsic(Intrinsic::prefetch, {p->getType()},
-                        {p, B.getInt32(0), B.getInt32(3), B.getInt32(1)}); // a read, kept close, of data
+      insertPrefetch(s.at, p, /*write=*/false);
       changed = true;
     }
   }

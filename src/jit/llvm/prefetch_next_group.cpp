@@ -38,7 +38,6 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Analysis/ValueTracking.h"
-#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/Module.h"
@@ -155,8 +154,7 @@ private:
   static bool copyable(const Instruction *U, const Instruction *from) {
     if (U->isIntDivRem())
       return U->getOperand(1) != from;
-    return isa<BinaryOperator>(U) || isa<CastInst>(U) || isa<GetElementPtrInst>(U) || isa<SelectInst>(U) ||
-           isa<CmpInst>(U) || isa<FreezeInst>(U);
+    return lower::isPureArithmetic(U) || isa<FreezeInst>(U);
   }
 
   Argument *ctx; // the work-group function's context: the argument block's address at byte 0

@@ -6,6 +6,14 @@
 //!   more), pre-faulted with `MAP_POPULATE` up to [`POPULATE_MAX`] and kept in a reuse cache of at most
 //!   [`cache_limit`] bytes when freed. First-touch page faults cost ~3x a populated mapping on the VMs
 //!   we measured (cpu-kernels.md §4d), and a cached block has no faults at all.
+//! * Mappings from [`HUGE_PAGE`] to [`POPULATE_MAX`] bytes start on a 2 MiB boundary and are marked for
+//!   transparent huge pages (`MADV_HUGEPAGE`, which the kernel's default `madvise` mode honours for the
+//!   marked mappings only) before they are pre-faulted (`MADV_POPULATE_WRITE`): as a GPU driver backs
+//!   device memory with large pages. A kernel whose work-groups reach rows far apart (a 4096-float-wide
+//!   transpose touches 16 pages per group for each of its two buffers) then misses the TLB 512x less
+//!   often, and pre-faulting takes fewer faults. Measured (bench/tiles, 32 MiB per buffer, 2 threads):
+//!   see BENCHMARKS.md's "huge pages" section. Where the kernel has no transparent huge pages (`never`,
+//!   or not built in), the mapping is the plain one below.
 //! * Registering host memory is bookkeeping only (as CUDA in LLVM 22.1.8): the pinned pointer is the
 //!   host pointer. Rules of liboffload-22-behaviour.md §8.
 //! * Copies and fills of at least [`PARALLEL_MIN`] bytes are split over the thread pool in
@@ -26,6 +34,9 @@ use std::collections::{BTreeMap, HashMap};
 pub(crate) const SMALL_MAX: usize = 256 * 1024;
 /// Largest mapping pre-faulted at allocation time (larger ones may be sparsely used).
 pub(crate) const POPULATE_MAX: usize = 1 << 30;
+/// A transparent huge page (x86-64's PMD size): mappings from this size on start on such a boundary and
+/// ask for huge pages.
+pub(crate) const HUGE_PAGE: usize = 2 << 20;
 /// Copies/fills from this size on run on the pool.
 pub(crate) const PARALLEL_MIN: usize = 16 << 20;
 /// Bytes per pool item of a parallel copy/fill.
@@ -309,6 +320,11 @@ impl Drop for Memory {
 }
 
 fn map(len: usize) -> Result<usize, String> {
+    if (HUGE_PAGE..=POPULATE_MAX).contains(&len)
+        && let Some(p) = map_huge(len)
+    {
+        return Ok(p);
+    }
     let mut flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
     if len <= POPULATE_MAX {
         flags |= libc::MAP_POPULATE;
@@ -323,6 +339,49 @@ fn map(len: usize) -> Result<usize, String> {
         return Err(std::io::Error::last_os_error().to_string());
     }
     Ok(p as usize)
+}
+
+/// A pre-faulted mapping of `len` bytes on a [`HUGE_PAGE`] boundary, marked for transparent huge pages;
+/// `None` where the kernel has none (`madvise(MADV_HUGEPAGE)` fails) or the mapping fails (the caller then
+/// maps the plain way, which reports the error).
+fn map_huge(len: usize) -> Option<usize> {
+    let span = len.checked_add(HUGE_PAGE)?;
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    // SAFETY: a fresh anonymous mapping; no existing memory is affected.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), span, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    let (p, a) = (p as usize, (p as usize).next_multiple_of(HUGE_PAGE));
+    // SAFETY: the parts of our own fresh mapping before and after [a, a + len); both are inside it.
+    unsafe {
+        if a > p {
+            libc::munmap(p as *mut libc::c_void, a - p);
+        }
+        if p + span > a + len {
+            libc::munmap((a + len) as *mut libc::c_void, p + span - (a + len));
+        }
+    }
+    let region = a as *mut libc::c_void;
+    // SAFETY: advice on our own mapping [a, a + len), which nobody else has seen yet.
+    if unsafe { libc::madvise(region, len, libc::MADV_HUGEPAGE) } != 0 {
+        // SAFETY: as above; unmapped before anyone saw it.
+        unsafe { libc::munmap(region, len) };
+        return None;
+    }
+    // pre-fault as `MAP_POPULATE` does (after the advice: populating first would take small pages); before
+    // Linux 5.14 (`EINVAL`) by touching each page. Like `MAP_POPULATE`, a failure (out of memory) is not
+    // reported: the pages are then faulted in on first touch.
+    // SAFETY: as above.
+    if unsafe { libc::madvise(region, len, libc::MADV_POPULATE_WRITE) } != 0
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL)
+    {
+        for off in (0..len).step_by(4096) {
+            // SAFETY: inside our own fresh read-write mapping; its pages are zero and stay zero.
+            unsafe { std::ptr::write_volatile((a + off) as *mut u8, 0) };
+        }
+    }
+    Some(a)
 }
 
 struct CopyTask {
@@ -474,6 +533,40 @@ mod tests {
         m.free(b).unwrap();
         assert!(matches!(m.free(b), Err(PluginError::InvalidArgument(_))));
         assert!(matches!(m.alloc(0), Err(PluginError::InvalidSize(_))));
+    }
+
+    /// Mappings from 2 MiB on start on a huge page's boundary, read as zero, and are backed by huge pages
+    /// where the kernel's transparent huge pages are not `never` (the VMA's `AnonHugePages` in smaps).
+    #[test]
+    fn large_mappings_take_huge_pages() {
+        let m = Memory::new();
+        let size = 9 << 20;
+        let p = m.alloc(size).unwrap();
+        assert_eq!(p % HUGE_PAGE, 0);
+        // SAFETY: p is a fresh allocation of `size` bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, size) };
+        assert!(bytes.iter().all(|&b| b == 0));
+        let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+        if thp.is_empty() || thp.contains("[never]") {
+            eprintln!("no transparent huge pages here ({thp:?}): alignment checked only");
+        } else {
+            let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+            let mut in_vma = false;
+            let mut huge_kb = None;
+            for line in smaps.lines() {
+                if let Some((range, _)) = line.split_once(' ')
+                    && let Some((lo, hi)) = range.split_once('-')
+                    && let (Ok(lo), Ok(hi)) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+                {
+                    in_vma = (lo..hi).contains(&p);
+                } else if in_vma && let Some(kb) = line.strip_prefix("AnonHugePages:") {
+                    huge_kb = kb.trim().trim_end_matches(" kB").parse::<usize>().ok();
+                }
+            }
+            let huge_kb = huge_kb.expect("the mapping's VMA in /proc/self/smaps");
+            assert!(huge_kb >= 2048, "{huge_kb} kB of huge pages in a {size}-byte mapping ({thp})");
+        }
+        m.free(p).unwrap();
     }
 
     /// Cached blocks of other sizes are given back when a new mapping would take live + cached memory past

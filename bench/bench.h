@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,6 +67,20 @@ static inline double now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+// Host memory for the peers' buffers (hand loops, PoCL's host pointers, memcpy) like the CPU device's own
+// from 2 MiB on (src/plugin/cpu/memory.rs): on a 2 MiB boundary and marked for transparent huge pages, so
+// that a comparison measures code, not page sizes. Freed with free().
+static inline void *bench_alloc(size_t bytes) {
+  enum { HUGE = 2 << 20 };
+  if (bytes < HUGE)
+    return aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  size_t len = (bytes + HUGE - 1) / HUGE * HUGE;
+  void *p = aligned_alloc(HUGE, len);
+  if (p)
+    madvise(p, len, MADV_HUGEPAGE); // a hint: without transparent huge pages, small pages
+  return p;
 }
 
 // One thread's part of bench_copy.

@@ -166,8 +166,8 @@ static void run_pocl(const char *cl_file) {
   CL(err);
   cl_kernel empty = clCreateKernel(prog, "empty", &err);
   CL(err);
-  float *x = aligned_alloc(4096, N * sizeof(float)), *y = aligned_alloc(4096, N * sizeof(float));
-  float *part = aligned_alloc(4096, (N / WG) * sizeof(float));
+  float *x = bench_alloc(N * sizeof(float)), *y = bench_alloc(N * sizeof(float));
+  float *part = bench_alloc((N / WG) * sizeof(float));
   init_data(x, y);
   cl_mem bx = clCreateBuffer(ctx, CL_MEM_USE_HOST_PTR, N * sizeof(float), x, &err);
   CL(err);
@@ -248,7 +248,7 @@ static void run_pocl(const char *cl_file) {
 static void run_memcpy(const char *unused) {
   (void)unused;
   size_t bytes = (size_t)N * sizeof(float) * 3 / 2; // copy moves 2 bytes of traffic per byte: 3*N*4 total
-  char *s = aligned_alloc(4096, bytes), *d = aligned_alloc(4096, bytes);
+  char *s = bench_alloc(bytes), *d = bench_alloc(bytes);
   memset(s, 1, bytes);
   memset(d, 2, bytes);
   double v[REPS];

@@ -180,7 +180,7 @@ static void run_pocl(const char *cl_file) {
     void *bufs[SUITE_MAX_BUFS];
     cl_mem mem[SUITE_MAX_BUFS];
     for (uint32_t b = 0; b < c.nbufs; b++)
-      bufs[b] = aligned_alloc(4096, (c.bytes[b] + 4095) / 4096 * 4096);
+      bufs[b] = bench_alloc(c.bytes[b]);
     suite_fill(&c, bufs);
     for (uint32_t b = 0; b < c.nbufs; b++) {
       mem[b] = clCreateBuffer(ctx, CL_MEM_USE_HOST_PTR, c.bytes[b], bufs[b], &err);
@@ -256,10 +256,9 @@ static size_t copy_bytes(const struct suite_case *c) {
 
 // Times `warm` + `reps` copies of `bytes` on `threads` threads; prints `<kernel>_memcpy_best/_median/_max`.
 static void time_copy(const struct suite_case *c, size_t bytes, unsigned threads, int warm, int reps) {
-  size_t alloc = (bytes + 4095) / 4096 * 4096;
-  char *s = aligned_alloc(4096, alloc), *d = aligned_alloc(4096, alloc);
-  memset(s, 1, alloc);
-  memset(d, 2, alloc);
+  char *s = bench_alloc(bytes), *d = bench_alloc(bytes);
+  memset(s, 1, bytes);
+  memset(d, 2, bytes);
   double v[MAX_REPS];
   for (int i = -warm; i < reps; i++) {
     double t = bench_copy(d, s, bytes, threads);
@@ -290,7 +289,7 @@ static void run_hand(const char *unused) {
     struct suite_case c = bench_case(k);
     void *bufs[SUITE_MAX_BUFS];
     for (uint32_t b = 0; b < c.nbufs; b++)
-      bufs[b] = aligned_alloc(4096, (c.bytes[b] + 4095) / 4096 * 4096);
+      bufs[b] = bench_alloc(c.bytes[b]);
     suite_fill(&c, bufs);
     for (int i = 0; i < warm; i++)
       suite_hand_run(&c, bufs, threads);

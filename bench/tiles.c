@@ -6,7 +6,9 @@
 //   transpose  the suite's (bench/kernels/suite.c), 4096 x 2048 floats (32 MiB) through a 16 x 16 shared
 //              tile; peers: a memcpy of the same 32 MiB, and the suite's hand-written C loop
 //              (bench/kernels/tiles_hand.c) with plain stores, with the next group's rows prefetched, and
-//              with non-temporal stores of out's rows (the write side without reads for ownership)
+//              with non-temporal stores of out's rows (the write side without reads for ownership); and the
+//              fastest transpose we know how to write, the ceiling: whole tiles transposed in registers
+//              (vector shuffles) and stored non-temporally
 //   add_rows   c = a + b, 2048 x 4096 u32, on a grid whose x goes down the rows (ffi-tests/kernels/tiles.c;
 //              no peer: compare runs)
 //   stencil    the suite's 5-point stencil, 4096 x 2048 floats, whose next group is the next piece of the
@@ -30,7 +32,7 @@ static int reps = 20;
 
 static void report(const char *what, double *v) {
   qsort(v, reps, sizeof *v, cmp_double);
-  printf("%-38s %7.2f / %7.2f / %7.2f\n", what, v[0] / 1e6, v[reps / 2] / 1e6, v[reps - 1] / 1e6);
+  printf("%-40s %7.2f / %7.2f / %7.2f\n", what, v[0] / 1e6, v[reps / 2] / 1e6, v[reps - 1] / 1e6);
 }
 
 static bool transposed(const float *in, const float *out) {
@@ -147,9 +149,10 @@ int main(void) {
       v[i] = ns;
   }
   report("memcpy of the 32 MiB", v);
-  static const char *const forms[3] = {"hand transpose, plain stores", "hand transpose, next group prefetched",
-                                       "hand transpose, non-temporal stores"};
-  for (int form = 0; form < 3; form++) {
+  static const char *const forms[4] = {"hand transpose, plain stores", "hand transpose, next group prefetched",
+                                       "hand transpose, non-temporal stores",
+                                       "hand transpose, in registers, NT stores"};
+  for (int form = 0; form < 4; form++) {
     memset(out, 0, bytes);
     for (int i = -2; i < reps; i++) {
       double t0 = now_ns();

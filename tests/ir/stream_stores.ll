@@ -7,7 +7,7 @@
 ; stores are non-temporal. Left alone: the load, the group memory store, the plain copy's stores; a kernel
 ; with an atomic (its own ordering, which would not publish non-temporal stores); a tile whose rows are
 ; near the next group's (the id times the group size); a module for another ISA (the CPU device's store
-; fence after each range of work-groups is x86's).
+; fence after each range of work-groups, src/plugin/cpu/launch.rs, is x86's).
 ; RUN: opt -load-pass-plugin=%plugin -passes='function(ol-stream-stores)' -S %s | FileCheck %s
 ; RUN: sed 's/^target triple = .*/target triple = "aarch64-unknown-linux-gnu"/' %s | opt -load-pass-plugin=%plugin -passes='function(ol-stream-stores)' -S | FileCheck --check-prefix=OTHER %s
 ; With ol-prefetch-next-group after it (as the JIT runs them): the non-temporal store gets no write

@@ -21,8 +21,8 @@
 // call that may write memory): non-temporal stores are not ordered with other stores, and an atomic or a
 // release fence (no instruction on x86) would not publish them.
 // Ordering: a work-group's non-temporal stores must be visible to whoever sees the launch complete. The
-// CPU device's pool issues a store fence (`sfence`) on each thread after each range of work-groups it ran
-// and before it counts them done (src/plugin/cpu/pool.rs); within the work-group function one thread runs
+// CPU device issues a store fence (`sfence`) on each thread after each range of work-groups it ran, before
+// the pool or a cooperative launch counts them done (src/plugin/cpu/launch.rs); within the work-group function one thread runs
 // every work-item, and a thread's own loads see its non-temporal stores.
 // What the copy costs: the function's code twice, the ids and the context's loads shared (the entry block
 // up to its first write stays where it is); a launch decides once per work-group from the context's group
@@ -79,7 +79,7 @@ Value *largeLaunch(Instruction *at, uint64_t perItem) {
 
 PreservedAnalyses StreamStoresPass::run(Function &F, FunctionAnalysisManager &) {
   if (!F.getParent()->getTargetTriple().isX86())
-    return PreservedAnalyses::all(); // (the pool's store fence is x86's)
+    return PreservedAnalyses::all(); // (the CPU device's store fence is x86's)
   SmallVector<LoadInst *, 2> ids = tiles::groupIdLoads(F);
   if (ids.empty() || ordersMemory(F))
     return PreservedAnalyses::all();

@@ -110,7 +110,6 @@ impl Job {
             // SAFETY: we claimed items [start, end) < total, so `Pool::run` has not returned yet (it
             // waits for `done == total`) and the task it borrowed is alive.
             let ok = unsafe { (*self.task.0).run(start, end, slot) };
-            store_fence();
             if !ok {
                 self.failed.store(true, Ordering::Relaxed);
             }
@@ -129,18 +128,6 @@ impl Job {
     fn finished(&self) -> bool {
         self.done.load(Ordering::Acquire) == self.total
     }
-}
-
-/// Orders the calling thread's earlier non-temporal stores (a kernel's, src/jit/llvm/stream_stores.cpp)
-/// before its later stores: the count that tells the submitter that its items ran, the submitter's own
-/// completion of the launch. `sfence` on x86-64; the JIT emits non-temporal stores for x86 only.
-#[inline]
-fn store_fence() {
-    // SAFETY: `sfence` (SSE, in every x86-64) has no operands and no preconditions.
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        std::arch::x86_64::_mm_sfence()
-    };
 }
 
 struct Shared {
@@ -219,9 +206,7 @@ impl Pool {
         }
         assert!(total <= MAX_ITEMS, "pool job of {total} items");
         if self.workers == 0 || total == 1 {
-            let ok = task.run(0, total, slot);
-            store_fence();
-            return if ok { Ok(()) } else { Err(PoolError) };
+            return if task.run(0, total, slot) { Ok(()) } else { Err(PoolError) };
         }
         let threads = self.threads() as u64;
         let chunk = (total / (threads * 8)).clamp(1, MAX_CHUNK);

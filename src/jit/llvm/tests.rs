@@ -4096,6 +4096,22 @@ fn stream_prefetch_times() {
     }
 }
 
+/// The suite's image (bench/kernels/suite.c) and ffi-tests/kernels/tiles.c's for target `t`, loaded, after
+/// checking that `pass` fires on the 2-D tile kernels whose rows are far from the next group's (the suite's
+/// transpose, tiles.c's add_rows: their optimised code at 16 x 16 contains `mark`) and not on the suite's
+/// stencil, and on none without it; `None` without clang.
+fn tile_kernels_where_fired(t: Tgt, pass: &str, mark: &str) -> Option<(LoadedImage, LoadedImage)> {
+    let block = [16u32, 16, 1];
+    let (suite, tiles) = (bitcode_of("bench/kernels/suite.c", t)?, bitcode("tiles", t)?);
+    for (bc, k, fires) in [(&suite, "transpose", true), (&tiles, "add_rows", true), (&suite, "stencil", false)] {
+        let with = optimised_ir(bc, k, block, "");
+        assert_eq!(with.contains(mark), fires, "{t:?} {k}: {mark} with {pass}");
+        let without = optimised_ir(bc, k, block, &format!("-{pass}"));
+        assert!(!without.contains(mark), "{t:?} {k}: {mark} without {pass}");
+    }
+    Some((load(&suite).unwrap(), load(&tiles).unwrap()))
+}
+
 /// Kernel `name` of `img` run on `grid` x `block` generic and specialised to `block`, on the inputs `ins`, an
 /// output of `n` u32s (in a Guarded buffer, first filled with 7s) and `scalars`: the two outputs.
 fn run_generic_and_specialised(
@@ -4134,16 +4150,10 @@ fn next_group_prefetches_match_the_host() {
     let hash = |i: u32| i.wrapping_mul(2654435761).rotate_left(13) % 1000;
     let block = [16u32, 16, 1];
     for t in TARGETS {
-        let (Some(suite), Some(tiles)) = (bitcode_of("bench/kernels/suite.c", t), bitcode("tiles", t)) else {
+        let Some((suite, tiles)) = tile_kernels_where_fired(t, "ol-prefetch-next-group", "call void @llvm.prefetch")
+        else {
             return;
         };
-        for (bc, k, fires) in [(&suite, "transpose", true), (&tiles, "add_rows", true), (&suite, "stencil", false)] {
-            let with = optimised_ir(bc, k, block, "");
-            assert_eq!(with.contains("call void @llvm.prefetch"), fires, "{t:?} {k}: prefetches with the pass");
-            let without = optimised_ir(bc, k, block, "-ol-prefetch-next-group");
-            assert!(!without.contains("call void @llvm.prefetch"), "{t:?} {k}: a prefetch without the pass");
-        }
-        let (suite, tiles) = (load(&suite).unwrap(), load(&tiles).unwrap());
         let run =
             |img: &LoadedImage, name: &str, grid: [u32; 3], ins: &mut [&mut Guarded], n: usize, scalars: &[u32]| {
                 run_generic_and_specialised(img, name, grid, block, ins, n, scalars)
@@ -4206,16 +4216,9 @@ fn stream_stores_match_the_host() {
     let hash = |i: u32| i.wrapping_mul(2654435761).rotate_left(13);
     let block = [16u32, 16, 1];
     for t in TARGETS {
-        let (Some(suite), Some(tiles)) = (bitcode_of("bench/kernels/suite.c", t), bitcode("tiles", t)) else {
+        let Some((suite, tiles)) = tile_kernels_where_fired(t, "ol-stream-stores", "!nontemporal") else {
             return;
         };
-        for (bc, k, fires) in [(&suite, "transpose", true), (&tiles, "add_rows", true), (&suite, "stencil", false)] {
-            let with = optimised_ir(bc, k, block, "");
-            assert_eq!(with.contains("!nontemporal"), fires, "{t:?} {k}: non-temporal stores with the pass");
-            let without = optimised_ir(bc, k, block, "-ol-stream-stores");
-            assert!(!without.contains("!nontemporal"), "{t:?} {k}: non-temporal stores without the pass");
-        }
-        let (suite, tiles) = (load(&suite).unwrap(), load(&tiles).unwrap());
         // (2051 x 1031 u32s: 8.5 MB stored by 2064 x 1040 work-items)
         for (w, h) in [(37u32, 21u32), (2051, 1031)] {
             let input: Vec<u32> = (0..w * h).map(|i| ((hash(i) % 1000) as f32).to_bits()).collect();

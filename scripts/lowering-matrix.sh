@@ -11,7 +11,7 @@ export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OFF
 tests=("$@")
 [ ${#tests[@]} -gt 0 ] || tests=(test_suite test_kernels)
 names="$(sed -n '/^pub(crate) const NAMES/,/^];/p' src/jit/llvm/lowering.rs | grep -o '"ol-[a-z-]*"' | tr -d '"')
-$(grep '^pub(crate) const PIPELINE_NAMES' src/jit/llvm/lowering.rs | grep -o '"ol-[a-z-]*"' | tr -d '"')"
+$(sed -n '/^pub(crate) const PIPELINE_NAMES/,/;$/p' src/jit/llvm/lowering.rs | grep -o '"ol-[a-z-]*"' | tr -d '"')"
 ok=0
 for n in $names; do
   for t in "${tests[@]}"; do

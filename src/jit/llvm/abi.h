@@ -24,10 +24,6 @@
 // vectoriser's end.
 #define OL_RS_HOOK_NESTED_SELECTS 8
 
-// A flag of `ol_rs_jit_run_passes`: hook `ol-stream-stores` (src/jit/llvm/stream_stores.cpp) in at the
-// vectoriser's end, before `ol-prefetch-next-group`.
-#define OL_RS_HOOK_STREAM_STORES 16
-
 // What a call to a GPU intrinsic becomes (the C++ lowering builds the replacement IR per operation; the
 // table of names is src/jit/llvm/intrinsics.rs). `arg` of [`OlRsIntrinsic`] is given per operation.
 enum IntrinsicOp

@@ -144,8 +144,7 @@ pub(crate) fn compile_in_process(
     let hooks = super::pipeline::Hooks::CPU
         .with_prefetch_streams(on("ol-prefetch-streams"))
         .with_prefetch_next_group(on("ol-prefetch-next-group"))
-        .with_nested_selects(on("ol-nested-selects"))
-        .with_stream_stores(on("ol-stream-stores"));
+        .with_nested_selects(on("ol-nested-selects"));
     let opts = OlRsLowerOptions {
         spec_kernel: spec_name.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
         spec_group_size: spec.map_or([0; 3], |s| s.group_size),

@@ -51,8 +51,7 @@ pub(crate) const NAMES: [&str; 29] = [
 
 /// The JIT's own passes in LLVM's optimisation pipeline that [`parse`] switches too (bit
 /// [`PIPELINE_BIT`] + i; the lowering ignores those bits, src/jit/llvm/compile.rs hooks the passes in).
-pub(crate) const PIPELINE_NAMES: [&str; 4] =
-    ["ol-prefetch-streams", "ol-prefetch-next-group", "ol-nested-selects", "ol-stream-stores"];
+pub(crate) const PIPELINE_NAMES: [&str; 3] = ["ol-prefetch-streams", "ol-prefetch-next-group", "ol-nested-selects"];
 
 /// The bit of `PIPELINE_NAMES[0]`.
 const PIPELINE_BIT: usize = 32;

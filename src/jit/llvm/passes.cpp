@@ -23,9 +23,6 @@
 //   ol-prefetch-next-group         src/jit/llvm/prefetch_next_group.cpp (software prefetches for what the next
 //                                  work-group of a 2-D tile kernel reads and writes); hooked at VectorizerEnd
 //                                  with OL_RS_HOOK_PREFETCH_NEXT_GROUP.
-//   ol-stream-stores               src/jit/llvm/stream_stores.cpp (a 2-D tile kernel's stores to rows far from the
-//                                  next work-group's written around the caches in large launches); hooked at
-//                                  VectorizerEnd, before ol-prefetch-next-group, with OL_RS_HOOK_STREAM_STORES.
 //   ol-stop-points                 src/jit/llvm/stop_points.cpp (OFFLOAD_RS_KERNEL_TIMEOUT: loops check now and
 //                                  then whether they must stop; run after the optimisation pipeline).
 //   ol-lower<options>              src/jit/llvm/lower/pass.cpp (a module pass: the CPU lowering as the JIT runs
@@ -55,14 +52,13 @@
 #include "prefetch_streams.h"
 #include "shim.h"
 #include "stop_points.h"
-#include "stream_stores.h"
 #include "workarounds/workarounds.h"
 
 using namespace llvm;
 
 // OlRsVecFn (a vector variant of a scalar function the vectoriser may call) and the flags of
 // ol_rs_jit_run_passes (OL_RS_HOOK_VECTORISER_WORKAROUNDS, OL_RS_HOOK_PREFETCH_STREAMS,
-// OL_RS_HOOK_PREFETCH_NEXT_GROUP, OL_RS_HOOK_NESTED_SELECTS, OL_RS_HOOK_STREAM_STORES): src/jit/llvm/abi.rs.
+// OL_RS_HOOK_PREFETCH_NEXT_GROUP, OL_RS_HOOK_NESTED_SELECTS): src/jit/llvm/abi.rs.
 #include "abi.h"
 
 namespace {
@@ -147,10 +143,6 @@ static bool parseOurFunctionPass(StringRef name, FunctionPassManager &FPM, Array
     FPM.addPass(ol_rs::PrefetchStreamsPass());
     return true;
   }
-  if (name == "ol-stream-stores") {
-    FPM.addPass(ol_rs::StreamStoresPass());
-    return true;
-  }
   if (name == "ol-nested-selects") {
     FPM.addPass(ol_rs::NestedSelectsPass());
     return true;
@@ -199,14 +191,12 @@ extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, co
       FPM.addPass(ol_rs::ImpliedSelectsPass());
     });
   if (flags & (OL_RS_HOOK_VECTORISER_WORKAROUNDS | OL_RS_HOOK_PREFETCH_STREAMS | OL_RS_HOOK_PREFETCH_NEXT_GROUP |
-               OL_RS_HOOK_NESTED_SELECTS | OL_RS_HOOK_STREAM_STORES))
+               OL_RS_HOOK_NESTED_SELECTS))
     PB.registerVectorizerEndEPCallback([flags](FunctionPassManager &FPM, OptimizationLevel) {
       if (flags & OL_RS_HOOK_VECTORISER_WORKAROUNDS)
         FPM.addPass(ol_rs::RealignLaneReadsPass());
       if (flags & OL_RS_HOOK_PREFETCH_STREAMS)
         FPM.addPass(ol_rs::PrefetchStreamsPass());
-      if (flags & OL_RS_HOOK_STREAM_STORES)
-        FPM.addPass(ol_rs::StreamStoresPass()); // before: the prefetches leave its non-temporal stores alone
       if (flags & OL_RS_HOOK_PREFETCH_NEXT_GROUP)
         FPM.addPass(ol_rs::PrefetchNextGroupPass());
       if (flags & OL_RS_HOOK_NESTED_SELECTS)

@@ -60,12 +60,6 @@ impl Hooks {
     pub fn with_nested_selects(self, on: bool) -> Hooks {
         Hooks(self.0 | if on { super::abi::OL_RS_HOOK_NESTED_SELECTS } else { 0 })
     }
-
-    /// These and, with `on`, `ol-stream-stores` at VectorizerEnd: a 2-D tile kernel's stores to rows far
-    /// from the next work-group's are non-temporal in large launches (src/jit/llvm/stream_stores.cpp).
-    pub fn with_stream_stores(self, on: bool) -> Hooks {
-        Hooks(self.0 | if on { super::abi::OL_RS_HOOK_STREAM_STORES } else { 0 })
-    }
 }
 
 /// Parses LLVM bitcode into `ctx`.

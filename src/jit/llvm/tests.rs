@@ -4096,48 +4096,6 @@ fn stream_prefetch_times() {
     }
 }
 
-/// The suite's image (bench/kernels/suite.c) and ffi-tests/kernels/tiles.c's for target `t`, loaded, after
-/// checking that `pass` fires on the 2-D tile kernels whose rows are far from the next group's (the suite's
-/// transpose, tiles.c's add_rows: their optimised code at 16 x 16 contains `mark`) and not on the suite's
-/// stencil, and on none without it; `None` without clang.
-fn tile_kernels_where_fired(t: Tgt, pass: &str, mark: &str) -> Option<(LoadedImage, LoadedImage)> {
-    let block = [16u32, 16, 1];
-    let (suite, tiles) = (bitcode_of("bench/kernels/suite.c", t)?, bitcode("tiles", t)?);
-    for (bc, k, fires) in [(&suite, "transpose", true), (&tiles, "add_rows", true), (&suite, "stencil", false)] {
-        let with = optimised_ir(bc, k, block, "");
-        assert_eq!(with.contains(mark), fires, "{t:?} {k}: {mark} with {pass}");
-        let without = optimised_ir(bc, k, block, &format!("-{pass}"));
-        assert!(!without.contains(mark), "{t:?} {k}: {mark} without {pass}");
-    }
-    Some((load(&suite).unwrap(), load(&tiles).unwrap()))
-}
-
-/// Kernel `name` of `img` run on `grid` x `block` generic and specialised to `block`, on the inputs `ins`, an
-/// output of `n` u32s (in a Guarded buffer, first filled with 7s) and `scalars`: the two outputs.
-fn run_generic_and_specialised(
-    img: &LoadedImage,
-    name: &str,
-    grid: [u32; 3],
-    block: [u32; 3],
-    ins: &mut [&mut Guarded],
-    n: usize,
-    scalars: &[u32],
-) -> Vec<Vec<u32>> {
-    let k = img.kernel(name).unwrap();
-    let s = k.specialise(block, false).unwrap();
-    let mut got = Vec::new();
-    for kk in [&k, &s] {
-        let mut out = Guarded::new(&vec![7u32; n]);
-        let mut vals: Vec<Vec<u8>> = ins.iter_mut().map(|g| ptr(g.slice())).collect();
-        vals.push(ptr(out.slice()));
-        vals.extend(scalars.iter().map(b));
-        let refs: Vec<&[u8]> = vals.iter().map(|v| v.as_slice()).collect();
-        launch(kk, grid, block, &pack(&kk.params, &refs), 0);
-        got.push(out.slice().to_vec());
-    }
-    got
-}
-
 /// ol-prefetch-next-group (src/jit/llvm/prefetch_next_group.cpp): the 2-D tile kernels whose next group
 /// along x is rows away (the suite's transpose through a shared tile, bench/kernels/suite.c;
 /// ffi-tests/kernels/tiles.c's element-wise sum whose grid's x goes down the rows) get prefetches, the suite's
@@ -4150,13 +4108,32 @@ fn next_group_prefetches_match_the_host() {
     let hash = |i: u32| i.wrapping_mul(2654435761).rotate_left(13) % 1000;
     let block = [16u32, 16, 1];
     for t in TARGETS {
-        let Some((suite, tiles)) = tile_kernels_where_fired(t, "ol-prefetch-next-group", "call void @llvm.prefetch")
-        else {
+        let (Some(suite), Some(tiles)) = (bitcode_of("bench/kernels/suite.c", t), bitcode("tiles", t)) else {
             return;
         };
+        for (bc, k, fires) in [(&suite, "transpose", true), (&tiles, "add_rows", true), (&suite, "stencil", false)] {
+            let with = optimised_ir(bc, k, block, "");
+            assert_eq!(with.contains("call void @llvm.prefetch"), fires, "{t:?} {k}: prefetches with the pass");
+            let without = optimised_ir(bc, k, block, "-ol-prefetch-next-group");
+            assert!(!without.contains("call void @llvm.prefetch"), "{t:?} {k}: a prefetch without the pass");
+        }
+        let (suite, tiles) = (load(&suite).unwrap(), load(&tiles).unwrap());
+        // each kernel's groups, inputs and scalars; its output's length (u32s: the bits of the suite's floats)
         let run =
             |img: &LoadedImage, name: &str, grid: [u32; 3], ins: &mut [&mut Guarded], n: usize, scalars: &[u32]| {
-                run_generic_and_specialised(img, name, grid, block, ins, n, scalars)
+                let k = img.kernel(name).unwrap();
+                let s = k.specialise(block, false).unwrap();
+                let mut got = Vec::new();
+                for kk in [&k, &s] {
+                    let mut out = Guarded::new(&vec![7u32; n]);
+                    let mut vals: Vec<Vec<u8>> = ins.iter_mut().map(|g| ptr(g.slice())).collect();
+                    vals.push(ptr(out.slice()));
+                    vals.extend(scalars.iter().map(b));
+                    let refs: Vec<&[u8]> = vals.iter().map(|v| v.as_slice()).collect();
+                    launch(kk, grid, block, &pack(&kk.params, &refs), 0);
+                    got.push(out.slice().to_vec());
+                }
+                got
             };
         let (w, h) = (37u32, 21u32);
         let input: Vec<f32> = (0..w * h).map(|i| hash(i) as f32).collect();
@@ -4200,54 +4177,6 @@ fn next_group_prefetches_match_the_host() {
             &[rows, cols],
         )) {
             assert_eq!(got, want, "{t:?} add_rows {form}");
-        }
-    }
-}
-
-/// ol-stream-stores (src/jit/llvm/stream_stores.cpp): the 2-D tile kernels whose rows are far from the next
-/// group's (the suite's transpose, tiles.c's add_rows) get a copy of their work-group function with
-/// non-temporal stores, the suite's stencil none, and none without the pass; both copies give the host's
-/// results: a launch storing less than the pass's 8 MiB runs the plain one, a launch storing more the
-/// non-temporal one; generic and specialised, partial groups at the right and bottom edges, every buffer
-/// ending right before an inaccessible page.
-#[test]
-fn stream_stores_match_the_host() {
-    let _g = shared();
-    let hash = |i: u32| i.wrapping_mul(2654435761).rotate_left(13);
-    let block = [16u32, 16, 1];
-    for t in TARGETS {
-        let Some((suite, tiles)) = tile_kernels_where_fired(t, "ol-stream-stores", "!nontemporal") else {
-            return;
-        };
-        // (2051 x 1031 u32s: 8.5 MB stored by 2064 x 1040 work-items)
-        for (w, h) in [(37u32, 21u32), (2051, 1031)] {
-            let input: Vec<u32> = (0..w * h).map(|i| ((hash(i) % 1000) as f32).to_bits()).collect();
-            let mut gi = Guarded::new(&input);
-            let want: Vec<u32> = (0..w * h).map(|i| input[((i % h) * w + i / h) as usize]).collect();
-            let grid = [w.div_ceil(16), h.div_ceil(16), 1];
-            let got =
-                run_generic_and_specialised(&suite, "transpose", grid, block, &mut [&mut gi], want.len(), &[w, h]);
-            for (form, got) in ["generic", "specialised"].iter().zip(got) {
-                assert!(got == want, "{t:?} transpose {w}x{h} {form}");
-            }
-            let (rows, cols) = (w, h);
-            let a: Vec<u32> = (0..rows * cols).map(hash).collect();
-            let bb: Vec<u32> = (0..rows * cols).map(|i| hash(i + 3)).collect();
-            let want: Vec<u32> = a.iter().zip(&bb).map(|(x, y)| x.wrapping_add(*y)).collect();
-            let (mut ga, mut gb) = (Guarded::new(&a), Guarded::new(&bb));
-            let grid = [rows.div_ceil(16), cols.div_ceil(16), 1];
-            let got = run_generic_and_specialised(
-                &tiles,
-                "add_rows",
-                grid,
-                block,
-                &mut [&mut ga, &mut gb],
-                want.len(),
-                &[rows, cols],
-            );
-            for (form, got) in ["generic", "specialised"].iter().zip(got) {
-                assert!(got == want, "{t:?} add_rows {rows}x{cols} {form}");
-            }
         }
     }
 }

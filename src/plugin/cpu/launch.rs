@@ -659,20 +659,6 @@ impl Task for PreparedLaunch {
                 }
             }
         }
-        store_fence();
         true
     }
-}
-
-/// Orders the calling thread's earlier non-temporal stores (the work-groups' of a kernel that
-/// ol-stream-stores changed, src/jit/llvm/stream_stores.cpp) before its later stores: those that tell the
-/// pool or the cooperative launch that its groups ran, after which the launch is complete. `sfence` on
-/// x86-64; the JIT emits non-temporal stores for x86 only.
-#[inline]
-fn store_fence() {
-    // SAFETY: `sfence` (SSE, in every x86-64) has no operands and no preconditions.
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        std::arch::x86_64::_mm_sfence()
-    };
 }

@@ -535,8 +535,9 @@ mod tests {
         assert!(matches!(m.alloc(0), Err(PluginError::InvalidSize(_))));
     }
 
-    /// Mappings from 2 MiB on start on a huge page's boundary, read as zero, and are backed by huge pages
-    /// where the kernel's transparent huge pages are not `never` (the VMA's `AnonHugePages` in smaps).
+    /// Mappings from 2 MiB on start on a huge page's boundary, read as zero, and carry the huge-page advice
+    /// (`hg` in the VMA's `VmFlags` in /proc/self/smaps) where the kernel has transparent huge pages; whether
+    /// the kernel found huge pages for them (`AnonHugePages`) depends on its free memory and is printed.
     #[test]
     fn large_mappings_take_huge_pages() {
         let m = Memory::new();
@@ -551,8 +552,7 @@ mod tests {
             eprintln!("no transparent huge pages here ({thp:?}): alignment checked only");
         } else {
             let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-            let mut in_vma = false;
-            let mut huge_kb = None;
+            let (mut in_vma, mut flags, mut huge_kb) = (false, None, None);
             for line in smaps.lines() {
                 if let Some((range, _)) = line.split_once(' ')
                     && let Some((lo, hi)) = range.split_once('-')
@@ -561,10 +561,13 @@ mod tests {
                     in_vma = (lo..hi).contains(&p);
                 } else if in_vma && let Some(kb) = line.strip_prefix("AnonHugePages:") {
                     huge_kb = kb.trim().trim_end_matches(" kB").parse::<usize>().ok();
+                } else if in_vma && let Some(f) = line.strip_prefix("VmFlags:") {
+                    flags = Some(f.split_whitespace().map(str::to_string).collect::<Vec<_>>());
                 }
             }
-            let huge_kb = huge_kb.expect("the mapping's VMA in /proc/self/smaps");
-            assert!(huge_kb >= 2048, "{huge_kb} kB of huge pages in a {size}-byte mapping ({thp})");
+            let flags = flags.expect("the mapping's VMA in /proc/self/smaps");
+            assert!(flags.iter().any(|f| f == "hg"), "no huge-page advice on the mapping: {flags:?} ({thp})");
+            eprintln!("{} kB of huge pages in a {size}-byte mapping", huge_kb.unwrap_or(0));
         }
         m.free(p).unwrap();
     }

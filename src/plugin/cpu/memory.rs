@@ -12,8 +12,9 @@
 //!   device memory with large pages. A kernel whose work-groups reach rows far apart (a 4096-float-wide
 //!   transpose touches 16 pages per group for each of its two buffers) then misses the TLB 512x less
 //!   often, and pre-faulting takes fewer faults. Measured (bench/tiles, 32 MiB per buffer, 2 threads):
-//!   see BENCHMARKS.md's "huge pages" section. Where the kernel has no transparent huge pages (`never`,
-//!   or not built in), the mapping is the plain one below.
+//!   see BENCHMARKS.md's "huge pages" section. Where the kernel has no transparent huge pages built in
+//!   (`madvise` refuses the mark), the mapping is the plain one below; with them switched off (`never`)
+//!   the mark is taken and ignored: the same aligned mapping, of small pages.
 //! * Registering host memory is bookkeeping only (as CUDA in LLVM 22.1.8): the pinned pointer is the
 //!   host pointer. Rules of liboffload-22-behaviour.md §8.
 //! * Copies and fills of at least [`PARALLEL_MIN`] bytes are split over the thread pool in
@@ -342,8 +343,8 @@ fn map(len: usize) -> Result<usize, String> {
 }
 
 /// A pre-faulted mapping of `len` bytes on a [`HUGE_PAGE`] boundary, marked for transparent huge pages;
-/// `None` where the kernel has none (`madvise(MADV_HUGEPAGE)` fails) or the mapping fails (the caller then
-/// maps the plain way, which reports the error).
+/// `None` where the kernel has none built in (`madvise(MADV_HUGEPAGE)` fails) or the mapping fails (the
+/// caller then maps the plain way, which reports the error).
 fn map_huge(len: usize) -> Option<usize> {
     let span = len.checked_add(HUGE_PAGE)?;
     let prot = libc::PROT_READ | libc::PROT_WRITE;
@@ -376,7 +377,7 @@ fn map_huge(len: usize) -> Option<usize> {
     if unsafe { libc::madvise(region, len, libc::MADV_POPULATE_WRITE) } != 0
         && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL)
     {
-        for off in (0..len).step_by(4096) {
+        for off in (0..len).step_by(page_size()) {
             // SAFETY: inside our own fresh read-write mapping; its pages are zero and stay zero.
             unsafe { std::ptr::write_volatile((a + off) as *mut u8, 0) };
         }

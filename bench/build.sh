@@ -10,7 +10,10 @@
 #   build/bench/tiles                2-D tile kernels (transpose, ...) vs memcpy and hand-written transposes
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=build/bench
+# BENCH_OUT: another directory (default build/bench); BENCH_MARCH: the hand loops' -march (default native;
+# x86-64-v3 for AVX2 code on an AVX-512 machine, with OFFLOAD_RS_CPU_TARGET=x86-64-v3 for ours)
+out=${BENCH_OUT:-build/bench}
+march=${BENCH_MARCH:-native}
 mkdir -p "$out"
 inc=/usr/lib/llvm-22/include/offload
 clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -flto -O2 \
@@ -21,13 +24,13 @@ cc -O2 -Wall -I"$inc" bench/cpu_kernels.c -o "$out/cpu_kernels" -Lbuild/lib -lLL
 echo "built $out/cpu_kernels"
 # The classic-kernel suite: bench/kernels/suite.c for nvptx64 and amdgcn, its OpenCL C twin (it includes
 # blackscholes.cl, which includes blackscholes.h), and the hand-written work-group loops at -O3
-# -march=native with glibc's vector math (the practical limit).
+# -march=native (BENCH_MARCH) with glibc's vector math (the practical limit).
 clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -flto -O2 \
   -c bench/kernels/suite.c -o "$out/suite.nvptx64.bc"
 clang-22 --target=amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -ffreestanding -flto -O2 \
   -c bench/kernels/suite.c -o "$out/suite.amdgcn.bc"
 cp bench/kernels/suite.cl bench/kernels/blackscholes.cl bench/kernels/blackscholes.h "$out/"
-clang-22 -O3 -march=native -fveclib=libmvec -fno-math-errno -Wall -Wextra -c bench/kernels/suite_hand.c \
+clang-22 -O3 -march="$march" -fveclib=libmvec -fno-math-errno -Wall -Wextra -c bench/kernels/suite_hand.c \
   -o "$out/suite_hand.o"
 cc -O2 -Wall -I"$inc" bench/suite.c "$out/suite_hand.o" -o "$out/suite" -Lbuild/lib -lLLVMOffload -lOpenCL \
   -lpthread -lmvec -lm -Wl,-rpath,"$PWD/build/lib"
@@ -57,19 +60,19 @@ echo "built $out/cuda_launch (run: LD_LIBRARY_PATH=build/fake-cuda:build/lib $ou
 clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -flto -O2 \
   -c bench/kernels/blackscholes.c -o "$out/blackscholes.nvptx64.bc"
 cp bench/kernels/blackscholes.cl bench/kernels/blackscholes.h "$out/"
-clang-22 -O3 -march=native -Wall -DBS_HAND=bs_hand_scalar -c bench/kernels/blackscholes_hand.c -o "$out/bs_hand_scalar.o"
-clang-22 -O3 -march=native -fveclib=libmvec -fno-math-errno -Wall -DBS_HAND=bs_hand_vec \
+clang-22 -O3 -march="$march" -Wall -DBS_HAND=bs_hand_scalar -c bench/kernels/blackscholes_hand.c -o "$out/bs_hand_scalar.o"
+clang-22 -O3 -march="$march" -fveclib=libmvec -fno-math-errno -Wall -DBS_HAND=bs_hand_vec \
   -c bench/kernels/blackscholes_hand.c -o "$out/bs_hand_vec.o"
 cc -O2 -Wall -I"$inc" bench/vmath.c "$out/bs_hand_scalar.o" "$out/bs_hand_vec.o" -o "$out/vmath" -Lbuild/lib \
   -lLLVMOffload -lOpenCL -lpthread -lmvec -lm -Wl,-rpath,"$PWD/build/lib"
 echo "built $out/vmath"
 # 2-D tile kernels: the suite's transpose and stencil and ffi-tests/kernels/tiles.c for both targets, the
-# hand-written transposes at -O3 -march=native
+# hand-written transposes at -O3 -march=native (BENCH_MARCH)
 clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80 -nogpulib -ffreestanding -flto -O2 \
   -c ffi-tests/kernels/tiles.c -o "$out/tiles.nvptx64.bc"
 clang-22 --target=amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -ffreestanding -flto -O2 \
   -c ffi-tests/kernels/tiles.c -o "$out/tiles.amdgcn.bc"
-clang-22 -O3 -march=native -Wall -Wextra -c bench/kernels/tiles_hand.c -o "$out/tiles_hand.o"
+clang-22 -O3 -march="$march" -Wall -Wextra -c bench/kernels/tiles_hand.c -o "$out/tiles_hand.o"
 cc -O2 -Wall -I"$inc" bench/tiles.c "$out/tiles_hand.o" -o "$out/tiles" -Lbuild/lib -lLLVMOffload -lpthread \
   -Wl,-rpath,"$PWD/build/lib"
 echo "built $out/tiles"

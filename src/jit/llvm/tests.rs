@@ -2595,6 +2595,8 @@ const COOP: &str = "__gpu_kernel void k(float *o, const float *in, uint32_t w) {
 // xor-butterfly shuffles in each warp, then in the first warp only (`T < w`: a branch that differs
 // between warps, not between a warp's lanes)
 const WSHFL: &str = "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float p[64]; uint32_t l = __gpu_lane_id(), w = __gpu_num_lanes(); float v = in[G]; for (uint32_t d = w / 2; d > 0; d >>= 1) v += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ d, v, w); if (l == 0) p[T / w] = v; __gpu_sync_threads(); if (T < w) { float s = T < N / w ? p[T] : 0.0f; for (uint32_t d = w / 2; d > 0; d >>= 1) s += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ d, s, w); if (T == 0) o[__gpu_block_id_x()] = s; } }";
+// a warp's inclusive scan by shuffles from `d` lanes below
+const WSCAN: &str = "__gpu_kernel void k(float *o, const float *in) { uint32_t l = __gpu_lane_id(), w = __gpu_num_lanes(); float v = in[G]; for (uint32_t d = 1; d < w; d <<= 1) { float u = __gpu_shuffle_idx_f32(__gpu_lane_mask(), l - d, v, w); if (l >= d) v += u; } o[G] = v; }";
 // an escape-time loop: a different number of iterations per work-item, no memory access in it
 const ESCAPE: &str = "__gpu_kernel void k(uint32_t *o, const float *c) { float x = c[G], z = 0.0f; uint32_t i = 0; while (i < 100 && z < 4.0f) { z = z * z + x; i++; } o[G] = i; }";
 /// The fire/no-fire cases of the lowering's transforms: (transform, fires, kernel source (kernel `k`, after
@@ -2907,6 +2909,16 @@ const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
         "__gpu_kernel void k(float *o, const float *in, const uint32_t *d) { float v = 0.0f; if (T >= d[G]) v = in[G - d[G]]; o[G] = v; }",
         None,
     ),
+    // a warp's scan by shuffles (`lane >= d`: the lanes compared), in a specialisation; a warp's broadcast
+    // (a lane loop without compares), and the scan in the generic kernel (no lane loops of whole warps)
+    ("ol-unroll-lane-vectors", true, WSCAN, Some([64, 1, 1])),
+    (
+        "ol-unroll-lane-vectors",
+        false,
+        "__gpu_kernel void k(float *o, const float *in) { float v = in[G]; o[G] = v + __gpu_shuffle_idx_f32(__gpu_lane_mask(), 0, v, __gpu_num_lanes()); }",
+        Some([64, 1, 1]),
+    ),
+    ("ol-unroll-lane-vectors", false, WSCAN, None),
     // after a ballot and a barrier, a sum over shared memory up to the warp's index (the same for its
     // lanes); up to the lane's (not)
     (
@@ -2950,6 +2962,37 @@ fn each_transform_fires_where_it_is_meant_to_and_not_elsewhere() {
         }
     }
     assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// ol-unroll-lane-vectors: a warp scan's lane loops that compare lanes (`lane >= d` on 32 lanes) are vector
+/// loops without it and straight code with it (LLVM's unroller after the vectoriser took them: each copy's lane compares
+/// constants); for this machine's vectors and AVX2's (x86-64-v3).
+#[test]
+fn lane_vector_loops_are_unrolled_where_lanes_are_compared() {
+    let _g = shared();
+    let Some(bc) = nvptx_bitcode_of(&format!("{H}{WSCAN}\n")) else {
+        return;
+    };
+    for cpu in ["", "x86-64-v3"] {
+        let ir = |lowering: &str| {
+            let mut target = service::cpu_target().unwrap().clone();
+            if !cpu.is_empty() {
+                target.cpu = cpu.into();
+                target.features = String::new();
+            }
+            target.lowering = lowering.to_string();
+            let spec = crate::jit::compile::Spec { kernel: "k".into(), group_size: [64, 1, 1], quick: false };
+            super::compile::CAPTURE.with(|c| *c.borrow_mut() = Some(("opt", String::new())));
+            let r = super::compile::compile_in_process(&bc, &target, 3, false, false, false, Some(&spec));
+            r.unwrap_or_else(|e| panic!("{cpu}: {e}"));
+            super::compile::CAPTURE.with(|c| c.borrow_mut().take()).unwrap_or_default().1
+        };
+        // (the loops' latches; the first region's lane loop, which compares no lanes, stays a loop)
+        let loops =
+            |ir: &str| ir.lines().filter(|l| l.trim_start().starts_with("br ") && l.contains("!llvm.loop")).count();
+        let (with, without) = (loops(&ir("")), loops(&ir("-ol-unroll-lane-vectors")));
+        assert!(with < without, "{cpu}: {with} loops with the transform, {without} without");
+    }
 }
 
 /// Writes the IR tests of the lowering's transforms, tests/ir/lowering/<transform>.<fires|not>.ll: for each
@@ -3075,12 +3118,24 @@ fn the_suite_kernels_get_their_transforms() {
         (
             "wreduce",
             [256, 1, 1],
-            &["ol-warp-lanes", "ol-lane-offset-reads", "ol-unswitch-warp-branches", "ol-alternate-exchanges"],
+            &[
+                "ol-warp-lanes",
+                "ol-lane-offset-reads",
+                "ol-unswitch-warp-branches",
+                "ol-alternate-exchanges",
+                "ol-unroll-lane-vectors",
+            ],
         ),
         (
             "wscan",
             [256, 1, 1],
-            &["ol-warp-lanes", "ol-lane-offset-reads", "ol-unswitch-warp-branches", "ol-alternate-exchanges"],
+            &[
+                "ol-warp-lanes",
+                "ol-lane-offset-reads",
+                "ol-unswitch-warp-branches",
+                "ol-alternate-exchanges",
+                "ol-unroll-lane-vectors",
+            ],
         ),
         // (compact: its loop over the warps before a work-item's, `k < t / W`, rolled and run once per warp)
         (

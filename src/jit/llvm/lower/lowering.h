@@ -163,6 +163,7 @@ enum Transform : unsigned {
   T_GROUP_LOOPS,             // opt/group_loops.cpp: a block-stride loop of the whole group run by one work-item
   T_WARP_UNIFORM_LOOPS,      // opt/warp_uniform_loops.cpp: a loop the same for a warp's lanes run once per warp
   T_UNROLL_BARRIER_LOOPS,    // opt/unroll_barrier_loops.cpp: barrier loops the group size decides, unrolled in a specialisation
+  T_UNROLL_LANE_VECTORS,     // warp_lanes.cpp: the vector loop of a lane loop comparing lane ids may be unrolled after the vectoriser
   T_COUNT
 };
 
@@ -274,7 +275,7 @@ struct Lowering {
   MDNode *newAccessGroup();
   void addAccessGroup(Instruction &I, MDNode *AG);
   void markParallelLoop(Instruction *latchBr, MDNode *AG, bool noInterleave = false);
-  void addLoopProperty(Instruction *latchBr, StringRef name);
+  void addLoopProperty(Instruction *latchBr, MDNode *property);
   // laneWidth 0: the values that may differ between the work-items of the group; laneWidth W (a power of
   // two dividing the specialised group size's x): those that may differ between the lanes of one warp.
   std::set<Value *> divergentValues(Function *F, unsigned laneWidth = 0);

@@ -252,9 +252,12 @@ void Lowering::cbsRecordExit(CbsState &st, IRBuilder<> &B, BasicBlock *e) {
 // (kLanesInMD) W. Then a branch the same for the warp's lanes is decided once per warp
 // (ol-unswitch-warp-branches: the loop copied per side). A lane loop left without branches keeps its W
 // iterations: the loop vectoriser takes it as W / VF vector iterations, its exchanges read with
-// consecutive loads (readLane). Fully unrolled first (LLVM's early full unroll takes a 32-iteration loop
-// of a few instructions), each region's W copies were left to SLP, which did not vectorise the
-// exchanges, and cost the compile most of its time. A region with a branch (`if (lane == 0)`) may still
+// consecutive loads (readLane); where it compares lanes, that vector loop may then be unrolled
+// (ol-unroll-lane-vectors: its followup properties have no `llvm.loop.unroll.disable`), which makes each
+// vector's lane compares constants (`lane >= off` on amdgcn's 64 lanes was, with AVX2, a 64-bit compare
+// sequence per vector of 8: wscan 6.6-7.0 -> 3.6-3.7 ms). Fully unrolled first (LLVM's early full
+// unroll takes a 32-iteration loop of a few instructions), each region's W copies were left to SLP,
+// which did not vectorise the exchanges, and cost the compile most of its time. A region with a branch (`if (lane == 0)`) may still
 // be unrolled, so that its branches fold per lane.
 void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
   Value *wi = R.wi;
@@ -308,10 +311,53 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
     return;
   for (const CbsState::LaneLoop &LL : loops) { // a lane loop without a branch but its own exit test
     SmallVector<BasicBlock *, 2> body(successors(LL.head));
-    bool branches = any_of(reachable(body, [](BasicBlock *) { return false; }, {LL.head, st.scanStart}),
-                           [](BasicBlock *BB) { return BB->getTerminator()->getNumSuccessors() > 1; });
-    if (!branches)
-      addLoopProperty(LL.latch->getTerminator(), "llvm.loop.unroll.disable");
+    std::vector<BasicBlock *> blocks = reachable(body, [](BasicBlock *) { return false; }, {LL.head, st.scanStart});
+    if (any_of(blocks, [](BasicBlock *BB) { return BB->getTerminator()->getNumSuccessors() > 1; }))
+      continue;
+    Instruction *latchBr = LL.latch->getTerminator();
+    addLoopProperty(latchBr, MDNode::get(C, {MDString::get(C, "llvm.loop.unroll.disable")}));
+    // Where the lanes' values are compared with something (`lane >= off`, the runs of lanes readLane's
+    // selects take), the vector loop the vectoriser makes of it (W / VF iterations) may be unrolled, by
+    // loop-unroll after the vectoriser: each copy's lane compares are then constants.
+    std::set<BasicBlock *> in(blocks.begin(), blocks.end());
+    in.insert(LL.head);
+    // (a compare that only dead arithmetic uses does not count: amdgcn's lane ids of half-warps)
+    auto used = [](Instruction *I) {
+      SmallVector<Instruction *, 16> work = {I};
+      SmallPtrSet<Instruction *, 32> seen;
+      while (!work.empty())
+        for (User *U : work.pop_back_val()->users()) {
+          auto *UI = cast<Instruction>(U);
+          if (!isPureArithmetic(UI))
+            return true;
+          if (seen.insert(UI).second)
+            work.push_back(UI);
+        }
+      return false;
+    };
+    SmallVector<Value *, 16> work = {LL.lx};
+    SmallPtrSet<Value *, 32> seen;
+    bool comparesLanes = false; // (ol-unroll-lane-vectors)
+    while (!work.empty() && !comparesLanes)
+      for (User *U : work.pop_back_val()->users()) {
+        auto *I = dyn_cast<Instruction>(U);
+        if (!I || !in.count(I->getParent()) || !isPureArithmetic(I) || !seen.insert(I).second)
+          continue;
+        if (isa<ICmpInst>(I) && !is_contained(I->users(), latchBr) && !is_contained(I->users(), LL.head->getTerminator()) &&
+            used(I))
+          comparesLanes = true;
+        work.push_back(I);
+      }
+    if (comparesLanes && on(T_UNROLL_LANE_VECTORS)) {
+      SmallVector<Metadata *, 4> vectorised = {MDString::get(C, "llvm.loop.vectorize.followup_vectorized"),
+                                               MDNode::get(C, {MDString::get(C, "llvm.loop.isvectorized"),
+                                                               ConstantAsMetadata::get(ConstantInt::get(I32, 1))}),
+                                               MDNode::get(C, {MDString::get(C, "llvm.loop.unroll.runtime.disable")})};
+      if (MDNode *PA = findOptionMDForLoopID(latchBr->getMetadata(LLVMContext::MD_loop), "llvm.loop.parallel_accesses"))
+        vectorised.push_back(PA);
+      addLoopProperty(latchBr, MDNode::get(C, vectorised));
+      fired(T_UNROLL_LANE_VECTORS);
+    }
   }
 }
 

@@ -36,13 +36,13 @@ void Lowering::markParallelLoop(Instruction *latchBr, MDNode *AG, bool noInterle
 }
 
 
-// Adds a property without operands (`llvm.loop.unroll.disable`) to the loop metadata of latchBr.
-void Lowering::addLoopProperty(Instruction *latchBr, StringRef name) {
+// Adds a property (`!{!"llvm.loop.unroll.disable"}`) to the loop metadata of latchBr.
+void Lowering::addLoopProperty(Instruction *latchBr, MDNode *property) {
   SmallVector<Metadata *, 4> ops = {nullptr};
   if (MDNode *old = latchBr->getMetadata(LLVMContext::MD_loop))
     for (unsigned i = 1; i < old->getNumOperands(); ++i)
       ops.push_back(old->getOperand(i));
-  ops.push_back(MDNode::get(C, {MDString::get(C, name)}));
+  ops.push_back(property);
   MDNode *ID = MDNode::getDistinct(C, ops);
   ID->replaceOperandWith(0, ID);
   latchBr->setMetadata(LLVMContext::MD_loop, ID);

@@ -5,7 +5,8 @@
 //! -O3) takes 15-250 ms to compile for the suite's kernels, and the launch used to wait for all of it.
 //! Now the first launch compiles a **quick** version (the same lowering, then a short pipeline and -O1:
 //! src/jit/llvm/compile.rs's `QUICK_PIPELINE`; 10-43 ms for the same kernels) and starts running it, while
-//! the full version compiles on the tier-up thread (in the compile helper, beside the launch). The launch
+//! the full version compiles on the tier-up thread (in a compile helper, beside the launch; with two CPUs
+//! or more submitted before the quick version's compile starts, so that the two compile at once). The launch
 //! moves to the full version between work-groups once it is there (each work-group looks, one load), so a
 //! long first launch costs about the full compile and a full-speed run, not a slow run; **every later
 //! launch runs the full version**, waiting for the rest of its compile if it has not finished. Both

@@ -3408,7 +3408,8 @@ fn group_loops_match_the_host() {
 /// specialisations whose x size is a multiple of the warp (and only those) warp by warp, consecutive
 /// exchanges in two areas with one barrier each (ol-alternate-exchanges), `wsum`'s branch
 /// around the first warp's shuffles decided once per warp (ol-unswitch-warp-branches). `shifts` reads
-/// its shuffles at fixed lane distances (ol-lane-offset-reads) in every specialisation of whole warps.
+/// its shuffles at fixed lane distances (ol-lane-offset-reads) in every specialisation of whole warps,
+/// the lane loops that compare lanes unrolled after the vectoriser (ol-unroll-lane-vectors).
 #[test]
 fn warp_lanes_match_the_host() {
     let _g = shared();
@@ -3439,6 +3440,9 @@ fn warp_lanes_match_the_host() {
         // (10 shuffles, the 64-bit one two on nvptx64)
         assert!(reads(Some([w as u32, 2, 1])) >= 10, "{t:?} shifts: {}", reads(Some([w as u32, 2, 1])));
         assert_eq!(reads(None), 0, "{t:?} shifts: ol-lane-offset-reads fired on the generic kernel");
+        // (its exchanges' reads select among lane distances by comparing lanes: their vector loops unrolled)
+        let unrolled = times_fired(&bc, "shifts", Some([w as u32, 2, 1]), "ol-unroll-lane-vectors");
+        assert!(unrolled > 0, "{t:?} shifts: ol-unroll-lane-vectors did not fire at [{w}, 2, 1]");
         let grid = [3u32, 2, 1];
         let ng = (grid[0] * grid[1]) as usize;
         for block in [[64u32, 1, 1], [256, 1, 1], [64, 2, 1], [128, 2, 2], [32, 2, 1], [32, 4, 2]] {

@@ -37,7 +37,8 @@ pub(crate) const STACK_RESERVE: usize = 256 << 10;
 /// Alignment of every buffer handed to kernel code.
 pub(crate) const ALIGN: usize = 64;
 
-fn page_size() -> usize {
+/// The page size (4096 where `sysconf` cannot say); memory.rs uses it too.
+pub(super) fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if p > 0 { p as usize } else { 4096 }

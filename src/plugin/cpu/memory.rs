@@ -24,6 +24,7 @@
 //!   cache-resident and both reach ~48 GB/s, so smaller copies stay on the calling thread. Medians on
 //!   a loaded machine can be worse than one thread (a descheduled helper holds its block).
 
+use super::kernel_memory::page_size;
 use super::pool::{Task, WorkerSlot, pool};
 use crate::plugin::host_ranges::HostRanges;
 use crate::plugin::{PluginError, PluginResult};
@@ -104,12 +105,6 @@ pub fn cache_limit() -> usize {
 /// blocks (largest first) until it fits or the cache is empty.
 fn pressure_bytes() -> usize {
     (super::machine::usable_memory() / 2) as usize
-}
-
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 { p as usize } else { 4096 }
 }
 
 /// Round a mapping length up to its size class: a multiple of a quarter of its power of two, and of

@@ -257,8 +257,8 @@ void Lowering::cbsRecordExit(CbsState &st, IRBuilder<> &B, BasicBlock *e) {
 // vector's lane compares constants (`lane >= off` on amdgcn's 64 lanes was, with AVX2, a 64-bit compare
 // sequence per vector of 8: wscan 6.6-7.0 -> 3.6-3.7 ms). Fully unrolled first (LLVM's early full
 // unroll takes a 32-iteration loop of a few instructions), each region's W copies were left to SLP,
-// which did not vectorise the exchanges, and cost the compile most of its time. A region with a branch (`if (lane == 0)`) may still
-// be unrolled, so that its branches fold per lane.
+// which did not vectorise the exchanges, and cost the compile most of its time. A region with a branch
+// (`if (lane == 0)`) may still be unrolled, so that its branches fold per lane.
 void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
   Value *wi = R.wi;
   for (BasicBlock *NB : R.clones)
@@ -311,7 +311,8 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
     return;
   for (const CbsState::LaneLoop &LL : loops) { // a lane loop without a branch but its own exit test
     SmallVector<BasicBlock *, 2> body(successors(LL.head));
-    std::vector<BasicBlock *> blocks = reachable(body, [](BasicBlock *) { return false; }, {LL.head, st.scanStart});
+    std::vector<BasicBlock *> blocks =
+        reachable(body, [](BasicBlock *) { return false; }, {LL.head, st.scanStart});
     if (any_of(blocks, [](BasicBlock *BB) { return BB->getTerminator()->getNumSuccessors() > 1; }))
       continue;
     Instruction *latchBr = LL.latch->getTerminator();
@@ -343,8 +344,8 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
         auto *I = dyn_cast<Instruction>(U);
         if (!I || !in.count(I->getParent()) || !isPureArithmetic(I) || !seen.insert(I).second)
           continue;
-        if (isa<ICmpInst>(I) && !is_contained(I->users(), latchBr) && !is_contained(I->users(), LL.head->getTerminator()) &&
-            used(I))
+        bool exitTest = is_contained(I->users(), latchBr) || is_contained(I->users(), LL.head->getTerminator());
+        if (isa<ICmpInst>(I) && !exitTest && used(I))
           comparesLanes = true;
         work.push_back(I);
       }
@@ -353,7 +354,8 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
                                                MDNode::get(C, {MDString::get(C, "llvm.loop.isvectorized"),
                                                                ConstantAsMetadata::get(ConstantInt::get(I32, 1))}),
                                                MDNode::get(C, {MDString::get(C, "llvm.loop.unroll.runtime.disable")})};
-      if (MDNode *PA = findOptionMDForLoopID(latchBr->getMetadata(LLVMContext::MD_loop), "llvm.loop.parallel_accesses"))
+      MDNode *ID = latchBr->getMetadata(LLVMContext::MD_loop);
+      if (MDNode *PA = findOptionMDForLoopID(ID, "llvm.loop.parallel_accesses"))
         vectorised.push_back(PA);
       addLoopProperty(latchBr, MDNode::get(C, vectorised));
       fired(T_UNROLL_LANE_VECTORS);

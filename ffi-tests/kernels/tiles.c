@@ -12,3 +12,13 @@ __gpu_kernel void add_rows(const uint32_t *a, const uint32_t *b, uint32_t *c, ui
   if (r < rows && k < cols)
     c[r * cols + k] = a[r * cols + k] + b[r * cols + k];
 }
+
+// out = a * s[row] + v[col] on the same kind of grid: a scale per row and a bias per column (another shape
+// ol-group-order runs y fastest: two matrices and two vectors, floats)
+__gpu_kernel void bias_rows(const float *a, const float *s, const float *v, float *out, uint32_t rows,
+                            uint32_t cols) {
+  uint32_t r = __gpu_block_id_x() * __gpu_num_threads_y() + __gpu_thread_id_y();
+  uint32_t k = __gpu_block_id_y() * __gpu_num_threads_x() + __gpu_thread_id_x();
+  if (r < rows && k < cols)
+    out[r * cols + k] = a[r * cols + k] * s[r] + v[k];
+}

@@ -426,6 +426,9 @@ pub struct KernelCode {
     pub wg_fn: WgFn,
     /// bytes of stack one call of `wg_fn` needs (see `stack.rs`); `None`: unknown (native code)
     pub stack_bytes: Option<usize>,
+    /// the CPU device runs its work-groups y fastest (ol-group-order, src/jit/llvm/group_order.cpp: the
+    /// object has the mark `<symbol>.ol.groups_y_first`); else x fastest
+    pub groups_y_first: bool,
 }
 
 impl std::fmt::Debug for KernelEntry {
@@ -465,7 +468,8 @@ impl KernelEntry {
                 let wg_symbols: Vec<&str> = co.kernels.iter().map(|k| k.symbol.as_str()).collect();
                 let stack_bytes = stack::wg_stack_bytes(&loaded.frames, &self.symbol, &wg_symbols)
                     .map(|b| usize::try_from(b).unwrap_or(usize::MAX));
-                Ok(KernelCode { wg_fn, stack_bytes })
+                let groups_y_first = obj.data_symbol(&format!("{}.ol.groups_y_first", self.symbol)).is_some();
+                Ok(KernelCode { wg_fn, stack_bytes, groups_y_first })
             }
             Instance::Native(lib) => {
                 let addr = lib
@@ -474,7 +478,7 @@ impl KernelEntry {
                 // SAFETY: by the documented native-ELF convention, an exported function named like the
                 // kernel has the WgFn ABI; the library stays loaded while `self.generic` lives.
                 let wg_fn: WgFn = unsafe { std::mem::transmute::<usize, WgFn>(addr) };
-                Ok(KernelCode { wg_fn, stack_bytes: None })
+                Ok(KernelCode { wg_fn, stack_bytes: None, groups_y_first: false })
             }
         }
     }

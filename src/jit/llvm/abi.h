@@ -24,6 +24,10 @@
 // vectoriser's end.
 #define OL_RS_HOOK_NESTED_SELECTS 8
 
+// A flag of `ol_rs_jit_run_passes`: hook `ol-group-order` (src/jit/llvm/group_order.cpp) in at the
+// vectoriser's end, before `ol-prefetch-next-group`.
+#define OL_RS_HOOK_GROUP_ORDER 16
+
 // What a call to a GPU intrinsic becomes (the C++ lowering builds the replacement IR per operation; the
 // table of names is src/jit/llvm/intrinsics.rs). `arg` of [`OlRsIntrinsic`] is given per operation.
 enum IntrinsicOp

@@ -140,3 +140,7 @@ pub const OL_RS_HOOK_PREFETCH_NEXT_GROUP: u32 = 4;
 /// A flag of `ol_rs_jit_run_passes`: hook `ol-nested-selects` (src/jit/llvm/nested_selects.cpp) in at the
 /// vectoriser's end.
 pub const OL_RS_HOOK_NESTED_SELECTS: u32 = 8;
+
+/// A flag of `ol_rs_jit_run_passes`: hook `ol-group-order` (src/jit/llvm/group_order.cpp) in at the
+/// vectoriser's end, before `ol-prefetch-next-group`.
+pub const OL_RS_HOOK_GROUP_ORDER: u32 = 16;

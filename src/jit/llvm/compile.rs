@@ -143,6 +143,7 @@ pub(crate) fn compile_in_process(
     let on = |name| transforms & super::lowering::bit(name).unwrap_or(0) != 0;
     let hooks = super::pipeline::Hooks::CPU
         .with_prefetch_streams(on("ol-prefetch-streams"))
+        .with_group_order(on("ol-group-order"))
         .with_prefetch_next_group(on("ol-prefetch-next-group"))
         .with_nested_selects(on("ol-nested-selects"));
     let opts = OlRsLowerOptions {

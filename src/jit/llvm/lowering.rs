@@ -52,7 +52,8 @@ pub(crate) const NAMES: [&str; 30] = [
 
 /// The JIT's own passes in LLVM's optimisation pipeline that [`parse`] switches too (bit
 /// [`PIPELINE_BIT`] + i; the lowering ignores those bits, src/jit/llvm/compile.rs hooks the passes in).
-pub(crate) const PIPELINE_NAMES: [&str; 3] = ["ol-prefetch-streams", "ol-prefetch-next-group", "ol-nested-selects"];
+pub(crate) const PIPELINE_NAMES: [&str; 4] =
+    ["ol-prefetch-streams", "ol-prefetch-next-group", "ol-nested-selects", "ol-group-order"];
 
 /// The bit of `PIPELINE_NAMES[0]`.
 const PIPELINE_BIT: usize = 32;

@@ -23,6 +23,9 @@
 //   ol-prefetch-next-group         src/jit/llvm/prefetch_next_group.cpp (software prefetches for what the next
 //                                  work-group of a 2-D tile kernel reads and writes); hooked at VectorizerEnd
 //                                  with OL_RS_HOOK_PREFETCH_NEXT_GROUP.
+//   ol-group-order                 src/jit/llvm/group_order.cpp (a 2-D tile kernel whose next group along x is
+//                                  rows away runs its groups y fastest: a mark for the CPU plugin); hooked at
+//                                  VectorizerEnd, before ol-prefetch-next-group, with OL_RS_HOOK_GROUP_ORDER.
 //   ol-stop-points                 src/jit/llvm/stop_points.cpp (OFFLOAD_RS_KERNEL_TIMEOUT: loops check now and
 //                                  then whether they must stop; run after the optimisation pipeline).
 //   ol-lower<options>              src/jit/llvm/lower/pass.cpp (a module pass: the CPU lowering as the JIT runs
@@ -44,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include "group_order.h"
 #include "implied_selects.h"
 #include "realign_lane_reads.h"
 #include "lower/pass.h"
@@ -147,6 +151,10 @@ static bool parseOurFunctionPass(StringRef name, FunctionPassManager &FPM, Array
     FPM.addPass(ol_rs::NestedSelectsPass());
     return true;
   }
+  if (name == "ol-group-order") {
+    FPM.addPass(ol_rs::GroupOrderPass());
+    return true;
+  }
   if (name == "ol-prefetch-next-group") {
     FPM.addPass(ol_rs::PrefetchNextGroupPass());
     return true;
@@ -191,12 +199,14 @@ extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, co
       FPM.addPass(ol_rs::ImpliedSelectsPass());
     });
   if (flags & (OL_RS_HOOK_VECTORISER_WORKAROUNDS | OL_RS_HOOK_PREFETCH_STREAMS | OL_RS_HOOK_PREFETCH_NEXT_GROUP |
-               OL_RS_HOOK_NESTED_SELECTS))
+               OL_RS_HOOK_NESTED_SELECTS | OL_RS_HOOK_GROUP_ORDER))
     PB.registerVectorizerEndEPCallback([flags](FunctionPassManager &FPM, OptimizationLevel) {
       if (flags & OL_RS_HOOK_VECTORISER_WORKAROUNDS)
         FPM.addPass(ol_rs::RealignLaneReadsPass());
       if (flags & OL_RS_HOOK_PREFETCH_STREAMS)
         FPM.addPass(ol_rs::PrefetchStreamsPass());
+      if (flags & OL_RS_HOOK_GROUP_ORDER)
+        FPM.addPass(ol_rs::GroupOrderPass());
       if (flags & OL_RS_HOOK_PREFETCH_NEXT_GROUP)
         FPM.addPass(ol_rs::PrefetchNextGroupPass());
       if (flags & OL_RS_HOOK_NESTED_SELECTS)

@@ -55,6 +55,12 @@ impl Hooks {
         Hooks(self.0 | if on { super::abi::OL_RS_HOOK_PREFETCH_NEXT_GROUP } else { 0 })
     }
 
+    /// These and, with `on`, `ol-group-order` at VectorizerEnd: a 2-D tile kernel whose next group along x
+    /// is rows away runs its groups y fastest (src/jit/llvm/group_order.cpp).
+    pub fn with_group_order(self, on: bool) -> Hooks {
+        Hooks(self.0 | if on { super::abi::OL_RS_HOOK_GROUP_ORDER } else { 0 })
+    }
+
     /// These and, with `on`, `ol-nested-selects` at VectorizerEnd: a select of a select keeping the same
     /// value in both becomes one select (src/jit/llvm/nested_selects.cpp).
     pub fn with_nested_selects(self, on: bool) -> Hooks {

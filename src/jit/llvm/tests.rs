@@ -4157,7 +4157,8 @@ fn stream_prefetch_times() {
 
 /// ol-prefetch-next-group (src/jit/llvm/prefetch_next_group.cpp): the 2-D tile kernels whose next group
 /// along x is rows away (the suite's transpose through a shared tile, bench/kernels/suite.c;
-/// ffi-tests/kernels/tiles.c's element-wise sum whose grid's x goes down the rows) get prefetches, the suite's
+/// ffi-tests/kernels/tiles.c's element-wise sum whose grid's x goes down the rows, when ol-group-order does not
+/// run its groups y fastest) get prefetches, the suite's
 /// stencil, whose next group is the next piece of the same rows, none, and none without the pass; every
 /// result is the host's, generic and specialised, with partial groups at the right and bottom edges and
 /// every buffer ending right before an inaccessible page (the last groups' prefetches reach past it).
@@ -4170,12 +4171,21 @@ fn next_group_prefetches_match_the_host() {
         let (Some(suite), Some(tiles)) = (bitcode_of("bench/kernels/suite.c", t), bitcode("tiles", t)) else {
             return;
         };
-        for (bc, k, fires) in [(&suite, "transpose", true), (&tiles, "add_rows", true), (&suite, "stencil", false)] {
+        for (bc, k, fires) in [(&suite, "transpose", true), (&suite, "stencil", false)] {
             let with = optimised_ir(bc, k, block, "");
             assert_eq!(with.contains("call void @llvm.prefetch"), fires, "{t:?} {k}: prefetches with the pass");
+            assert!(!with.contains(".ol.groups_y_first"), "{t:?} {k}: marked to run y fastest");
             let without = optimised_ir(bc, k, block, "-ol-prefetch-next-group");
             assert!(!without.contains("call void @llvm.prefetch"), "{t:?} {k}: a prefetch without the pass");
         }
+        // add_rows runs its groups y fastest (ol-group-order), its next group the same rows: no prefetch;
+        // x fastest (without ol-group-order), the next group's rows prefetched
+        let y_first = optimised_ir(&tiles, "add_rows", block, "");
+        assert!(y_first.contains(".ol.groups_y_first"), "{t:?} add_rows: not marked to run y fastest");
+        assert!(!y_first.contains("call void @llvm.prefetch"), "{t:?} add_rows: prefetches for the group along x");
+        let x_first = optimised_ir(&tiles, "add_rows", block, "-ol-group-order");
+        assert!(!x_first.contains(".ol.groups_y_first"), "{t:?} add_rows: marked without ol-group-order");
+        assert!(x_first.contains("call void @llvm.prefetch"), "{t:?} add_rows: no prefetch x fastest");
         let (suite, tiles) = (load(&suite).unwrap(), load(&tiles).unwrap());
         // each kernel's groups, inputs and scalars; its output's length (u32s: the bits of the suite's floats)
         let run =

@@ -250,6 +250,84 @@ fn first_launch_at_a_shape_runs_the_quick_version_then_the_full_one() {
     }
 }
 
+/// ol-group-order through real launches: ffi-tests/kernels/tiles.c's `add_rows` (a grid whose x goes down
+/// the rows) runs its groups y fastest once its full version runs (its first launch, quick, x fastest to
+/// the end), a 1-D kernel x fastest; run in place (`c` is `a`: a group run twice would add `b` twice, one
+/// not run would add nothing), on 2-D and 3-D grids with partial groups at both edges, every element gets
+/// exactly one `b` per launch; `bias_rows` (a scale per row, a bias per column) is y fastest too and exact.
+#[test]
+fn groups_y_first_run_each_group_once() {
+    let dev = device();
+    if bitcode("tiles", true).is_none() {
+        return;
+    }
+    for nv in [true, false] {
+        let prog = dev.load_program(&bc("tiles", nv)).unwrap();
+        let k = prog.kernel("add_rows").unwrap();
+        let gs = [16u32, 16, 1];
+        for (rows, cols, gz) in [(45u32, 29u32, 1u32), (64, 48, 1), (37, 70, 3)] {
+            let b: Vec<u32> = (0..rows * cols).map(|i| i.wrapping_mul(2654435761) >> 8).collect();
+            let mut a: Vec<u32> = (0..rows * cols).collect();
+            let dims = d([rows.div_ceil(16), cols.div_ceil(16), gz], gs, 0);
+            for launch_no in 1..=3u32 {
+                let ap = (a.as_mut_ptr() as usize).to_ne_bytes();
+                let bp = (b.as_ptr() as usize).to_ne_bytes();
+                let args = natural(&[(&ap, 8), (&bp, 8), (&ap, 8), (&rows.to_ne_bytes(), 4), (&cols.to_ne_bytes(), 4)]);
+                let l = launch::prepare(k.clone(), LaunchArgs::Buffer(&args), dims).unwrap();
+                // (a 3-D grid's layers each add b once more)
+                if launch_no > 1 || l.upgrade().is_none() {
+                    assert!(l.groups_y_first(), "nv={nv} {rows}x{cols}x{gz}: launch {launch_no} not y fastest");
+                }
+                l.execute().unwrap();
+                let want: Vec<u32> = (0..rows * cols).map(|i| i + launch_no * gz * b[i as usize]).collect();
+                assert_eq!(a, want, "nv={nv} {rows}x{cols}x{gz}: launch {launch_no}");
+            }
+        }
+        // another shape: a scale per row and a bias per column
+        let k = prog.kernel("bias_rows").unwrap();
+        let (rows, cols) = (53u32, 38u32);
+        let a: Vec<f32> = (0..rows * cols).map(|i| (i % 97) as f32).collect();
+        let sc: Vec<f32> = (0..rows).map(|r| (r % 5) as f32 + 0.5).collect();
+        let v: Vec<f32> = (0..cols).map(|c| c as f32 * 0.25).collect();
+        let want: Vec<f32> =
+            (0..rows * cols).map(|i| a[i as usize] * sc[(i / cols) as usize] + v[(i % cols) as usize]).collect();
+        for launch_no in 1..=2 {
+            let mut out = vec![0f32; (rows * cols) as usize];
+            let ptr = |p: *const f32| (p as usize).to_ne_bytes();
+            let (pa, ps, pv, po) = (ptr(a.as_ptr()), ptr(sc.as_ptr()), ptr(v.as_ptr()), ptr(out.as_mut_ptr()));
+            let args =
+                natural(&[(&pa, 8), (&ps, 8), (&pv, 8), (&po, 8), (&rows.to_ne_bytes(), 4), (&cols.to_ne_bytes(), 4)]);
+            let l = launch::prepare(
+                k.clone(),
+                LaunchArgs::Buffer(&args),
+                d([rows.div_ceil(16), cols.div_ceil(16), 1], gs, 0),
+            )
+            .unwrap();
+            if launch_no > 1 {
+                assert!(l.groups_y_first(), "nv={nv} bias_rows: not y fastest");
+            }
+            l.execute().unwrap();
+            assert_eq!(out, want, "nv={nv} bias_rows: launch {launch_no}");
+        }
+        // a 1-D kernel: x fastest
+        let prog = dev.load_program(&bc("saxpy", nv)).unwrap();
+        let k = prog.kernel("saxpy").unwrap();
+        let mut y = vec![0f32; 256];
+        let x = vec![1f32; 256];
+        let args = natural(&[
+            (&2f32.to_ne_bytes(), 4),
+            (&(x.as_ptr() as usize).to_ne_bytes(), 8),
+            (&(y.as_mut_ptr() as usize).to_ne_bytes(), 8),
+            (&256u32.to_ne_bytes(), 4),
+        ]);
+        for _ in 0..2 {
+            let l = launch::prepare(k.clone(), LaunchArgs::Buffer(&args), d([4, 1, 1], [64, 1, 1], 0)).unwrap();
+            assert!(!l.groups_y_first(), "nv={nv}: saxpy y fastest");
+            l.execute().unwrap();
+        }
+    }
+}
+
 /// Twenty threads launch one kernel at a shape none has run with, all at once: one of them gets the quick
 /// version, the others the full one (one compile of each, whoever runs it), and every result is right.
 #[test]

@@ -185,7 +185,7 @@ impl CpuKernel {
             static_local_bytes,
             scratch_bytes_per_wi: 0,
             memcheck: None,
-            generic: OnceLock::from(KernelCode { wg_fn, stack_bytes: None }),
+            generic: OnceLock::from(KernelCode { wg_fn, stack_bytes: None, groups_y_first: false }),
             entry: None,
             specialised: Mutex::new(Vec::new()),
         }
@@ -361,6 +361,9 @@ pub struct PreparedLaunch {
     /// keeps the specialised code alive, when `wg_fn` is from it
     _specialised: Option<Arc<Specialised>>,
     wg_fn: WgFn,
+    /// the work-groups run y fastest (`KernelCode::groups_y_first` of the code the launch starts with): a
+    /// thread's chunk of consecutive groups is then consecutive along y
+    y_first: bool,
     /// a first launch at a shape that runs the quick version: the full version, which its work-groups
     /// run instead once it is compiled (see [`tier_up`]; it keeps that code alive)
     upgrade: Option<Version>,
@@ -452,6 +455,7 @@ pub fn prepare(kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) 
     Ok(Box::new(PreparedLaunch {
         _specialised: spec,
         wg_fn,
+        y_first: code.groups_y_first,
         upgrade,
         args,
         num_groups: dims.num_groups,
@@ -570,6 +574,12 @@ impl PreparedLaunch {
 }
 
 impl PreparedLaunch {
+    /// Whether the work-groups run y fastest (tests).
+    #[cfg(test)]
+    pub(super) fn groups_y_first(&self) -> bool {
+        self.y_first
+    }
+
     /// The full version this first launch moves to, if it is one (tests).
     #[cfg(test)]
     pub(super) fn upgrade(&self) -> Option<&Version> {
@@ -580,7 +590,10 @@ impl PreparedLaunch {
     /// scratch memory it needs are there (the same lowering: they are, but it costs nothing to check).
     fn fits(&self, full: &Specialised) -> bool {
         let wis: usize = self.group_size.iter().map(|&g| g as usize).product();
-        full.code.stack_bytes.is_none_or(|b| b <= KERNEL_STACK - STACK_RESERVE)
+        // (the groups' order is fixed for the launch: a full version that runs them in another order
+        // cannot take over the rest of a chunk)
+        full.code.groups_y_first == self.y_first
+            && full.code.stack_bytes.is_none_or(|b| b <= KERNEL_STACK - STACK_RESERVE)
             && full.entry.scratch_bytes_per_wi.checked_mul(wis).is_some_and(|s| s <= self.scratch)
     }
 }
@@ -598,7 +611,11 @@ impl Task for PreparedLaunch {
             local_mem: local,
             dyn_local_mem: dyn_local,
             scratch,
-            group_id: [(start % nx) as u32, ((start / nx) % ny) as u32, (start / (nx * ny)) as u32],
+            group_id: if self.y_first {
+                [((start / ny) % nx) as u32, (start % ny) as u32, (start / (nx * ny)) as u32]
+            } else {
+                [(start % nx) as u32, ((start / nx) % ny) as u32, (start / (nx * ny)) as u32]
+            },
             num_groups: self.num_groups,
             group_size: self.group_size,
             _pad: 0,
@@ -660,13 +677,15 @@ impl Task for PreparedLaunch {
                     wg_fn(&ctx);
                 }
             }
+            // the next group: x fastest, or y fastest (then x), z last
             let g = &mut ctx.group_id;
-            g[0] += 1;
-            if g[0] == self.num_groups[0] {
-                g[0] = 0;
-                g[1] += 1;
-                if g[1] == self.num_groups[1] {
-                    g[1] = 0;
+            let (fast, slow) = if self.y_first { (1, 0) } else { (0, 1) };
+            g[fast] += 1;
+            if g[fast] == self.num_groups[fast] {
+                g[fast] = 0;
+                g[slow] += 1;
+                if g[slow] == self.num_groups[slow] {
+                    g[slow] = 0;
                     g[2] += 1;
                 }
             }

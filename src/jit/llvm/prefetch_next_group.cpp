@@ -4,8 +4,9 @@
 // write prefetch before a store, a read prefetch before a load.
 //
 // Why: the CPU device runs a thread's work-groups one after another, x fastest (src/plugin/cpu/launch.rs;
-// y fastest where ol-group-order marked the function, which this pass then leaves alone), and a 2-D tile kernel's group reads and writes a short piece of each of many rows (the suite's
-// transpose: 64 bytes of 16 rows of `in`, 64 bytes of 16 rows of `out`). Where the next group's rows are
+// y fastest where ol-group-order marked the function, which this pass then leaves alone), and a 2-D tile
+// kernel's group reads and writes a short piece of each of many rows (the suite's transpose: 64 bytes of
+// 16 rows of `in`, 64 bytes of 16 rows of `out`). Where the next group's rows are
 // far from this group's (`out`'s, 16 rows further down; `c[r * cols + k]` on a grid whose x goes down the
 // rows), the hardware's prefetchers, which follow streams within a page, do not see where the next group
 // goes; each line is a demand miss, each store's line is fetched for ownership before the store

@@ -80,6 +80,8 @@ enum IntrinsicOp
   // spirv's ids with a constant dimension operand: `arg` 0 local id, 1 group id, 2 group size,
   // 3 number of groups
   INTRINSIC_OP_SPV_ID = 23,
+  // nvvm match.sync: `arg` 0 any (the lanes holding the same value), 1 all (the predicate form)
+  INTRINSIC_OP_MATCH = 24,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

@@ -55,6 +55,8 @@ pub enum IntrinsicOp {
     /// spirv's ids with a constant dimension operand: `arg` 0 local id, 1 group id, 2 group size,
     /// 3 number of groups
     SpvId = 23,
+    /// nvvm match.sync: `arg` 0 any (the lanes holding the same value), 1 all (the predicate form)
+    Match = 24,
 }
 
 /// One classification: what `classify_intrinsic` answers about a called name.

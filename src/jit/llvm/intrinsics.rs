@@ -59,6 +59,8 @@ const RULES: &[(Name, IntrinsicOp, i32)] = &[
     (Prefix("llvm.nvvm.vote.any"), Vote, 1),
     (Prefix("llvm.nvvm.vote.all"), Vote, 2),
     (Prefix("llvm.nvvm.vote.uni"), Vote, 3),
+    (Prefix("llvm.nvvm.match.any.sync."), Match, 0),
+    (Prefix("llvm.nvvm.match.all.sync."), Match, 1),
     (PrefixDim("llvm.amdgcn.workitem.id."), LocalId, 0),
     (PrefixDim("llvm.amdgcn.workgroup.id."), GroupId, 0),
     (Exact("llvm.amdgcn.implicitarg.ptr"), ImplicitArgPtr, 0),
@@ -149,6 +151,8 @@ mod tests {
         assert_eq!(c("llvm.spv.group.id.i32"), (SpvId, 1));
         assert_eq!(c("llvm.r600.read.tidig.x"), (Unsupported, 0));
         assert_eq!(c("llvm.nvvm.vote.sync"), (Unsupported, 0));
+        assert_eq!(c("llvm.nvvm.match.any.sync.i64"), (Match, 0));
+        assert_eq!(c("llvm.nvvm.match.all.sync.i32p"), (Match, 1));
         assert_eq!(c("llvm.memcpy.p0.p0.i64"), (NotGpu, 0));
         assert_eq!(c("printf"), (NotGpu, 0));
     }

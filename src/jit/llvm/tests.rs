@@ -3403,6 +3403,86 @@ fn group_loops_match_the_host() {
     }
 }
 
+/// Warp collectives that a warp's lanes reach apart (ffi-tests/kernels/warp_apart.c: the two sides of a
+/// divergent branch, lanes that returned before it, gpuintrin's match_any loop on amdgcn, in which each lane
+/// leaves in its own iteration, and nvptx64's match.any/match.all.sync) see only the lanes that reach them
+/// together, the GPU's active lanes: the lane mask, ballots, the first lane, matches; generic and
+/// specialised, in groups of whole and of partial warps. (Before, every lane that existed was active: a
+/// lane mask of the whole warp, and amdgcn's match_any loop never ended.)
+#[test]
+fn warp_collectives_see_the_active_lanes() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("warp_apart", t) else {
+            return;
+        };
+        let w = img.kernel("sides").unwrap().warp_size as usize;
+        let groups = 3usize;
+        for nt in [w, 2 * w, w + w / 2, 33, 5] {
+            let n = groups * nt;
+            let input: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761) >> 9).collect();
+            let bits = |ls: &mut dyn Iterator<Item = usize>| ls.fold(0u64, |m, l| m | 1 << l);
+            // the host's results: per warp (wb: its first work-item, its lanes those of the group from there)
+            let (mut sides, mut leave) = (vec![0u64; 3 * n], vec![9u64; 3 * n]);
+            let mut hist = vec![0u32; 16];
+            for g in 0..groups {
+                for wb in (0..nt).step_by(w) {
+                    let lanes: Vec<usize> = (wb..nt.min(wb + w)).map(|t| g * nt + t).collect();
+                    let v = |l: usize| input[lanes[l]];
+                    let on = |f: &dyn Fn(usize) -> bool| (0..lanes.len()).filter(|l| f(*l)).collect::<Vec<_>>();
+                    for odd in [true, false] {
+                        let side = on(&|l| (v(l) & 1 == 1) == odd);
+                        let m = bits(&mut side.iter().copied());
+                        let bit = if odd { 2 } else { 4 };
+                        let b = bits(&mut side.iter().copied().filter(|l| v(*l) & bit != 0));
+                        for &l in &side {
+                            let i = lanes[l];
+                            let first = lanes[side[0]] as u64;
+                            sides[3 * i..3 * i + 3].copy_from_slice(&[m, b, if odd { first } else { first * 3 }]);
+                        }
+                    }
+                    let stay = on(&|l| v(l) % 3 != 0);
+                    let m = bits(&mut stay.iter().copied());
+                    for &l in &stay {
+                        let i = lanes[l];
+                        let same = bits(&mut stay.iter().copied().filter(|k| v(*k) % 4 == v(l) % 4));
+                        let all = stay.iter().all(|k| lanes[*k] / 40 == i / 40);
+                        let odd = bits(&mut stay.iter().copied().filter(|k| v(*k) & 1 == 1));
+                        leave[3 * i..3 * i + 3].copy_from_slice(&[odd, same, if all { m } else { 0 }]);
+                    }
+                }
+            }
+            for v in &input {
+                hist[(v % 16) as usize] += 1;
+            }
+            for name in ["sides", "leave", "keyed"] {
+                let g = img.kernel(name).unwrap();
+                let s = g.specialise([nt as u32, 1, 1], false).unwrap();
+                for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                    let ctx = format!("{t:?} {name} [{nt}, 1, 1] {form}");
+                    let mut inp = input.clone();
+                    let grid = [groups as u32, 1, 1];
+                    let block = [nt as u32, 1, 1];
+                    if name == "keyed" {
+                        let mut h = vec![0u32; 16];
+                        let args = pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut h), &b(&(n as u32))]);
+                        launch(kk, grid, block, &args, 0);
+                        assert_eq!(h, hist, "{ctx}");
+                        continue;
+                    }
+                    let mut out = vec![9u64; 3 * n];
+                    let args = pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut out)]);
+                    launch(kk, grid, block, &args, 0);
+                    let want = if name == "sides" { &sides } else { &leave };
+                    if let Some(i) = (0..3 * n).find(|i| out[*i] != want[*i]) {
+                        panic!("{ctx}: work-item {} value {}: {:#x}, the host {:#x}", i / 3, i % 3, out[i], want[i]);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Warp collectives between group barriers (ffi-tests/kernels/warp_lanes.c) give the host's results, generic
 /// and specialised, in 1-, 2- and 3-D groups of whole warps on every target; ol-warp-lanes runs the
 /// specialisations whose x size is a multiple of the warp (and only those) warp by warp, consecutive

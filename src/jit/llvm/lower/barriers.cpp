@@ -35,6 +35,7 @@ bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk) {
     st.uniform = false;
   else if (!st.warpMode)
     cbsUniformBarriers(st);
+  cbsActiveLanes(st);
   cbsDemotePhis(st);
   cbsFindHoistable(st);
   cbsDemoteLiveAcross(st);
@@ -49,13 +50,70 @@ bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk) {
   if (exchangeReach)
     st.S = std::max<uint64_t>(st.S, 8);
   st.xchgBytes = secondArea ? 16 : 8;
-  scratchPerWi = st.S + st.xchgBytes + 4 + (exchangeReach ? 8 : 0);
+  scratchPerWi = st.S + st.xchgBytes + 4 + (exchangeReach ? 8 : 0) + (st.activeCalls.empty() ? 0 : 1);
   cbsRegionEntries(st);
   IRBuilder<> B(st.NE);
   cbsScheduler(st, B);
   for (size_t k = 0; k < st.regionEntry.size(); ++k)
     cbsRegion(st, B, k);
   return cbsFinish(st);
+}
+
+
+// Step 2d (takes st.warpMode, st.uniform; gives st.activeCalls): the lanes a warp collective computes over
+// where the lanes of a warp may reach it apart (replaceIntrinsics' `__ol_rs.lane_active(wi)` markers).
+// Under ol-warp-lanes and uniform barriers all lanes of a warp leave each region through the same
+// barrier, so every lane that exists runs each exchange: the markers are true. Under the general
+// scheduler the work-items that run a region in one pass are those waiting at its barrier (it runs the
+// smallest pending region), the lanes that reach the collective together: each marker reads its
+// work-item's flag, a byte per work-item after the resume ids that the scheduler sets before each
+// region (cbsActiveFlags).
+void Lowering::cbsActiveLanes(CbsState &st) {
+  Function *LA = M.getFunction("__ol_rs.lane_active");
+  if (!LA)
+    return;
+  for (User *U : make_early_inc_range(LA->users()))
+    if (auto *CI = dyn_cast<CallInst>(U); CI && CI->getFunction() == st.F) {
+      if (st.warpMode || st.uniform) {
+        CI->replaceAllUsesWith(ConstantInt::getTrue(C));
+        CI->eraseFromParent();
+      } else {
+        st.activeCalls.push_back(CI);
+      }
+    }
+}
+
+
+// The flags of cbsActiveLanes: act[i] = (resume[i] == region) for the work-items the scan covers (no
+// region: only st.act); once st.act is set (cbsScheduler), the markers become loads of their work-item's
+// flag.
+void Lowering::cbsActiveFlags(CbsState &st, IRBuilder<> &B, Value *region) {
+  if (!st.act) {
+    st.act = B.CreateGEP(I8, st.resume, B.CreateMul(st.nwi64, ConstantInt::get(I64, 4)), "cbs.active");
+    for (CallInst *CI : st.activeCalls) {
+      IRBuilder<> BI(CI);
+      Value *flag = BI.CreateLoad(I8, BI.CreateGEP(I8, st.act, BI.CreateZExt(CI->getArgOperand(0), I64)));
+      CI->replaceAllUsesWith(BI.CreateICmpNE(flag, ConstantInt::get(I8, 0)));
+      CI->eraseFromParent();
+    }
+  }
+  if (!region)
+    return;
+  Function *F = st.F;
+  BasicBlock *pre = B.GetInsertBlock();
+  BasicBlock *loop = BasicBlock::Create(C, "cbs.active.loop", F);
+  BasicBlock *done = BasicBlock::Create(C, "cbs.active.done", F);
+  B.CreateCondBr(B.CreateICmpULT(st.wiLo, st.wiHi), loop, done);
+  B.SetInsertPoint(loop);
+  PHINode *i = B.CreatePHI(I32, 2, "act.i");
+  i->addIncoming(st.wiLo, pre);
+  Value *i64 = B.CreateZExt(i, I64);
+  Value *r = B.CreateLoad(I32, B.CreateGEP(I32, st.resume, i64));
+  B.CreateStore(B.CreateZExt(B.CreateICmpEQ(r, region), I8), B.CreateGEP(I8, st.act, i64));
+  Value *i2 = B.CreateAdd(i, ConstantInt::get(I32, 1), "", true, true);
+  i->addIncoming(i2, loop);
+  B.CreateCondBr(B.CreateICmpULT(i2, st.wiHi), loop, done);
+  B.SetInsertPoint(done);
 }
 
 

@@ -236,20 +236,28 @@ Value *Lowering::readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *base,
 // A warp's ballot from its lanes' predicate bytes at xchg[base ..]: bit l set where lane l's byte is not 0.
 // In a group of whole warps (every warp W lanes, the area at least W bytes) one load of the W bytes and a
 // compare, which x86 does with a byte mask move per 32 lanes; otherwise a loop over the warp's lanes.
-Value *Lowering::ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp) {
-  if (wholeWarps() && warp <= 64) {
+Value *Lowering::ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp, bool apart) {
+  if (!apart && wholeWarps() && warp <= 64) {
     auto *VT = FixedVectorType::get(I8, warp);
     Value *bytes = B.CreateAlignedLoad(VT, B.CreateGEP(I8, xchg, B.CreateZExt(base, I64)), Align(1));
     Value *set = B.CreateICmpNE(bytes, Constant::getNullValue(VT));
     return B.CreateZExt(B.CreateBitCast(set, IntegerType::get(C, warp)), I64);
   }
-  // OR over lanes 0..nInWarp of (slot != 0) << lane: a small loop.
+  return laneBits(B, nInWarp, [&](IRBuilder<> &B2, Value *i) {
+    Type *T = apart ? I64 : I8; // (apart: each lane's whole 8-byte slot, exchangeSlot)
+    Value *set = B2.CreateICmpNE(readSlot(B2, xchg, base, i, T), ConstantInt::get(T, 0));
+    return apart ? B2.CreateAnd(set, B2.CreateCall(laneActiveMarker(), {B2.CreateAdd(base, i)})) : set;
+  });
+}
+
+
+Value *Lowering::laneBits(IRBuilder<> &B, Value *nInWarp, function_ref<Value *(IRBuilder<> &, Value *)> bit) {
   Function *F = B.GetInsertBlock()->getParent();
   BasicBlock *pre = B.GetInsertBlock();
-  BasicBlock *loop = BasicBlock::Create(C, "ballot.loop", F);
-  BasicBlock *done = BasicBlock::Create(C, "ballot.done", F);
+  BasicBlock *loop = BasicBlock::Create(C, "lanes.loop", F);
+  BasicBlock *done = BasicBlock::Create(C, "lanes.done", F);
   // split: everything after the insert point must move to `done`.
-  BasicBlock *rest = pre->splitBasicBlock(B.GetInsertPoint(), "ballot.rest");
+  BasicBlock *rest = pre->splitBasicBlock(B.GetInsertPoint(), "lanes.rest");
   pre->getTerminator()->eraseFromParent();
   B.SetInsertPoint(pre);
   B.CreateBr(loop);
@@ -258,18 +266,32 @@ Value *Lowering::ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *
   PHINode *acc = B.CreatePHI(I64, 2);
   i->addIncoming(ConstantInt::get(I32, 0), pre);
   acc->addIncoming(ConstantInt::get(I64, 0), pre);
-  Value *s = readSlot(B, xchg, base, i, I8);
-  Value *bit = B.CreateShl(B.CreateZExt(B.CreateICmpNE(s, ConstantInt::get(I8, 0)), I64),
-                           B.CreateZExt(i, I64));
-  Value *acc2 = B.CreateOr(acc, bit);
+  Value *b = B.CreateShl(B.CreateZExt(bit(B, i), I64), B.CreateZExt(i, I64));
+  Value *acc2 = B.CreateOr(acc, b);
   Value *i2 = B.CreateAdd(i, ConstantInt::get(I32, 1));
-  i->addIncoming(i2, loop);
-  acc->addIncoming(acc2, loop);
+  i->addIncoming(i2, B.GetInsertBlock());
+  acc->addIncoming(acc2, B.GetInsertBlock());
   B.CreateCondBr(B.CreateICmpULT(i2, nInWarp), loop, done);
   B.SetInsertPoint(done);
   B.CreateBr(rest);
   B.SetInsertPoint(done->getTerminator());
   return acc2;
+}
+
+
+Value *Lowering::activeLanes(IRBuilder<> &B, Value *base, Value *nInWarp) {
+  return laneBits(B, nInWarp, [&](IRBuilder<> &B2, Value *i) {
+    return B2.CreateCall(laneActiveMarker(), {B2.CreateAdd(base, i)});
+  });
+}
+
+
+Function *Lowering::laneActiveMarker() {
+  Function *Fn = markerFn("__ol_rs.lane_active", I1Ty(), {I32});
+  Fn->setDoesNotAccessMemory();
+  Fn->setDoesNotThrow();
+  Fn->setWillReturn();
+  return Fn;
 }
 
 
@@ -288,7 +310,48 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
           if (isGpuIntrinsicName(Callee->getName()))
             calls.push_back(CI);
   std::set<Value *> lowLanes; // mbcnt_lo(~0, 0)'s results
+  // The warp collectives last: where a warp's lanes may reach one apart (divergentBlocks, from the ids
+  // the other intrinsics become), it computes over the lanes that run it with it, the GPU's active lanes
+  // (`apart`: the ballots, the first lane, the active mask, match), as a GPU does; elsewhere every lane
+  // of the warp that exists is active.
+  auto isCollective = [&](CallInst *CI) {
+    switch (classifyName(CI->getCalledFunction()->getName()).op) {
+    case INTRINSIC_OP_ACTIVE_MASK: case INTRINSIC_OP_SHFL: case INTRINSIC_OP_VOTE: case INTRINSIC_OP_BALLOT:
+    case INTRINSIC_OP_SPV_BALLOT: case INTRINSIC_OP_READ_LANE: case INTRINSIC_OP_MATCH:
+      return true;
+    default:
+      return false;
+    }
+  };
+  auto firstCollective = std::stable_partition(calls.begin(), calls.end(), [&](CallInst *CI) { return !isCollective(CI); });
+  std::set<CallInst *> apart;
   for (CallInst *CI : calls) {
+    if (firstCollective != calls.end() && CI == *firstCollective) {
+      std::set<BasicBlock *> divBlocks = divergentBlocks(F);
+      for (auto it = firstCollective; it != calls.end(); ++it)
+        if (divBlocks.count((*it)->getParent()))
+          apart.insert(*it);
+    }
+    bool ap = apart.count(CI) != 0;
+    // Apart, a lane's value takes its whole 8-byte slot (as an i64): lanes of one warp may wait at
+    // different exchanges at once, and an array of a narrower type would overlap their slots.
+    auto slotTy = [&](Type *T) { return ap ? I64 : T; };
+    auto toSlot = [&](IRBuilder<> &B2, Value *v) -> Value * {
+      if (!ap)
+        return v;
+      Type *T = v->getType();
+      if (T->isPointerTy())
+        return B2.CreatePtrToInt(v, I64);
+      Type *IT = IntegerType::get(C, (unsigned)DL.getTypeSizeInBits(T));
+      return B2.CreateZExt(B2.CreateBitCast(v, IT), I64);
+    };
+    auto fromSlot = [&](IRBuilder<> &B2, Value *x, Type *T) -> Value * {
+      if (!ap)
+        return x;
+      if (T->isPointerTy())
+        return B2.CreateIntToPtr(x, T);
+      return B2.CreateBitCast(B2.CreateTrunc(x, IntegerType::get(C, (unsigned)DL.getTypeSizeInBits(T))), T);
+    };
     StringRef n = CI->getCalledFunction()->getName();
     std::string name = n.str();
     OlRsIntrinsic in = classifyName(n);
@@ -361,7 +424,14 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       erased = true;
       break;
     case INTRINSIC_OP_ACTIVE_MASK:
-      R = laneMaskOf(B, F, I32);
+      if (ap) { // the lanes that reach it with this one: an exchange
+        collective = true;
+        R = B.CreateTrunc(emitExchange(B, F, toSlot(B, ConstantInt::get(I8, 1)), [&](IRBuilder<> &B2, Value *, Value *, Value *base, Value *nIn) {
+          return activeLanes(B2, base, nIn);
+        }), I32);
+      } else {
+        R = laneMaskOf(B, F, I32);
+      }
       break;
     case INTRINSIC_OP_SHFL: {
       // (mask, a, b, c) -> a from lane j, PTX shfl semantics; arg & 3: up, down, bfly, idx; arg & 4: the
@@ -373,7 +443,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       if (!exchangeable(a->getType()) || a->getType() != VT)
         return fail("unsupported form of '" + name + "'");
       collective = true;
-      Value *res = emitExchange(B, F, a, [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *base, Value *nIn) -> Value * {
+      Value *res = emitExchange(B, F, toSlot(B, a), [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *base, Value *nIn) -> Value * {
         Value *b5 = B2.CreateAnd(bval, 31), *c5 = B2.CreateAnd(cval, 31);
         Value *segMask = B2.CreateAnd(B2.CreateLShr(cval, 8), 31);
         Value *minLane = B2.CreateAnd(lane, segMask);
@@ -411,7 +481,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
         j = vs[1];
         // lanes past the end of a partial warp read their own value
         j = simplified(B2.CreateSelect(simplified(B2.CreateICmpULT(j, nIn)), j, lane));
-        Value *v = readLane(B2, F, xchg, base, lane, j, VT);
+        Value *v = fromSlot(B2, readLane(B2, F, xchg, base, lane, j, slotTy(VT)), VT);
         if (!pred)
           return v;
         Value *s = UndefValue::get(CI->getType());
@@ -424,10 +494,15 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
     case INTRINSIC_OP_VOTE: { // arg: 0 ballot, 1 any, 2 all, 3 uni
       Value *p = CI->arg_size() == 2 ? CI->getArgOperand(1) : CI->getArgOperand(0);
       collective = true;
-      Value *ballot = emitExchange(B, F, B.CreateZExt(p, I8), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
-        return ballotCompute(B2, xchg, base, nIn);
+      Value *exist = nullptr;
+      Value *ballot = emitExchange(B, F, toSlot(B, B.CreateZExt(p, I8)), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
+        Value *b = ballotCompute(B2, xchg, base, nIn, ap);
+        if (ap)
+          exist = activeLanes(B2, base, nIn);
+        return b;
       });
-      Value *exist = laneMaskOf(B, F, I64);
+      if (!exist)
+        exist = laneMaskOf(B, F, I64);
       if (in.arg == 0)
         R = B.CreateTrunc(ballot, I32);
       else if (in.arg == 1)
@@ -471,8 +546,8 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
     case INTRINSIC_OP_BALLOT: {
       collective = true;
       Value *p = CI->getArgOperand(0);
-      Value *ballot = emitExchange(B, F, B.CreateZExt(p, I8), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
-        return ballotCompute(B2, xchg, base, nIn);
+      Value *ballot = emitExchange(B, F, toSlot(B, B.CreateZExt(p, I8)), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
+        return ballotCompute(B2, xchg, base, nIn, ap);
       });
       R = B.CreateTrunc(ballot, CI->getType());
       break;
@@ -485,14 +560,54 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       Type *VT = CI->getType();
       if (!exchangeable(VT) || v->getType() != VT)
         return fail("unsupported form of '" + name + "'");
-      R = emitExchange(B, F, v, [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *base, Value *nIn) {
+      R = emitExchange(B, F, toSlot(B, v), [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *base, Value *nIn) {
         Value *j = ConstantInt::get(I32, 0);
+        if (!sel && ap) { // the first active lane
+          Function *ctz = Intrinsic::getOrInsertDeclaration(&M, Intrinsic::cttz, {I64});
+          j = B2.CreateTrunc(B2.CreateCall(ctz, {activeLanes(B2, base, nIn), B2.getTrue()}), I32);
+        }
         if (sel) {
           j = bperm ? B2.CreateAnd(B2.CreateLShr(sel, 2), warp - 1) : B2.CreateAnd(sel, warp - 1);
           j = simplified(B2.CreateSelect(simplified(B2.CreateICmpULT(j, nIn)), j, lane));
         }
-        return readLane(B2, F, xchg, base, lane, j, VT);
+        return fromSlot(B2, readLane(B2, F, xchg, base, lane, j, slotTy(VT)), VT);
       });
+      break;
+    }
+    case INTRINSIC_OP_MATCH: { // arg 0: match.any (i32 mask, x) -> the lanes whose x is this one's;
+                               // 1: match.all (i32 mask, x) -> {the lanes if all hold x else 0, whether}
+      bool all = in.arg == 1;
+      Value *member = CI->getArgOperand(0), *v = CI->getArgOperand(1);
+      Type *VT = v->getType();
+      auto *ST = dyn_cast<StructType>(CI->getType());
+      if (!VT->isIntegerTy() || !exchangeable(VT) || !member->getType()->isIntegerTy(32) ||
+          (all ? !ST || ST->getNumElements() != 2 || !ST->getElementType(0)->isIntegerTy(32)
+               : !CI->getType()->isIntegerTy(32)))
+        return fail("unsupported form of '" + name + "'");
+      collective = true;
+      Value *lanes = nullptr;
+      Value *vs = toSlot(B, v);
+      Value *same = emitExchange(B, F, vs, [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
+        Value *m = laneBits(B2, nIn, [&](IRBuilder<> &B3, Value *i) {
+          Value *eq = B3.CreateICmpEQ(readSlot(B3, xchg, base, i, slotTy(VT)), vs);
+          return ap ? B3.CreateAnd(eq, B3.CreateCall(laneActiveMarker(), {B3.CreateAdd(base, i)})) : eq;
+        });
+        if (ap)
+          lanes = activeLanes(B2, base, nIn);
+        return m;
+      });
+      if (!lanes)
+        lanes = laneMaskOf(B, F, I64);
+      Value *mem = B.CreateZExt(member, I64);
+      same = B.CreateTrunc(B.CreateAnd(same, mem), I32);
+      if (!all) {
+        R = same;
+        break;
+      }
+      Value *ok = B.CreateICmpEQ(same, B.CreateTrunc(B.CreateAnd(lanes, mem), I32));
+      Value *s = UndefValue::get(ST);
+      s = B.CreateInsertValue(s, B.CreateSelect(ok, same, ConstantInt::get(I32, 0)), 0);
+      R = B.CreateInsertValue(s, ok, 1);
       break;
     }
     case INTRINSIC_OP_SPV_ID: { // arg: 0 local id, 1 group id, 2 group size, 3 number of groups
@@ -512,8 +627,8 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
     case INTRINSIC_OP_SPV_BALLOT: {
       collective = true;
       Value *p = CI->getArgOperand(0);
-      Value *ballot = emitExchange(B, F, B.CreateZExt(p, I8), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
-        return ballotCompute(B2, xchg, base, nIn);
+      Value *ballot = emitExchange(B, F, toSlot(B, B.CreateZExt(p, I8)), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
+        return ballotCompute(B2, xchg, base, nIn, ap);
       });
       auto *VT = dyn_cast<FixedVectorType>(CI->getType());
       if (!VT || VT->getNumElements() != 4 || !VT->getElementType()->isIntegerTy(32))

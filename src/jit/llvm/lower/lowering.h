@@ -4,6 +4,7 @@
 // in order, the transforms, and which file holds what).
 #pragma once
 
+#include "llvm/ADT/PostOrderIterator.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Analysis/AssumptionCache.h"
@@ -196,6 +197,10 @@ struct Lowering {
   Function *markerFn(StringRef name, Type *ret, ArrayRef<Type *> args);
   Function *barrierMarker() { return markerFn("__ol_rs.barrier", Void, {}); }
   Function *exitMarker() { return markerFn("__ol_rs.exit", Void, {}); }
+  // `i1 __ol_rs.lane_active(i32 wi)`: whether work-item wi takes part in the warp collective being
+  // computed, in code the lanes of a warp may reach apart (the GPU's active lanes; replaceIntrinsics);
+  // buildCbs replaces it (cbsActiveLanes).
+  Function *laneActiveMarker();
   // A barrier that only the lanes of one warp need (the two around a warp collective's exchange):
   // a barrier marker tagged kWarpBarrierMD. Without ol-warp-lanes it is an ordinary barrier.
   static constexpr const char *kWarpBarrierMD = "ol.warp.barrier";
@@ -251,7 +256,15 @@ struct Lowering {
   static constexpr const char *kExchangeAreaMD = "ol.exchange.area";
   unsigned exchanges = 0;
   bool secondArea = false;
-  Value *ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp);
+  // with `apart`, only the lanes the active markers name (a collective the lanes may reach apart)
+  Value *ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp, bool apart = false);
+  // OR over the lanes i < nInWarp of bit(i) << i (i64), a small loop
+  Value *laneBits(IRBuilder<> &B, Value *nInWarp, function_ref<Value *(IRBuilder<> &, Value * /*i*/)> bit);
+  // the active lanes of the warp whose first work-item is `base` (the markers), as an i64 mask
+  Value *activeLanes(IRBuilder<> &B, Value *base, Value *nInWarp);
+  // the blocks that the work-items of a group (the lanes of a warp, where the specialisation's x size is
+  // whole warps) may reach apart: those a divergent branch reaches before its immediate post-dominator
+  std::set<BasicBlock *> divergentBlocks(Function *F);
   bool replaceIntrinsics(Function *F, bool &collective);
   void blockStrideLoops(Function *F);
   unsigned groupLoops(Function *F);
@@ -421,6 +434,11 @@ struct Lowering {
     AllocaInst *next = nullptr;                     // the region to run next
     BasicBlock *sched = nullptr, *done = nullptr, *scanStart = nullptr;
     SwitchInst *SW = nullptr;
+    // the general scheduler with active-lane markers (cbsActiveLanes): the markers, and a byte per
+    // work-item after the resume ids that says whether it runs the region being run (the scheduler's
+    // cbs.scan sets them), the work-items [wiLo, wiHi) the scan covers
+    std::vector<CallInst *> activeCalls;
+    Value *act = nullptr, *wiLo = nullptr, *wiHi = nullptr;
     // ol-warp-lanes (warp_lanes.cpp): every warp runs on its own from a group-level region (the kernel
     // entry or a group barrier's successor: groupEntries) through its warp barriers' regions (`wnext`,
     // the scheduler cbs.wsched) to the next group barrier or the exit; then the next warp (`wp`).
@@ -487,6 +505,8 @@ struct Lowering {
   };
   static bool firstCallTo(BasicBlock *BB, Function *Fn);
   bool buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk = 0);
+  void cbsActiveLanes(CbsState &st);
+  void cbsActiveFlags(CbsState &st, IRBuilder<> &B, Value *region);
   bool cbsCheckAllocas(CbsState &st);
   void cbsDivergence(CbsState &st);
   void cbsIsolateMarkers(CbsState &st);

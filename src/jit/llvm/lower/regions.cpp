@@ -58,9 +58,18 @@ void Lowering::cbsRegionEntries(CbsState &st) {
     st.groupEntries.insert(0);
   // Warp barriers' regions first: the general scheduler runs the smallest pending region, so work-items
   // at a group barrier wait there until those of other warps, in their own warp collectives (a shuffle
-  // loop with a trip count per warp), have caught up.
+  // loop with a trip count per warp), have caught up. Each kind in reverse post-order there: lanes that
+  // went different ways meet again before a collective after the join (a barrier before it comes first),
+  // as a GPU's lanes reconverge, and a collective sees the lanes that reach it together (cbsActiveLanes:
+  // gpuintrin's match_any loop, whose lanes that are done wait at the loop's ballot for the others).
+  // (Under uniform barriers and ol-warp-lanes the lanes of a warp are at one barrier: the blocks' order.)
+  std::vector<BasicBlock *> order = origBlocks;
+  if (!uniform && !st.warpMode) {
+    ReversePostOrderTraversal<Function *> rpo(F);
+    order.assign(rpo.begin(), rpo.end());
+  }
   for (int pass = 0; pass < 2; ++pass) {
-    for (BasicBlock *BB : origBlocks)
+    for (BasicBlock *BB : order)
       if (firstCallTo(BB, BM) && st.isWarpBarrierBlk(BB) == (pass == 0)) {
         BasicBlock *S = BB->getSingleSuccessor();
         auto it = entryRegion.find(S);
@@ -141,6 +150,13 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
                    B.CreateMul(B.CreateZExt(B.CreateSub(wiHi, wiLo), I64), ConstantInt::get(I64, 4)), MaybeAlign(4));
   }
   st.resume = resume;
+  st.wiLo = wiLo;
+  st.wiHi = wiHi;
+  if (!st.activeCalls.empty()) { // region 0 first, run by every work-item
+    cbsActiveFlags(st, B, nullptr);
+    B.CreateMemSet(B.CreateGEP(I8, st.act, B.CreateZExt(wiLo, I64)), ConstantInt::get(I8, 1),
+                   B.CreateZExt(B.CreateSub(wiHi, wiLo), I64), MaybeAlign(1));
+  }
   std::vector<Value *> &uniPtr = st.uniPtr;
   uniPtr.assign(allocas.size(), nullptr);
   for (size_t j = 0; j < allocas.size(); ++j)
@@ -202,6 +218,8 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
     B.CreateStore(B.CreateICmpEQ(mn, mx), uni);
     B.CreateCondBr(B.CreateICmpEQ(mn, ConstantInt::get(I32, RESUME_EXIT)), done, scanNext);
     B.SetInsertPoint(scanNext);
+    if (st.act) // the work-items that run the region next: the active lanes of its collectives
+      cbsActiveFlags(st, B, mn);
     B.CreateBr(sched);
   }
 }

@@ -258,6 +258,30 @@ std::set<Value *> Lowering::divergentValues(Function *F, unsigned laneWidth) {
 }
 
 
+std::set<BasicBlock *> Lowering::divergentBlocks(Function *F) {
+  bool lanes = !specKernel.empty() && warp > 1 && specGs[0] % warp == 0;
+  std::set<Value *> div = divergentValues(F, lanes ? warp : 0);
+  PostDominatorTree PDT(*F);
+  std::set<BasicBlock *> apart;
+  for (Instruction *T : divergentTerms(F, div)) {
+    DomTreeNode *N = PDT.getNode(T->getParent());
+    BasicBlock *P = N && N->getIDom() ? N->getIDom()->getBlock() : nullptr;
+    std::vector<BasicBlock *> wl(succ_begin(T->getParent()), succ_end(T->getParent()));
+    std::set<BasicBlock *> seen;
+    while (!wl.empty()) {
+      BasicBlock *X = wl.back();
+      wl.pop_back();
+      if (X == P || !seen.insert(X).second)
+        continue;
+      apart.insert(X);
+      for (BasicBlock *Su : successors(X))
+        wl.push_back(Su);
+    }
+  }
+  return apart;
+}
+
+
 // The terminators of F whose successor choice may differ where `div` says so.
 std::set<Instruction *> Lowering::divergentTerms(Function *F, const std::set<Value *> &div) {
   std::set<Instruction *> divTerm;

@@ -50,7 +50,9 @@ bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk) {
   if (exchangeReach)
     st.S = std::max<uint64_t>(st.S, 8);
   st.xchgBytes = secondArea ? 16 : 8;
-  scratchPerWi = st.S + st.xchgBytes + 4 + (exchangeReach ? 8 : 0) + (st.activeCalls.empty() ? 0 : 1);
+  // (and with active-lane markers under the general scheduler, a mask per warp after the resume ids: 8
+  // bytes per work-item cover them, whatever the warp width and group size)
+  scratchPerWi = st.S + st.xchgBytes + 4 + (exchangeReach || !st.activeCalls.empty() ? 8 : 0);
   cbsRegionEntries(st);
   IRBuilder<> B(st.NE);
   cbsScheduler(st, B);
@@ -61,21 +63,22 @@ bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk) {
 
 
 // Step 2d (takes st.warpMode, st.uniform; gives st.activeCalls): the lanes a warp collective computes over
-// where the lanes of a warp may reach it apart (replaceIntrinsics' `__ol_rs.lane_active(wi)` markers).
+// where the lanes of a warp may reach it apart (replaceIntrinsics' `__ol_rs.warp_active(base, n)` markers).
 // Under ol-warp-lanes and uniform barriers all lanes of a warp leave each region through the same
-// barrier, so every lane that exists runs each exchange: the markers are true. Under the general
-// scheduler the work-items that run a region in one pass are those waiting at its barrier (it runs the
-// smallest pending region), the lanes that reach the collective together: each marker reads its
-// work-item's flag, a byte per work-item after the resume ids that the scheduler sets before each
-// region (cbsActiveFlags).
+// barrier, so every lane that exists runs each exchange: the mask of the warp's n lanes. Under the
+// general scheduler the work-items that run a region in one pass are those waiting at its barrier (it
+// runs the smallest pending region), the lanes that reach the collective together: each marker reads
+// its warp's mask, an i64 per warp after the resume ids that the scheduler sets before each region
+// (cbsActiveFlags).
 void Lowering::cbsActiveLanes(CbsState &st) {
-  Function *LA = M.getFunction("__ol_rs.lane_active");
-  if (!LA)
+  Function *WA = M.getFunction("__ol_rs.warp_active");
+  if (!WA)
     return;
-  for (User *U : make_early_inc_range(LA->users()))
+  for (User *U : make_early_inc_range(WA->users()))
     if (auto *CI = dyn_cast<CallInst>(U); CI && CI->getFunction() == st.F) {
       if (st.warpMode || st.uniform) {
-        CI->replaceAllUsesWith(ConstantInt::getTrue(C));
+        IRBuilder<> B(CI);
+        CI->replaceAllUsesWith(allLanes(B, CI->getArgOperand(1)));
         CI->eraseFromParent();
       } else {
         st.activeCalls.push_back(CI);
@@ -84,35 +87,63 @@ void Lowering::cbsActiveLanes(CbsState &st) {
 }
 
 
-// The flags of cbsActiveLanes: act[i] = (resume[i] == region) for the work-items the scan covers (no
-// region: only st.act); once st.act is set (cbsScheduler), the markers become loads of their work-item's
-// flag.
+// The mask of a warp's n lanes.
+Value *Lowering::allLanes(IRBuilder<> &B, Value *nInWarp) {
+  Value *n = B.CreateZExt(nInWarp, I64);
+  return B.CreateSelect(B.CreateICmpUGE(n, ConstantInt::get(I64, 64)), ConstantInt::get(I64, ~0ULL),
+                        B.CreateSub(B.CreateShl(ConstantInt::get(I64, 1), n), ConstantInt::get(I64, 1)));
+}
+
+
+// The masks of cbsActiveLanes (st.act, after the resume ids), for the work-items the scan covers: bit
+// i % W of warp i / W's is whether work-item i resumes at `region`; the scheduler sets them before a
+// region that not every work-item runs. No region: the markers become `uni ? every lane : their warp's
+// mask` (`uni`: every work-item runs the region; the region loops' version for it has no load).
 void Lowering::cbsActiveFlags(CbsState &st, IRBuilder<> &B, Value *region) {
-  if (!st.act) {
-    st.act = B.CreateGEP(I8, st.resume, B.CreateMul(st.nwi64, ConstantInt::get(I64, 4)), "cbs.active");
+  Value *W = ConstantInt::get(I32, warp);
+  if (!region) {
     for (CallInst *CI : st.activeCalls) {
       IRBuilder<> BI(CI);
-      Value *flag = BI.CreateLoad(I8, BI.CreateGEP(I8, st.act, BI.CreateZExt(CI->getArgOperand(0), I64)));
-      CI->replaceAllUsesWith(BI.CreateICmpNE(flag, ConstantInt::get(I8, 0)));
+      Value *w = BI.CreateZExt(BI.CreateUDiv(CI->getArgOperand(0), W), I64);
+      Value *mask = BI.CreateAlignedLoad(I64, BI.CreateGEP(I64, st.act, w), Align(1));
+      CI->replaceAllUsesWith(BI.CreateSelect(st.uniV, allLanes(BI, CI->getArgOperand(1)), mask));
       CI->eraseFromParent();
     }
-  }
-  if (!region)
     return;
+  }
+  // for each warp, a loop over its lanes that ORs their bits in a register (an or-reduction the loop
+  // vectoriser takes), one store per warp
   Function *F = st.F;
+  Value *w0 = B.CreateUDiv(st.wiLo, W), *w1 = B.CreateUDiv(B.CreateAdd(st.wiHi, ConstantInt::get(I32, warp - 1)), W);
   BasicBlock *pre = B.GetInsertBlock();
-  BasicBlock *loop = BasicBlock::Create(C, "cbs.active.loop", F);
+  BasicBlock *wHead = BasicBlock::Create(C, "cbs.active.warp", F);
+  BasicBlock *loop = BasicBlock::Create(C, "cbs.active.lane", F);
+  BasicBlock *wEnd = BasicBlock::Create(C, "cbs.active.store", F);
   BasicBlock *done = BasicBlock::Create(C, "cbs.active.done", F);
-  B.CreateCondBr(B.CreateICmpULT(st.wiLo, st.wiHi), loop, done);
+  B.CreateCondBr(B.CreateICmpULT(w0, w1), wHead, done);
+  B.SetInsertPoint(wHead);
+  PHINode *w = B.CreatePHI(I32, 2, "act.w");
+  w->addIncoming(w0, pre);
+  Value *lo = B.CreateBinaryIntrinsic(Intrinsic::umax, B.CreateMul(w, W), st.wiLo);
+  Value *hi = B.CreateBinaryIntrinsic(Intrinsic::umin, B.CreateMul(B.CreateAdd(w, ConstantInt::get(I32, 1)), W), st.wiHi);
+  B.CreateBr(loop);
   B.SetInsertPoint(loop);
   PHINode *i = B.CreatePHI(I32, 2, "act.i");
-  i->addIncoming(st.wiLo, pre);
-  Value *i64 = B.CreateZExt(i, I64);
-  Value *r = B.CreateLoad(I32, B.CreateGEP(I32, st.resume, i64));
-  B.CreateStore(B.CreateZExt(B.CreateICmpEQ(r, region), I8), B.CreateGEP(I8, st.act, i64));
+  PHINode *m = B.CreatePHI(I64, 2, "act.m");
+  i->addIncoming(lo, wHead);
+  m->addIncoming(ConstantInt::get(I64, 0), wHead);
+  Value *r = B.CreateLoad(I32, B.CreateGEP(I32, st.resume, B.CreateZExt(i, I64)));
+  Value *bit = B.CreateShl(B.CreateZExt(B.CreateICmpEQ(r, region), I64), B.CreateZExt(B.CreateURem(i, W), I64));
+  Value *m2 = B.CreateOr(m, bit);
   Value *i2 = B.CreateAdd(i, ConstantInt::get(I32, 1), "", true, true);
   i->addIncoming(i2, loop);
-  B.CreateCondBr(B.CreateICmpULT(i2, st.wiHi), loop, done);
+  m->addIncoming(m2, loop);
+  B.CreateCondBr(B.CreateICmpULT(i2, hi), loop, wEnd);
+  B.SetInsertPoint(wEnd);
+  B.CreateAlignedStore(m2, B.CreateGEP(I64, st.act, B.CreateZExt(w, I64)), Align(1));
+  Value *wn = B.CreateAdd(w, ConstantInt::get(I32, 1), "", true, true);
+  w->addIncoming(wn, wEnd);
+  B.CreateCondBr(B.CreateICmpULT(wn, w1), wHead, done);
   B.SetInsertPoint(done);
 }
 

@@ -32,7 +32,13 @@ Value *Lowering::emitExchange(IRBuilder<> &B, Function *F, Value *val,
   Value *W = ConstantInt::get(I32, warp);
   Value *lane = B.CreateURem(lwi, W);
   Value *base = B.CreateSub(lwi, lane);
-  Value *r = compute(B, areaPtr(), lane, base, lanesIn(B, F, base, /*whole=*/false));
+  Value *nIn = lanesIn(B, F, base, /*whole=*/false);
+  Value *r = compute(B, areaPtr(), lane, base, nIn);
+  if (CallInst *mask = pairedMask) { // the active mask just before it (replaceIntrinsics): its lanes
+    pairedMask = nullptr;
+    mask->replaceAllUsesWith(B.CreateTrunc(activeLanes(B, base, nIn), mask->getType()));
+    mask->eraseFromParent();
+  }
   warpBarrier(B)->setMetadata(kExchangeAreaMD, tag);
   return r;
 }
@@ -236,18 +242,19 @@ Value *Lowering::readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *base,
 // A warp's ballot from its lanes' predicate bytes at xchg[base ..]: bit l set where lane l's byte is not 0.
 // In a group of whole warps (every warp W lanes, the area at least W bytes) one load of the W bytes and a
 // compare, which x86 does with a byte mask move per 32 lanes; otherwise a loop over the warp's lanes.
-Value *Lowering::ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp, bool apart) {
-  if (!apart && wholeWarps() && warp <= 64) {
-    auto *VT = FixedVectorType::get(I8, warp);
-    Value *bytes = B.CreateAlignedLoad(VT, B.CreateGEP(I8, xchg, B.CreateZExt(base, I64)), Align(1));
-    Value *set = B.CreateICmpNE(bytes, Constant::getNullValue(VT));
-    return B.CreateZExt(B.CreateBitCast(set, IntegerType::get(C, warp)), I64);
+Value *Lowering::ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp, bool apart, bool wide) {
+  Type *T = wide ? I64 : I8; // (wide: each lane's whole 8-byte slot)
+  if (vectorLanes()) { // the warp's slots as one vector
+    auto *VT = FixedVectorType::get(T, warp);
+    Value *slots = B.CreateAlignedLoad(VT, B.CreateGEP(T, xchg, B.CreateZExt(base, I64)), Align(1));
+    Value *set = B.CreateICmpNE(slots, Constant::getNullValue(VT));
+    Value *m = laneMask(B, set);
+    return apart ? B.CreateAnd(m, activeLanes(B, base, nInWarp)) : m;
   }
-  return laneBits(B, nInWarp, [&](IRBuilder<> &B2, Value *i) {
-    Type *T = apart ? I64 : I8; // (apart: each lane's whole 8-byte slot, exchangeSlot)
-    Value *set = B2.CreateICmpNE(readSlot(B2, xchg, base, i, T), ConstantInt::get(T, 0));
-    return apart ? B2.CreateAnd(set, B2.CreateCall(laneActiveMarker(), {B2.CreateAdd(base, i)})) : set;
+  Value *m = laneBits(B, nInWarp, [&](IRBuilder<> &B2, Value *i) {
+    return B2.CreateICmpNE(readSlot(B2, xchg, base, i, T), ConstantInt::get(T, 0));
   });
+  return apart ? B.CreateAnd(m, activeLanes(B, base, nInWarp)) : m;
 }
 
 
@@ -280,18 +287,76 @@ Value *Lowering::laneBits(IRBuilder<> &B, Value *nInWarp, function_ref<Value *(I
 
 
 Value *Lowering::activeLanes(IRBuilder<> &B, Value *base, Value *nInWarp) {
-  return laneBits(B, nInWarp, [&](IRBuilder<> &B2, Value *i) {
-    return B2.CreateCall(laneActiveMarker(), {B2.CreateAdd(base, i)});
-  });
-}
-
-
-Function *Lowering::laneActiveMarker() {
-  Function *Fn = markerFn("__ol_rs.lane_active", I1Ty(), {I32});
+  Function *Fn = markerFn("__ol_rs.warp_active", I64, {I32, I32});
   Fn->setDoesNotAccessMemory();
   Fn->setDoesNotThrow();
   Fn->setWillReturn();
-  return Fn;
+  return B.CreateCall(Fn, {base, nInWarp});
+}
+
+
+bool Lowering::vectorLanes() const { return wholeWarps() && warp <= 64; }
+
+
+Value *Lowering::laneMask(IRBuilder<> &B, Value *set) {
+  return B.CreateZExt(B.CreateBitCast(set, IntegerType::get(C, warp)), I64);
+}
+
+
+bool Lowering::isCollectiveCall(CallInst *CI) const {
+  Function *Fn = CI->getCalledFunction();
+  switch (Fn ? classifyName(Fn->getName()).op : INTRINSIC_OP_NOT_GPU) {
+  case INTRINSIC_OP_ACTIVE_MASK: case INTRINSIC_OP_SHFL: case INTRINSIC_OP_VOTE: case INTRINSIC_OP_BALLOT:
+  case INTRINSIC_OP_SPV_BALLOT: case INTRINSIC_OP_READ_LANE: case INTRINSIC_OP_MATCH:
+    return true;
+  default:
+    return false;
+  }
+}
+
+
+std::map<CallInst *, CallInst *> Lowering::pairMasks(const std::vector<CallInst *> &coll,
+                                                   const std::set<CallInst *> &apart) {
+  std::map<CallInst *, CallInst *> paired;
+  std::set<CallInst *> isColl(coll.begin(), coll.end());
+  for (CallInst *CI : coll) {
+    if (!apart.count(CI) || classifyName(CI->getCalledFunction()->getName()).op != INTRINSIC_OP_ACTIVE_MASK)
+      continue;
+    // the next call in the block, with only instructions without effects before it
+    CallInst *X = nullptr;
+    for (Instruction *I = CI->getNextNode(); I && !I->isTerminator(); I = I->getNextNode()) {
+      if (auto *Call = dyn_cast<CallInst>(I)) {
+        X = Call;
+        break;
+      }
+      if (I->mayHaveSideEffects() || isa<PHINode>(I))
+        break;
+    }
+    if (!X || !isCollectiveCall(X) || paired.count(X) ||
+        classifyName(X->getCalledFunction()->getName()).op == INTRINSIC_OP_ACTIVE_MASK)
+      continue;
+    // what uses the mask before X: not X's operands but its mask (operand 0, which the lowering does not read)
+    std::set<Instruction *> uses = {CI};
+    SmallVector<Instruction *, 8> move;
+    bool ok = true;
+    for (Instruction *I = CI->getNextNode(); I != X; I = I->getNextNode())
+      if (std::any_of(I->op_begin(), I->op_end(), [&](Value *v) { return uses.count(dyn_cast<Instruction>(v)); })) {
+        ok = ok && !I->mayReadFromMemory(); // (a load that uses it stays where it is: no pairing)
+        uses.insert(I);
+        move.push_back(I);
+      }
+    for (unsigned k = 1; k < X->arg_size(); ++k)
+      ok = ok && !uses.count(dyn_cast<Instruction>(X->getArgOperand(k)));
+    if (!ok)
+      continue;
+    Instruction *at = X;
+    for (Instruction *I : move) {
+      I->moveAfter(at);
+      at = I;
+    }
+    paired[X] = CI;
+  }
+  return paired;
 }
 
 
@@ -314,30 +379,31 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
   // the other intrinsics become), it computes over the lanes that run it with it, the GPU's active lanes
   // (`apart`: the ballots, the first lane, the active mask, match), as a GPU does; elsewhere every lane
   // of the warp that exists is active.
-  auto isCollective = [&](CallInst *CI) {
-    switch (classifyName(CI->getCalledFunction()->getName()).op) {
-    case INTRINSIC_OP_ACTIVE_MASK: case INTRINSIC_OP_SHFL: case INTRINSIC_OP_VOTE: case INTRINSIC_OP_BALLOT:
-    case INTRINSIC_OP_SPV_BALLOT: case INTRINSIC_OP_READ_LANE: case INTRINSIC_OP_MATCH:
-      return true;
-    default:
-      return false;
-    }
-  };
-  auto firstCollective = std::stable_partition(calls.begin(), calls.end(), [&](CallInst *CI) { return !isCollective(CI); });
+  auto firstCollective = std::stable_partition(calls.begin(), calls.end(), [&](CallInst *CI) { return !isCollectiveCall(CI); });
   std::set<CallInst *> apart;
+  std::map<CallInst *, CallInst *> maskBefore; // a collective -> the active mask it gives (pairMasks)
+  bool wide = false;
   for (CallInst *CI : calls) {
     if (firstCollective != calls.end() && CI == *firstCollective) {
+      std::vector<CallInst *> coll(firstCollective, calls.end());
       std::set<BasicBlock *> divBlocks = divergentBlocks(F);
-      for (auto it = firstCollective; it != calls.end(); ++it)
-        if (divBlocks.count((*it)->getParent()))
-          apart.insert(*it);
+      for (CallInst *X : coll)
+        if (divBlocks.count(X->getParent()))
+          apart.insert(X);
+      wide = collectivesApart(F, coll);
+      maskBefore = pairMasks(coll, apart);
     }
     bool ap = apart.count(CI) != 0;
-    // Apart, a lane's value takes its whole 8-byte slot (as an i64): lanes of one warp may wait at
-    // different exchanges at once, and an array of a narrower type would overlap their slots.
-    auto slotTy = [&](Type *T) { return ap ? I64 : T; };
+    if (classifyName(CI->getCalledFunction()->getName()).op == INTRINSIC_OP_ACTIVE_MASK &&
+        std::any_of(maskBefore.begin(), maskBefore.end(), [&](auto &kv) { return kv.second == CI; }))
+      continue; // (replaced by its collective's exchange)
+    if (auto it = maskBefore.find(CI); it != maskBefore.end())
+      pairedMask = it->second;
+    // Where lanes of one warp may wait at different exchanges at once (`wide`), a lane's value takes its
+    // whole 8-byte slot (as an i64): an array of a narrower type would overlap their slots.
+    auto slotTy = [&](Type *T) { return wide ? I64 : T; };
     auto toSlot = [&](IRBuilder<> &B2, Value *v) -> Value * {
-      if (!ap)
+      if (!wide)
         return v;
       Type *T = v->getType();
       if (T->isPointerTy())
@@ -346,7 +412,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       return B2.CreateZExt(B2.CreateBitCast(v, IT), I64);
     };
     auto fromSlot = [&](IRBuilder<> &B2, Value *x, Type *T) -> Value * {
-      if (!ap)
+      if (!wide)
         return x;
       if (T->isPointerTy())
         return B2.CreateIntToPtr(x, T);
@@ -496,7 +562,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       collective = true;
       Value *exist = nullptr;
       Value *ballot = emitExchange(B, F, toSlot(B, B.CreateZExt(p, I8)), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
-        Value *b = ballotCompute(B2, xchg, base, nIn, ap);
+        Value *b = ballotCompute(B2, xchg, base, nIn, ap, wide);
         if (ap)
           exist = activeLanes(B2, base, nIn);
         return b;
@@ -547,7 +613,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       collective = true;
       Value *p = CI->getArgOperand(0);
       Value *ballot = emitExchange(B, F, toSlot(B, B.CreateZExt(p, I8)), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
-        return ballotCompute(B2, xchg, base, nIn, ap);
+        return ballotCompute(B2, xchg, base, nIn, ap, wide);
       });
       R = B.CreateTrunc(ballot, CI->getType());
       break;
@@ -588,17 +654,28 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       Value *lanes = nullptr;
       Value *vs = toSlot(B, v);
       Value *same = emitExchange(B, F, vs, [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
-        Value *m = laneBits(B2, nIn, [&](IRBuilder<> &B3, Value *i) {
-          Value *eq = B3.CreateICmpEQ(readSlot(B3, xchg, base, i, slotTy(VT)), vs);
-          return ap ? B3.CreateAnd(eq, B3.CreateCall(laneActiveMarker(), {B3.CreateAdd(base, i)})) : eq;
-        });
+        Type *ST = slotTy(VT);
+        Value *m;
+        if (vectorLanes()) { // the warp's slots as one vector
+          auto *V = FixedVectorType::get(ST, warp);
+          Value *slots = B2.CreateAlignedLoad(V, B2.CreateGEP(ST, xchg, B2.CreateZExt(base, I64)), Align(1));
+          Value *eq = B2.CreateICmpEQ(slots, B2.CreateVectorSplat(warp, vs));
+          m = laneMask(B2, eq);
+        } else {
+          m = laneBits(B2, nIn, [&](IRBuilder<> &B3, Value *i) {
+            return B3.CreateICmpEQ(readSlot(B3, xchg, base, i, ST), vs);
+          });
+        }
+        if (ap)
+          m = B2.CreateAnd(m, activeLanes(B2, base, nIn));
         if (ap)
           lanes = activeLanes(B2, base, nIn);
         return m;
       });
       if (!lanes)
         lanes = laneMaskOf(B, F, I64);
-      Value *mem = B.CreateZExt(member, I64);
+      // (operand 0 again: a mask paired with this exchange was replaced in it)
+      Value *mem = B.CreateZExt(CI->getArgOperand(0), I64);
       same = B.CreateTrunc(B.CreateAnd(same, mem), I32);
       if (!all) {
         R = same;
@@ -628,7 +705,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       collective = true;
       Value *p = CI->getArgOperand(0);
       Value *ballot = emitExchange(B, F, toSlot(B, B.CreateZExt(p, I8)), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
-        return ballotCompute(B2, xchg, base, nIn, ap);
+        return ballotCompute(B2, xchg, base, nIn, ap, wide);
       });
       auto *VT = dyn_cast<FixedVectorType>(CI->getType());
       if (!VT || VT->getNumElements() != 4 || !VT->getElementType()->isIntegerTy(32))

@@ -197,10 +197,6 @@ struct Lowering {
   Function *markerFn(StringRef name, Type *ret, ArrayRef<Type *> args);
   Function *barrierMarker() { return markerFn("__ol_rs.barrier", Void, {}); }
   Function *exitMarker() { return markerFn("__ol_rs.exit", Void, {}); }
-  // `i1 __ol_rs.lane_active(i32 wi)`: whether work-item wi takes part in the warp collective being
-  // computed, in code the lanes of a warp may reach apart (the GPU's active lanes; replaceIntrinsics);
-  // buildCbs replaces it (cbsActiveLanes).
-  Function *laneActiveMarker();
   // A barrier that only the lanes of one warp need (the two around a warp collective's exchange):
   // a barrier marker tagged kWarpBarrierMD. Without ol-warp-lanes it is an ordinary barrier.
   static constexpr const char *kWarpBarrierMD = "ol.warp.barrier";
@@ -256,12 +252,32 @@ struct Lowering {
   static constexpr const char *kExchangeAreaMD = "ol.exchange.area";
   unsigned exchanges = 0;
   bool secondArea = false;
-  // with `apart`, only the lanes the active markers name (a collective the lanes may reach apart)
-  Value *ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp, bool apart = false);
+  // with `apart`, only the lanes the active markers name (a collective the lanes may reach apart); `wide`:
+  // the exchange's slots are whole (8-byte) ones
+  Value *ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *nInWarp, bool apart = false,
+                       bool wide = false);
+  // whether lanes of one warp (work-items of one group) may wait at different collectives at once: a
+  // divergent branch with a collective before its immediate post-dominator and collectives reachable from
+  // two of its successors
+  bool collectivesApart(Function *F, const std::vector<CallInst *> &coll);
+  // nvptx64's active masks (apart) whose value the next collective in their block can give: what uses
+  // them before it moves after it, and it computes their lanes in its exchange (pairedMask) instead of an
+  // exchange of their own
+  std::map<CallInst *, CallInst *> pairMasks(const std::vector<CallInst *> &coll, const std::set<CallInst *> &apart);
+  CallInst *pairedMask = nullptr;
+  // a warp collective: an exchange between lanes (or nvptx64's active mask)
+  bool isCollectiveCall(CallInst *CI) const;
   // OR over the lanes i < nInWarp of bit(i) << i (i64), a small loop
   Value *laneBits(IRBuilder<> &B, Value *nInWarp, function_ref<Value *(IRBuilder<> &, Value * /*i*/)> bit);
-  // the active lanes of the warp whose first work-item is `base` (the markers), as an i64 mask
+  // the lanes of the warp whose first work-item is `base` (nInWarp of them) that take part in the warp
+  // collective being computed, in code the lanes of a warp may reach apart (the GPU's active lanes), as an
+  // i64 mask: a marker `i64 __ol_rs.warp_active(i32 base, i32 nInWarp)` that buildCbs replaces
+  // (cbsActiveLanes)
   Value *activeLanes(IRBuilder<> &B, Value *base, Value *nInWarp);
+  // in a specialisation of whole warps (W <= 64) a warp's slots are read as one vector, a <W x i1> made
+  // an i64 mask (laneMask)
+  bool vectorLanes() const;
+  Value *laneMask(IRBuilder<> &B, Value *set);
   // the blocks that the work-items of a group (the lanes of a warp, where the specialisation's x size is
   // whole warps) may reach apart: those a divergent branch reaches before its immediate post-dominator
   std::set<BasicBlock *> divergentBlocks(Function *F);
@@ -434,9 +450,9 @@ struct Lowering {
     AllocaInst *next = nullptr;                     // the region to run next
     BasicBlock *sched = nullptr, *done = nullptr, *scanStart = nullptr;
     SwitchInst *SW = nullptr;
-    // the general scheduler with active-lane markers (cbsActiveLanes): the markers, and a byte per
-    // work-item after the resume ids that says whether it runs the region being run (the scheduler's
-    // cbs.scan sets them), the work-items [wiLo, wiHi) the scan covers
+    // the general scheduler with active-lane markers (cbsActiveLanes): the markers, and after the resume
+    // ids an i64 per warp, the mask of its lanes that run the region being run (cbsActiveFlags sets them
+    // for the work-items [wiLo, wiHi) the scheduler's scan covers)
     std::vector<CallInst *> activeCalls;
     Value *act = nullptr, *wiLo = nullptr, *wiHi = nullptr;
     // ol-warp-lanes (warp_lanes.cpp): every warp runs on its own from a group-level region (the kernel
@@ -507,6 +523,7 @@ struct Lowering {
   bool buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk = 0);
   void cbsActiveLanes(CbsState &st);
   void cbsActiveFlags(CbsState &st, IRBuilder<> &B, Value *region);
+  Value *allLanes(IRBuilder<> &B, Value *nInWarp);
   bool cbsCheckAllocas(CbsState &st);
   void cbsDivergence(CbsState &st);
   void cbsIsolateMarkers(CbsState &st);

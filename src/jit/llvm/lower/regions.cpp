@@ -152,11 +152,8 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
   st.resume = resume;
   st.wiLo = wiLo;
   st.wiHi = wiHi;
-  if (!st.activeCalls.empty()) { // region 0 first, run by every work-item
-    cbsActiveFlags(st, B, nullptr);
-    B.CreateMemSet(B.CreateGEP(I8, st.act, B.CreateZExt(wiLo, I64)), ConstantInt::get(I8, 1),
-                   B.CreateZExt(B.CreateSub(wiHi, wiLo), I64), MaybeAlign(1));
-  }
+  if (!st.activeCalls.empty())
+    st.act = B.CreateGEP(I8, resume, B.CreateMul(nwi64, ConstantInt::get(I64, 4)), "cbs.active");
   std::vector<Value *> &uniPtr = st.uniPtr;
   uniPtr.assign(allocas.size(), nullptr);
   for (size_t j = 0; j < allocas.size(); ++j)
@@ -181,6 +178,8 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
   B.CreateRetVoid();
   B.SetInsertPoint(sched);
   st.uniV = B.CreateLoad(I1Ty(), uni, "uni");
+  if (st.act)
+    cbsActiveFlags(st, B, nullptr);
   st.SW = B.CreateSwitch(B.CreateLoad(I32, next), done);
   if (st.warpMode) {
     cbsWarpScheduler(st, B); // after a region: the warp's next one
@@ -218,8 +217,12 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
     B.CreateStore(B.CreateICmpEQ(mn, mx), uni);
     B.CreateCondBr(B.CreateICmpEQ(mn, ConstantInt::get(I32, RESUME_EXIT)), done, scanNext);
     B.SetInsertPoint(scanNext);
-    if (st.act) // the work-items that run the region next: the active lanes of its collectives
+    if (st.act) { // the work-items that run the region next, where not all do: the active lanes
+      BasicBlock *fill = BasicBlock::Create(C, "cbs.active.fill", F);
+      B.CreateCondBr(B.CreateICmpEQ(mn, mx), sched, fill);
+      B.SetInsertPoint(fill);
       cbsActiveFlags(st, B, mn);
+    }
     B.CreateBr(sched);
   }
 }

@@ -282,6 +282,56 @@ std::set<BasicBlock *> Lowering::divergentBlocks(Function *F) {
 }
 
 
+bool Lowering::collectivesApart(Function *F, const std::vector<CallInst *> &coll) {
+  std::set<BasicBlock *> withColl;
+  for (CallInst *X : coll)
+    withColl.insert(X->getParent());
+  auto reachesCollective = [&](BasicBlock *S) {
+    std::vector<BasicBlock *> wl = {S};
+    std::set<BasicBlock *> seen;
+    while (!wl.empty()) {
+      BasicBlock *X = wl.back();
+      wl.pop_back();
+      if (!seen.insert(X).second)
+        continue;
+      if (withColl.count(X))
+        return true;
+      for (BasicBlock *Su : successors(X))
+        wl.push_back(Su);
+    }
+    return false;
+  };
+  // (the group's divergence: warps of the general scheduler wait at different exchanges too) A branch
+  // whose lanes meet again before any collective (none before its immediate post-dominator) keeps them
+  // together; one whose other ways only leave (a bounds guard) too.
+  PostDominatorTree PDT(*F);
+  for (Instruction *T : divergentTerms(F, divergentValues(F))) {
+    DomTreeNode *N = PDT.getNode(T->getParent());
+    BasicBlock *P = N && N->getIDom() ? N->getIDom()->getBlock() : nullptr;
+    std::vector<BasicBlock *> wl(succ_begin(T->getParent()), succ_end(T->getParent()));
+    std::set<BasicBlock *> seen;
+    bool inside = false;
+    while (!wl.empty() && !inside) {
+      BasicBlock *X = wl.back();
+      wl.pop_back();
+      if (X == P || !seen.insert(X).second)
+        continue;
+      inside = withColl.count(X) != 0;
+      for (BasicBlock *Su : successors(X))
+        wl.push_back(Su);
+    }
+    if (!inside)
+      continue;
+    unsigned n = 0;
+    for (BasicBlock *S : successors(T->getParent()))
+      n += reachesCollective(S);
+    if (n >= 2)
+      return true;
+  }
+  return false;
+}
+
+
 // The terminators of F whose successor choice may differ where `div` says so.
 std::set<Instruction *> Lowering::divergentTerms(Function *F, const std::set<Value *> &div) {
   std::set<Instruction *> divTerm;

@@ -48,3 +48,16 @@ __gpu_kernel void keyed(const uint32_t *in, uint32_t *hist, uint32_t n) {
                                 __MEMORY_SCOPE_DEVICE);
   }
 }
+
+// A warp's sum behind a bounds guard (n short of the grid): nvptx64's gpuintrin shuffle gives 0 from a lane
+// outside its mask (`__gpu_lane_mask()`, the lanes that passed the guard), so every lane of the last warp
+// gets the sum of its active lanes.
+__gpu_kernel void guarded_sum(const uint32_t *in, uint32_t *out, uint32_t n) {
+  uint32_t i = gid();
+  if (i < n) {
+    uint32_t v = in[i], w = __gpu_num_lanes(), lane = __gpu_lane_id();
+    for (uint32_t off = w / 2; off; off /= 2)
+      v += __gpu_shuffle_idx_u32(__gpu_lane_mask(), lane ^ off, v, w);
+    out[i] = v;
+  }
+}

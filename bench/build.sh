@@ -8,6 +8,7 @@
 #   build/bench/guards               guards on work-item ids (flat ids, equality splits) next to their peers
 #   build/bench/vmath                Black-Scholes: vector math in kernels vs scalar-libm and libmvec hand loops, PoCL
 #   build/bench/tiles                2-D tile kernels (transpose, ...) vs memcpy and hand-written transposes
+#   build/bench/classes              kernel classes outside the suite (warp per row, match_any, guards) vs hand loops
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # BENCH_OUT: another directory (default build/bench); BENCH_MARCH: the hand loops' -march (default native;
@@ -76,3 +77,14 @@ clang-22 -O3 -march="$march" -Wall -Wextra -c bench/kernels/tiles_hand.c -o "$ou
 cc -O2 -Wall -I"$inc" bench/tiles.c "$out/tiles_hand.o" -o "$out/tiles" -Lbuild/lib -lLLVMOffload -lpthread \
   -Wl,-rpath,"$PWD/build/lib"
 echo "built $out/tiles"
+# kernel classes outside the suite: bench/kernels/classes.c for both targets, its hand-written loops at -O3
+# -march=native (BENCH_MARCH) with glibc's vector math
+for t in "nvptx64-nvidia-cuda -march=sm_90 --cuda-feature=+ptx80" "amdgcn-amd-amdhsa -mcpu=gfx90a"; do
+  # shellcheck disable=SC2086 # (the target and its options)
+  clang-22 --target=$t -nogpulib -ffreestanding -flto -O2 -c bench/kernels/classes.c -o "$out/classes.${t%%-*}.bc"
+done
+clang-22 -O3 -march="$march" -fveclib=libmvec -fno-math-errno -Wall -Wextra -c bench/kernels/classes_hand.c \
+  -o "$out/classes_hand.o"
+cc -O2 -Wall -I"$inc" bench/classes.c "$out/classes_hand.o" -o "$out/classes" -Lbuild/lib -lLLVMOffload -lpthread \
+  -lmvec -lm -Wl,-rpath,"$PWD/build/lib"
+echo "built $out/classes"

@@ -1,0 +1,99 @@
+// Kernel classes outside the suite, written as a CUDA/HIP user writes them with <gpuintrin.h>, for
+// bench/classes.c (built by bench/build.sh for nvptx64 and amdgcn; the hand-written loops are in
+// classes_hand.c): warps as the unit of work (a CSR row per warp, a softmax row per warp), warp-aggregated
+// atomics through match_any, a warp sum behind a bounds guard, a 1-D convolution through a shared tile
+// with a halo, double-precision math.
+#include <gpuintrin.h>
+#include <stdint.h>
+extern float expf(float);
+extern double exp(double), log(double), pow(double, double);
+
+static inline uint32_t gid(void) { return __gpu_block_id_x() * __gpu_num_threads_x() + __gpu_thread_id_x(); }
+
+// CSR-vector SpMV: one warp per row, lanes stride over the row, xor butterfly.
+__gpu_kernel void csr_vector(const uint32_t *rowp, const uint32_t *col, const float *val, const float *x, float *y,
+                             uint32_t rows) {
+  uint32_t W = __gpu_num_lanes(), lane = __gpu_lane_id(), row = gid() / W;
+  if (row >= rows)
+    return;
+  float s = 0;
+  for (uint32_t j = rowp[row] + lane; j < rowp[row + 1]; j += W)
+    s += val[j] * x[col[j]];
+  for (uint32_t off = W / 2; off; off /= 2)
+    s += __gpu_shuffle_idx_f32(__gpu_lane_mask(), lane ^ off, s, W);
+  if (lane == 0)
+    y[row] = s;
+}
+
+// Warp-per-row softmax.
+__gpu_kernel void warp_softmax(const float *in, float *out, uint32_t rows, uint32_t cols) {
+  uint32_t W = __gpu_num_lanes(), lane = __gpu_lane_id(), row = gid() / W;
+  if (row >= rows)
+    return;
+  const float *r = in + (uint64_t)row * cols;
+  float m = -__builtin_inff();
+  for (uint32_t j = lane; j < cols; j += W)
+    m = __builtin_fmaxf(m, r[j]);
+  for (uint32_t off = W / 2; off; off /= 2)
+    m = __builtin_fmaxf(m, __gpu_shuffle_idx_f32(__gpu_lane_mask(), lane ^ off, m, W));
+  float s = 0;
+  for (uint32_t j = lane; j < cols; j += W)
+    s += expf(r[j] - m);
+  for (uint32_t off = W / 2; off; off /= 2)
+    s += __gpu_shuffle_idx_f32(__gpu_lane_mask(), lane ^ off, s, W);
+  float inv = 1.0f / s;
+  for (uint32_t j = lane; j < cols; j += W)
+    out[(uint64_t)row * cols + j] = expf(r[j] - m) * inv;
+}
+
+// Warp-aggregated atomics: lanes with the same key elect a leader that adds their count.
+__gpu_kernel void keyed_count(const uint32_t *keys, uint32_t *hist, uint32_t n) {
+  uint32_t i = gid();
+  if (i < n) {
+    uint32_t k = keys[i];
+    uint64_t peers = __gpu_match_any_u32(__gpu_lane_mask(), k);
+    if (__gpu_lane_id() == (uint32_t)__builtin_ctzll(peers))
+      __scoped_atomic_fetch_add(&hist[k], (uint32_t)__builtin_popcountll(peers), __ATOMIC_RELAXED,
+                                __MEMORY_SCOPE_DEVICE);
+  }
+}
+
+// 1-D convolution, 17 taps, through a shared tile with a halo of 8 each side.
+#define WG 256
+#define R 8
+__gpu_kernel void conv1d(const float *in, const float *w, float *out, uint32_t n) {
+  static __gpu_local float tile[WG + 2 * R];
+  uint32_t t = __gpu_thread_id_x(), g = gid();
+  int64_t base = (int64_t)__gpu_block_id_x() * WG - R;
+  for (uint32_t k = t; k < WG + 2 * R; k += WG) {
+    int64_t idx = base + k;
+    tile[k] = idx >= 0 && idx < n ? in[idx] : 0.0f;
+  }
+  __gpu_sync_threads();
+  if (g < n) {
+    float s = 0;
+    for (uint32_t j = 0; j < 2 * R + 1; j++)
+      s += w[j] * tile[t + j];
+    out[g] = s;
+  }
+}
+
+// Double-precision math.
+__gpu_kernel void dmath(const double *a, const double *b, double *o, uint32_t n) {
+  uint32_t i = gid();
+  if (i < n)
+    o[i] = exp(-a[i]) * log(b[i]) + pow(b[i], 0.3);
+}
+
+// A warp sum behind the usual bounds guard.
+__gpu_kernel void guarded_wsum(const float *in, float *out, uint32_t n) {
+  uint32_t i = gid();
+  if (i < n) {
+    float v = in[i];
+    uint32_t W = __gpu_num_lanes(), lane = __gpu_lane_id();
+    for (uint32_t off = W / 2; off; off /= 2)
+      v += __gpu_shuffle_idx_f32(__gpu_lane_mask(), lane ^ off, v, W);
+    if (lane == 0)
+      out[i / W] = v;
+  }
+}

@@ -82,6 +82,9 @@ enum IntrinsicOp
   INTRINSIC_OP_SPV_ID = 23,
   // nvvm match.sync: `arg` 0 any (the lanes holding the same value), 1 all (the predicate form)
   INTRINSIC_OP_MATCH = 24,
+  // nvvm redux.sync (sm_80's `__reduce_*_sync`): `arg` 0 add, 1 min, 2 max, 3 umin, 4 umax, 5 and, 6 or,
+  // 7 xor
+  INTRINSIC_OP_REDUX = 25,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

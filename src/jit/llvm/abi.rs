@@ -57,6 +57,9 @@ pub enum IntrinsicOp {
     SpvId = 23,
     /// nvvm match.sync: `arg` 0 any (the lanes holding the same value), 1 all (the predicate form)
     Match = 24,
+    /// nvvm redux.sync (sm_80's `__reduce_*_sync`): `arg` 0 add, 1 min, 2 max, 3 umin, 4 umax, 5 and, 6 or,
+    /// 7 xor
+    Redux = 25,
 }
 
 /// One classification: what `classify_intrinsic` answers about a called name.

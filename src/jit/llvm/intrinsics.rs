@@ -61,6 +61,14 @@ const RULES: &[(Name, IntrinsicOp, i32)] = &[
     (Prefix("llvm.nvvm.vote.uni"), Vote, 3),
     (Prefix("llvm.nvvm.match.any.sync."), Match, 0),
     (Prefix("llvm.nvvm.match.all.sync."), Match, 1),
+    (Exact("llvm.nvvm.redux.sync.add"), Redux, 0),
+    (Exact("llvm.nvvm.redux.sync.min"), Redux, 1),
+    (Exact("llvm.nvvm.redux.sync.max"), Redux, 2),
+    (Exact("llvm.nvvm.redux.sync.umin"), Redux, 3),
+    (Exact("llvm.nvvm.redux.sync.umax"), Redux, 4),
+    (Exact("llvm.nvvm.redux.sync.and"), Redux, 5),
+    (Exact("llvm.nvvm.redux.sync.or"), Redux, 6),
+    (Exact("llvm.nvvm.redux.sync.xor"), Redux, 7),
     (PrefixDim("llvm.amdgcn.workitem.id."), LocalId, 0),
     (PrefixDim("llvm.amdgcn.workgroup.id."), GroupId, 0),
     (Exact("llvm.amdgcn.implicitarg.ptr"), ImplicitArgPtr, 0),
@@ -153,6 +161,8 @@ mod tests {
         assert_eq!(c("llvm.nvvm.vote.sync"), (Unsupported, 0));
         assert_eq!(c("llvm.nvvm.match.any.sync.i64"), (Match, 0));
         assert_eq!(c("llvm.nvvm.match.all.sync.i32p"), (Match, 1));
+        assert_eq!(c("llvm.nvvm.redux.sync.umax"), (Redux, 4));
+        assert_eq!(c("llvm.nvvm.redux.sync.fmin"), (Unsupported, 0));
         assert_eq!(c("llvm.memcpy.p0.p0.i64"), (NotGpu, 0));
         assert_eq!(c("printf"), (NotGpu, 0));
     }

@@ -3472,8 +3472,24 @@ fn warp_collectives_see_the_active_lanes() {
                     (0..w).filter(|l| on(*l)).for_each(|l| gsum[first + l] = v[l]);
                 }
             }
-            for name in ["sides", "leave", "keyed", "guarded_sum"] {
-                if name == "guarded_sum" && t != Tgt::Nv {
+            // (reduces, nvptx64: add, umin, signed max and the even lanes' xor over the lanes with v % 5 != 0)
+            let mut red = vec![7u32; 4 * n];
+            for g in 0..groups {
+                for wb in (0..nt).step_by(w) {
+                    let first = g * nt + wb;
+                    let on: Vec<usize> = (0..nt.min(wb + w) - wb).filter(|l| input[first + l] % 5 != 0).collect();
+                    let vals = || on.iter().map(|l| input[first + l]);
+                    let r = [
+                        vals().fold(0u32, |a, v| a.wrapping_add(v)),
+                        vals().min().unwrap_or(0),
+                        vals().map(|v| v as i32).max().unwrap_or(0) as u32,
+                        on.iter().filter(|l| *l % 2 == 0).fold(0, |a, l| a ^ input[first + l]),
+                    ];
+                    on.iter().for_each(|l| red[4 * (first + l)..4 * (first + l) + 4].copy_from_slice(&r));
+                }
+            }
+            for name in ["sides", "leave", "keyed", "guarded_sum", "reduces"] {
+                if (name == "guarded_sum" || name == "reduces") && t != Tgt::Nv {
                     continue; // (amdgcn's and spirv64's shuffles read lanes outside the mask: undefined)
                 }
                 let g = img.kernel(name).unwrap();
@@ -3492,6 +3508,13 @@ fn warp_collectives_see_the_active_lanes() {
                             let want = &gsum[gi * nt..(gi + 1) * nt];
                             assert_eq!(&o[gi * nt..(gi + 1) * nt], want, "{ctx} group {gi}");
                         }
+                        continue;
+                    }
+                    if name == "reduces" {
+                        let mut o = vec![7u32; 4 * n];
+                        let args = pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut o)]);
+                        launch(kk, grid, block, &args, 0);
+                        assert_eq!(o, red, "{ctx}");
                         continue;
                     }
                     if name == "keyed" {

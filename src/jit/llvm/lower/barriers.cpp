@@ -114,7 +114,8 @@ void Lowering::cbsActiveFlags(CbsState &st, IRBuilder<> &B, Value *region) {
   // for each warp, a loop over its lanes that ORs their bits in a register (an or-reduction the loop
   // vectoriser takes), one store per warp
   Function *F = st.F;
-  Value *w0 = B.CreateUDiv(st.wiLo, W), *w1 = B.CreateUDiv(B.CreateAdd(st.wiHi, ConstantInt::get(I32, warp - 1)), W);
+  Value *w0 = B.CreateUDiv(st.wiLo, W);
+  Value *w1 = B.CreateUDiv(B.CreateAdd(st.wiHi, ConstantInt::get(I32, warp - 1)), W);
   BasicBlock *pre = B.GetInsertBlock();
   BasicBlock *wHead = BasicBlock::Create(C, "cbs.active.warp", F);
   BasicBlock *loop = BasicBlock::Create(C, "cbs.active.lane", F);
@@ -125,7 +126,8 @@ void Lowering::cbsActiveFlags(CbsState &st, IRBuilder<> &B, Value *region) {
   PHINode *w = B.CreatePHI(I32, 2, "act.w");
   w->addIncoming(w0, pre);
   Value *lo = B.CreateBinaryIntrinsic(Intrinsic::umax, B.CreateMul(w, W), st.wiLo);
-  Value *hi = B.CreateBinaryIntrinsic(Intrinsic::umin, B.CreateMul(B.CreateAdd(w, ConstantInt::get(I32, 1)), W), st.wiHi);
+  Value *end = B.CreateMul(B.CreateAdd(w, ConstantInt::get(I32, 1)), W);
+  Value *hi = B.CreateBinaryIntrinsic(Intrinsic::umin, end, st.wiHi);
   B.CreateBr(loop);
   B.SetInsertPoint(loop);
   PHINode *i = B.CreatePHI(I32, 2, "act.i");

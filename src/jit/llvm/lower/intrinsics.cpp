@@ -258,7 +258,8 @@ Value *Lowering::ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *
 }
 
 
-Value *Lowering::laneBits(IRBuilder<> &B, Value *nInWarp, function_ref<Value *(IRBuilder<> &, Value *)> bit) {
+Value *Lowering::laneFold(IRBuilder<> &B, Value *nInWarp, Value *init,
+                          function_ref<Value *(IRBuilder<> &, Value *, Value *)> step) {
   Function *F = B.GetInsertBlock()->getParent();
   BasicBlock *pre = B.GetInsertBlock();
   BasicBlock *loop = BasicBlock::Create(C, "lanes.loop", F);
@@ -270,11 +271,10 @@ Value *Lowering::laneBits(IRBuilder<> &B, Value *nInWarp, function_ref<Value *(I
   B.CreateBr(loop);
   B.SetInsertPoint(loop);
   PHINode *i = B.CreatePHI(I32, 2);
-  PHINode *acc = B.CreatePHI(I64, 2);
+  PHINode *acc = B.CreatePHI(init->getType(), 2);
   i->addIncoming(ConstantInt::get(I32, 0), pre);
-  acc->addIncoming(ConstantInt::get(I64, 0), pre);
-  Value *b = B.CreateShl(B.CreateZExt(bit(B, i), I64), B.CreateZExt(i, I64));
-  Value *acc2 = B.CreateOr(acc, b);
+  acc->addIncoming(init, pre);
+  Value *acc2 = step(B, i, acc);
   Value *i2 = B.CreateAdd(i, ConstantInt::get(I32, 1));
   i->addIncoming(i2, B.GetInsertBlock());
   acc->addIncoming(acc2, B.GetInsertBlock());
@@ -283,6 +283,13 @@ Value *Lowering::laneBits(IRBuilder<> &B, Value *nInWarp, function_ref<Value *(I
   B.CreateBr(rest);
   B.SetInsertPoint(done->getTerminator());
   return acc2;
+}
+
+
+Value *Lowering::laneBits(IRBuilder<> &B, Value *nInWarp, function_ref<Value *(IRBuilder<> &, Value *)> bit) {
+  return laneFold(B, nInWarp, ConstantInt::get(I64, 0), [&](IRBuilder<> &B2, Value *i, Value *acc) {
+    return B2.CreateOr(acc, B2.CreateShl(B2.CreateZExt(bit(B2, i), I64), B2.CreateZExt(i, I64)));
+  });
 }
 
 
@@ -307,7 +314,7 @@ bool Lowering::isCollectiveCall(CallInst *CI) const {
   Function *Fn = CI->getCalledFunction();
   switch (Fn ? classifyName(Fn->getName()).op : INTRINSIC_OP_NOT_GPU) {
   case INTRINSIC_OP_ACTIVE_MASK: case INTRINSIC_OP_SHFL: case INTRINSIC_OP_VOTE: case INTRINSIC_OP_BALLOT:
-  case INTRINSIC_OP_SPV_BALLOT: case INTRINSIC_OP_READ_LANE: case INTRINSIC_OP_MATCH:
+  case INTRINSIC_OP_SPV_BALLOT: case INTRINSIC_OP_READ_LANE: case INTRINSIC_OP_MATCH: case INTRINSIC_OP_REDUX:
     return true;
   default:
     return false;
@@ -379,7 +386,8 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
   // the other intrinsics become), it computes over the lanes that run it with it, the GPU's active lanes
   // (`apart`: the ballots, the first lane, the active mask, match), as a GPU does; elsewhere every lane
   // of the warp that exists is active.
-  auto firstCollective = std::stable_partition(calls.begin(), calls.end(), [&](CallInst *CI) { return !isCollectiveCall(CI); });
+  auto firstCollective =
+      std::stable_partition(calls.begin(), calls.end(), [&](CallInst *CI) { return !isCollectiveCall(CI); });
   std::set<CallInst *> apart;
   std::map<CallInst *, CallInst *> maskBefore; // a collective -> the active mask it gives (pairMasks)
   bool wide = false;
@@ -492,9 +500,10 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
     case INTRINSIC_OP_ACTIVE_MASK:
       if (ap) { // the lanes that reach it with this one: an exchange
         collective = true;
-        R = B.CreateTrunc(emitExchange(B, F, toSlot(B, ConstantInt::get(I8, 1)), [&](IRBuilder<> &B2, Value *, Value *, Value *base, Value *nIn) {
+        auto lanes = [&](IRBuilder<> &B2, Value *, Value *, Value *base, Value *nIn) {
           return activeLanes(B2, base, nIn);
-        }), I32);
+        };
+        R = B.CreateTrunc(emitExchange(B, F, toSlot(B, ConstantInt::get(I8, 1)), lanes), I32);
       } else {
         R = laneMaskOf(B, F, I32);
       }
@@ -685,6 +694,35 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       Value *s = UndefValue::get(ST);
       s = B.CreateInsertValue(s, B.CreateSelect(ok, same, ConstantInt::get(I32, 0)), 0);
       R = B.CreateInsertValue(s, ok, 1);
+      break;
+    }
+    case INTRINSIC_OP_REDUX: { // (i32 x, i32 mask) -> x combined over the active lanes in the mask
+      Value *v = CI->getArgOperand(0);
+      if (!v->getType()->isIntegerTy(32) || !CI->getType()->isIntegerTy(32) ||
+          !CI->getArgOperand(1)->getType()->isIntegerTy(32) || in.arg < 0 || in.arg > 7)
+        return fail("unsupported form of '" + name + "'");
+      static constexpr Instruction::BinaryOps ops[8] = {Instruction::Add, Instruction::BinaryOpsEnd,
+        Instruction::BinaryOpsEnd, Instruction::BinaryOpsEnd, Instruction::BinaryOpsEnd, Instruction::And,
+        Instruction::Or, Instruction::Xor};
+      static constexpr Intrinsic::ID mm[8] = {Intrinsic::not_intrinsic, Intrinsic::smin, Intrinsic::smax,
+        Intrinsic::umin, Intrinsic::umax, Intrinsic::not_intrinsic, Intrinsic::not_intrinsic, Intrinsic::not_intrinsic};
+      static constexpr uint32_t identity[8] = {0, 0x7fffffffu, 0x80000000u, ~0u, 0, ~0u, 0, 0};
+      int k = in.arg;
+      auto combine = [&](IRBuilder<> &B2, Value *a, Value *b) {
+        return mm[k] != Intrinsic::not_intrinsic ? B2.CreateBinaryIntrinsic(mm[k], a, b) : B2.CreateBinOp(ops[k], a, b);
+      };
+      collective = true;
+      R = emitExchange(B, F, toSlot(B, v), [&](IRBuilder<> &B2, Value *xchg, Value *, Value *base, Value *nIn) {
+        // the lanes taking part: the active ones (or those that exist) in the mask
+        Value *on = B2.CreateAnd(ap ? activeLanes(B2, base, nIn) : laneMaskOf(B2, F, I64),
+                                 B2.CreateZExt(CI->getArgOperand(1), I64));
+        Value *id = ConstantInt::get(I32, identity[k]);
+        return laneFold(B2, nIn, id, [&](IRBuilder<> &B3, Value *i, Value *acc) {
+          Value *x = fromSlot(B3, readSlot(B3, xchg, base, i, slotTy(I32)), I32);
+          Value *in = B3.CreateTrunc(B3.CreateLShr(on, B3.CreateZExt(i, I64)), I1Ty());
+          return combine(B3, acc, B3.CreateSelect(in, x, id));
+        });
+      });
       break;
     }
     case INTRINSIC_OP_SPV_ID: { // arg: 0 local id, 1 group id, 2 group size, 3 number of groups

@@ -267,7 +267,10 @@ struct Lowering {
   CallInst *pairedMask = nullptr;
   // a warp collective: an exchange between lanes (or nvptx64's active mask)
   bool isCollectiveCall(CallInst *CI) const;
-  // OR over the lanes i < nInWarp of bit(i) << i (i64), a small loop
+  // a small loop over the lanes i < nInWarp (at least one): acc = step(i, acc) from init
+  Value *laneFold(IRBuilder<> &B, Value *nInWarp, Value *init,
+                  function_ref<Value *(IRBuilder<> &, Value * /*i*/, Value * /*acc*/)> step);
+  // OR over the lanes i < nInWarp of bit(i) << i (i64)
   Value *laneBits(IRBuilder<> &B, Value *nInWarp, function_ref<Value *(IRBuilder<> &, Value * /*i*/)> bit);
   // the lanes of the warp whose first work-item is `base` (nInWarp of them) that take part in the warp
   // collective being computed, in code the lanes of a warp may reach apart (the GPU's active lanes), as an

@@ -64,15 +64,17 @@ __gpu_kernel void guarded_sum(const uint32_t *in, uint32_t *out, uint32_t n) {
 
 #ifdef __NVPTX__
 // sm_80's warp reductions (CUDA's `__reduce_*_sync`, nvvm redux.sync) over the lanes that did not return
-// (v % 5 != 0: the active mask), the last one over the even lanes among them.
+// (v % 5 != 0: the active mask), the fourth over the even lanes among them, the fifth of a value computed
+// from a mask just before it.
 __gpu_kernel void reduces(const uint32_t *in, uint32_t *out) {
   uint32_t i = gid(), v = in[i];
   if (v % 5 == 0)
     return;
   uint32_t m = __nvvm_activemask();
-  out[4 * i] = __nvvm_redux_sync_add(v, m);
-  out[4 * i + 1] = __nvvm_redux_sync_umin(v, m);
-  out[4 * i + 2] = (uint32_t)__nvvm_redux_sync_max((int)v, m);
-  out[4 * i + 3] = __nvvm_redux_sync_xor(v, 0x55555555u & m);
+  out[5 * i] = __nvvm_redux_sync_add(v, m);
+  out[5 * i + 1] = __nvvm_redux_sync_umin(v, m);
+  out[5 * i + 2] = (uint32_t)__nvvm_redux_sync_max((int)v, m);
+  out[5 * i + 3] = __nvvm_redux_sync_xor(v, 0x55555555u & m);
+  out[5 * i + 4] = __nvvm_redux_sync_add(__nvvm_activemask() & 7u, ~0u);
 }
 #endif

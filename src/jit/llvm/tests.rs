@@ -3472,20 +3472,24 @@ fn warp_collectives_see_the_active_lanes() {
                     (0..w).filter(|l| on(*l)).for_each(|l| gsum[first + l] = v[l]);
                 }
             }
-            // (reduces, nvptx64: add, umin, signed max and the even lanes' xor over the lanes with v % 5 != 0)
-            let mut red = vec![7u32; 4 * n];
+            // (reduces, nvptx64: add, umin, signed max and the even lanes' xor over the lanes with v % 5 != 0,
+            // and the sum over them of their mask's low 3 bits)
+            let mut red = vec![7u32; 5 * n];
             for g in 0..groups {
                 for wb in (0..nt).step_by(w) {
                     let first = g * nt + wb;
-                    let on: Vec<usize> = (0..nt.min(wb + w) - wb).filter(|l| input[first + l] % 5 != 0).collect();
+                    let on: Vec<usize> =
+                        (0..nt.min(wb + w) - wb).filter(|l| !input[first + l].is_multiple_of(5)).collect();
                     let vals = || on.iter().map(|l| input[first + l]);
+                    let mask = on.iter().fold(0u32, |m, l| m | 1 << l);
                     let r = [
                         vals().fold(0u32, |a, v| a.wrapping_add(v)),
                         vals().min().unwrap_or(0),
                         vals().map(|v| v as i32).max().unwrap_or(0) as u32,
                         on.iter().filter(|l| *l % 2 == 0).fold(0, |a, l| a ^ input[first + l]),
+                        on.len() as u32 * (mask & 7),
                     ];
-                    on.iter().for_each(|l| red[4 * (first + l)..4 * (first + l) + 4].copy_from_slice(&r));
+                    on.iter().for_each(|l| red[5 * (first + l)..5 * (first + l) + 5].copy_from_slice(&r));
                 }
             }
             for name in ["sides", "leave", "keyed", "guarded_sum", "reduces"] {
@@ -3511,7 +3515,7 @@ fn warp_collectives_see_the_active_lanes() {
                         continue;
                     }
                     if name == "reduces" {
-                        let mut o = vec![7u32; 4 * n];
+                        let mut o = vec![7u32; 5 * n];
                         let args = pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut o)]);
                         launch(kk, grid, block, &args, 0);
                         assert_eq!(o, red, "{ctx}");

@@ -342,7 +342,9 @@ std::map<CallInst *, CallInst *> Lowering::pairMasks(const std::vector<CallInst 
     if (!X || !isCollectiveCall(X) || paired.count(X) ||
         classifyName(X->getCalledFunction()->getName()).op == INTRINSIC_OP_ACTIVE_MASK)
       continue;
-    // what uses the mask before X: not X's operands but its mask (operand 0, which the lowering does not read)
+    // what uses the mask before X: not X's operands but its mask (nvvm's shfl, vote and match.sync take it
+    // as operand 0, which the lowering does not read before the exchange; redux.sync's is operand 1 and
+    // read in it: not paired)
     std::set<Instruction *> uses = {CI};
     SmallVector<Instruction *, 8> move;
     bool ok = true;
@@ -352,6 +354,8 @@ std::map<CallInst *, CallInst *> Lowering::pairMasks(const std::vector<CallInst 
         uses.insert(I);
         move.push_back(I);
       }
+    IntrinsicOp xop = classifyName(X->getCalledFunction()->getName()).op;
+    ok = ok && (xop == INTRINSIC_OP_SHFL || xop == INTRINSIC_OP_VOTE || xop == INTRINSIC_OP_MATCH);
     for (unsigned k = 1; k < X->arg_size(); ++k)
       ok = ok && !uses.count(dyn_cast<Instruction>(X->getArgOperand(k)));
     if (!ok)

@@ -4,6 +4,29 @@
 
 namespace ol_rs::lower {
 
+namespace {
+
+// The blocks that the work-items taking different ways out of BB may be in before they meet again: those
+// reachable from BB's successors before its immediate post-dominator (which it also gives, null where the
+// ways only meet at the exit).
+std::set<BasicBlock *> beforeJoin(BasicBlock *BB, const PostDominatorTree &PDT, BasicBlock *&P) {
+  DomTreeNode *N = PDT.getNode(BB);
+  P = N && N->getIDom() ? N->getIDom()->getBlock() : nullptr;
+  std::vector<BasicBlock *> wl(succ_begin(BB), succ_end(BB));
+  std::set<BasicBlock *> seen;
+  while (!wl.empty()) {
+    BasicBlock *X = wl.back();
+    wl.pop_back();
+    if (X == P || !seen.insert(X).second)
+      continue;
+    for (BasicBlock *Su : successors(X))
+      wl.push_back(Su);
+  }
+  return seen;
+}
+
+} // namespace
+
 
 // Which SSA values are the same for every work-item of the group (under GPU semantics: race-free
 // memory, convergent barriers)? Sources of divergence: the local ids, allocas (per-work-item memory),
@@ -186,21 +209,11 @@ std::set<Value *> Lowering::divergentValues(Function *F, unsigned laneWidth) {
         cond = SI->getCondition();
       if (!cond || !isDiv(cond))
         continue;
-      DomTreeNode *N = PDT.getNode(&BB);
-      BasicBlock *P = (N && N->getIDom()) ? N->getIDom()->getBlock() : nullptr;
+      BasicBlock *P;
+      std::set<BasicBlock *> before = beforeJoin(&BB, PDT, P);
+      joins.insert(before.begin(), before.end());
       if (P)
         joins.insert(P);
-      std::vector<BasicBlock *> wl(succ_begin(&BB), succ_end(&BB));
-      std::set<BasicBlock *> seen;
-      while (!wl.empty()) {
-        BasicBlock *X = wl.back();
-        wl.pop_back();
-        if (X == P || !seen.insert(X).second)
-          continue;
-        joins.insert(X);
-        for (BasicBlock *Su : successors(X))
-          wl.push_back(Su);
-      }
     }
     for (BasicBlock &BB : *F)
       for (Instruction &I : BB) {
@@ -264,19 +277,9 @@ std::set<BasicBlock *> Lowering::divergentBlocks(Function *F) {
   PostDominatorTree PDT(*F);
   std::set<BasicBlock *> apart;
   for (Instruction *T : divergentTerms(F, div)) {
-    DomTreeNode *N = PDT.getNode(T->getParent());
-    BasicBlock *P = N && N->getIDom() ? N->getIDom()->getBlock() : nullptr;
-    std::vector<BasicBlock *> wl(succ_begin(T->getParent()), succ_end(T->getParent()));
-    std::set<BasicBlock *> seen;
-    while (!wl.empty()) {
-      BasicBlock *X = wl.back();
-      wl.pop_back();
-      if (X == P || !seen.insert(X).second)
-        continue;
-      apart.insert(X);
-      for (BasicBlock *Su : successors(X))
-        wl.push_back(Su);
-    }
+    BasicBlock *P;
+    std::set<BasicBlock *> before = beforeJoin(T->getParent(), PDT, P);
+    apart.insert(before.begin(), before.end());
   }
   return apart;
 }
@@ -306,21 +309,9 @@ bool Lowering::collectivesApart(Function *F, const std::vector<CallInst *> &coll
   // together; one whose other ways only leave (a bounds guard) too.
   PostDominatorTree PDT(*F);
   for (Instruction *T : divergentTerms(F, divergentValues(F))) {
-    DomTreeNode *N = PDT.getNode(T->getParent());
-    BasicBlock *P = N && N->getIDom() ? N->getIDom()->getBlock() : nullptr;
-    std::vector<BasicBlock *> wl(succ_begin(T->getParent()), succ_end(T->getParent()));
-    std::set<BasicBlock *> seen;
-    bool inside = false;
-    while (!wl.empty() && !inside) {
-      BasicBlock *X = wl.back();
-      wl.pop_back();
-      if (X == P || !seen.insert(X).second)
-        continue;
-      inside = withColl.count(X) != 0;
-      for (BasicBlock *Su : successors(X))
-        wl.push_back(Su);
-    }
-    if (!inside)
+    BasicBlock *P;
+    std::set<BasicBlock *> before = beforeJoin(T->getParent(), PDT, P);
+    if (std::none_of(before.begin(), before.end(), [&](BasicBlock *X) { return withColl.count(X) != 0; }))
       continue;
     unsigned n = 0;
     for (BasicBlock *S : successors(T->getParent()))

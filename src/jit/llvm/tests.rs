@@ -3481,13 +3481,13 @@ fn warp_collectives_see_the_active_lanes() {
                     let on: Vec<usize> =
                         (0..nt.min(wb + w) - wb).filter(|l| !input[first + l].is_multiple_of(5)).collect();
                     let vals = || on.iter().map(|l| input[first + l]);
-                    let mask = on.iter().fold(0u32, |m, l| m | 1 << l);
+                    let mask = on.iter().fold(0u64, |m, l| m | 1 << l); // (computed for 64 lanes too, unused)
                     let r = [
                         vals().fold(0u32, |a, v| a.wrapping_add(v)),
                         vals().min().unwrap_or(0),
                         vals().map(|v| v as i32).max().unwrap_or(0) as u32,
                         on.iter().filter(|l| *l % 2 == 0).fold(0, |a, l| a ^ input[first + l]),
-                        on.len() as u32 * (mask & 7),
+                        on.len() as u32 * (mask & 7) as u32,
                     ];
                     on.iter().for_each(|l| red[5 * (first + l)..5 * (first + l) + 5].copy_from_slice(&r));
                 }

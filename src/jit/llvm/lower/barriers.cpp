@@ -67,9 +67,9 @@ bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk) {
 // Under ol-warp-lanes and uniform barriers all lanes of a warp leave each region through the same
 // barrier, so every lane that exists runs each exchange: the mask of the warp's n lanes. Under the
 // general scheduler the work-items that run a region in one pass are those waiting at its barrier (it
-// runs the smallest pending region), the lanes that reach the collective together: each marker reads
-// its warp's mask, an i64 per warp after the resume ids that the scheduler sets before each region
-// (cbsActiveFlags).
+// runs the smallest pending region), the lanes that reach the collective together: each marker is
+// every lane where all work-items run the region (`uni`), else its warp's mask, an i64 per warp after the
+// resume ids that the scheduler sets before such a region (cbsActiveFlags).
 void Lowering::cbsActiveLanes(CbsState &st) {
   Function *WA = M.getFunction("__ol_rs.warp_active");
   if (!WA)

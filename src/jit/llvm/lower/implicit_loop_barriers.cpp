@@ -17,23 +17,11 @@ std::set<BasicBlock *> Lowering::interchangeLoops(Function *F, const std::set<In
         continue;
       if (!PDT)
         PDT = std::make_unique<PostDominatorTree>(*F);
-      DomTreeNode *N = PDT->getNode(&D);
-      BasicBlock *P = (N && N->getIDom()) ? N->getIDom()->getBlock() : nullptr;
-      if (!P)
+      BasicBlock *P;
+      std::set<BasicBlock *> before = beforeJoin(&D, *PDT, P);
+      if (!P || std::any_of(before.begin(), before.end(), isSync))
         return false;
-      std::vector<BasicBlock *> wl(succ_begin(&D), succ_end(&D));
-      std::set<BasicBlock *> seen;
-      while (!wl.empty()) {
-        BasicBlock *Xb = wl.back();
-        wl.pop_back();
-        if (Xb == P || !seen.insert(Xb).second)
-          continue;
-        if (isSync(Xb))
-          return false;
-        underDivergence.insert(Xb);
-        for (BasicBlock *Su : successors(Xb))
-          wl.push_back(Su);
-      }
+      underDivergence.insert(before.begin(), before.end());
     }
     return true;
   };

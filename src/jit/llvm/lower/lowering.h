@@ -284,6 +284,9 @@ struct Lowering {
   // the blocks that the work-items of a group (the lanes of a warp, where the specialisation's x size is
   // whole warps) may reach apart: those a divergent branch reaches before its immediate post-dominator
   std::set<BasicBlock *> divergentBlocks(Function *F);
+  // the blocks that the work-items taking different ways out of BB may be in before they meet again
+  // (reachable from its successors before P, its immediate post-dominator; null: they meet at the exit)
+  static std::set<BasicBlock *> beforeJoin(BasicBlock *BB, const PostDominatorTree &PDT, BasicBlock *&P);
   bool replaceIntrinsics(Function *F, bool &collective);
   void blockStrideLoops(Function *F);
   unsigned groupLoops(Function *F);

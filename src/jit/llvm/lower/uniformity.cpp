@@ -4,29 +4,6 @@
 
 namespace ol_rs::lower {
 
-namespace {
-
-// The blocks that the work-items taking different ways out of BB may be in before they meet again: those
-// reachable from BB's successors before its immediate post-dominator (which it also gives, null where the
-// ways only meet at the exit).
-std::set<BasicBlock *> beforeJoin(BasicBlock *BB, const PostDominatorTree &PDT, BasicBlock *&P) {
-  DomTreeNode *N = PDT.getNode(BB);
-  P = N && N->getIDom() ? N->getIDom()->getBlock() : nullptr;
-  std::vector<BasicBlock *> wl(succ_begin(BB), succ_end(BB));
-  std::set<BasicBlock *> seen;
-  while (!wl.empty()) {
-    BasicBlock *X = wl.back();
-    wl.pop_back();
-    if (X == P || !seen.insert(X).second)
-      continue;
-    for (BasicBlock *Su : successors(X))
-      wl.push_back(Su);
-  }
-  return seen;
-}
-
-} // namespace
-
 
 // Which SSA values are the same for every work-item of the group (under GPU semantics: race-free
 // memory, convergent barriers)? Sources of divergence: the local ids, allocas (per-work-item memory),
@@ -268,6 +245,26 @@ std::set<Value *> Lowering::divergentValues(Function *F, unsigned laneWidth) {
       }
   }
   return div;
+}
+
+
+// The blocks that the work-items taking different ways out of BB may be in before they meet again: those
+// reachable from BB's successors before its immediate post-dominator (which it also gives, null where the
+// ways only meet at the exit).
+std::set<BasicBlock *> Lowering::beforeJoin(BasicBlock *BB, const PostDominatorTree &PDT, BasicBlock *&P) {
+  DomTreeNode *N = PDT.getNode(BB);
+  P = N && N->getIDom() ? N->getIDom()->getBlock() : nullptr;
+  std::vector<BasicBlock *> wl(succ_begin(BB), succ_end(BB));
+  std::set<BasicBlock *> seen;
+  while (!wl.empty()) {
+    BasicBlock *X = wl.back();
+    wl.pop_back();
+    if (X == P || !seen.insert(X).second)
+      continue;
+    for (BasicBlock *Su : successors(X))
+      wl.push_back(Su);
+  }
+  return seen;
 }
 
 

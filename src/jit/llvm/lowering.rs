@@ -17,7 +17,7 @@ use std::fmt;
 use super::abi::OlRsLowerOptions;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 30] = [
+pub(crate) const NAMES: [&str; 31] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -48,6 +48,7 @@ pub(crate) const NAMES: [&str; 30] = [
     "ol-warp-uniform-loops",
     "ol-unroll-barrier-loops",
     "ol-unroll-lane-vectors",
+    "ol-early-exits",
 ];
 
 /// The JIT's own passes in LLVM's optimisation pipeline that [`parse`] switches too (bit

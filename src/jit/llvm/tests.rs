@@ -2790,10 +2790,31 @@ const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
     (
         "ol-promote-slots",
         true,
-        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; float v = in[G]; s[T] = v; if (v > 0.0f) __gpu_sync_threads(); o[G] = s[N - 1 - T] + v; }",
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; float v = in[G]; s[T] = v; if (v > 0.0f) { __gpu_sync_threads(); s[T] = 2.0f * v; } __gpu_sync_threads(); o[G] = s[N - 1 - T] + v; }",
         None,
     ),
     ("ol-promote-slots", false, UNIFORM, None),
+    // a bounds guard around a group barrier; a return before a warp's shuffles and a group barrier, warp by
+    // warp; not: no work-item leaves before a barrier, or those that skip a barrier reach another one
+    (
+        "ol-early-exits",
+        true,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; if (G < n) { s[T] = in[G]; __gpu_sync_threads(); o[G] = s[(T + 1) % 64]; } }",
+        None,
+    ),
+    (
+        "ol-early-exits",
+        true,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float p[64]; if (G >= n) return; uint32_t l = __gpu_lane_id(); float v = in[G]; v += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ 1, v, __gpu_num_lanes()); p[T / 32] = v; __gpu_sync_threads(); o[G] = p[0]; }",
+        Some([64, 1, 1]),
+    ),
+    ("ol-early-exits", false, UNIFORM, None),
+    (
+        "ol-early-exits",
+        false,
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; float v = in[G]; s[T] = v; if (v > 0.0f) { __gpu_sync_threads(); s[T] = 2.0f * v; } __gpu_sync_threads(); o[G] = s[N - 1 - T] + v; }",
+        None,
+    ),
     // a PHI's value read before a barrier and used after it: the lockstep loop's state; a per-item
     // accumulator of a loop with barriers, read by the next trip; not: group-invariant PHIs only (a
     // tree's `d`), no PHI across a barrier
@@ -3534,6 +3555,100 @@ fn warp_collectives_see_the_active_lanes() {
                     let want = if name == "sides" { &sides } else { &leave };
                     if let Some(i) = (0..3 * n).find(|i| out[*i] != want[*i]) {
                         panic!("{ctx}: work-item {} value {}: {:#x}, the host {:#x}", i / 3, i % 3, out[i], want[i]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Work-items that leave early while the others go on to barriers and warp collectives (ffi-tests/kernels/
+/// early_exits.c: a bounds guard around a group barrier, a data-dependent return between barriers with
+/// rounds of barriers after it, a return before a ballot, nvptx64's warp butterfly behind a return) give the
+/// host's results, generic and specialised, in groups of whole and partial warps and for every n around the
+/// groups' ends; the specialisations run under uniform barriers or warp lanes with the lanes that left marked
+/// (ol-early-exits), not the general scheduler.
+#[test]
+fn early_exits_match_the_host() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("early_exits", t) else {
+            return;
+        };
+        let bc = bitcode("early_exits", t).unwrap();
+        let w = img.kernel("guard").unwrap().warp_size as usize;
+        assert!(times_fired(&bc, "guard", Some([64, 1, 1]), "ol-early-exits") > 0, "{t:?}");
+        assert!(times_fired(&bc, "ballots", Some([2 * w as u32, 1, 1]), "ol-early-exits") > 0, "{t:?}");
+        let groups = 3usize;
+        for nt in [w, 2 * w, w + w / 2, 48, 5, 256] {
+            let len = groups * nt;
+            let input: Vec<f32> = (0..len).map(|i| ((i * 7) % 11) as f32 - 3.0).collect();
+            let mut ns = vec![0usize, 1, nt - 1, nt, nt + 1, 2 * nt - 3, len - 1, len];
+            ns.retain(|n| *n <= len);
+            for name in ["guard", "rounds", "ballots", "wsums"] {
+                if name == "wsums" && t != Tgt::Nv {
+                    continue; // (amdgcn's and spirv64's shuffles read lanes outside the mask: undefined)
+                }
+                let g = img.kernel(name).unwrap();
+                let s = g.specialise([nt as u32, 1, 1], false).unwrap();
+                let block = [nt as u32, 1, 1];
+                let grid = [groups as u32, 1, 1];
+                for &n in if name == "rounds" { &[0usize, 1, 2, 5][..] } else { &ns[..] } {
+                    let (mut fwant, mut uwant) = (vec![7f32; len], vec![7u32; 2 * len]);
+                    for gi in 0..groups {
+                        let base = gi * nt;
+                        let live = n.saturating_sub(base).min(nt);
+                        let x = |t: usize| input[base + t];
+                        match name {
+                            "guard" => (0..live).for_each(|t| fwant[base + t] = x((t + 1) % live) * 2.0 + x(t)),
+                            "rounds" => {
+                                let stay: Vec<usize> = (0..nt).filter(|t| x(*t) >= 0.0).collect();
+                                let mut sh: Vec<f32> = (0..nt).map(x).collect();
+                                let mut a = sh.clone();
+                                for k in 0..n {
+                                    stay.iter().for_each(|&t| a[t] += sh[(t + k) % nt]);
+                                    stay.iter().for_each(|&t| sh[t] = a[t]);
+                                }
+                                (0..nt).for_each(|t| fwant[base + t] = if x(t) < 0.0 { -1.0 } else { a[t] });
+                            }
+                            "ballots" => {
+                                let count = |wb: usize| (wb..live.min(wb + w)).filter(|t| x(*t) > 0.0).count() as u32;
+                                for t in 0..live {
+                                    uwant[2 * (base + t)] = count(t / w * w);
+                                    uwant[2 * (base + t) + 1] = count(0);
+                                }
+                            }
+                            _ => {
+                                // (a lane outside the mask gives 0: each warp's butterfly over its live lanes)
+                                let mut sum = 0f32;
+                                for wb in (0..live).step_by(w) {
+                                    let on = |l: usize| wb + l < live;
+                                    let mut v: Vec<f32> = (0..w).map(|l| if on(l) { x(wb + l) } else { 0.0 }).collect();
+                                    let mut d = w / 2;
+                                    while d > 0 {
+                                        v = (0..w).map(|l| v[l] + if on(l ^ d) { v[l ^ d] } else { 0.0 }).collect();
+                                        d /= 2;
+                                    }
+                                    sum += v[0];
+                                }
+                                if live > 0 {
+                                    fwant[gi] = sum;
+                                }
+                            }
+                        }
+                    }
+                    for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                        let ctx = format!("{t:?} {name} [{nt}, 1, 1] n={n} {form}");
+                        let mut inp = input.clone();
+                        let (mut fo, mut uo) = (vec![7f32; len], vec![7u32; 2 * len]);
+                        let out = if name == "ballots" { ptr(&mut uo) } else { ptr(&mut fo) };
+                        let args = pack(&kk.params, &[&ptr(&mut inp), &out, &b(&(n as u32))]);
+                        launch(kk, grid, block, &args, 0);
+                        if name == "ballots" {
+                            assert_eq!(uo, uwant, "{ctx}");
+                        } else {
+                            assert_eq!(fo, fwant, "{ctx}");
+                        }
                     }
                 }
             }

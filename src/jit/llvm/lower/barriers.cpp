@@ -52,7 +52,7 @@ bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk) {
   st.xchgBytes = secondArea ? 16 : 8;
   // (and with active-lane markers under the general scheduler, a mask per warp after the resume ids: 8
   // bytes per work-item cover them, whatever the warp width and group size)
-  scratchPerWi = st.S + st.xchgBytes + 4 + (exchangeReach || !st.activeCalls.empty() ? 8 : 0);
+  scratchPerWi = st.S + st.xchgBytes + 4 + (exchangeReach || !st.activeCalls.empty() || st.gone ? 8 : 0);
   cbsRegionEntries(st);
   IRBuilder<> B(st.NE);
   cbsScheduler(st, B);
@@ -69,14 +69,15 @@ bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk) {
 // general scheduler the work-items that run a region in one pass are those waiting at its barrier (it
 // runs the smallest pending region), the lanes that reach the collective together: each marker is
 // every lane where all work-items run the region (`uni`), else its warp's mask, an i64 per warp after the
-// resume ids that the scheduler sets before such a region (cbsActiveFlags).
+// resume ids that the scheduler sets before such a region (cbsActiveFlags). Under ol-early-exits the
+// lanes of the warp that have not exited (`uni ? every lane : the warp's mask`, which cbsLiveLanes keeps).
 void Lowering::cbsActiveLanes(CbsState &st) {
   Function *WA = M.getFunction("__ol_rs.warp_active");
   if (!WA)
     return;
   for (User *U : make_early_inc_range(WA->users()))
     if (auto *CI = dyn_cast<CallInst>(U); CI && CI->getFunction() == st.F) {
-      if (st.warpMode || st.uniform) {
+      if ((st.warpMode || st.uniform) && !st.gone) {
         IRBuilder<> B(CI);
         CI->replaceAllUsesWith(allLanes(B, CI->getArgOperand(1)));
         CI->eraseFromParent();
@@ -95,11 +96,12 @@ Value *Lowering::allLanes(IRBuilder<> &B, Value *nInWarp) {
 }
 
 
-// The masks of cbsActiveLanes (st.act, after the resume ids), for the work-items the scan covers: bit
-// i % W of warp i / W's is whether work-item i resumes at `region`; the scheduler sets them before a
-// region that not every work-item runs. No region: the markers become `uni ? every lane : their warp's
-// mask` (`uni`: every work-item runs the region; the region loops' version for it has no load).
-void Lowering::cbsActiveFlags(CbsState &st, IRBuilder<> &B, Value *region) {
+// The masks of cbsActiveLanes (st.act, after the resume ids), for the work-items [lo, hi) (default: those
+// the scan covers): bit i % W of warp i / W's is whether work-item i resumes at `region`; the scheduler
+// sets them before a region that not every work-item runs. Gives the number of bits set. No region: the
+// markers become `uni ? every lane : their warp's mask` (`uni`: every work-item runs the region; the
+// region loops' version for it has no load; ol-early-exits keeps its markers for cbsLiveMasks).
+Value *Lowering::cbsActiveFlags(CbsState &st, IRBuilder<> &B, Value *region, Value *lo0, Value *hi0) {
   Value *W = ConstantInt::get(I32, warp);
   if (!region) {
     for (CallInst *CI : st.activeCalls) {
@@ -109,13 +111,14 @@ void Lowering::cbsActiveFlags(CbsState &st, IRBuilder<> &B, Value *region) {
       CI->replaceAllUsesWith(BI.CreateSelect(st.uniV, allLanes(BI, CI->getArgOperand(1)), mask));
       CI->eraseFromParent();
     }
-    return;
+    return nullptr;
   }
   // for each warp, a loop over its lanes that ORs their bits in a register (an or-reduction the loop
   // vectoriser takes), one store per warp
   Function *F = st.F;
-  Value *w0 = B.CreateUDiv(st.wiLo, W);
-  Value *w1 = B.CreateUDiv(B.CreateAdd(st.wiHi, ConstantInt::get(I32, warp - 1)), W);
+  Value *wiLo = lo0 ? lo0 : st.wiLo, *wiHi = hi0 ? hi0 : st.wiHi;
+  Value *w0 = B.CreateUDiv(wiLo, W);
+  Value *w1 = B.CreateUDiv(B.CreateAdd(wiHi, ConstantInt::get(I32, warp - 1)), W);
   BasicBlock *pre = B.GetInsertBlock();
   BasicBlock *wHead = BasicBlock::Create(C, "cbs.active.warp", F);
   BasicBlock *loop = BasicBlock::Create(C, "cbs.active.lane", F);
@@ -124,10 +127,12 @@ void Lowering::cbsActiveFlags(CbsState &st, IRBuilder<> &B, Value *region) {
   B.CreateCondBr(B.CreateICmpULT(w0, w1), wHead, done);
   B.SetInsertPoint(wHead);
   PHINode *w = B.CreatePHI(I32, 2, "act.w");
+  PHINode *n = B.CreatePHI(I32, 2, "act.n");
   w->addIncoming(w0, pre);
-  Value *lo = B.CreateBinaryIntrinsic(Intrinsic::umax, B.CreateMul(w, W), st.wiLo);
+  n->addIncoming(ConstantInt::get(I32, 0), pre);
+  Value *lo = B.CreateBinaryIntrinsic(Intrinsic::umax, B.CreateMul(w, W), wiLo);
   Value *end = B.CreateMul(B.CreateAdd(w, ConstantInt::get(I32, 1)), W);
-  Value *hi = B.CreateBinaryIntrinsic(Intrinsic::umin, end, st.wiHi);
+  Value *hi = B.CreateBinaryIntrinsic(Intrinsic::umin, end, wiHi);
   B.CreateBr(loop);
   B.SetInsertPoint(loop);
   PHINode *i = B.CreatePHI(I32, 2, "act.i");
@@ -143,10 +148,103 @@ void Lowering::cbsActiveFlags(CbsState &st, IRBuilder<> &B, Value *region) {
   B.CreateCondBr(B.CreateICmpULT(i2, hi), loop, wEnd);
   B.SetInsertPoint(wEnd);
   B.CreateAlignedStore(m2, B.CreateGEP(I64, st.act, B.CreateZExt(w, I64)), Align(1));
+  Value *n2 = B.CreateAdd(n, B.CreateTrunc(B.CreateUnaryIntrinsic(Intrinsic::ctpop, m2), I32));
   Value *wn = B.CreateAdd(w, ConstantInt::get(I32, 1), "", true, true);
   w->addIncoming(wn, wEnd);
+  n->addIncoming(n2, wEnd);
   B.CreateCondBr(B.CreateICmpULT(wn, w1), wHead, done);
   B.SetInsertPoint(done);
+  PHINode *count = B.CreatePHI(I32, 2, "act.count");
+  count->addIncoming(ConstantInt::get(I32, 0), pre);
+  count->addIncoming(n2, wEnd);
+  return count;
+}
+
+
+// ol-early-exits, region R: whether every lane the region runs for is still running, computed once in its
+// prologue (R.liveAll): under ol-warp-lanes whether the warp's mask of them is full, otherwise `uni`.
+Value *Lowering::cbsAllLive(CbsState &st, CbsRegion &R) {
+  if (R.liveAll)
+    return R.liveAll;
+  IRBuilder<> B(R.Pre->getTerminator());
+  if (st.warpMode) {
+    Value *w = B.CreateLShr(B.CreateAdd(R.wrow, R.xw), Log2_32(warp));
+    R.liveMask = B.CreateAlignedLoad(I64, B.CreateGEP(I64, st.act, B.CreateZExt(w, I64)), Align(1), "live");
+    R.liveAll = B.CreateICmpEQ(R.liveMask, allLanes(B, ConstantInt::get(I32, warp)), "all.live");
+  } else {
+    R.liveAll = B.CreateLoad(I1Ty(), st.uniA, "uni");
+  }
+  return R.liveAll;
+}
+
+
+// ol-early-exits, region R (takes R's clones): its active-lane markers are the masks of the lanes that
+// have not exited, which cbsLiveLanes keeps current for every warp: under ol-warp-lanes the warp's, loaded
+// once in the region's prologue; otherwise the work-item's warp's, every lane while all run (`uni`).
+void Lowering::cbsLiveMasks(CbsState &st, CbsRegion &R) {
+  for (CallInst *CI : st.activeCalls) {
+    auto it = R.VM.find(CI);
+    if (it == R.VM.end() || !it->second)
+      continue;
+    auto *Cl = cast<CallInst>(it->second);
+    Value *all = cbsAllLive(st, R);
+    IRBuilder<> B(Cl);
+    Value *mask = R.liveMask;
+    if (!st.warpMode) {
+      Value *w = B.CreateZExt(B.CreateUDiv(Cl->getArgOperand(0), ConstantInt::get(I32, warp)), I64);
+      mask = B.CreateAlignedLoad(I64, B.CreateGEP(I64, st.act, w), Align(1), "live");
+    }
+    // (every lane, not the same mask loaded, where all run: a constant in the region loop's copy for it)
+    Cl->replaceAllUsesWith(B.CreateSelect(all, allLanes(B, Cl->getArgOperand(1)), mask));
+    Cl->eraseFromParent();
+  }
+}
+
+
+// ol-early-exits, after a region (B at the end of cbs.scan, which then goes to `then`; nullptr: in the group
+// prologue, every lane of every warp running, `uni` true): what the region's prologue set in `exits`
+// (LIVE_*). Where work-items may have exited, the masks of those still running (resume id 0) of the warp
+// just run (ol-warp-lanes: one vector compare of its resume ids) or of every warp (cbsActiveFlags; `uni`
+// false once one has exited); where none is left, the group is done, or under ol-warp-lanes the warp, and
+// `next` what the other warps made it (`prev`). Where every lane of the warp left, its mask is 0.
+void Lowering::cbsLiveLanes(CbsState &st, IRBuilder<> &B, BasicBlock *then) {
+  if (!then) {
+    Value *count = cbsActiveFlags(st, B, ConstantInt::get(I32, 0), st.wiLo, st.wiHi);
+    (void)count;
+    return;
+  }
+  Function *F = st.F;
+  BasicBlock *scan = BasicBlock::Create(C, "cbs.live", F);
+  BasicBlock *left = BasicBlock::Create(C, "cbs.left", F);
+  Value *code = B.CreateLoad(I32, st.exitsA);
+  SwitchInst *SW = B.CreateSwitch(code, then, 2);
+  SW->addCase(ConstantInt::get(cast<IntegerType>(I32), LIVE_SCAN), scan);
+  SW->addCase(ConstantInt::get(cast<IntegerType>(I32), LIVE_LEFT), left);
+  auto warpIndex = [&]() { return B.CreateZExt(B.CreateLoad(I32, st.wp), I64); };
+  B.SetInsertPoint(left); // (ol-warp-lanes only)
+  if (st.warpMode)
+    B.CreateAlignedStore(ConstantInt::get(I64, 0), B.CreateGEP(I64, st.act, warpIndex()), Align(1));
+  B.CreateBr(then);
+  B.SetInsertPoint(scan);
+  Value *none;
+  if (st.warpMode) {
+    Value *w = warpIndex();
+    auto *VT = FixedVectorType::get(I32, warp);
+    Value *ids = B.CreateAlignedLoad(VT, B.CreateGEP(I32, st.resume, B.CreateMul(w, ConstantInt::get(I64, warp))), Align(4));
+    Value *bits = B.CreateBitCast(B.CreateICmpEQ(ids, Constant::getNullValue(VT)), IntegerType::get(C, warp));
+    Value *mask = B.CreateZExtOrTrunc(bits, I64);
+    B.CreateAlignedStore(mask, B.CreateGEP(I64, st.act, w), Align(1));
+    none = B.CreateICmpEQ(mask, ConstantInt::get(I64, 0));
+    B.CreateStore(B.CreateSelect(none, B.CreateLoad(I32, st.prevA), B.CreateLoad(I32, st.next)), st.next);
+    B.CreateStore(B.CreateSelect(none, ConstantInt::get(I32, WARP_LEAVE), B.CreateLoad(I32, st.wnext)), st.wnext);
+  } else {
+    Value *count = cbsActiveFlags(st, B, ConstantInt::get(I32, 0), st.wiLo, st.wiHi);
+    Value *all = B.CreateICmpEQ(count, B.CreateSub(st.wiHi, st.wiLo));
+    B.CreateStore(B.CreateAnd(B.CreateLoad(I1Ty(), st.uniA), all), st.uniA);
+    none = B.CreateICmpEQ(count, ConstantInt::get(I32, 0));
+    B.CreateStore(B.CreateSelect(none, ConstantInt::get(I32, RESUME_EXIT), B.CreateLoad(I32, st.next)), st.next);
+  }
+  B.CreateBr(then);
 }
 
 
@@ -219,9 +317,11 @@ void Lowering::cbsComputeReach(CbsState &st) {
 }
 
 
-// Step 2b (takes st.divTerm; gives st.uniform, st.reach; may add barriers): uniform barriers. When
-// every branch whose direction may differ between work-items leads (without crossing a barrier) to
-// a single barrier or exit, all work-items of a group reach the same barriers in the same order.
+// Step 2b (takes st.divTerm; gives st.uniform, st.gone, st.reach; may add barriers): uniform barriers.
+// When every branch whose direction may differ between work-items leads (without crossing a barrier) to
+// a single barrier or exit, all work-items of a group reach the same barriers in the same order. When
+// each leads to a single barrier, the exit or both (a bounds guard around barriers or warp collectives:
+// `if (i < n) { ... }`), every work-item that has not exited does: ol-early-exits (st.gone).
 // Then no per-work-item resume state is needed (see step 5), and every uniform branch that chooses
 // between different barriers/exits gets an implicit barrier on each out-edge, so the choice is made
 // once per group and each region starts at its own code (where a guard on the work-item id can
@@ -236,15 +336,20 @@ void Lowering::cbsUniformBarriers(CbsState &st) {
   auto computeReach = [&]() { cbsComputeReach(st); };
   computeReach();
   uniform = true;
+  bool gone = false;
   for (BasicBlock &BB : *F)
-    if (!isBarrierBlk(&BB) && !isExitBlk(&BB) && divTerm.count(BB.getTerminator()) && reach[&BB].size() > 1)
-      uniform = false;
-  if (uniform && !on(T_UNIFORM_BARRIERS))
+    if (!isBarrierBlk(&BB) && !isExitBlk(&BB) && divTerm.count(BB.getTerminator()) && reach[&BB].size() > 1) {
+      gone = true;
+      if (reach[&BB].size() - reach[&BB].count(nullptr) > 1)
+        uniform = false;
+    }
+  if (uniform && (!on(T_UNIFORM_BARRIERS) || (gone && !on(T_EARLY_EXITS))))
     uniform = false;
   else if (uniform)
-    fired(T_UNIFORM_BARRIERS);
+    fired(gone ? T_EARLY_EXITS : T_UNIFORM_BARRIERS);
+  st.gone = uniform && gone;
   std::set<BasicBlock *> underDivergence;
-  if (uniform && on(T_IMPLICIT_LOOP_BARRIERS))
+  if (uniform && !gone && on(T_IMPLICIT_LOOP_BARRIERS))
     underDivergence = interchangeLoops(F, divTerm, BM, EM, reach, computeReach,
                                        [&](BasicBlock *BB) { return isBarrierBlk(BB) || isExitBlk(BB); });
   if (uniform) {

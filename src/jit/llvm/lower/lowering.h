@@ -129,6 +129,9 @@ constexpr unsigned CTX_ARGS = 0, CTX_LOCAL = 8, CTX_DYN = 16, CTX_SCRATCH = 24, 
 
 constexpr int RESUME_EXIT = -1;
 constexpr int WARP_LEAVE = -1; // a warp's `wnext` once it has reached a group barrier or the exit
+// ol-early-exits: what cbsLiveLanes does after a region (`exits`): nothing, look for lanes that exited, or
+// (ol-warp-lanes) mark the warp left, every lane having exited
+enum : int { LIVE_KEEP, LIVE_SCAN, LIVE_LEFT };
 
 // The lowering's transforms that can be switched off (OFFLOAD_RS_JIT_LOWERING) and that count what they
 // did (OFFLOAD_RS_JIT_STATS): bit i of OlRsLowerOptions::transforms, entry i of OlRsKernelInfo::stats.
@@ -165,6 +168,7 @@ enum Transform : unsigned {
   T_WARP_UNIFORM_LOOPS,      // opt/warp_uniform_loops.cpp: a loop the same for a warp's lanes run once per warp
   T_UNROLL_BARRIER_LOOPS,    // opt/unroll_barrier_loops.cpp: barrier loops the group size decides, unrolled in a specialisation
   T_UNROLL_LANE_VECTORS,     // warp_lanes.cpp: the vector loop of a lane loop comparing lane ids may be unrolled after the vectoriser
+  T_EARLY_EXITS,             // barriers.cpp: uniform barriers and warp lanes where work-items that leave early leave for good
   T_COUNT
 };
 
@@ -433,6 +437,10 @@ struct Lowering {
     std::set<Value *> div;                 // step 1: values that may differ between work-items (step 3 adds clones)
     std::set<Instruction *> divTerm;       // step 1: terminators whose successor choice may differ
     bool uniform = true;                   // step 2b: all work-items reach the same barriers in the same order
+    // step 2b, ol-early-exits: uniform (or warp lanes) for the work-items that have not exited, which are
+    // marked in their resume ids (RESUME_EXIT; 0 while they run), skipped by the region loops, and left
+    // out of the active lanes (cbsLiveLanes)
+    bool gone = false;
     std::map<BasicBlock *, std::set<BasicBlock *>> reach; // step 2b: cbsComputeReach
     std::set<AllocaInst *> uniSlots;  // steps 2c, 3: demotion slots of work-item-invariant values: one shared copy
     std::set<AllocaInst *> pow2Slots; // step 2c: uniform slots that only ever hold a power of two or zero
@@ -452,6 +460,9 @@ struct Lowering {
     BasicBlock *NE = nullptr;
     // step 5 (cbsScheduler): the group prologue's values and the scheduler's blocks
     Value *scratch = nullptr, *nwi64 = nullptr, *xchg = nullptr, *resume = nullptr, *uniV = nullptr;
+    AllocaInst *uniA = nullptr;   // `uni` (uniV its value at cbs.sched)
+    AllocaInst *exitsA = nullptr; // ol-early-exits: what cbsLiveLanes does after the region just run (LIVE_*)
+    AllocaInst *prevA = nullptr;  // ol-early-exits under ol-warp-lanes: `next` before the warp's region
     std::vector<Value *> uniPtr; // per alloca: its shared slot in scratch (uniform slots), else null
     AllocaInst *next = nullptr;                     // the region to run next
     BasicBlock *sched = nullptr, *done = nullptr, *scanStart = nullptr;
@@ -515,6 +526,7 @@ struct Lowering {
     ICmpInst *inX = nullptr, *inY = nullptr, *inZ = nullptr;
     Value *myResume = nullptr;                     // the work-item's resume id (non-uniform case)
     BranchInst *uniBr = nullptr;                   // non-uniform case: the branch on `uni` around the check
+    Value *liveAll = nullptr, *liveMask = nullptr; // ol-early-exits: cbsAllLive
     MDNode *AG = nullptr;                          // the x loop's access group
     // ol-warp-lanes: the warp's first x id, its first flat id's row start (cbsWarpIds) and, per alloca,
     // the warp's copy of a shared slot
@@ -528,7 +540,10 @@ struct Lowering {
   static bool firstCallTo(BasicBlock *BB, Function *Fn);
   bool buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk = 0);
   void cbsActiveLanes(CbsState &st);
-  void cbsActiveFlags(CbsState &st, IRBuilder<> &B, Value *region);
+  Value *cbsActiveFlags(CbsState &st, IRBuilder<> &B, Value *region, Value *lo = nullptr, Value *hi = nullptr);
+  void cbsLiveLanes(CbsState &st, IRBuilder<> &B, BasicBlock *then);
+  void cbsLiveMasks(CbsState &st, CbsRegion &R);
+  Value *cbsAllLive(CbsState &st, CbsRegion &R);
   Value *allLanes(IRBuilder<> &B, Value *nInWarp);
   bool cbsCheckAllocas(CbsState &st);
   void cbsDivergence(CbsState &st);

@@ -144,7 +144,7 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
     wiHi = B.CreateAdd(wiLo, n, "", true, true);
   }
   Value *resume = nullptr;
-  if (!uniform) {
+  if (!uniform || st.gone) {
     resume = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, S + st.xchgBytes)), "cbs.resume");
     B.CreateMemSet(B.CreateGEP(I32, resume, B.CreateZExt(wiLo, I64)), ConstantInt::get(I8, 0),
                    B.CreateMul(B.CreateZExt(B.CreateSub(wiHi, wiLo), I64), ConstantInt::get(I64, 4)), MaybeAlign(4));
@@ -152,7 +152,7 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
   st.resume = resume;
   st.wiLo = wiLo;
   st.wiHi = wiHi;
-  if (!st.activeCalls.empty())
+  if (!st.activeCalls.empty() || st.gone)
     st.act = B.CreateGEP(I8, resume, B.CreateMul(nwi64, ConstantInt::get(I64, 4)), "cbs.active");
   std::vector<Value *> &uniPtr = st.uniPtr;
   uniPtr.assign(allocas.size(), nullptr);
@@ -166,7 +166,13 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
   // Region loops test it (loop-invariant) before the per-item resume check, so O3's loop unswitching
   // can produce a check-free loop that the vectoriser can handle.
   AllocaInst *uni = B.CreateAlloca(I1Ty(), nullptr, "cbs.uni");
+  st.uniA = uni;
   B.CreateStore(ConstantInt::getTrue(C), uni);
+  if (st.gone) { // (every lane of every warp runs)
+    st.exitsA = B.CreateAlloca(I32, nullptr, "cbs.exits");
+    st.prevA = B.CreateAlloca(I32, nullptr, "cbs.prev");
+    cbsLiveLanes(st, B, nullptr);
+  }
   BasicBlock *sched = BasicBlock::Create(C, "cbs.sched", F);
   BasicBlock *done = BasicBlock::Create(C, "cbs.done", F);
   BasicBlock *scanStart = BasicBlock::Create(C, "cbs.scan", F);
@@ -178,15 +184,18 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
   B.CreateRetVoid();
   B.SetInsertPoint(sched);
   st.uniV = B.CreateLoad(I1Ty(), uni, "uni");
-  if (st.act)
+  if (st.act && !st.gone)
     cbsActiveFlags(st, B, nullptr);
   st.SW = B.CreateSwitch(B.CreateLoad(I32, next), done);
   if (st.warpMode) {
     cbsWarpScheduler(st, B); // after a region: the warp's next one
   } else if (uniform) {
-    // after a region: straight to the next one
+    // after a region: straight to the next one (ol-early-exits: the lanes still running first)
     B.SetInsertPoint(scanStart);
-    B.CreateBr(sched);
+    if (st.gone)
+      cbsLiveLanes(st, B, sched);
+    else
+      B.CreateBr(sched);
   } else {
     // After a region: min/max of all resume ids (EXIT is the largest unsigned value). All exited ->
     // done; otherwise run the smallest pending region next; uniform iff every work-item waits there.
@@ -237,13 +246,15 @@ void Lowering::cbsRegion(CbsState &st, IRBuilder<> &B, size_t k) {
   R.sfx = ".r" + std::to_string(k);
   R.set = cbsRegionBlocks(st, k);
   R.reach = &st.reach[st.regionEntry[k]];
-  R.once = st.uniform && !st.warpMode && on(T_ONCE_REGIONS) &&
+  R.once = st.uniform && !st.warpMode && !st.gone && on(T_ONCE_REGIONS) &&
            groupInvariant(R.set, st.div, st.divTerm, st.uniSlots, st.BM, st.EM);
   if (R.once)
     fired(T_ONCE_REGIONS);
   cbsRegionPrologue(st, B, R);
   cbsRegionLoops(st, B, R);
   cbsCloneRegion(st, R);
+  if (st.gone)
+    cbsLiveMasks(st, R);
   cbsUsePreloads(st, R);
   cbsEnterRegion(st, B, R);
   cbsLeaveRegion(st, R);
@@ -252,6 +263,12 @@ void Lowering::cbsRegion(CbsState &st, IRBuilder<> &B, size_t k) {
   cbsPromoteSlots(st, R);
   if (st.warpMode) // (the transforms below assume a loop nest over the whole group)
     cbsWarpLaneIds(st, R);
+  if (st.gone) { // a copy of the region's loops without the check for work-items that exited
+    ValueToValueMapTy VM;
+    if (BasicBlock *head = R.uniBr ? R.Pre->getSingleSuccessor() : nullptr)
+      unswitchNest(st, R, head, R.uniBr, VM);
+    return; // (the transforms below assume that every work-item of the group runs the region loop)
+  }
   if (st.warpMode || st.chunk)
     return;
   if (!runLoops.empty() && on(T_SHORT_RUNS)) // what narrowToGuards made, once the region loop is closed
@@ -291,6 +308,8 @@ void Lowering::cbsRegionPrologue(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
       B.SetInsertPoint(G);
       B.CreateStore(id, st.wstart);
       B.CreateStore(ConstantInt::get(I32, 0), st.wp);
+      if (st.gone) // (until a warp records a group barrier)
+        B.CreateStore(ConstantInt::get(I32, RESUME_EXIT), st.next);
       B.CreateBr(st.whead);
     }
   }
@@ -306,8 +325,20 @@ void Lowering::cbsRegionPrologue(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
       if (st.pow2Slots.count(allocas[j]))
         pow2Vals.insert(preVal[j]);
     }
+  // ol-early-exits: the one barrier that the work-items that do not exit leave through is recorded up front
+  // too (cbsLiveLanes takes it back if none is left: `next` as it was before the warp's region, prev);
+  // those that exit set their resume ids
+  std::set<BasicBlock *> to(R.reach->begin(), R.reach->end());
+  bool exits = st.gone && to.erase(nullptr);
+  if (exits && st.warpMode)
+    B.CreateStore(B.CreateLoad(I32, st.next), st.prevA);
   if (st.uniform && R.reach->size() == 1)
     cbsRecordExit(st, B, *R.reach->begin());
+  else if (exits && to.size() == 1)
+    cbsRecordExit(st, B, *to.begin());
+  if (st.gone) // (under uniform barriers, where all exit, the group is done)
+    B.CreateStore(ConstantInt::get(I32, !exits ? LIVE_KEEP : !to.empty() ? LIVE_SCAN : st.warpMode ? LIVE_LEFT : LIVE_KEEP),
+                  st.exitsA);
 }
 
 
@@ -385,7 +416,7 @@ void Lowering::cbsRegionLoops(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
   B.SetInsertPoint(P);
   Value *wi = B.CreateAdd(rowBase, lx, "wi" + sfx, true, true);
   Value *wi64 = B.CreateZExt(wi, I64);
-  if (!uniform)
+  if (!uniform || st.gone)
     R.myResume = B.CreateGEP(I32, resume, wi64);
   for (size_t j = 0; j < allocas.size(); ++j) {
     if (uniPtr[j]) {
@@ -496,7 +527,7 @@ void Lowering::cbsEnterRegion(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
         addAccessGroup(I, AG);
   BasicBlock *RE = cast<BasicBlock>(R.VM[st.regionEntry[R.k]]);
   bool warpMode = st.warpMode;
-  if (uniform && !once && !warpMode && on(T_HOIST_SLOT_STORES))
+  if (uniform && !once && !warpMode && !st.gone && on(T_HOIST_SLOT_STORES))
     hoistSlotStores(RE, Pre, NE, std::set<Value *>(uniPtr.begin(), uniPtr.end()), clones);
   auto leavesRegion = [&](BasicBlock *Sc) {
     auto it = origOf.find(Sc);
@@ -506,25 +537,28 @@ void Lowering::cbsEnterRegion(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
     return barrierId.count(Ob) || firstCallTo(Ob, EM) || isa<ReturnInst>(&*Sc->getFirstNonPHIIt());
   };
   runLoops.clear(); // (what narrowToGuards adds is versioned once the region loop is closed)
-  if (uniform && !once && !warpMode && R.reach->size() == 1 && on(T_NARROW_GUARDS))
+  if (uniform && !once && !warpMode && !st.gone && R.reach->size() == 1 && on(T_NARROW_GUARDS))
     narrowToGuards(
         RE, leavesRegion, {Pre, NE}, Pre, {R.lx, R.ly, R.lz}, {R.inX, R.inY, R.inZ},
         {X(o, F, E_GSX), X(o, F, E_GSY), X(o, F, E_GSZ)}, {R.Hy, R.Hz, Pre});
   if (once) {
     B.CreateBr(RE);
-  } else if (uniform) {
+  } else if (uniform && (!st.gone || R.k == 0)) {
     B.CreateBr(RE);
-    if (!warpMode && on(T_SPECULATE_SHARED_STORES))
+    if (!warpMode && !st.gone && on(T_SPECULATE_SHARED_STORES))
       speculateSharedStores(F, clones, AG, leavesRegion); // (needs the region reachable)
   } else {
     // Convergent case (every work-item waits here): no per-item check. Only worth the duplicated
     // loop at O3 with large groups; the check is cheap and if-converted by the vectoriser anyway.
+    // (ol-early-exits: every work-item that has not exited runs the region, resume id 0; `uni` as the
+    // region starts, which the warp scheduler may have changed since cbs.sched)
+    Value *uni = st.gone ? cbsAllLive(st, R) : st.uniV;
     BasicBlock *Chk = BasicBlock::Create(C, "cbs.check" + R.sfx, F);
-    R.uniBr = B.CreateCondBr(st.uniV, RE, Chk);
+    R.uniBr = B.CreateCondBr(uni, RE, Chk);
     B.SetInsertPoint(Chk);
     LoadInst *rl = B.CreateLoad(I32, R.myResume);
     addAccessGroup(*rl, AG);
-    B.CreateCondBr(B.CreateICmpEQ(rl, ConstantInt::get(I32, R.k)), RE, R.L);
+    B.CreateCondBr(B.CreateICmpEQ(rl, ConstantInt::get(I32, st.gone ? 0 : R.k)), RE, R.L);
   }
 }
 
@@ -542,7 +576,13 @@ void Lowering::cbsLeaveRegion(CbsState &st, CbsRegion &R) {
   // e: the barrier block left through, or nullptr (the exit)
   auto leave = [&](BasicBlock *NB, BasicBlock *e) {
     IRBuilder<> B2(NB);
-    if (uniform) {
+    if (uniform && st.gone && !e) { // (not needed where every work-item exits: cbsLiveLanes)
+      if (regionReach.size() > 1)
+        addAccessGroup(*B2.CreateStore(ConstantInt::get(I32, RESUME_EXIT), R.myResume), R.AG);
+    } else if (uniform && st.gone) {
+      if (regionReach.size() - regionReach.count(nullptr) > 1)
+        cbsRecordExit(st, B2, e);
+    } else if (uniform) {
       if (regionReach.size() != 1)
         cbsRecordExit(st, B2, e);
     } else {
@@ -620,7 +660,7 @@ bool Lowering::cbsFinish(CbsState &st) {
       if (auto *CI = dyn_cast<CallInst>(&I))
         if (CI->getCalledFunction() && (CI->getCalledFunction() == BM || CI->getCalledFunction() == EM))
           return fail("internal: unsplit barrier marker");
-  if (st.warpMode && on(T_WARP_UNIFORM_LOOPS))
+  if (st.warpMode && !st.gone && on(T_WARP_UNIFORM_LOOPS))
     warpUniformLoops(st);
   removeUnreachableBlocks(*F);
   for (BasicBlock &BB : *F) // (what only ol-warp-lanes reads)

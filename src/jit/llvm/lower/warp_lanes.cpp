@@ -39,10 +39,15 @@ void Lowering::cbsWarpLanes(CbsState &st) {
     return;
   std::set<Value *> wdiv = divergentValues(F, warp);
   std::set<Instruction *> wdivTerm = divergentTerms(F, wdiv);
-  if (!warpLanesHold(st, wdivTerm))
+  if (!warpLanesHold(st, wdivTerm)) {
+    st.gone = false;
     return;
+  }
   if (on(T_ALTERNATE_EXCHANGES))
     cbsDropExchangeEnds(st, wdivTerm);
+  warpLanesHold(st, wdivTerm); // (st.gone for the final barriers)
+  if (st.gone)
+    fired(T_EARLY_EXITS);
   st.warpMode = true;
   st.uniform = true;
   st.div = std::move(wdiv);
@@ -52,14 +57,23 @@ void Lowering::cbsWarpLanes(CbsState &st) {
 
 
 // Whether warps can run on their own with the barriers F has now (st.divTerm the group-level divergent
-// terminators, wdivTerm the warp-level ones; gives st.reach): every branch that may differ between a
-// warp's lanes reaches at most one barrier or exit, every branch that may differ between warps at most
-// one group barrier or exit, warp barriers crossed.
+// terminators, wdivTerm the warp-level ones; gives st.reach, st.gone): every branch that may differ
+// between a warp's lanes reaches at most one barrier or exit, every branch that may differ between warps at
+// most one group barrier or exit, warp barriers crossed. With ol-early-exits, a barrier, the exit or both:
+// then the lanes that have not exited do (st.gone).
 bool Lowering::warpLanesHold(CbsState &st, const std::set<Instruction *> &wdivTerm) {
   Function *F = st.F;
+  st.gone = false;
+  // whether lanes that take different ways from a branch to the sync points `r` may meet again
+  auto apart = [&](const std::set<BasicBlock *> &r) {
+    if (r.size() <= 1)
+      return false;
+    st.gone = true;
+    return !on(T_EARLY_EXITS) || r.size() - r.count(nullptr) > 1;
+  };
   cbsComputeReach(st);
   for (BasicBlock &BB : *F)
-    if (!st.isBarrierBlk(&BB) && !st.isExitBlk(&BB) && wdivTerm.count(BB.getTerminator()) && st.reach[&BB].size() > 1)
+    if (!st.isBarrierBlk(&BB) && !st.isExitBlk(&BB) && wdivTerm.count(BB.getTerminator()) && apart(st.reach[&BB]))
       return false;
   // the group barriers (nullptr = exit) reachable without crossing one, warp barriers crossed
   std::map<BasicBlock *, std::set<BasicBlock *>> greach;
@@ -86,7 +100,7 @@ bool Lowering::warpLanesHold(CbsState &st, const std::set<Instruction *> &wdivTe
     }
   }
   for (BasicBlock &BB : *F)
-    if (!isGroupBarrier(&BB) && !st.isExitBlk(&BB) && st.divTerm.count(BB.getTerminator()) && greach[&BB].size() > 1)
+    if (!isGroupBarrier(&BB) && !st.isExitBlk(&BB) && st.divTerm.count(BB.getTerminator()) && apart(greach[&BB]))
       return false;
   return true;
 }
@@ -156,14 +170,22 @@ void Lowering::cbsWarpScheduler(CbsState &st, IRBuilder<> &B) {
   B.CreateCondBr(B.CreateICmpULT(wp, nwarps), wbody, st.sched);
   B.SetInsertPoint(wbody);
   B.CreateStore(B.CreateLoad(I32, st.wstart), st.wnext);
-  B.CreateBr(st.wsched);
+  if (st.gone) { // (ol-early-exits: not a warp whose lanes have all exited)
+    Value *live = B.CreateAlignedLoad(I64, B.CreateGEP(I64, st.act, B.CreateZExt(wp, I64)), Align(1));
+    B.CreateCondBr(B.CreateICmpEQ(live, ConstantInt::get(I64, 0)), wnextwarp, st.wsched);
+  } else {
+    B.CreateBr(st.wsched);
+  }
   B.SetInsertPoint(st.wsched);
   st.WSW = B.CreateSwitch(B.CreateLoad(I32, st.wnext), wnextwarp);
   B.SetInsertPoint(wnextwarp);
   B.CreateStore(B.CreateAdd(B.CreateLoad(I32, st.wp), ConstantInt::get(I32, 1), "", true, true), st.wp);
   B.CreateBr(st.whead);
   B.SetInsertPoint(st.scanStart);
-  B.CreateBr(st.wsched);
+  if (st.gone)
+    cbsLiveLanes(st, B, st.wsched);
+  else
+    B.CreateBr(st.wsched);
 }
 
 
@@ -215,6 +237,8 @@ void Lowering::cbsWarpRegionLoop(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
   B.SetInsertPoint(R.P);
   R.wi = B.CreateAdd(R.wrow, R.lx, "wi" + R.sfx, true, true);
   Value *wi64 = B.CreateZExt(R.wi, I64);
+  if (st.gone)
+    R.myResume = B.CreateGEP(I32, st.resume, wi64);
   for (size_t j = 0; j < st.allocas.size(); ++j) {
     if (R.uniPtrW[j]) {
       R.VM[st.allocas[j]] = R.uniPtrW[j];
@@ -240,7 +264,9 @@ void Lowering::cbsRecordExit(CbsState &st, IRBuilder<> &B, BasicBlock *e) {
     B.CreateStore(ConstantInt::get(I32, cbsExitId(st, e)), st.wnext);
     return;
   }
-  B.CreateStore(ConstantInt::get(I32, cbsExitId(st, e)), st.next);
+  // (ol-early-exits: the group's `next` is the exit until a warp records a group barrier)
+  if (!(st.gone && st.warpMode && !e))
+    B.CreateStore(ConstantInt::get(I32, cbsExitId(st, e)), st.next);
   if (st.warpMode)
     B.CreateStore(ConstantInt::get(I32, WARP_LEAVE), st.wnext);
 }
@@ -284,7 +310,7 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
   BasicBlock *head = R.Pre->getSingleSuccessor();
   std::vector<CbsState::LaneLoop> loops = {R.laneLoop(head)};
   ValueToValueMapTy VM;
-  bool uniformLoops = on(T_WARP_UNIFORM_LOOPS);
+  bool uniformLoops = on(T_WARP_UNIFORM_LOOPS) && !st.gone; // (a gone first lane's slots)
   if (uniformLoops) { // (whether each clone's original is the same for the warp's lanes, st.laneUniform)
     std::set<BasicBlock *> clones(R.clones.begin(), R.clones.end());
     for (BasicBlock *BB : R.set) // (a clone replaced since, by the lane id `lx - xw` say: its replacement)

@@ -208,9 +208,23 @@ void Lowering::cbsLiveMasks(CbsState &st, CbsRegion &R) {
 // false once one has exited); where none is left, the group is done, or under ol-warp-lanes the warp, and
 // `next` what the other warps made it (`prev`). Where every lane of the warp left, its mask is 0.
 void Lowering::cbsLiveLanes(CbsState &st, IRBuilder<> &B, BasicBlock *then) {
-  if (!then) {
-    Value *count = cbsActiveFlags(st, B, ConstantInt::get(I32, 0), st.wiLo, st.wiHi);
-    (void)count;
+  if (!then) { // (each warp's mask of its lanes: a loop of stores the vectoriser takes)
+    Value *W = ConstantInt::get(I32, warp);
+    Value *w0 = B.CreateUDiv(st.wiLo, W);
+    Value *w1 = B.CreateUDiv(B.CreateAdd(st.wiHi, ConstantInt::get(I32, warp - 1)), W);
+    BasicBlock *pre = B.GetInsertBlock();
+    BasicBlock *loop = BasicBlock::Create(C, "cbs.live.all", st.F);
+    BasicBlock *done = BasicBlock::Create(C, "cbs.live.done", st.F);
+    B.CreateCondBr(B.CreateICmpULT(w0, w1), loop, done);
+    B.SetInsertPoint(loop);
+    PHINode *w = B.CreatePHI(I32, 2, "live.w");
+    w->addIncoming(w0, pre);
+    Value *lanes = B.CreateBinaryIntrinsic(Intrinsic::umin, W, B.CreateSub(st.wiHi, B.CreateMul(w, W)));
+    B.CreateAlignedStore(allLanes(B, lanes), B.CreateGEP(I64, st.act, B.CreateZExt(w, I64)), Align(1));
+    Value *wn = B.CreateAdd(w, ConstantInt::get(I32, 1), "", true, true);
+    w->addIncoming(wn, loop);
+    B.CreateCondBr(B.CreateICmpULT(wn, w1), loop, done);
+    B.SetInsertPoint(done);
     return;
   }
   Function *F = st.F;

@@ -2598,6 +2598,8 @@ const WSHFL: &str = "__gpu_kernel void k(float *o, const float *in) { static __g
 // a warp's inclusive scan by shuffles from `d` lanes below
 const WSCAN: &str = "__gpu_kernel void k(float *o, const float *in) { uint32_t l = __gpu_lane_id(), w = __gpu_num_lanes(); float v = in[G]; for (uint32_t d = 1; d < w; d <<= 1) { float u = __gpu_shuffle_idx_f32(__gpu_lane_mask(), l - d, v, w); if (l >= d) v += u; } o[G] = v; }";
 // an escape-time loop: a different number of iterations per work-item, no memory access in it
+// a row per warp, its lanes striding over it, then a butterfly
+const WROW: &str = "__gpu_kernel void k(float *o, const float *in, uint32_t n) { uint32_t l = __gpu_lane_id(), w = __gpu_num_lanes(), row = G / w; float s = 0.0f; for (uint32_t j = l; j < n; j += w) s += in[row * n + j]; for (uint32_t d = w / 2; d > 0; d >>= 1) s += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ d, s, w); o[G] = s; }";
 const ESCAPE: &str = "__gpu_kernel void k(uint32_t *o, const float *c) { float x = c[G], z = 0.0f; uint32_t i = 0; while (i < 100 && z < 4.0f) { z = z * z + x; i++; } o[G] = i; }";
 /// The fire/no-fire cases of the lowering's transforms: (transform, fires, kernel source (kernel `k`, after
 /// [`H`]), specialised at this group size). `each_transform_fires_where_it_is_meant_to_and_not_elsewhere`
@@ -2719,6 +2721,8 @@ const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
         "__gpu_kernel void k(float *o, const float *in, const float *w) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); float acc = 0.0f; for (uint32_t j = 0; j < T; ++j) acc += s[j & 255] * w[j * 256 + T] + (float)j; o[G] = acc; }",
         None,
     ),
+    // (under ol-warp-lanes: warp barriers around a warp's strided loop)
+    ("ol-implicit-loop-barriers", true, WROW, Some([64, 1, 1])),
     ("ol-scope-slots", true, SWAPS, None),
     ("ol-scope-slots", false, "__gpu_kernel void k(float *y, const float *x) { y[G] = x[G]; }", None),
     ("ol-hoist-slot-stores", true, TREE, None),
@@ -2733,6 +2737,8 @@ const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
     ("ol-share-header-slot", false, UNIFORM, None),
     ("ol-block-stride-loops", true, STRIDED, None),
     ("ol-block-stride-loops", true, STRIDED, Some([64, 1, 1])),
+    // (a warp's lanes striding over its row in a specialisation of whole warps, under ol-warp-lanes)
+    ("ol-block-stride-loops", true, WROW, Some([64, 1, 1])),
     // (a stride that is not the group size; no barrier, so no work-item loop to put inside)
     (
         "ol-block-stride-loops",
@@ -3648,6 +3654,84 @@ fn early_exits_match_the_host() {
                             assert_eq!(uo, uwant, "{ctx}");
                         } else {
                             assert_eq!(fo, fwant, "{ctx}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A row per warp whose lanes stride over it (ffi-tests/kernels/warp_rows.c: `for (j = lane; j < n; j += W)`, a
+/// row's sum and maximum, then the row written) and a loop the same for a warp's lanes with work per lane
+/// (a dot product of the row with each lane's column) give the host's results, generic and specialised, for
+/// rows shorter than a warp, of whole warps and longer, with the last warps of the last group past the rows;
+/// in the specialisations of whole warps the strided loops are one loop per warp with the lanes inside
+/// (ol-block-stride-loops, then ol-implicit-loop-barriers' warp barriers around them).
+#[test]
+fn warp_stride_loops_match_the_host() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("warp_rows", t) else {
+            return;
+        };
+        let bc = bitcode("warp_rows", t).unwrap();
+        let w = img.kernel("rows").unwrap().warp_size as usize;
+        let spec = Some([2 * w as u32, 1, 1]);
+        assert!(times_fired(&bc, "rows", spec, "ol-block-stride-loops") >= 2, "{t:?}");
+        assert!(times_fired(&bc, "rows", spec, "ol-implicit-loop-barriers") >= 2, "{t:?}");
+        assert!(times_fired(&bc, "dots", spec, "ol-implicit-loop-barriers") >= 1, "{t:?}");
+        let x: Vec<f32> = (0..64).map(|i| (i % 8) as f32).collect();
+        // (whole warps only: `row = gid / W` of a group of partial warps names rows across two warps)
+        for nt in [w, 2 * w, 4 * w] {
+            let groups = 3usize;
+            let warps = groups * nt / w;
+            for cols in [0usize, 1, w - 1, w, w + 1, 100, 1000] {
+                for nrows in [1usize, warps - 1] {
+                    let input: Vec<f32> = (0..nrows * cols.max(1)).map(|i| ((i * 7) % 13) as f32).collect();
+                    let (mut rwant, mut dwant) = (vec![7f32; nrows * cols.max(1)], vec![7f32; groups * nt]);
+                    for row in 0..nrows {
+                        let r = &input[row * cols..(row + 1) * cols];
+                        let (s, m) = (r.iter().sum::<f32>(), r.iter().fold(-1f32, |a, v| a.max(*v)));
+                        (1..cols).for_each(|j| rwant[row * cols + j] = r[j] - m + s);
+                    }
+                    for gi in 0..groups {
+                        for wb in (0..nt).step_by(w) {
+                            let row = (gi * nt + wb) / w;
+                            if row >= nrows || cols > 200 {
+                                continue;
+                            }
+                            let r = &input[row * cols..(row + 1) * cols];
+                            let acc: Vec<f32> =
+                                (0..w).map(|l| (0..cols).map(|k| r[k] * x[(k + l) % 64]).sum::<f32>()).collect();
+                            for l in 0..w {
+                                dwant[gi * nt + wb + l] = acc[l] + acc[(l + 1) % w] + x[l] * 3.0;
+                            }
+                        }
+                    }
+                    for name in ["rows", "dots"] {
+                        if name == "dots" && cols > 200 {
+                            continue;
+                        }
+                        let g = img.kernel(name).unwrap();
+                        let s = g.specialise([nt as u32, 1, 1], false).unwrap();
+                        for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                            let ctx = format!("{t:?} {name} [{nt}, 1, 1] cols={cols} rows={nrows} {form}");
+                            let mut inp = input.clone();
+                            let mut xs = x.clone();
+                            let (nr, nc) = (nrows as u32, cols as u32);
+                            if name == "rows" {
+                                let mut o = vec![7f32; rwant.len()];
+                                let args = pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut o), &b(&nr), &b(&nc)]);
+                                launch(kk, [groups as u32, 1, 1], [nt as u32, 1, 1], &args, 0);
+                                assert_eq!(o, rwant, "{ctx}");
+                            } else {
+                                let mut o = vec![7f32; dwant.len()];
+                                let args =
+                                    pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut xs), &ptr(&mut o), &b(&nr), &b(&nc)]);
+                                launch(kk, [groups as u32, 1, 1], [nt as u32, 1, 1], &args, 0);
+                                assert_eq!(o, dwant, "{ctx}");
+                            }
                         }
                     }
                 }

@@ -6,9 +6,12 @@ namespace ol_rs::lower {
 
 std::set<BasicBlock *> Lowering::interchangeLoops(Function *F, const std::set<Instruction *> &divTerm, Function *BM, Function *EM,
                       std::map<BasicBlock *, std::set<BasicBlock *>> &reach,
-                      const std::function<void()> &computeReach, const std::function<bool(BasicBlock *)> &isSync) {
+                      const std::function<void()> &computeReach, const std::function<bool(BasicBlock *)> &isSync,
+                      const WarpInterchange *warpLoops) {
   std::set<BasicBlock *> underDivergence;
   auto stillUniform = [&]() {
+    if (warpLoops)
+      return warpLoops->holds();
     computeReach();
     underDivergence.clear();
     std::unique_ptr<PostDominatorTree> PDT;
@@ -50,6 +53,10 @@ std::set<BasicBlock *> Lowering::interchangeLoops(Function *F, const std::set<In
       for (BasicBlock *EB : exiting)
         if (divTerm.count(EB->getTerminator()))
           return false;
+      if (warpLoops && none_of(L->blocks(), [&](BasicBlock *BB) {
+            return any_of(*BB, [&](Instruction &I) { return !isa<PHINode>(&I) && warpLoops->div.count(&I); });
+          }))
+        return false; // (the same work for a warp's lanes: ol-warp-uniform-loops runs it once)
       unsigned trips = SE.getSmallConstantTripCount(L);
       return body >= kInterchangeMinBody && (trips == 0 || trips > kInterchangeMaxUnrolled);
     };
@@ -75,7 +82,9 @@ std::set<BasicBlock *> Lowering::interchangeLoops(Function *F, const std::set<In
     for (BasicBlock *P : preds) {
       BasicBlock *N = BasicBlock::Create(C, "cbs.lbar", F, H);
       IRBuilder<> B(N);
-      B.CreateCall(barrierMarker());
+      CallInst *bar = B.CreateCall(barrierMarker());
+      if (warpLoops)
+        bar->setMetadata(kWarpBarrierMD, MDNode::get(C, {}));
       B.CreateBr(H);
       P->getTerminator()->replaceSuccessorWith(H, N);
       H->replacePhiUsesWith(P, N);

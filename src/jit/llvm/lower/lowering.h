@@ -408,9 +408,18 @@ struct Lowering {
   // Returns the blocks between such a D and its post-dominator: step 2b must not put implicit barriers
   // on their (uniform) branches, which not every work-item runs.
   static constexpr unsigned kInterchangeMinBody = 4, kInterchangeMaxUnrolled = 4;
+  // Under ol-warp-lanes (`warp`: its divergence at the warp's width, and whether the conditions of
+  // ol-warp-lanes still hold), the implicit barriers are warp barriers, around loops whose trip count is the
+  // same for a warp's lanes and whose body computes something that is not (a warp-stride loop that
+  // ol-block-stride-loops took: `for (b = 0; b < n; b += W) if (b + lane < n) ...`).
+  struct WarpInterchange {
+    const std::set<Value *> &div;
+    std::function<bool()> holds;
+  };
   std::set<BasicBlock *> interchangeLoops(Function *F, const std::set<Instruction *> &divTerm, Function *BM, Function *EM,
                         std::map<BasicBlock *, std::set<BasicBlock *>> &reach,
-                        const std::function<void()> &computeReach, const std::function<bool(BasicBlock *)> &isSync);
+                        const std::function<void()> &computeReach, const std::function<bool(BasicBlock *)> &isSync,
+                        const WarpInterchange *warpLoops = nullptr);
   void scopeSlots(Function *F, const std::vector<AllocaInst *> &slots);
   // ol-lockstep-loops (opt/lockstep_loops.cpp): in a barrier-free kernel, implicit barriers on the edges
   // into and out of each outermost memory-free loop whose exit may differ between work-items; returns how

@@ -43,6 +43,12 @@ void Lowering::cbsWarpLanes(CbsState &st) {
     st.gone = false;
     return;
   }
+  if (on(T_IMPLICIT_LOOP_BARRIERS)) {
+    WarpInterchange wl{wdiv, [&]() { return warpLanesHold(st, wdivTerm); }};
+    interchangeLoops(
+        F, wdivTerm, st.BM, st.EM, st.reach, [&]() { cbsComputeReach(st); },
+        [&](BasicBlock *BB) { return st.isBarrierBlk(BB) || st.isExitBlk(BB); }, &wl);
+  }
   if (on(T_ALTERNATE_EXCHANGES))
     cbsDropExchangeEnds(st, wdivTerm);
   warpLanesHold(st, wdivTerm); // (st.gone for the final barriers)
@@ -64,20 +70,32 @@ void Lowering::cbsWarpLanes(CbsState &st) {
 bool Lowering::warpLanesHold(CbsState &st, const std::set<Instruction *> &wdivTerm) {
   Function *F = st.F;
   st.gone = false;
-  // whether lanes that take different ways from a branch to the sync points `r` may meet again
-  auto apart = [&](const std::set<BasicBlock *> &r) {
+  std::unique_ptr<PostDominatorTree> PDT;
+  auto isGroupBarrier = [&](BasicBlock *BB) { return st.isBarrierBlk(BB) && !st.isWarpBarrierBlk(BB); };
+  // whether lanes that take different ways from BB's branch to the sync points `r` may be apart there: not
+  // when its ways meet again before any sync point (`if (b + lane < n)` in a loop whose uniform latch then
+  // chooses between barriers, ol-implicit-loop-barriers); else with ol-early-exits, where the others exit
+  auto apart = [&](BasicBlock *BB, const std::set<BasicBlock *> &r, bool group) {
     if (r.size() <= 1)
+      return false;
+    if (!PDT)
+      PDT = std::make_unique<PostDominatorTree>(*F);
+    BasicBlock *P;
+    std::set<BasicBlock *> before = beforeJoin(BB, *PDT, P);
+    if (P && none_of(before, [&](BasicBlock *X) {
+          return (group ? isGroupBarrier(X) : st.isBarrierBlk(X)) || st.isExitBlk(X);
+        }))
       return false;
     st.gone = true;
     return !on(T_EARLY_EXITS) || r.size() - r.count(nullptr) > 1;
   };
   cbsComputeReach(st);
   for (BasicBlock &BB : *F)
-    if (!st.isBarrierBlk(&BB) && !st.isExitBlk(&BB) && wdivTerm.count(BB.getTerminator()) && apart(st.reach[&BB]))
+    if (!st.isBarrierBlk(&BB) && !st.isExitBlk(&BB) && wdivTerm.count(BB.getTerminator()) &&
+        apart(&BB, st.reach[&BB], false))
       return false;
   // the group barriers (nullptr = exit) reachable without crossing one, warp barriers crossed
   std::map<BasicBlock *, std::set<BasicBlock *>> greach;
-  auto isGroupBarrier = [&](BasicBlock *BB) { return st.isBarrierBlk(BB) && !st.isWarpBarrierBlk(BB); };
   for (bool changed = true; changed;) {
     changed = false;
     for (BasicBlock &BB : *F) {
@@ -100,7 +118,8 @@ bool Lowering::warpLanesHold(CbsState &st, const std::set<Instruction *> &wdivTe
     }
   }
   for (BasicBlock &BB : *F)
-    if (!isGroupBarrier(&BB) && !st.isExitBlk(&BB) && st.divTerm.count(BB.getTerminator()) && apart(greach[&BB]))
+    if (!isGroupBarrier(&BB) && !st.isExitBlk(&BB) && st.divTerm.count(BB.getTerminator()) &&
+        apart(&BB, greach[&BB], true))
       return false;
   return true;
 }

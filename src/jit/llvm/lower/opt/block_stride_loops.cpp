@@ -10,7 +10,8 @@ namespace ol_rs::lower {
 namespace {
 
 // The largest value V can have, when it is built from constants and the local ids of a group whose size
-// `gs` is known (0: unknown), through zext, add, mul, shl and `and` by constants.
+// `gs` is known (0: unknown), through zext, add, mul, shl, `and` by constants, and `urem` by a constant (a
+// lane id, `t % W`, whatever t is).
 std::optional<uint64_t> maxOf(Value *V, Function *F, const uint32_t gs[3], int depth = 0) {
   if (depth > 8)
     return std::nullopt;
@@ -34,6 +35,8 @@ std::optional<uint64_t> maxOf(Value *V, Function *F, const uint32_t gs[3], int d
   auto *BO = dyn_cast<BinaryOperator>(I);
   if (!BO)
     return std::nullopt;
+  if (auto *D = dyn_cast<ConstantInt>(BO->getOperand(1)); D && BO->getOpcode() == Instruction::URem && !D->isZero())
+    return std::min(D->getZExtValue() - 1, maxOf(BO->getOperand(0), F, gs, depth + 1).value_or(~uint64_t(0)));
   auto a = maxOf(BO->getOperand(0), F, gs, depth + 1);
   auto b = maxOf(BO->getOperand(1), F, gs, depth + 1);
   uint64_t lim = BO->getType()->getIntegerBitWidth() >= 64 ? ~uint64_t(0) : (uint64_t(1) << BO->getType()->getIntegerBitWidth()) - 1;
@@ -116,8 +119,8 @@ bool constantLatch(BasicBlock *H, BasicBlock *LB, Value *&nextV, Value *&n, Valu
 
 // A loop `for (j = b0 + off; j < n; j += S)` (clang's rotated form: a guard `b0 + off < n` in front, the
 // latch `j + S < n`, or `j < n - S` with constants: constantLatch), with b0, n and S the same for every
-// work-item and off in [0, S) (the local x id with S the group's x size, or a value of the ids below a
-// constant S in a specialisation): every work-item runs it a different number of times, so its exits are
+// work-item and off in [0, S) (the local x id with S the group's x size, a value of the ids below a
+// constant S in a specialisation, or a lane id `t % W` with S = W, a warp's lanes over its row): every work-item runs it a different number of times, so its exits are
 // divergent and the work-item loop cannot run inside it (ol-implicit-loop-barriers). It becomes
 // `for (b = b0; b < n; b += S) if (b + off < n) body(b + off)`: the same iterations of the body for each
 // work-item (b + off takes the original loop's values of j, and the iterations it skips change nothing),

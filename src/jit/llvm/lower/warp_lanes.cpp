@@ -291,6 +291,53 @@ void Lowering::cbsRecordExit(CbsState &st, IRBuilder<> &B, BasicBlock *e) {
 }
 
 
+// The global warp index `(A + lx) / W` or `(A + wi) / W` in a lane loop (`gid / W`, gid = the group's first id
+// plus the x id, a row per warp), A a multiple of W the same for the loop's lanes (arithmetic of the kernel's
+// arguments, the group ids and constants): the same quotient for every lane, as the warp's first lane has it
+// (lx - xw and wi - wrow - xw are the lane id, below W, and A + xw a multiple of W, also where the sum wraps
+// around 2^32). Gives the dividend for the first lane, computed before I, or nullptr.
+Value *Lowering::warpBaseOf(CbsState &st, CbsRegion &R, Instruction &I) {
+  auto *BO = dyn_cast<BinaryOperator>(&I);
+  auto *c = BO ? dyn_cast<ConstantInt>(BO->getOperand(1)) : nullptr;
+  if (!c || !((BO->getOpcode() == Instruction::UDiv && c->getZExtValue() == warp) ||
+              (BO->getOpcode() == Instruction::LShr && c->getZExtValue() == Log2_32(warp))))
+    return nullptr;
+  auto *Sum = dyn_cast<BinaryOperator>(BO->getOperand(0));
+  if (!Sum || Sum->getOpcode() != Instruction::Add)
+    return nullptr;
+  std::function<bool(Value *, int)> laneFree = [&](Value *V, int depth) {
+    if (isa<Constant>(V) || isa<Argument>(V))
+      return true;
+    auto *J = dyn_cast<Instruction>(V);
+    return J && depth < 6 && J != R.lx && J != R.wi && isPureArithmetic(J) && !isa<PHINode>(J) &&
+           all_of(J->operands(), [&](Value *Op) { return laneFree(Op, depth + 1); });
+  };
+  // (a multiple of W: by its known bits, or a product with the group's x size, a multiple of W here)
+  Value *gsx = X(st.o, st.F, E_GSX);
+  std::function<bool(Value *, int)> multiple = [&](Value *V, int depth) {
+    if (V == gsx || computeKnownBits(V, DL).countMinTrailingZeros() >= Log2_32(warp))
+      return true;
+    auto *M = dyn_cast<BinaryOperator>(V);
+    if (!M || depth > 4)
+      return false;
+    if (M->getOpcode() == Instruction::Mul)
+      return multiple(M->getOperand(0), depth + 1) || multiple(M->getOperand(1), depth + 1);
+    if (M->getOpcode() == Instruction::Add)
+      return multiple(M->getOperand(0), depth + 1) && multiple(M->getOperand(1), depth + 1);
+    return M->getOpcode() == Instruction::Shl && multiple(M->getOperand(0), depth + 1);
+  };
+  for (int k = 0; k < 2; ++k) {
+    Value *A = Sum->getOperand(k), *id = Sum->getOperand(1 - k);
+    if ((id != R.lx && id != R.wi) || !laneFree(A, 0) || !multiple(A, 0))
+      continue;
+    IRBuilder<> B(&I);
+    Value *first = id == R.lx ? R.xw : B.CreateAdd(R.wrow, R.xw, "", true, true);
+    return B.CreateAdd(A, first);
+  }
+  return nullptr;
+}
+
+
 // Step 5, region, last under warp lanes (takes R.clones, R.lx, R.xw, R.wi, R.L; changes the clones): the
 // lane id (`urem` or `and` of the x or flat id by W) is lx - xw, the warp's index (`udiv` or `lshr` of
 // either by W) xw / W (or its flat id's), the same for the loop's lanes, and a warp's number of lanes
@@ -323,6 +370,9 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
         // (lx and wi are xw and wrow + xw plus the lane id, below W: the same quotient for every lane)
         Value *first = I.getOperand(0) == R.lx ? R.xw : B.CreateAdd(R.wrow, R.xw, "", true, true);
         I.replaceAllUsesWith(B.CreateLShr(first, Log2_32(warp), "warp" + R.sfx, true));
+        I.eraseFromParent();
+      } else if (Value *first = warpBaseOf(st, R, I)) {
+        I.replaceAllUsesWith(B.CreateLShr(first, Log2_32(warp), "warp" + R.sfx));
         I.eraseFromParent();
       }
     }

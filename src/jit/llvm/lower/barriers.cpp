@@ -244,7 +244,8 @@ void Lowering::cbsLiveLanes(CbsState &st, IRBuilder<> &B, BasicBlock *then) {
   if (st.warpMode) {
     Value *w = warpIndex();
     auto *VT = FixedVectorType::get(I32, warp);
-    Value *ids = B.CreateAlignedLoad(VT, B.CreateGEP(I32, st.resume, B.CreateMul(w, ConstantInt::get(I64, warp))), Align(4));
+    Value *first = B.CreateGEP(I32, st.resume, B.CreateMul(w, ConstantInt::get(I64, warp)));
+    Value *ids = B.CreateAlignedLoad(VT, first, Align(4));
     Value *bits = B.CreateBitCast(B.CreateICmpEQ(ids, Constant::getNullValue(VT)), IntegerType::get(C, warp));
     Value *mask = B.CreateZExtOrTrunc(bits, I64);
     B.CreateAlignedStore(mask, B.CreateGEP(I64, st.act, w), Align(1));

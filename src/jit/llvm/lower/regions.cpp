@@ -337,8 +337,9 @@ void Lowering::cbsRegionPrologue(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
   else if (exits && to.size() == 1)
     cbsRecordExit(st, B, *to.begin());
   if (st.gone) // (under uniform barriers, where all exit, the group is done)
-    B.CreateStore(ConstantInt::get(I32, !exits ? LIVE_KEEP : !to.empty() ? LIVE_SCAN : st.warpMode ? LIVE_LEFT : LIVE_KEEP),
-                  st.exitsA);
+    B.CreateStore(
+        ConstantInt::get(I32, !exits ? LIVE_KEEP : !to.empty() ? LIVE_SCAN : st.warpMode ? LIVE_LEFT : LIVE_KEEP),
+        st.exitsA);
 }
 
 

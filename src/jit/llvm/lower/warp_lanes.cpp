@@ -291,11 +291,12 @@ void Lowering::cbsRecordExit(CbsState &st, IRBuilder<> &B, BasicBlock *e) {
 }
 
 
-// The global warp index `(A + lx) / W` or `(A + wi) / W` in a lane loop (`gid / W`, gid = the group's first id
-// plus the x id, a row per warp), A a multiple of W the same for the loop's lanes (arithmetic of the kernel's
-// arguments, the group ids and constants): the same quotient for every lane, as the warp's first lane has it
-// (lx - xw and wi - wrow - xw are the lane id, below W, and A + xw a multiple of W, also where the sum wraps
-// around 2^32). Gives the dividend for the first lane, computed before I, or nullptr.
+// The global warp index `(A + lx) / W` or `(A + wi) / W` in a lane loop (`gid / W`, gid = the group's first
+// id plus the x id, a row per warp), A a multiple of W the same for the loop's lanes (arithmetic of the
+// kernel's arguments, the group ids, the group's size and constants): the same quotient for every lane, as
+// the warp's first lane has it (lx - xw and wi - wrow - xw are the lane id, below W, and A + xw a multiple
+// of W, also where the sum wraps around 2^32). Gives the dividend for the first lane, computed before I, or
+// nullptr.
 Value *Lowering::warpBaseOf(CbsState &st, CbsRegion &R, Instruction &I) {
   auto *BO = dyn_cast<BinaryOperator>(&I);
   auto *c = BO ? dyn_cast<ConstantInt>(BO->getOperand(1)) : nullptr;
@@ -306,16 +307,16 @@ Value *Lowering::warpBaseOf(CbsState &st, CbsRegion &R, Instruction &I) {
   if (!Sum || Sum->getOpcode() != Instruction::Add)
     return nullptr;
   std::function<bool(Value *, int)> laneFree = [&](Value *V, int depth) {
-    if (isa<Constant>(V) || isa<Argument>(V))
+    if (isa<Constant>(V) || isa<Argument>(V) || groupSizeDim(st.F, V) >= 0)
       return true;
     auto *J = dyn_cast<Instruction>(V);
     return J && depth < 6 && J != R.lx && J != R.wi && isPureArithmetic(J) && !isa<PHINode>(J) &&
            all_of(J->operands(), [&](Value *Op) { return laneFree(Op, depth + 1); });
   };
-  // (a multiple of W: by its known bits, or a product with the group's x size, a multiple of W here)
-  Value *gsx = X(st.o, st.F, E_GSX);
+  // (a multiple of W: by its known bits, or a product with the group's x size, a multiple of W here: the
+  // argument or amdgcn's implicit-argument field)
   std::function<bool(Value *, int)> multiple = [&](Value *V, int depth) {
-    if (V == gsx || computeKnownBits(V, DL).countMinTrailingZeros() >= Log2_32(warp))
+    if (groupSizeDim(st.F, V) == 0 || computeKnownBits(V, DL).countMinTrailingZeros() >= Log2_32(warp))
       return true;
     auto *M = dyn_cast<BinaryOperator>(V);
     if (!M || depth > 4)

@@ -20,9 +20,8 @@ std::set<BasicBlock *> Lowering::interchangeLoops(Function *F, const std::set<In
         continue;
       if (!PDT)
         PDT = std::make_unique<PostDominatorTree>(*F);
-      BasicBlock *P;
-      std::set<BasicBlock *> before = beforeJoin(&D, *PDT, P);
-      if (!P || std::any_of(before.begin(), before.end(), isSync))
+      std::set<BasicBlock *> before;
+      if (!meetBeforeSync(&D, *PDT, isSync, before))
         return false;
       underDivergence.insert(before.begin(), before.end());
     }

@@ -291,6 +291,9 @@ struct Lowering {
   // the blocks that the work-items taking different ways out of BB may be in before they meet again
   // (reachable from its successors before P, its immediate post-dominator; null: they meet at the exit)
   static std::set<BasicBlock *> beforeJoin(BasicBlock *BB, const PostDominatorTree &PDT, BasicBlock *&P);
+  // whether they meet again before any block `isSync` holds for (`before`: beforeJoin's blocks)
+  static bool meetBeforeSync(BasicBlock *BB, const PostDominatorTree &PDT, function_ref<bool(BasicBlock *)> isSync,
+                             std::set<BasicBlock *> &before);
   bool replaceIntrinsics(Function *F, bool &collective);
   void blockStrideLoops(Function *F);
   unsigned groupLoops(Function *F);

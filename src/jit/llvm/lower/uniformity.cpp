@@ -268,6 +268,14 @@ std::set<BasicBlock *> Lowering::beforeJoin(BasicBlock *BB, const PostDominatorT
 }
 
 
+bool Lowering::meetBeforeSync(BasicBlock *BB, const PostDominatorTree &PDT, function_ref<bool(BasicBlock *)> isSync,
+                              std::set<BasicBlock *> &before) {
+  BasicBlock *P;
+  before = beforeJoin(BB, PDT, P);
+  return P && none_of(before, isSync);
+}
+
+
 std::set<BasicBlock *> Lowering::divergentBlocks(Function *F) {
   bool lanes = !specKernel.empty() && warp > 1 && specGs[0] % warp == 0;
   std::set<Value *> div = divergentValues(F, lanes ? warp : 0);

@@ -80,11 +80,10 @@ bool Lowering::warpLanesHold(CbsState &st, const std::set<Instruction *> &wdivTe
       return false;
     if (!PDT)
       PDT = std::make_unique<PostDominatorTree>(*F);
-    BasicBlock *P;
-    std::set<BasicBlock *> before = beforeJoin(BB, *PDT, P);
-    if (P && none_of(before, [&](BasicBlock *X) {
+    std::set<BasicBlock *> before;
+    if (meetBeforeSync(BB, *PDT, [&](BasicBlock *X) {
           return (group ? isGroupBarrier(X) : st.isBarrierBlk(X)) || st.isExitBlk(X);
-        }))
+        }, before))
       return false;
     st.gone = true;
     return !on(T_EARLY_EXITS) || r.size() - r.count(nullptr) > 1;

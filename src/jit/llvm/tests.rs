@@ -2754,6 +2754,13 @@ const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
     ),
     // (a specialisation: the group's size is the stride; no value carried between iterations)
     ("ol-group-loops", true, COOP, Some([256, 1, 1])),
+    // (clang's form of a constant bound: the guard, then a preheader with the 64-bit bound, then the loop)
+    (
+        "ol-group-loops",
+        true,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[72]; int64_t b0 = (int64_t)__gpu_block_id_x() * 64 - 4; for (uint32_t i = T; i < 72; i += 64) { int64_t x = b0 + i; s[i] = x >= 0 && x < n ? in[x] : 0.0f; } __gpu_sync_threads(); o[G] = s[T] + s[T + 8]; }",
+        Some([64, 1, 1]),
+    ),
     ("ol-group-loops", false, STRIDED, Some([64, 1, 1])),
     (
         "ol-runtime-divisors",
@@ -3655,6 +3662,62 @@ fn early_exits_match_the_host() {
                         } else {
                             assert_eq!(fo, fwant, "{ctx}");
                         }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Shared tiles the whole group fills with a loop of a constant bound (ffi-tests/kernels/halo_tiles.c: a
+/// 9-tap convolution's tile with a halo, its 64-bit index checked against the input's ends; a histogram's
+/// bins zeroed) give the host's results, generic and specialised, for every n around the groups' ends; in
+/// the specialisation for the group size the loops are one work-item's plain loops (ol-group-loops; clang
+/// leaves such a loop behind a guard and a preheader, and amdgcn reads the group's size from its implicit
+/// arguments before it).
+#[test]
+fn halo_tiles_match_the_host() {
+    let _g = shared();
+    const WG: usize = 64;
+    for t in TARGETS {
+        let Some(img) = load_ok("halo_tiles", t) else {
+            return;
+        };
+        let bc = bitcode("halo_tiles", t).unwrap();
+        for name in ["halo", "hist"] {
+            // (shapes ol-group-loops does not take: amdgcn's compiler vectorised hist's zeroing loop by two
+            // lanes; spirv64's loops count in 64 bits, from its 64-bit id)
+            let fires = times_fired(&bc, name, Some([WG as u32, 1, 1]), "ol-group-loops") > 0;
+            assert!(fires || (name == "hist" && t == Tgt::Amd) || t == Tgt::Spv, "{t:?} {name}");
+        }
+        let groups = 4usize;
+        let len = groups * WG;
+        let fin: Vec<f32> = (0..len).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
+        let uin: Vec<u32> = (0..len as u32).map(|i| i.wrapping_mul(2654435761) >> 7).collect();
+        let wts: Vec<f32> = (0..9).map(|j| (j % 4) as f32 + 1.0).collect();
+        for n in [0usize, 1, 3, WG - 1, WG, WG + 1, WG + 4, 3 * WG - 2, len] {
+            let x = |i: i64| if i >= 0 && (i as usize) < n { fin[i as usize] } else { 0.0 };
+            let mut hwant = vec![7f32; len];
+            (0..n).for_each(|g| hwant[g] = (0..9).map(|j| wts[j] * x(g as i64 + j as i64 - 4)).sum());
+            let mut bwant = vec![1u32; 300];
+            uin[..n].iter().for_each(|v| bwant[(*v % 300) as usize] += 1);
+            for name in ["halo", "hist"] {
+                let g = img.kernel(name).unwrap();
+                let s = g.specialise([WG as u32, 1, 1], false).unwrap();
+                for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                    let ctx = format!("{t:?} {name} n={n} {form}");
+                    let (mut fi, mut w, mut ui) = (fin.clone(), wts.clone(), uin.clone());
+                    let (mut fo, mut uo) = (vec![7f32; len], vec![1u32; 300]);
+                    let args = if name == "halo" {
+                        pack(&kk.params, &[&ptr(&mut fi), &ptr(&mut w), &ptr(&mut fo), &b(&(n as u32))])
+                    } else {
+                        pack(&kk.params, &[&ptr(&mut ui), &ptr(&mut uo), &b(&(n as u32))])
+                    };
+                    launch(kk, [groups as u32, 1, 1], [WG as u32, 1, 1], &args, 0);
+                    if name == "halo" {
+                        assert_eq!(fo, hwant, "{ctx}");
+                    } else {
+                        assert_eq!(uo, bwant, "{ctx}");
                     }
                 }
             }

@@ -36,9 +36,10 @@ bool isJ(Value *X, Value *j) {
   }
 }
 
-// The spaces I reads (first) and writes (second): a load's or store's, everything for another access.
+// The spaces I reads (first) and writes (second): a load's or store's, everything for another access;
+// none for a load of memory nothing writes (`!invariant.load`: amdgcn's implicit arguments).
 std::pair<unsigned, unsigned> accessOf(Instruction &I, Function *F) {
-  if (!I.mayReadOrWriteMemory())
+  if (!I.mayReadOrWriteMemory() || I.hasMetadata(LLVMContext::MD_invariant_load))
     return {0, 0};
   if (auto *L = dyn_cast<LoadInst>(&I))
     return {memorySpaceOf(L->getPointerOperand(), F), 0};
@@ -88,7 +89,9 @@ bool touchedBefore(BasicBlock *G, Function *F, Function *BM, unsigned loopReads,
 // `tile[i / 20][i % 20] = in[(y0 + i / 20) * w + x0 + i % 20]`), the loop becomes the nest `for (q) for
 // (r < C)` with j = q * C + r and the quotient and remainder taken from q and r: the inner loop's
 // addresses are then consecutive (contiguous vector loads and stores instead of gathers and scatters,
-// or a scalar loop per element with a division).
+// or a scalar loop per element with a division). The guard `t < n` may stand before a preheader (clang's
+// form when the loop needs a value computed once: a 64-bit bound, `for (k = t; k < 272; k += 256)` over a
+// tile with a halo); the branch on t == 0 is then the preheader's.
 unsigned Lowering::groupLoops(Function *F) {
   if (specKernel.empty())
     return 0;
@@ -96,7 +99,7 @@ unsigned Lowering::groupLoops(Function *F) {
   uint64_t S = uint64_t(gs[0]) * gs[1] * gs[2];
   std::set<Value *> div = divergentValues(F);
   struct Candidate {
-    BasicBlock *G, *H, *LB, *E;
+    BasicBlock *P, *H, *LB, *E; // the block entering H (the guard, or a preheader after it), ...
     PHINode *j;
     Value *start, *n;
     std::vector<BasicBlock *> blocks;
@@ -122,23 +125,27 @@ unsigned Lowering::groupLoops(Function *F) {
       });
     };
     for (Loop *L : LI.getLoopsInPreorder()) {
-      BasicBlock *H = L->getHeader(), *G = L->getLoopPredecessor(), *LB = L->getLoopLatch();
+      BasicBlock *H = L->getHeader(), *P = L->getLoopPredecessor(), *LB = L->getLoopLatch();
       BasicBlock *E = L->getExitBlock();
-      if (!G || !LB || !E || L->getExitingBlock() != LB || !E->phis().empty() || !L->getSubLoops().empty() ||
+      if (!P || !LB || !E || L->getExitingBlock() != LB || !E->phis().empty() || !L->getSubLoops().empty() ||
           pred_size(H) != 2 || std::next(H->phis().begin()) != H->phis().end())
         continue;
+      // the guard G: P itself (branching to H or E), or the one predecessor of a preheader P (where
+      // clang left what the loop computes once, `zext n` for a 64-bit compare)
+      BasicBlock *G = P->getSingleSuccessor() == H ? P->getSinglePredecessor() : P;
       auto *LBr = dyn_cast<BranchInst>(LB->getTerminator());
-      auto *GBr = dyn_cast<BranchInst>(G->getTerminator());
-      if (!LBr || !GBr || !GBr->isConditional() || (GBr->getSuccessor(0) != E && GBr->getSuccessor(1) != E))
+      auto *GBr = G ? dyn_cast<BranchInst>(G->getTerminator()) : nullptr;
+      if (!LBr || !GBr || !GBr->isConditional() || (GBr->getSuccessor(0) != E && GBr->getSuccessor(1) != E) ||
+          (G != P && !P->phis().empty()))
         continue;
       Value *nextV, *n, *start, *n2;
-      if (!entersWhenBelow(LBr, H, nextV, n) || !entersWhenBelow(GBr, H, start, n2) ||
+      if (!entersWhenBelow(LBr, H, nextV, n) || !entersWhenBelow(GBr, G == P ? H : P, start, n2) ||
           (n != n2 && !constantLatch(H, LB, nextV, n, n2)))
         continue;
       PHINode *j = &*H->phis().begin();
       auto *next = dyn_cast<BinaryOperator>(nextV);
       if (!next || next->getOpcode() != Instruction::Add || !j->getType()->isIntegerTy(32) ||
-          j->getIncomingValueForBlock(LB) != next || j->getIncomingValueForBlock(G) != start ||
+          j->getIncomingValueForBlock(LB) != next || j->getIncomingValueForBlock(P) != start ||
           !strideIsGroup(next, j) || !isFlatId(start, F, gs) || div.count(n) ||
           (isa<Instruction>(n) && L->contains(cast<Instruction>(n))))
         continue;
@@ -171,8 +178,9 @@ unsigned Lowering::groupLoops(Function *F) {
           auto [r, w] = accessOf(I, F);
           reads |= r, writes |= w;
         }
-      if (ok && allReach(G) && !touchedBefore(G, F, M.getFunction("__ol_rs.barrier"), reads, writes))
-        found.push_back({G, H, LB, E, j, start, n, std::vector<BasicBlock *>(L->blocks().begin(), L->blocks().end())});
+      // (the guard's own branch, divergent, is the loop's: whether the work-item has iterations)
+      if (ok && allReach(G) && !touchedBefore(P, F, M.getFunction("__ol_rs.barrier"), reads, writes))
+        found.push_back({P, H, LB, E, j, start, n, std::vector<BasicBlock *>(L->blocks().begin(), L->blocks().end())});
     }
   }
   for (Candidate &c : found) {
@@ -185,7 +193,8 @@ unsigned Lowering::groupLoops(Function *F) {
             Cq = K->getZExtValue();
     // if (t == 0) for (q = 0; q * C < n; q++) for (r = 0; r < min(C, n - q * C); r++) body(q * C + r)
     // (without a C, one loop over j < n)
-    auto *GBr = cast<BranchInst>(c.G->getTerminator());
+    // (P's branch: the guard's, or the preheader's into H, whose values the body may use)
+    auto *GBr = cast<BranchInst>(c.P->getTerminator());
     BasicBlock *Qh = BasicBlock::Create(C, "gl.q", F, c.H), *Rpre = BasicBlock::Create(C, "gl.rpre", F, c.H);
     BasicBlock *Rh = BasicBlock::Create(C, "gl.r", F, c.H), *Rl = BasicBlock::Create(C, "gl.rlatch", F, c.E);
     BasicBlock *Ql = BasicBlock::Create(C, "gl.qlatch", F, c.E);
@@ -196,7 +205,7 @@ unsigned Lowering::groupLoops(Function *F) {
     GBr->eraseFromParent();
     B.SetInsertPoint(Qh);
     PHINode *q = B.CreatePHI(I64, 2, "gl.qi");
-    q->addIncoming(ConstantInt::get(I64, 0), c.G);
+    q->addIncoming(ConstantInt::get(I64, 0), c.P);
     Value *qc = B.CreateMul(q, Cv, "gl.qc", true, true);
     B.CreateCondBr(B.CreateICmpULT(qc, n64), Rpre, c.E);
     B.SetInsertPoint(Rpre);

@@ -61,6 +61,8 @@ const RULES: &[(Name, IntrinsicOp, i32)] = &[
     (Prefix("llvm.nvvm.vote.uni"), Vote, 3),
     (Prefix("llvm.nvvm.match.any.sync."), Match, 0),
     (Prefix("llvm.nvvm.match.all.sync."), Match, 1),
+    // (ol-match-loops' replacement of gpuintrin's match_any loop)
+    (Prefix("__ol_rs.match_any."), Match, 2),
     (Exact("llvm.nvvm.redux.sync.add"), Redux, 0),
     (Exact("llvm.nvvm.redux.sync.min"), Redux, 1),
     (Exact("llvm.nvvm.redux.sync.max"), Redux, 2),
@@ -161,6 +163,7 @@ mod tests {
         assert_eq!(c("llvm.nvvm.vote.sync"), (Unsupported, 0));
         assert_eq!(c("llvm.nvvm.match.any.sync.i64"), (Match, 0));
         assert_eq!(c("llvm.nvvm.match.all.sync.i32p"), (Match, 1));
+        assert_eq!(c("__ol_rs.match_any.i64"), (Match, 2));
         assert_eq!(c("llvm.nvvm.redux.sync.umax"), (Redux, 4));
         assert_eq!(c("llvm.nvvm.redux.sync.fmin"), (Unsupported, 0));
         assert_eq!(c("llvm.memcpy.p0.p0.i64"), (NotGpu, 0));

@@ -17,7 +17,7 @@ use std::fmt;
 use super::abi::OlRsLowerOptions;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 31] = [
+pub(crate) const NAMES: [&str; 32] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -49,6 +49,7 @@ pub(crate) const NAMES: [&str; 31] = [
     "ol-unroll-barrier-loops",
     "ol-unroll-lane-vectors",
     "ol-early-exits",
+    "ol-match-loops",
 ];
 
 /// The JIT's own passes in LLVM's optimisation pipeline that [`parse`] switches too (bit

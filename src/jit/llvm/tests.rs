@@ -781,6 +781,11 @@ fn recursion_is_rejected() {
 
 /// Compiles C source `src` for nvptx64 (as `bitcode` does for the files of ffi-tests/kernels).
 fn nvptx_bitcode_of(src: &str) -> Option<Vec<u8>> {
+    bitcode_of_source(src, Tgt::Nv)
+}
+
+/// Compiles C source `src` for nvptx64 or amdgcn (as `bitcode` does for the files of ffi-tests/kernels).
+fn bitcode_of_source(src: &str, t: Tgt) -> Option<Vec<u8>> {
     let cl = clang()?;
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -789,8 +794,11 @@ fn nvptx_bitcode_of(src: &str) -> Option<Vec<u8>> {
     let (c, out) = (dir.join("k.c"), dir.join("k.bc"));
     std::fs::write(&c, src).unwrap();
     let st = Command::new(cl)
-        .args(["--target=nvptx64-nvidia-cuda", "-march=sm_90", "--cuda-feature=+ptx80", "-nogpulib"])
-        .args(["-ffreestanding", "-flto", "-O2", "-c"])
+        .args(match t {
+            Tgt::Amd => &["--target=amdgcn-amd-amdhsa", "-mcpu=gfx90a"][..],
+            _ => &["--target=nvptx64-nvidia-cuda", "-march=sm_90", "--cuda-feature=+ptx80"][..],
+        })
+        .args(["-nogpulib", "-ffreestanding", "-flto", "-O2", "-c"])
         .arg(&c)
         .arg("-o")
         .arg(&out)
@@ -2601,11 +2609,13 @@ const WSCAN: &str = "__gpu_kernel void k(float *o, const float *in) { uint32_t l
 // a row per warp, its lanes striding over it, then a butterfly
 const WROW: &str = "__gpu_kernel void k(float *o, const float *in, uint32_t n) { uint32_t l = __gpu_lane_id(), w = __gpu_num_lanes(), row = G / w; float s = 0.0f; for (uint32_t j = l; j < n; j += w) s += in[row * n + j]; for (uint32_t d = w / 2; d > 0; d >>= 1) s += __gpu_shuffle_idx_f32(__gpu_lane_mask(), l ^ d, s, w); o[G] = s; }";
 const ESCAPE: &str = "__gpu_kernel void k(uint32_t *o, const float *c) { float x = c[G], z = 0.0f; uint32_t i = 0; while (i < 100 && z < 4.0f) { z = z * z + x; i++; } o[G] = i; }";
+/// A case of [`TRANSFORM_CASES`]: (transform, fires, kernel source, specialised at this group size).
+type Case = (&'static str, bool, &'static str, Option<[u32; 3]>);
 /// The fire/no-fire cases of the lowering's transforms: (transform, fires, kernel source (kernel `k`, after
 /// [`H`]), specialised at this group size). `each_transform_fires_where_it_is_meant_to_and_not_elsewhere`
 /// runs them all; `write_lowering_ir_tests` makes the IR tests of tests/ir/lowering/ from each transform's
 /// first of each kind.
-const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
+const TRANSFORM_CASES: &[Case] = &[
     (
         "ol-narrow-guards",
         true,
@@ -2969,6 +2979,35 @@ const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
     ),
 ];
 
+/// [`TRANSFORM_CASES`] of transforms that only amdgcn's bitcode gives a reason to fire (compiled for amdgcn,
+/// 64 lanes).
+const AMDGCN_TRANSFORM_CASES: &[Case] = &[
+    // (gpuintrin's match_any: a loop on amdgcn; over a mask other than every lane's it is not the same)
+    (
+        "ol-match-loops",
+        true,
+        "__gpu_kernel void k(uint64_t *o, const uint32_t *in) { o[G] = __gpu_match_any_u32(__gpu_lane_mask(), in[G] % 5); }",
+        None,
+    ),
+    (
+        "ol-match-loops",
+        true,
+        "__gpu_kernel void k(uint64_t *o, const uint64_t *in) { if (in[G] != 3) o[G] = __gpu_match_any_u64(__gpu_lane_mask(), in[G] >> 40); }",
+        Some([96, 1, 1]),
+    ),
+    (
+        "ol-match-loops",
+        false,
+        "__gpu_kernel void k(uint64_t *o, const uint32_t *in) { o[G] = __gpu_match_any_u32(__gpu_lane_mask() & 0xffff, in[G] % 5); }",
+        None,
+    ),
+];
+
+/// Every case of [`TRANSFORM_CASES`] and [`AMDGCN_TRANSFORM_CASES`] with the target to compile it for.
+fn transform_cases() -> impl Iterator<Item = (Tgt, &'static Case)> {
+    TRANSFORM_CASES.iter().map(|c| (Tgt::Nv, c)).chain(AMDGCN_TRANSFORM_CASES.iter().map(|c| (Tgt::Amd, c)))
+}
+
 /// Each transform of the lowering fires on a kernel it is meant for and not on one it must leave alone
 /// (a guard it cannot prove, a divergent barrier, memory that is not the group's own, ...), as its counts
 /// (`OFFLOAD_RS_JIT_STATS`) show; switched off (`-name`), it does nothing and the kernel still compiles.
@@ -2976,8 +3015,8 @@ const TRANSFORM_CASES: &[(&str, bool, &str, Option<[u32; 3]>)] = &[
 fn each_transform_fires_where_it_is_meant_to_and_not_elsewhere() {
     let _g = shared();
     let mut bad = Vec::new();
-    for (name, fires, src, spec) in TRANSFORM_CASES {
-        let Some(bc) = nvptx_bitcode_of(&format!("{H}{src}\n")) else {
+    for (t, (name, fires, src, spec)) in transform_cases() {
+        let Some(bc) = bitcode_of_source(&format!("{H}{src}\n"), t) else {
             return;
         };
         let spec = spec.map(|g| ("k", g));
@@ -3049,11 +3088,11 @@ fn write_lowering_ir_tests() {
     target.lowering = String::new();
     for name in super::lowering::NAMES {
         for fires in [true, false] {
-            let (_, _, src, spec) = TRANSFORM_CASES
-                .iter()
-                .find(|c| c.0 == name && c.1 == fires)
+            let (t, (_, _, src, spec)) = transform_cases()
+                .find(|(_, c)| c.0 == name && c.1 == fires)
                 .unwrap_or_else(|| panic!("{name}: no case where it must{} fire", if fires { "" } else { " not" }));
-            let bc = nvptx_bitcode_of(&format!("{H}{src}\n")).expect("clang-22 for the cases");
+            let bc = bitcode_of_source(&format!("{H}{src}\n"), t).expect("clang-22 for the cases");
+            let (arch, w) = if t == Tgt::Amd { ("amdgcn", 64) } else { ("nvptx64", 32) };
             let spec_arg = spec.map(|g| crate::jit::compile::Spec { kernel: "k".into(), group_size: g, quick: false });
             super::compile::CAPTURE.with(|p| *p.borrow_mut() = Some(("prelower", String::new())));
             super::compile::compile_in_process(&bc, &target, 3, false, false, false, spec_arg.as_ref())
@@ -3061,13 +3100,13 @@ fn write_lowering_ir_tests() {
             let ir = super::compile::CAPTURE.with(|p| p.borrow_mut().take()).unwrap_or_default().1;
             assert!(ir.contains("define"), "{name}: no IR captured");
             let opts = match spec {
-                Some(g) => format!("kernel=k;group={}x{}x{};warp=32", g[0], g[1], g[2]),
-                None => "warp=32".to_string(),
+                Some(g) => format!("kernel=k;group={}x{}x{};warp={w}", g[0], g[1], g[2]),
+                None => format!("warp={w}"),
             };
             let mut t = String::new();
             let what = if fires { "fires on" } else { "must leave alone" };
             let shape = spec.map_or("generic".to_string(), |g| format!("specialised for {}x{}x{}", g[0], g[1], g[2]));
-            writeln!(t, "; {name} {what} this kernel (nvptx64, {shape}; `#define T __gpu_thread_id_x()`,").unwrap();
+            writeln!(t, "; {name} {what} this kernel ({arch}, {shape}; `#define T __gpu_thread_id_x()`,").unwrap();
             writeln!(t, "; N the group size, G the global id):").unwrap();
             let mut line = String::from(";");
             for word in src.split(' ') {
@@ -3081,7 +3120,8 @@ fn write_lowering_ir_tests() {
             writeln!(t, "{line}").unwrap();
             writeln!(t, "; The IR is what the JIT hands its C++ lowering; generated by src/jit/llvm/tests.rs's")
                 .unwrap();
-            writeln!(t, "; write_lowering_ir_tests from its TRANSFORM_CASES (do not edit: regenerate).").unwrap();
+            let table = if arch == "amdgcn" { "AMDGCN_TRANSFORM_CASES" } else { "TRANSFORM_CASES" };
+            writeln!(t, "; write_lowering_ir_tests from its {table} (do not edit: regenerate).").unwrap();
             let run = |extra: &str, prefix: &str| {
                 format!(
                     "; RUN: opt -load-pass-plugin=%plugin -passes='ol-lower<{opts}{extra};stats>' -disable-output %s 2>&1 | FileCheck %s --check-prefix={prefix}\n"
@@ -3451,6 +3491,15 @@ fn warp_collectives_see_the_active_lanes() {
             return;
         };
         let w = img.kernel("sides").unwrap().warp_size as usize;
+        if t == Tgt::Amd {
+            // (gpuintrin's match_any loop, one collective: ol-match-loops)
+            let bc = bitcode("warp_apart", t).unwrap();
+            for (k, spec) in
+                [("leave", None), ("keyed", None), ("keyed", Some([64, 1, 1])), ("keyed", Some([96, 1, 1]))]
+            {
+                assert!(times_fired(&bc, k, spec, "ol-match-loops") > 0, "{k} {spec:?}");
+            }
+        }
         let groups = 3usize;
         for nt in [w, 2 * w, w + w / 2, 33, 5] {
             let n = groups * nt;
@@ -3665,6 +3714,47 @@ fn early_exits_match_the_host() {
                     }
                 }
             }
+        }
+    }
+}
+
+/// gpuintrin's 64-bit match_any on amdgcn (a loop there; ol-match-loops makes it one collective), behind a
+/// branch some lanes do not take, gives the host's results, generic and specialised, in groups of one and a
+/// half warps and of five work-items: each active lane gets the active lanes of its warp with its key.
+#[test]
+fn match_loops_match_the_host() {
+    let _g = shared();
+    let src = format!(
+        "{H}__gpu_kernel void k(uint64_t *o, const uint64_t *in) {{ if (in[G] != 3) o[G] = __gpu_match_any_u64(__gpu_lane_mask(), in[G] >> 40); }}\n"
+    );
+    let Some(bc) = bitcode_of_source(&src, Tgt::Amd) else {
+        return;
+    };
+    assert!(times_fired(&bc, "k", None, "ol-match-loops") > 0);
+    let img = load(&bc).unwrap();
+    let g = img.kernel("k").unwrap();
+    let w = g.warp_size as usize;
+    for nt in [w + w / 2, 5] {
+        let groups = 3;
+        let n = groups * nt;
+        let input: Vec<u64> =
+            (0..n as u64).map(|i| if i % 7 == 2 { 3 } else { (i.wrapping_mul(2654435761) % 5) << 40 | i }).collect();
+        let mut want = vec![9u64; n];
+        for g0 in (0..n).step_by(nt) {
+            for wb in (g0..g0 + nt).step_by(w) {
+                let lanes: Vec<usize> = (wb..(wb + w).min(g0 + nt)).filter(|i| input[*i] != 3).collect();
+                for &i in &lanes {
+                    let same = lanes.iter().filter(|j| input[**j] >> 40 == input[i] >> 40);
+                    want[i] = same.fold(0u64, |m, j| m | 1 << (j - wb));
+                }
+            }
+        }
+        let s = g.specialise([nt as u32, 1, 1], false).unwrap();
+        for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+            let (mut out, mut inp) = (vec![9u64; n], input.clone());
+            let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp)]);
+            launch(kk, [groups as u32, 1, 1], [nt as u32, 1, 1], &args, 0);
+            assert_eq!(out, want, "[{nt}, 1, 1] {form}");
         }
     }
 }

@@ -654,14 +654,16 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       break;
     }
     case INTRINSIC_OP_MATCH: { // arg 0: match.any (i32 mask, x) -> the lanes whose x is this one's;
-                               // 1: match.all (i32 mask, x) -> {the lanes if all hold x else 0, whether}
-      bool all = in.arg == 1;
-      Value *member = CI->getArgOperand(0), *v = CI->getArgOperand(1);
+                               // 1: match.all (i32 mask, x) -> {the lanes if all hold x else 0, whether};
+                               // 2: __ol_rs.match_any (x) -> the i64 of the lanes whose x is this one's
+                               // (ol-match-loops: gpuintrin's match_any loop)
+      bool all = in.arg == 1, whole = in.arg == 2;
+      Value *member = whole ? nullptr : CI->getArgOperand(0), *v = CI->getArgOperand(whole ? 0 : 1);
       Type *VT = v->getType();
       auto *ST = dyn_cast<StructType>(CI->getType());
-      if (!VT->isIntegerTy() || !exchangeable(VT) || !member->getType()->isIntegerTy(32) ||
+      if (!VT->isIntegerTy() || !exchangeable(VT) || (!whole && !member->getType()->isIntegerTy(32)) ||
           (all ? !ST || ST->getNumElements() != 2 || !ST->getElementType(0)->isIntegerTy(32)
-               : !CI->getType()->isIntegerTy(32)))
+               : !CI->getType()->isIntegerTy(whole ? 64 : 32)))
         return fail("unsupported form of '" + name + "'");
       collective = true;
       Value *lanes = nullptr;
@@ -685,6 +687,10 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
           lanes = activeLanes(B2, base, nIn);
         return m;
       });
+      if (whole) {
+        R = same;
+        break;
+      }
       if (!lanes)
         lanes = laneMaskOf(B, F, I64);
       // (operand 0 again: a mask paired with this exchange was replaced in it)

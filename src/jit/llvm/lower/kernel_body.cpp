@@ -135,6 +135,8 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
   if (!inlineAll(NF))
     return false;
   bool collective = false;
+  if (on(T_MATCH_LOOPS))
+    matchLoops(NF);
   if (!replaceIntrinsics(NF, collective))
     return false;
   if (!lowerLocals(NF, ki.staticLocal))

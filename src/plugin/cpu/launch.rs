@@ -53,6 +53,25 @@ impl Specialised {
     fn new(entry: KernelEntry) -> Result<Arc<Specialised>, crate::jit::JitError> {
         Ok(Arc::new(Specialised { code: entry.code()?, entry }))
     }
+
+    /// `e`'s version for `group_size` (its quick one with `quick`), or None where it did not compile: the
+    /// launches run the generic code, the same results, slower. Such a failure is the JIT's (the generic
+    /// code of the same kernel compiled), so it is not the launch's error; `OFFLOAD_RS_DEBUG` says which.
+    fn compile(e: &KernelEntry, group_size: [u32; 3], quick: bool) -> Option<Arc<Specialised>> {
+        match e.specialise(group_size, quick).and_then(Specialised::new) {
+            Ok(s) => Some(s),
+            Err(err) => {
+                let [x, y, z] = group_size;
+                let which = if quick { "quick version" } else { "version" };
+                crate::jit::debug(&format!(
+                    "kernel {}: its {which} for groups of {x}x{y}x{z} did not compile, so its launches with that \
+                     shape run its generic code: {err}",
+                    e.name
+                ));
+                None
+            }
+        }
+    }
 }
 
 /// A kernel's version for a group shape from the second launch on (the full one; the quick one under
@@ -137,8 +156,7 @@ impl CpuKernel {
                 // (a kernel built with -g: a debugger sees the same code at every launch)
                 let tiers = if entry.debug_info { Tiers::Full } else { crate::jit::tiers() };
                 let quick_only = tiers == Tiers::QuickOnly;
-                let version =
-                    Deferred::new(move || e.specialise(group_size, quick_only).and_then(Specialised::new).ok());
+                let version = Deferred::new(move || Specialised::compile(&e, group_size, quick_only));
                 map.push((group_size, version.clone()));
                 drop(map);
                 // the first launch with this shape; compiled without the lock: launches with other
@@ -156,7 +174,7 @@ impl CpuKernel {
                         if beside {
                             tier_up::submit(&version);
                         }
-                        if let Some(quick) = entry.specialise(group_size, true).and_then(Specialised::new).ok()
+                        if let Some(quick) = Specialised::compile(entry, group_size, true)
                             && quick.code.stack_bytes.is_none_or(|b| b <= KERNEL_STACK - STACK_RESERVE)
                         {
                             if !beside {

@@ -784,7 +784,7 @@ fn nvptx_bitcode_of(src: &str) -> Option<Vec<u8>> {
     bitcode_of_source(src, Tgt::Nv)
 }
 
-/// Compiles C source `src` for nvptx64 or amdgcn (as `bitcode` does for the files of ffi-tests/kernels).
+/// Compiles C source `src` for `t` (as `bitcode` does for the files of ffi-tests/kernels).
 fn bitcode_of_source(src: &str, t: Tgt) -> Option<Vec<u8>> {
     let cl = clang()?;
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -796,7 +796,8 @@ fn bitcode_of_source(src: &str, t: Tgt) -> Option<Vec<u8>> {
     let st = Command::new(cl)
         .args(match t {
             Tgt::Amd => &["--target=amdgcn-amd-amdhsa", "-mcpu=gfx90a"][..],
-            _ => &["--target=nvptx64-nvidia-cuda", "-march=sm_90", "--cuda-feature=+ptx80"][..],
+            Tgt::Spv => &["--target=spirv64"][..],
+            Tgt::Nv => &["--target=nvptx64-nvidia-cuda", "-march=sm_90", "--cuda-feature=+ptx80"][..],
         })
         .args(["-nogpulib", "-ffreestanding", "-flto", "-O2", "-c"])
         .arg(&c)
@@ -3718,43 +3719,54 @@ fn early_exits_match_the_host() {
     }
 }
 
-/// gpuintrin's 64-bit match_any on amdgcn (a loop there; ol-match-loops makes it one collective), behind a
-/// branch some lanes do not take, gives the host's results, generic and specialised, in groups of one and a
-/// half warps and of five work-items: each active lane gets the active lanes of its warp with its key.
+/// gpuintrin's match_any where the target has no match instruction (a loop on amdgcn and spirv64;
+/// ol-match-loops makes it one collective), of 32- and 64-bit keys behind a branch some lanes do not take,
+/// gives the host's results, generic and specialised, in groups of one and a half warps and of five
+/// work-items: each active lane gets the active lanes of its warp with its key.
 #[test]
 fn match_loops_match_the_host() {
     let _g = shared();
     let src = format!(
-        "{H}__gpu_kernel void k(uint64_t *o, const uint64_t *in) {{ if (in[G] != 3) o[G] = __gpu_match_any_u64(__gpu_lane_mask(), in[G] >> 40); }}\n"
+        "{H}__gpu_kernel void k64(uint64_t *o, const uint64_t *in) {{ if (in[G] != 3) o[G] = __gpu_match_any_u64(__gpu_lane_mask(), in[G] >> 40); }}\n\
+         __gpu_kernel void k32(uint64_t *o, const uint64_t *in) {{ if (in[G] != 3) o[G] = __gpu_match_any_u32(__gpu_lane_mask(), (uint32_t)(in[G] >> 40)); }}\n"
     );
-    let Some(bc) = bitcode_of_source(&src, Tgt::Amd) else {
-        return;
-    };
-    assert!(times_fired(&bc, "k", None, "ol-match-loops") > 0);
-    let img = load(&bc).unwrap();
-    let g = img.kernel("k").unwrap();
-    let w = g.warp_size as usize;
-    for nt in [w + w / 2, 5] {
-        let groups = 3;
-        let n = groups * nt;
-        let input: Vec<u64> =
-            (0..n as u64).map(|i| if i % 7 == 2 { 3 } else { (i.wrapping_mul(2654435761) % 5) << 40 | i }).collect();
-        let mut want = vec![9u64; n];
-        for g0 in (0..n).step_by(nt) {
-            for wb in (g0..g0 + nt).step_by(w) {
-                let lanes: Vec<usize> = (wb..(wb + w).min(g0 + nt)).filter(|i| input[*i] != 3).collect();
-                for &i in &lanes {
-                    let same = lanes.iter().filter(|j| input[**j] >> 40 == input[i] >> 40);
-                    want[i] = same.fold(0u64, |m, j| m | 1 << (j - wb));
+    for t in [Tgt::Amd, Tgt::Spv] {
+        let Some(bc) = bitcode_of_source(&src, t) else {
+            return;
+        };
+        // (spirv64's 64-bit form reads the key's halves apart: not taken)
+        let kernels: &[&str] = if t == Tgt::Amd { &["k64", "k32"] } else { &["k32"] };
+        for k in kernels {
+            assert!(times_fired(&bc, k, None, "ol-match-loops") > 0, "{t:?} {k}");
+        }
+        let img = load(&bc).unwrap();
+        for k in ["k64", "k32"] {
+            let g = img.kernel(k).unwrap();
+            let w = g.warp_size as usize;
+            for nt in [w + w / 2, 5] {
+                let groups = 3;
+                let n = groups * nt;
+                let input: Vec<u64> = (0..n as u64)
+                    .map(|i| if i % 7 == 2 { 3 } else { (i.wrapping_mul(2654435761) % 5) << 40 | i })
+                    .collect();
+                let mut want = vec![9u64; n];
+                for g0 in (0..n).step_by(nt) {
+                    for wb in (g0..g0 + nt).step_by(w) {
+                        let lanes: Vec<usize> = (wb..(wb + w).min(g0 + nt)).filter(|i| input[*i] != 3).collect();
+                        for &i in &lanes {
+                            let same = lanes.iter().filter(|j| input[**j] >> 40 == input[i] >> 40);
+                            want[i] = same.fold(0u64, |m, j| m | 1 << (j - wb));
+                        }
+                    }
+                }
+                let s = g.specialise([nt as u32, 1, 1], false).unwrap();
+                for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                    let (mut out, mut inp) = (vec![9u64; n], input.clone());
+                    let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp)]);
+                    launch(kk, [groups as u32, 1, 1], [nt as u32, 1, 1], &args, 0);
+                    assert_eq!(out, want, "{t:?} {k} [{nt}, 1, 1] {form}");
                 }
             }
-        }
-        let s = g.specialise([nt as u32, 1, 1], false).unwrap();
-        for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
-            let (mut out, mut inp) = (vec![9u64; n], input.clone());
-            let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp)]);
-            launch(kk, [groups as u32, 1, 1], [nt as u32, 1, 1], &args, 0);
-            assert_eq!(out, want, "[{nt}, 1, 1] {form}");
         }
     }
 }

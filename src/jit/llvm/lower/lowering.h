@@ -169,7 +169,7 @@ enum Transform : unsigned {
   T_UNROLL_BARRIER_LOOPS,    // opt/unroll_barrier_loops.cpp: barrier loops the group size decides, unrolled in a specialisation
   T_UNROLL_LANE_VECTORS,     // warp_lanes.cpp: the vector loop of a lane loop comparing lane ids may be unrolled after the vectoriser
   T_EARLY_EXITS,             // barriers.cpp: uniform barriers and warp lanes where work-items that leave early leave for good
-  T_MATCH_LOOPS,             // opt/match_loops.cpp: gpuintrin's match_any loop (amdgcn) as one warp collective
+  T_MATCH_LOOPS,             // opt/match_loops.cpp: gpuintrin's match_any loop (amdgcn, spirv64) as one warp collective
   T_COUNT
 };
 

@@ -3720,7 +3720,8 @@ fn early_exits_match_the_host() {
 }
 
 /// gpuintrin's match_any where the target has no match instruction (a loop on amdgcn and spirv64;
-/// ol-match-loops makes it one collective), of 32- and 64-bit keys behind a branch some lanes do not take,
+/// ol-match-loops makes it one collective), of 32- and 64-bit keys (a 64-bit one known to fit in 32 bits,
+/// one that does not) behind a branch some lanes do not take,
 /// gives the host's results, generic and specialised, in groups of one and a half warps and of five
 /// work-items: each active lane gets the active lanes of its warp with its key.
 #[test]
@@ -3728,33 +3729,38 @@ fn match_loops_match_the_host() {
     let _g = shared();
     let src = format!(
         "{H}__gpu_kernel void k64(uint64_t *o, const uint64_t *in) {{ if (in[G] != 3) o[G] = __gpu_match_any_u64(__gpu_lane_mask(), in[G] >> 40); }}\n\
+         __gpu_kernel void k64w(uint64_t *o, const uint64_t *in) {{ if (in[G] != 3) o[G] = __gpu_match_any_u64(__gpu_lane_mask(), in[G]); }}\n\
          __gpu_kernel void k32(uint64_t *o, const uint64_t *in) {{ if (in[G] != 3) o[G] = __gpu_match_any_u32(__gpu_lane_mask(), (uint32_t)(in[G] >> 40)); }}\n"
     );
     for t in [Tgt::Amd, Tgt::Spv] {
         let Some(bc) = bitcode_of_source(&src, t) else {
             return;
         };
-        // (spirv64's 64-bit form reads the key's halves apart: not taken)
-        let kernels: &[&str] = if t == Tgt::Amd { &["k64", "k32"] } else { &["k32"] };
-        for k in kernels {
+        for k in ["k64", "k64w", "k32"] {
             assert!(times_fired(&bc, k, None, "ol-match-loops") > 0, "{t:?} {k}");
         }
         let img = load(&bc).unwrap();
-        for k in ["k64", "k32"] {
+        for k in ["k64", "k64w", "k32"] {
             let g = img.kernel(k).unwrap();
             let w = g.warp_size as usize;
             for nt in [w + w / 2, 5] {
                 let groups = 3;
                 let n = groups * nt;
+                // (k64w's key is the whole value: 15 of them, in both halves)
                 let input: Vec<u64> = (0..n as u64)
-                    .map(|i| if i % 7 == 2 { 3 } else { (i.wrapping_mul(2654435761) % 5) << 40 | i })
+                    .map(|i| match i {
+                        _ if i % 7 == 2 => 3,
+                        _ if k == "k64w" => (i.wrapping_mul(2654435761) % 5) << 40 | (i % 3) << 8 | 1,
+                        _ => (i.wrapping_mul(2654435761) % 5) << 40 | i,
+                    })
                     .collect();
+                let key = |v: u64| if k == "k64w" { v } else { v >> 40 };
                 let mut want = vec![9u64; n];
                 for g0 in (0..n).step_by(nt) {
                     for wb in (g0..g0 + nt).step_by(w) {
                         let lanes: Vec<usize> = (wb..(wb + w).min(g0 + nt)).filter(|i| input[*i] != 3).collect();
                         for &i in &lanes {
-                            let same = lanes.iter().filter(|j| input[**j] >> 40 == input[i] >> 40);
+                            let same = lanes.iter().filter(|j| key(input[**j]) == key(input[i]));
                             want[i] = same.fold(0u64, |m, j| m | 1 << (j - wb));
                         }
                     }

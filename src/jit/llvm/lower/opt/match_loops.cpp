@@ -58,29 +58,53 @@ bool isBallotOfTrue(Value *V, Seen &seen) {
   return isBallot(V, t, seen);
 }
 
+// Whether I is spirv64's read of x from the first active lane, `spv.wave.readlane(x, cttz(ballot(true)))`.
+bool isSpvFirstLane(Value *I, Value *x, Seen &seen) {
+  Value *b;
+  if (!isCall(I, "llvm.spv.wave.readlane.", x) ||
+      !match(cast<CallInst>(I)->getArgOperand(1),
+             m_CombineOr(m_Trunc(m_Intrinsic<Intrinsic::cttz>(m_Value(b), m_Value())),
+                         m_Intrinsic<Intrinsic::cttz>(m_Value(b), m_Value()))) ||
+      !isBallotOfTrue(b, seen))
+    return false;
+  for (Value *v = cast<CallInst>(I)->getArgOperand(1); isa<Instruction>(v) && v != b;
+       v = cast<Instruction>(v)->getOperand(0))
+    seen.insert(cast<Instruction>(v));
+  seen.insert(cast<Instruction>(I));
+  return true;
+}
+
 // Whether F reads x from the first active lane: amdgcn's `readfirstlane(x)`, spirv64's `spv.wave.readlane(x,
-// cttz(ballot(true)))`; `F & C` too where x has no bits outside C (InstCombine's form of a 64-bit read
-// with x known to fit in 32 bits: every lane's x fits, so the mask changes nothing).
+// cttz(ballot(true)))`, for a 64-bit x on spirv64 its halves read so and put together (`hi << 32 | lo`);
+// `F & C` too where x has no bits outside C (InstCombine's form of a 64-bit read with x known to fit in 32
+// bits: every lane's x fits, so the mask changes nothing).
 bool isFirstLane(Value *F, Value *x, const DataLayout &DL, Seen &seen) {
   const APInt *Cm;
-  Value *r = F;
+  Value *r = F, *hi, *lo;
   if (match(F, m_And(m_Value(r), m_APInt(Cm)))) {
     if (!(computeKnownBits(x, DL).Zero | *Cm).isAllOnes())
       return false;
     seen.insert(cast<Instruction>(F));
   }
-  Value *b;
-  if (isCall(r, "llvm.spv.wave.readlane.", x) &&
-      match(cast<CallInst>(r)->getArgOperand(1),
-            m_CombineOr(m_Trunc(m_Intrinsic<Intrinsic::cttz>(m_Value(b), m_Value())),
-                        m_Intrinsic<Intrinsic::cttz>(m_Value(b), m_Value()))) &&
-      isBallotOfTrue(b, seen)) {
-    for (Value *v = cast<CallInst>(r)->getArgOperand(1); isa<Instruction>(v) && v != b;
-         v = cast<Instruction>(v)->getOperand(0))
-      seen.insert(cast<Instruction>(v));
-  } else if (!isCall(r, "llvm.amdgcn.readfirstlane.i32", x) && !isCall(r, "llvm.amdgcn.readfirstlane.i64", x)) {
-    return false;
+  if (match(r, m_DisjointOr(m_Shl(m_ZExt(m_Value(hi)), m_SpecificInt(32)), m_ZExt(m_Value(lo))))) {
+    // (the halves, trunc(x >> 32) and trunc(x), at the same lane; the high one 0 where x fits in 32 bits)
+    auto *H = dyn_cast<CallInst>(hi), *Lo = dyn_cast<CallInst>(lo);
+    if (!x->getType()->isIntegerTy(64) || !H || !Lo || H->arg_size() != 2 || Lo->arg_size() != 2 ||
+        H->getArgOperand(1) != Lo->getArgOperand(1) ||
+        !(match(H->getArgOperand(0), m_Trunc(m_LShr(m_Specific(x), m_SpecificInt(32)))) ||
+          (match(H->getArgOperand(0), m_Zero()) && computeKnownBits(x, DL).countMinLeadingZeros() >= 32)) ||
+        !match(Lo->getArgOperand(0), m_Trunc(m_Specific(x))) || !isSpvFirstLane(H, H->getArgOperand(0), seen) ||
+        !isSpvFirstLane(Lo, Lo->getArgOperand(0), seen))
+      return false;
+    auto *Or = cast<Instruction>(r), *Shl = cast<Instruction>(Or->getOperand(0));
+    for (Instruction *I : {Or, Shl, cast<Instruction>(Shl->getOperand(0)), cast<Instruction>(Or->getOperand(1))})
+      seen.insert(I);
+    return true;
   }
+  if (isSpvFirstLane(r, x, seen))
+    return true;
+  if (!isCall(r, "llvm.amdgcn.readfirstlane.i32", x) && !isCall(r, "llvm.amdgcn.readfirstlane.i64", x))
+    return false;
   seen.insert(cast<Instruction>(r));
   return true;
 }
@@ -99,7 +123,7 @@ Value *boolOf(Value *V, Seen &seen) {
 // ol-match-loops: the loop gpuintrin.h's `__gpu_match_any_u32`/`_u64` becomes where the target has no
 // match instruction (LLVM 22's header, after clang's -O2; amdgcn's and spirv64's forms of it):
 //
-//   P:  lanes = ballot(true) ... br H         (spirv64: br lanes == 0, E, H)
+//   P:  lanes = ballot(true) ... br H         (spirv64: br lanes == 0, E, H; or that in P's predecessor)
 //   H:  m = phi [0, P], [m', L];  done = phi [false, P], [done', L];  br done, L, A
 //   A:  f = first lane's x;  br f == x, S, L   (amdgcn: readfirstlane(x); spirv64: readlane(x, cttz(ballot(true))))
 //   S:  b = ballot(true);  br L
@@ -187,20 +211,24 @@ unsigned Lowering::matchLoops(Function *F) {
     Seen lanesSeen; // (`lanes` is before the loop)
     if (!isBallot(notDone, pred, seen))
       std::swap(notDone, lanes);
-    // (`lanes`: the ballot of every lane, in the block before the loop: the lanes that enter it)
+    // (`lanes`: the ballot of every lane, in the block before the loop or, on spirv64, in the block before
+    // that, which goes to E where no lane is (never: this lane is one) and to P: the lanes that enter it)
     Value *nd;
     if (!isBallot(notDone, pred, seen) || !match(pred, m_Not(m_Value(nd))) || boolOf(nd, seen) != dNext ||
-        !isBallotOfTrue(lanes, lanesSeen) || cast<Instruction>(lanes)->getParent() != P)
+        !isBallotOfTrue(lanes, lanesSeen))
       continue;
     seen.insert(cast<Instruction>(pred));
-    // P enters H (spirv64: or E where no lane is: never, as this lane is one); nothing in the loop but what
-    // was matched; only m' used after it
+    BasicBlock *E = LBr->getSuccessor(0), *G = cast<Instruction>(lanes)->getParent();
+    auto noLanesTo = [&](BasicBlock *Into) {
+      auto *Br = dyn_cast<BranchInst>(G->getTerminator());
+      return Br && Br->isConditional() && Br->getSuccessor(0) == E && Br->getSuccessor(1) == Into &&
+             match(Br->getCondition(), m_SpecificICmp(ICmpInst::ICMP_EQ, m_Specific(lanes), m_Zero()));
+    };
     auto *PBr = dyn_cast<BranchInst>(P->getTerminator());
-    BasicBlock *E = LBr->getSuccessor(0);
-    if (!PBr || (PBr->isConditional() && (PBr->getSuccessor(0) != E || PBr->getSuccessor(1) != H ||
-                                          !match(PBr->getCondition(), m_SpecificICmp(ICmpInst::ICMP_EQ,
-                                                                                     m_Specific(lanes), m_Zero())))))
+    if (!PBr || !(G == P ? !PBr->isConditional() || noLanesTo(H)
+                         : !PBr->isConditional() && P->getSinglePredecessor() == G && noLanesTo(P)))
       continue;
+    // nothing in the loop but what was matched; only m' used after it
     std::vector<BasicBlock *> blocks = {H, A, S, L};
     bool ok = !is_contained(blocks, E);
     for (BasicBlock *BB : blocks)
@@ -209,10 +237,10 @@ unsigned Lowering::matchLoops(Function *F) {
         for (User *U : I.users())
           ok &= &I == mNext || is_contained(blocks, cast<Instruction>(U)->getParent());
       }
-    // E's PHIs: m' from L (and, spirv64, 0 from P)
+    // E's PHIs: m' from L (and, spirv64, 0 from the block where no lane is)
     for (PHINode &Ph : E->phis())
-      ok &= Ph.getIncomingValueForBlock(L) == mNext &&
-            (!PBr->isConditional() || match(Ph.getIncomingValueForBlock(P), m_Zero()));
+      ok &= Ph.getIncomingValueForBlock(L) == mNext && (G != P || !PBr->isConditional() ||
+                                                        match(Ph.getIncomingValueForBlock(P), m_Zero()));
     if (ok)
       found.push_back({P, E, x, mNext, blocks});
   }

@@ -557,6 +557,7 @@ struct Lowering {
   Value *cbsActiveFlags(CbsState &st, IRBuilder<> &B, Value *region, Value *lo = nullptr, Value *hi = nullptr);
   void cbsLiveLanes(CbsState &st, IRBuilder<> &B, BasicBlock *then);
   void cbsLiveMasks(CbsState &st, CbsRegion &R);
+  Value *firstLaneId(IRBuilder<> &B, CbsRegion &R, Value *id);
   Value *warpBaseOf(CbsState &st, CbsRegion &R, Instruction &I);
   Value *cbsAllLive(CbsState &st, CbsRegion &R);
   Value *allLanes(IRBuilder<> &B, Value *nInWarp);

@@ -290,6 +290,12 @@ void Lowering::cbsRecordExit(CbsState &st, IRBuilder<> &B, BasicBlock *e) {
 }
 
 
+// The x id (id = lx) or flat id (id = wi) of the warp's first lane in a lane loop: xw, or wrow + xw.
+Value *Lowering::firstLaneId(IRBuilder<> &B, CbsRegion &R, Value *id) {
+  return id == R.lx ? R.xw : B.CreateAdd(R.wrow, R.xw, "", true, true);
+}
+
+
 // The global warp index `(A + lx) / W` or `(A + wi) / W` in a lane loop (`gid / W`, gid = the group's first
 // id plus the x id, a row per warp), A a multiple of W the same for the loop's lanes (arithmetic of the
 // kernel's arguments, the group ids, the group's size and constants): the same quotient for every lane, as
@@ -297,12 +303,9 @@ void Lowering::cbsRecordExit(CbsState &st, IRBuilder<> &B, BasicBlock *e) {
 // of W, also where the sum wraps around 2^32). Gives the dividend for the first lane, computed before I, or
 // nullptr.
 Value *Lowering::warpBaseOf(CbsState &st, CbsRegion &R, Instruction &I) {
-  auto *BO = dyn_cast<BinaryOperator>(&I);
-  auto *c = BO ? dyn_cast<ConstantInt>(BO->getOperand(1)) : nullptr;
-  if (!c || !((BO->getOpcode() == Instruction::UDiv && c->getZExtValue() == warp) ||
-              (BO->getOpcode() == Instruction::LShr && c->getZExtValue() == Log2_32(warp))))
+  if (!isa<BinaryOperator>(I) || !isWarpOf(&I, I.getOperand(0)))
     return nullptr;
-  auto *Sum = dyn_cast<BinaryOperator>(BO->getOperand(0));
+  auto *Sum = dyn_cast<BinaryOperator>(I.getOperand(0));
   if (!Sum || Sum->getOpcode() != Instruction::Add)
     return nullptr;
   std::function<bool(Value *, int)> laneFree = [&](Value *V, int depth) {
@@ -331,8 +334,7 @@ Value *Lowering::warpBaseOf(CbsState &st, CbsRegion &R, Instruction &I) {
     if ((id != R.lx && id != R.wi) || !laneFree(A, 0) || !multiple(A, 0))
       continue;
     IRBuilder<> B(&I);
-    Value *first = id == R.lx ? R.xw : B.CreateAdd(R.wrow, R.xw, "", true, true);
-    return B.CreateAdd(A, first);
+    return B.CreateAdd(A, firstLaneId(B, R, id));
   }
   return nullptr;
 }
@@ -368,8 +370,7 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
         I.eraseFromParent();
       } else if (isWarpOf(&I, R.lx) || isWarpOf(&I, wi)) {
         // (lx and wi are xw and wrow + xw plus the lane id, below W: the same quotient for every lane)
-        Value *first = I.getOperand(0) == R.lx ? R.xw : B.CreateAdd(R.wrow, R.xw, "", true, true);
-        I.replaceAllUsesWith(B.CreateLShr(first, Log2_32(warp), "warp" + R.sfx, true));
+        I.replaceAllUsesWith(B.CreateLShr(firstLaneId(B, R, I.getOperand(0)), Log2_32(warp), "warp" + R.sfx, true));
         I.eraseFromParent();
       } else if (Value *first = warpBaseOf(st, R, I)) {
         I.replaceAllUsesWith(B.CreateLShr(first, Log2_32(warp), "warp" + R.sfx));

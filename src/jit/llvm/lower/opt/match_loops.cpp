@@ -208,14 +208,13 @@ unsigned Lowering::matchLoops(Function *F) {
       continue;
     seen.insert(cast<Instruction>(LBr->getCondition()));
     seen.insert(cast<Instruction>(cast<Instruction>(LBr->getCondition())->getOperand(0)));
-    Seen lanesSeen; // (`lanes` is before the loop)
     if (!isBallot(notDone, pred, seen))
       std::swap(notDone, lanes);
     // (`lanes`: the ballot of every lane, in the block before the loop or, on spirv64, in the block before
     // that, which goes to E where no lane is (never: this lane is one) and to P: the lanes that enter it)
     Value *nd;
     if (!isBallot(notDone, pred, seen) || !match(pred, m_Not(m_Value(nd))) || boolOf(nd, seen) != dNext ||
-        !isBallotOfTrue(lanes, lanesSeen))
+        !isBallotOfTrue(lanes, seen)) // (`lanes` is before the loop: what it adds to `seen` is not checked)
       continue;
     seen.insert(cast<Instruction>(pred));
     BasicBlock *E = LBr->getSuccessor(0), *G = cast<Instruction>(lanes)->getParent();

@@ -113,7 +113,7 @@ typedef struct OlRsLowerOptions {
   uint32_t warp_size;
   // the GPU intrinsic table
   OlRsClassifyFn classify_intrinsic;
-  // which transforms run (bit i: `NAMES[i]` of src/jit/llvm/lowering.rs; the bits from 32, its
+  // which transforms run (bit i: `NAMES[i]` of src/jit/llvm/lowering.rs; the bits from 48, its
   // `PIPELINE_NAMES`, are not the lowering's)
   uint64_t transforms;
 } OlRsLowerOptions;

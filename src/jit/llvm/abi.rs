@@ -84,7 +84,7 @@ pub struct OlRsLowerOptions {
     pub warp_size: u32,
     /// the GPU intrinsic table
     pub classify_intrinsic: OlRsClassifyFn,
-    /// which transforms run (bit i: `NAMES[i]` of src/jit/llvm/lowering.rs; the bits from 32, its
+    /// which transforms run (bit i: `NAMES[i]` of src/jit/llvm/lowering.rs; the bits from 48, its
     /// `PIPELINE_NAMES`, are not the lowering's)
     pub transforms: u64,
 }

@@ -17,7 +17,7 @@ use std::fmt;
 use super::abi::OlRsLowerOptions;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 32] = [
+pub(crate) const NAMES: [&str; 34] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -50,6 +50,8 @@ pub(crate) const NAMES: [&str; 32] = [
     "ol-unroll-lane-vectors",
     "ol-early-exits",
     "ol-match-loops",
+    "ol-chain-warp-regions",
+    "ol-warp-local-slots",
 ];
 
 /// The JIT's own passes in LLVM's optimisation pipeline that [`parse`] switches too (bit
@@ -58,7 +60,7 @@ pub(crate) const PIPELINE_NAMES: [&str; 4] =
     ["ol-prefetch-streams", "ol-prefetch-next-group", "ol-nested-selects", "ol-group-order"];
 
 /// The bit of `PIPELINE_NAMES[0]`.
-const PIPELINE_BIT: usize = 32;
+const PIPELINE_BIT: usize = 48;
 
 /// Every transform on.
 pub(crate) const ALL: u64 = ((1 << NAMES.len()) - 1) | (((1 << PIPELINE_NAMES.len()) - 1) << PIPELINE_BIT);
@@ -111,8 +113,14 @@ pub(crate) fn parse(spec: &str) -> Result<u64, String> {
 }
 
 /// What each transform did in one kernel (loops narrowed, values recomputed, stores made selects, ...).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Stats(pub [u32; NAMES.len()]);
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats([0; NAMES.len()])
+    }
+}
 
 impl Stats {
     /// The count of the transform called `name` (0 for an unknown name).
@@ -274,7 +282,7 @@ mod tests {
         assert!(parse("-nonsense").is_err());
         assert_eq!(bit(NAMES[15]), Some(1 << 15));
         let prefetch = bit("ol-prefetch-streams").unwrap();
-        assert_eq!(prefetch, 1 << 32);
+        assert_eq!(prefetch, 1 << 48);
         assert_eq!(parse("-ol-prefetch-streams"), Ok(ALL & !prefetch));
         assert_eq!(parse("ol-prefetch-streams"), Ok(prefetch | WORKAROUNDS));
         assert_eq!(parse("none").unwrap() & prefetch, 0);

@@ -2964,6 +2964,24 @@ const TRANSFORM_CASES: &[Case] = &[
         Some([64, 1, 1]),
     ),
     ("ol-unroll-lane-vectors", false, WSCAN, None),
+    // a warp's exchanges one after another (each region leaves through one warp barrier), with and without
+    // group barriers; not: the generic kernel (no warp lanes), and a shuffle only the first warp runs (the
+    // region before it leaves through its barrier or the exit)
+    ("ol-chain-warp-regions", true, WSCAN, Some([64, 1, 1])),
+    ("ol-chain-warp-regions", true, WSHFL, Some([256, 1, 1])),
+    ("ol-chain-warp-regions", false, WSCAN, None),
+    (
+        "ol-chain-warp-regions",
+        false,
+        "__gpu_kernel void k(float *o, const float *in) { float v = in[G]; if (T < 32) v += __gpu_shuffle_idx_f32(__gpu_lane_mask(), __gpu_lane_id() ^ 1, v, __gpu_num_lanes()); o[G] = v; }",
+        Some([64, 1, 1]),
+    ),
+    // a warp's slots on the stack: warp collectives and no group barrier; not: a group barrier after the
+    // warps' shuffles (the generic kernel: no warp lanes)
+    ("ol-warp-local-slots", true, WSCAN, Some([64, 1, 1])),
+    ("ol-warp-local-slots", true, WROW, Some([128, 1, 1])),
+    ("ol-warp-local-slots", false, WSHFL, Some([256, 1, 1])),
+    ("ol-warp-local-slots", false, WSCAN, None),
     // after a ballot and a barrier, a sum over shared memory up to the warp's index (the same for its
     // lanes); up to the lane's (not)
     (
@@ -3064,7 +3082,9 @@ fn lane_vector_loops_are_unrolled_where_lanes_are_compared() {
         // (the loops' latches; the first region's lane loop, which compares no lanes, stays a loop)
         let loops =
             |ir: &str| ir.lines().filter(|l| l.trim_start().starts_with("br ") && l.contains("!llvm.loop")).count();
-        let (with, without) = (loops(&ir("")), loops(&ir("-ol-unroll-lane-vectors")));
+        // (without ol-warp-local-slots, which unrolls every lane loop of a kernel without group barriers)
+        let (with, without) =
+            (loops(&ir("-ol-warp-local-slots")), loops(&ir("-ol-warp-local-slots,-ol-unroll-lane-vectors")));
         assert!(with < without, "{cpu}: {with} loops with the transform, {without} without");
     }
 }
@@ -3771,6 +3791,80 @@ fn match_loops_match_the_host() {
                     let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp)]);
                     launch(kk, [groups as u32, 1, 1], [nt as u32, 1, 1], &args, 0);
                     assert_eq!(out, want, "{t:?} {k} [{nt}, 1, 1] {form}");
+                }
+            }
+        }
+    }
+}
+
+/// Warp collectives without group barriers, a private array live across them (indexed at run time, so it
+/// stays an array slot): the host's results, generic and specialised in 1- and 2-D groups of whole warps,
+/// nvptx64 and amdgcn. Specialised, a warp's regions follow one another without the scheduler
+/// (ol-chain-warp-regions) and its slots are on the stack (ol-warp-local-slots), but where they would take
+/// more than 64 KiB of it (4 KiB a lane: the group's scratch, as before).
+#[test]
+fn warp_local_slots_match_the_host() {
+    let _g = shared();
+    let body = |n: usize| {
+        format!(
+            "uint32_t i = (__gpu_block_id_x() * __gpu_num_threads_y() + __gpu_thread_id_y()) * N + T; \
+             uint32_t l = __gpu_lane_id(), w = __gpu_num_lanes(), x = in[i], a[{n}]; \
+             for (uint32_t j = 0; j < {n}; j++) a[j] = x * (j + 1); \
+             uint32_t v = a[x % 8]; v += __gpu_shuffle_idx_u32(__gpu_lane_mask(), l ^ 1, v, w); a[v % 8] += v; \
+             v += __gpu_shuffle_idx_u32(__gpu_lane_mask(), (l + 3) % w, a[(v >> 3) % 8], w); o[i] = v + a[l % 8];"
+        )
+    };
+    let src = format!(
+        "{H}__gpu_kernel void small(uint32_t *o, const uint32_t *in) {{ {} }}\n\
+         __gpu_kernel void big(uint32_t *o, const uint32_t *in) {{ {} }}\n",
+        body(8),
+        body(1024)
+    );
+    for t in [Tgt::Nv, Tgt::Amd] {
+        let Some(bc) = bitcode_of_source(&src, t) else {
+            return;
+        };
+        let img = load(&bc).unwrap();
+        for k in ["small", "big"] {
+            let g = img.kernel(k).unwrap();
+            let w = g.warp_size as usize;
+            let local = times_fired(&bc, k, Some([2 * w as u32, 1, 1]), "ol-warp-local-slots");
+            assert_eq!(local > 0, k == "small", "{t:?} {k}: ol-warp-local-slots {local}");
+            let chained = times_fired(&bc, k, Some([2 * w as u32, 1, 1]), "ol-chain-warp-regions");
+            assert!(chained > 0, "{t:?} {k}: ol-chain-warp-regions did not fire");
+            for block in [[2 * w as u32, 1, 1], [w as u32, 2, 1]] {
+                let nt = (block[0] * block[1]) as usize;
+                let groups = 3;
+                let n = groups * nt;
+                let input: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761) >> 9).collect();
+                let mut want = vec![0u32; n];
+                for wb in (0..n).step_by(w) {
+                    let x = |l: usize| input[wb + l];
+                    let v1: Vec<u32> = (0..w)
+                        .map(|l| {
+                            let v = |l: usize| x(l).wrapping_mul(x(l) % 8 + 1);
+                            v(l).wrapping_add(v(l ^ 1))
+                        })
+                        .collect();
+                    let arr: Vec<[u32; 8]> = (0..w)
+                        .map(|l| {
+                            let mut a: [u32; 8] = std::array::from_fn(|j| x(l).wrapping_mul(j as u32 + 1));
+                            a[(v1[l] % 8) as usize] = a[(v1[l] % 8) as usize].wrapping_add(v1[l]);
+                            a
+                        })
+                        .collect();
+                    for l in 0..w {
+                        let src = (l + 3) % w;
+                        let v2 = v1[l].wrapping_add(arr[src][((v1[src] >> 3) % 8) as usize]);
+                        want[wb + l] = v2.wrapping_add(arr[l][l % 8]);
+                    }
+                }
+                let s = g.specialise(block, false).unwrap();
+                for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                    let (mut out, mut inp) = (vec![0u32; n], input.clone());
+                    let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp)]);
+                    launch(kk, [groups as u32, 1, 1], block, &args, 0);
+                    assert_eq!(out, want, "{t:?} {k} {block:?} {form}");
                 }
             }
         }

@@ -265,11 +265,19 @@ void Lowering::cbsLiveLanes(CbsState &st, IRBuilder<> &B, BasicBlock *then) {
 
 // Step 1 (takes F; gives false with an error if it cannot be lowered): dynamic allocas are not supported.
 bool Lowering::cbsCheckAllocas(CbsState &st) {
+  std::vector<Instruction *> lifetimes;
   for (BasicBlock &BB : *st.F)
-    for (Instruction &I : BB)
+    for (Instruction &I : BB) {
       if (auto *AI = dyn_cast<AllocaInst>(&I))
         if (!AI->isStaticAlloca() || !AI->getAllocatedType()->isSized())
           return fail("dynamic alloca in a kernel with barriers is not supported");
+      if (isa<LifetimeIntrinsic>(I))
+        lifetimes.push_back(&I);
+    }
+  // (an alloca becomes slots in scratch or on the stack, addresses its lifetime markers may not name;
+  // the markers only let LLVM reuse a variable's stack after it)
+  for (Instruction *I : lifetimes)
+    I->eraseFromParent();
   return true;
 }
 

@@ -170,6 +170,8 @@ enum Transform : unsigned {
   T_UNROLL_LANE_VECTORS,     // warp_lanes.cpp: the vector loop of a lane loop comparing lane ids may be unrolled after the vectoriser
   T_EARLY_EXITS,             // barriers.cpp: uniform barriers and warp lanes where work-items that leave early leave for good
   T_MATCH_LOOPS,             // opt/match_loops.cpp: gpuintrin's match_any loop (amdgcn, spirv64) as one warp collective
+  T_CHAIN_WARP_REGIONS,      // warp_lanes.cpp: a warp's region that leaves through one warp barrier goes on to its region
+  T_WARP_LOCAL_SLOTS,        // warp_lanes.cpp: without group barriers, a warp's slots on the stack, indexed by lane
   T_COUNT
 };
 
@@ -507,6 +509,19 @@ struct Lowering {
       Value *lx, *wi, *xw, *wrow;
     };
     std::vector<LaneLoop> laneLoops;
+    // ol-warp-lanes, per region in id order: where the warp enters it, the warp number as read there
+    // (cbsWarpIds), and the barriers it can leave through (ol-chain-warp-regions, cbsChainWarpRegions)
+    struct WarpRegion {
+      BasicBlock *Pre;
+      CallInst *wp;
+      int next;                 // the region of the one warp barrier it leaves through, else -1
+      std::vector<int> leaves;  // the regions of the warp barriers it can leave through
+    };
+    std::vector<WarpRegion> warpRegions;
+    // ol-warp-local-slots (cbsScheduler): per alloca, the one warp's copy of its slots, indexed by lane
+    // (a slot per warp for a uniform one), on the stack, where no group barrier lets a value outlive its
+    // warp's run; empty otherwise
+    std::vector<Value *> warpSlot;
     // ol-warp-lanes: the instructions of the regions' lane loops cloned from F's (and their copies), with
     // whether the original is the same for a warp's lanes (st.div, st.divTerm; cbsWarpLaneIds)
     ValueMap<Value *, bool> laneUniform;
@@ -545,6 +560,7 @@ struct Lowering {
     // ol-warp-lanes: the warp's first x id, its first flat id's row start (cbsWarpIds) and, per alloca,
     // the warp's copy of a shared slot
     Value *xw = nullptr, *wrow = nullptr, *wy = nullptr, *wz = nullptr, *wi = nullptr;
+    CallInst *wp = nullptr; // the warp number as cbsWarpIds read it
     std::vector<Value *> uniPtrW;
     SmallVector<BasicBlock *, 32> clones;          // cbsCloneRegion: the cloned blocks, in `set` order
     std::map<BasicBlock *, BasicBlock *> origOf;   // clone -> original
@@ -601,6 +617,9 @@ struct Lowering {
   void cbsDropExchangeEnds(CbsState &st, const std::set<Instruction *> &wdivTerm);
   void cbsWarpScheduler(CbsState &st, IRBuilder<> &B);
   void cbsWarpIds(CbsState &st, IRBuilder<> &B, CbsRegion &R);
+  void cbsChainWarpRegions(CbsState &st);
+  static constexpr uint64_t kWarpSlotBytes = 64 << 10;
+  void cbsWarpLocalSlots(CbsState &st, IRBuilder<> &B);
   void cbsWarpRegionLoop(CbsState &st, IRBuilder<> &B, CbsRegion &R);
   void cbsRecordExit(CbsState &st, IRBuilder<> &B, BasicBlock *e);
   void cbsWarpLaneIds(CbsState &st, CbsRegion &R);

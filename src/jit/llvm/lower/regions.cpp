@@ -159,6 +159,8 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
   for (size_t j = 0; j < allocas.size(); ++j)
     if (uniSlots.count(allocas[j]))
       uniPtr[j] = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, offs[j])), "cbs.uslot");
+  if (st.warpMode)
+    cbsWarpLocalSlots(st, B);
   AllocaInst *next = B.CreateAlloca(I32, nullptr, "cbs.next");
   st.next = next;
   B.CreateStore(ConstantInt::get(I32, 0), next);
@@ -332,6 +334,15 @@ void Lowering::cbsRegionPrologue(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
   bool exits = st.gone && to.erase(nullptr);
   if (exits && st.warpMode)
     B.CreateStore(B.CreateLoad(I32, st.next), st.prevA);
+  if (st.warpMode) { // (ol-chain-warp-regions)
+    CbsState::WarpRegion WR{Pre, R.wp, -1, {}};
+    for (BasicBlock *e : *R.reach)
+      if (e && st.isWarpBarrierBlk(e))
+        WR.leaves.push_back(cbsExitId(st, e));
+    if (R.reach->size() == 1 && WR.leaves.size() == 1)
+      WR.next = WR.leaves[0];
+    st.warpRegions.push_back(WR);
+  }
   if (st.uniform && R.reach->size() == 1)
     cbsRecordExit(st, B, *R.reach->begin());
   else if (exits && to.size() == 1)
@@ -663,6 +674,8 @@ bool Lowering::cbsFinish(CbsState &st) {
           return fail("internal: unsplit barrier marker");
   if (st.warpMode && !st.gone && on(T_WARP_UNIFORM_LOOPS))
     warpUniformLoops(st);
+  if (st.warpMode && on(T_CHAIN_WARP_REGIONS))
+    cbsChainWarpRegions(st);
   removeUnreachableBlocks(*F);
   for (BasicBlock &BB : *F) // (what only ol-warp-lanes reads)
     for (Instruction &I : BB)

@@ -207,6 +207,32 @@ void Lowering::cbsWarpScheduler(CbsState &st, IRBuilder<> &B) {
 }
 
 
+// ol-warp-local-slots (in the group prologue, B in it; takes st.groupEntries, the layout; gives
+// st.warpSlot): where the kernel has no group barrier, each warp runs from the entry to its exit before
+// the next warp starts, so no slot value outlives its warp's run: one warp's slots serve every warp, as
+// allocas (one per slot, W lanes of it, or one for a slot the same for a warp's lanes), not the group's
+// scratch. A region's lane loop indexes them by lane (`lx - xw`): once the loop vectoriser's vector loop is
+// unrolled (cbsWarpLaneIds), every access is at a constant offset, and SROA, after the unrolling, keeps
+// the slots in registers (a warp butterfly's value between its exchanges). At most kWarpSlotBytes of
+// stack (the kernel stack is 16 MiB, its use checked at launch).
+void Lowering::cbsWarpLocalSlots(CbsState &st, IRBuilder<> &B) {
+  if (!on(T_WARP_LOCAL_SLOTS) || st.groupEntries.size() != 1 || st.chunk)
+    return;
+  uint64_t bytes = 0;
+  for (size_t j = 0; j < st.allocas.size(); ++j)
+    bytes += st.uniPtr[j] ? st.sizes[j] : st.sizes[j] * warp;
+  if (st.allocas.empty() || bytes > kWarpSlotBytes)
+    return;
+  for (size_t j = 0; j < st.allocas.size(); ++j) {
+    uint64_t n = st.uniPtr[j] ? st.sizes[j] : st.sizes[j] * warp;
+    AllocaInst *A = B.CreateAlloca(ArrayType::get(I8, n), nullptr, "cbs.warpslot");
+    A->setAlignment(Align(64));
+    st.warpSlot.push_back(A);
+  }
+  fired(T_WARP_LOCAL_SLOTS, st.allocas.size());
+}
+
+
 // Step 5, region prologue (takes st.wp, the layout; gives R.xw, R.wrow, R.wy, R.wz, R.uniPtrW; B at Pre):
 // where warp wp's lanes are: its first flat id wp * W, as x id xw (a multiple of W), y, z, and the flat id
 // of its row's first work-item; its copies of the shared slots. The warp number is read through an empty
@@ -216,7 +242,11 @@ void Lowering::cbsWarpIds(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
   Function *F = st.F;
   unsigned o = st.o;
   InlineAsm *keep = InlineAsm::get(FunctionType::get(I32, {I32}, false), "", "=r,0", /*hasSideEffects=*/true);
-  Value *wp = B.CreateCall(keep, {B.CreateLoad(I32, st.wp)}, "wp" + R.sfx);
+  CallInst *wp = B.CreateCall(keep, {B.CreateLoad(I32, st.wp)}, "wp" + R.sfx);
+  // (below the group's number of warps: a specialisation's size)
+  unsigned nwarps = specGs[0] * specGs[1] * specGs[2] / warp;
+  wp->addRetAttr(Attribute::get(C, Attribute::Range, ConstantRange(APInt(32, 0), APInt(32, nwarps))));
+  R.wp = wp;
   Value *flat = B.CreateMul(wp, ConstantInt::get(I32, warp), "", true, true);
   Value *gsx = X(o, F, E_GSX), *gsy = X(o, F, E_GSY);
   R.xw = B.CreateURem(flat, gsx, "xw" + R.sfx);
@@ -228,7 +258,75 @@ void Lowering::cbsWarpIds(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
   R.uniPtrW.assign(st.allocas.size(), nullptr);
   for (size_t j = 0; j < st.allocas.size(); ++j)
     if (st.uniPtr[j])
-      R.uniPtrW[j] = B.CreateGEP(I8, st.uniPtr[j], B.CreateMul(wp64, ConstantInt::get(I64, st.sizes[j])), "cbs.wslot");
+      R.uniPtrW[j] = !st.warpSlot.empty()
+                         ? st.warpSlot[j]
+                         : B.CreateGEP(I8, st.uniPtr[j], B.CreateMul(wp64, ConstantInt::get(I64, st.sizes[j])), "cbs.wslot");
+}
+
+
+// ol-chain-warp-regions (in cbsFinish, once every region is built; takes st.warpRegions, st.scanStart,
+// st.WSW): a region that a warp leaves through one warp barrier (a shuffle's second barrier, its exit
+// recorded up front) goes on to that barrier's region straight from its loop, not back through cbs.scan
+// and cbs.wsched's switch. Where every way into the next region is such an edge from one region (not a
+// group-level region, no other region can leave for it), its case goes from the switch, and it reads the
+// warp number from its predecessor (the value, not a second read): then a warp's exchanges are one
+// straight line of code in which LLVM sees that a region reads the slots and exchange areas the one before
+// wrote, at the same addresses, and forwards the stored vectors (a butterfly's values stay in registers).
+// Legal: the recorded region is where every lane of the warp goes next (cbsRecordExit writes it before the
+// loop); the scheduler would run it next for this warp, with the same warp number.
+void Lowering::cbsChainWarpRegions(CbsState &st) {
+  std::vector<CbsState::WarpRegion> &WR = st.warpRegions;
+  size_t n = WR.size();
+  std::vector<unsigned> chainedInto(n, 0);
+  std::vector<int> from(n, -1);
+  for (size_t k = 0; k < n; ++k) {
+    int to = WR[k].next;
+    if (to < 0 || size_t(to) >= n || size_t(to) == k)
+      continue;
+    // the region's blocks: from its prologue to cbs.scan (its loops, their copies)
+    std::vector<BasicBlock *> blocks = reachable({WR[k].Pre}, [](BasicBlock *) { return false; }, {st.scanStart});
+    bool own = none_of(blocks, [&](BasicBlock *BB) {
+      return BB == st.wsched || BB == st.whead || BB == st.sched ||
+             any_of(WR, [&](const CbsState::WarpRegion &O) { return O.Pre == BB && O.Pre != WR[k].Pre; });
+    });
+    if (!own)
+      continue;
+    for (BasicBlock *BB : blocks)
+      BB->getTerminator()->replaceSuccessorWith(st.scanStart, WR[to].Pre);
+    ++chainedInto[to];
+    from[to] = int(k);
+    fired(T_CHAIN_WARP_REGIONS);
+  }
+  // regions entered only from the one region chained into them: no case, the predecessor's warp number
+  std::vector<Value *> wp(n);
+  for (size_t k = 0; k < n; ++k)
+    wp[k] = WR[k].wp;
+  for (size_t k = 0; k < n; ++k) {
+    if (chainedInto[k] != 1 || st.groupEntries.count(k))
+      continue;
+    bool others = false;
+    for (size_t j = 0; j < n; ++j)
+      if (int(j) != from[k] && is_contained(WR[j].leaves, int(k)))
+        others = true;
+    if (others)
+      continue;
+    st.WSW->removeCase(st.WSW->findCaseValue(ConstantInt::get(cast<IntegerType>(I32), k)));
+  }
+  DominatorTree DT(*st.F);
+  for (size_t k = 0; k < n; ++k) {
+    // (every path into Pre[k] runs Pre[j] last among the warp's prologues: the same warp)
+    int j = from[k];
+    if (j < 0 || !DT.dominates(WR[j].Pre, WR[k].Pre))
+      continue;
+    Value *old = wp[k], *rep = wp[j];
+    if (old == rep)
+      continue;
+    old->replaceAllUsesWith(rep);
+    cast<Instruction>(old)->eraseFromParent();
+    for (Value *&v : wp)
+      if (v == old)
+        v = rep;
+  }
 }
 
 
@@ -260,6 +358,11 @@ void Lowering::cbsWarpRegionLoop(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
   for (size_t j = 0; j < st.allocas.size(); ++j) {
     if (R.uniPtrW[j]) {
       R.VM[st.allocas[j]] = R.uniPtrW[j];
+      continue;
+    }
+    if (!st.warpSlot.empty()) { // (ol-warp-local-slots: the lane's)
+      Value *lane = B.CreateZExt(B.CreateSub(R.lx, R.xw, "", true, true), I64);
+      R.VM[st.allocas[j]] = B.CreateGEP(I8, st.warpSlot[j], B.CreateMul(lane, ConstantInt::get(I64, st.sizes[j])));
       continue;
     }
     Value *base = B.CreateMul(st.nwi64, ConstantInt::get(I64, st.offs[j]));
@@ -445,7 +548,8 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
           comparesLanes = true;
         work.push_back(I);
       }
-    if (comparesLanes && on(T_UNROLL_LANE_VECTORS)) {
+    // (ol-warp-local-slots: unrolled, the lanes' slots are at constant offsets, which SROA takes)
+    if ((comparesLanes && on(T_UNROLL_LANE_VECTORS)) || !st.warpSlot.empty()) {
       SmallVector<Metadata *, 4> vectorised = {MDString::get(C, "llvm.loop.vectorize.followup_vectorized"),
                                                MDNode::get(C, {MDString::get(C, "llvm.loop.isvectorized"),
                                                                ConstantAsMetadata::get(ConstantInt::get(I32, 1))}),
@@ -454,7 +558,8 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
       if (MDNode *PA = findOptionMDForLoopID(ID, "llvm.loop.parallel_accesses"))
         vectorised.push_back(PA);
       addLoopProperty(latchBr, MDNode::get(C, vectorised));
-      fired(T_UNROLL_LANE_VECTORS);
+      if (comparesLanes && on(T_UNROLL_LANE_VECTORS))
+        fired(T_UNROLL_LANE_VECTORS);
     }
   }
 }

@@ -17,7 +17,7 @@ use std::fmt;
 use super::abi::OlRsLowerOptions;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 34] = [
+pub(crate) const NAMES: [&str; 35] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -52,6 +52,7 @@ pub(crate) const NAMES: [&str; 34] = [
     "ol-match-loops",
     "ol-chain-warp-regions",
     "ol-warp-local-slots",
+    "ol-full-groups",
 ];
 
 /// The JIT's own passes in LLVM's optimisation pipeline that [`parse`] switches too (bit
@@ -71,9 +72,10 @@ pub(crate) const WORKAROUNDS: u64 = 1 << 15;
 /// The transforms a quick specialisation (the first launch's version while the full one compiles) leaves
 /// out: `ol-unroll-barrier-loops` (its copies' constant-bound regions cost the compile more than they save
 /// in one launch: scan's quick version 16 -> 37 ms with it, its first launch 56 -> 102 ms; the full one, which
-/// runs behind the first launches, 48 -> 66-87 ms).
+/// runs behind the first launches, 48 -> 66-87 ms) and `ol-full-groups` (a second copy of the body to
+/// lower and compile).
 pub(crate) fn quick_skips(quick: bool) -> u64 {
-    if quick { bit("ol-unroll-barrier-loops").unwrap_or(0) } else { 0 }
+    if quick { bit("ol-unroll-barrier-loops").unwrap_or(0) | bit("ol-full-groups").unwrap_or(0) } else { 0 }
 }
 
 /// The index (bit, count) of the lowering transform called `name`.

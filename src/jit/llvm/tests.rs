@@ -2976,6 +2976,38 @@ const TRANSFORM_CASES: &[Case] = &[
         "__gpu_kernel void k(float *o, const float *in) { float v = in[G]; if (T < 32) v += __gpu_shuffle_idx_f32(__gpu_lane_mask(), __gpu_lane_id() ^ 1, v, __gpu_num_lanes()); o[G] = v; }",
         Some([64, 1, 1]),
     ),
+    // a bounds guard before a group barrier, and before a warp's shuffles; not: the generic kernel, a guard
+    // after every barrier (no early exit), one on a value read from memory
+    (
+        "ol-full-groups",
+        true,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; if (G < n) { s[T] = in[G]; __gpu_sync_threads(); o[G] = s[T] * 2.0f; } }",
+        Some([256, 1, 1]),
+    ),
+    (
+        "ol-full-groups",
+        true,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t n) { if (G >= n) return; float v = in[G]; v += __gpu_shuffle_idx_f32(__gpu_lane_mask(), __gpu_lane_id() ^ 1, v, __gpu_num_lanes()); o[G] = v; }",
+        Some([64, 1, 1]),
+    ),
+    (
+        "ol-full-groups",
+        false,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; if (G < n) { s[T] = in[G]; __gpu_sync_threads(); o[G] = s[T] * 2.0f; } }",
+        None,
+    ),
+    (
+        "ol-full-groups",
+        false,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; s[T] = in[G]; __gpu_sync_threads(); if (G < n) o[G] = s[N - 1 - T]; }",
+        Some([256, 1, 1]),
+    ),
+    (
+        "ol-full-groups",
+        false,
+        "__gpu_kernel void k(float *o, const float *in, const uint32_t *n) { static __gpu_local float s[256]; if (G < n[0]) { s[T] = in[G]; __gpu_sync_threads(); o[G] = s[T] * 2.0f; } }",
+        Some([256, 1, 1]),
+    ),
     // a warp's slots on the stack: warp collectives and no group barrier; not: a group barrier after the
     // warps' shuffles (the generic kernel: no warp lanes)
     ("ol-warp-local-slots", true, WSCAN, Some([64, 1, 1])),
@@ -3865,6 +3897,112 @@ fn warp_local_slots_match_the_host() {
                     let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp)]);
                     launch(kk, [groups as u32, 1, 1], block, &args, 0);
                     assert_eq!(out, want, "{t:?} {k} {block:?} {form}");
+                }
+            }
+        }
+    }
+}
+
+/// Bounds guards around a ballot and a group barrier (the work-items out of range leave early): the host's
+/// results, generic and specialised, nvptx64 and amdgcn, for bounds around the groups' ends, where the
+/// guarded index wraps around 2^32 inside a group (unsigned), crosses 2^31 (signed), is 64-bit, and in 2-D
+/// (`x < w && y < h`). Specialised, the groups all of whose work-items pass run a copy without the guard
+/// (ol-full-groups), the others the body with its early exits; neither is the host's to tell.
+#[test]
+fn full_groups_match_the_host() {
+    let _g = shared();
+    // (BODY(idx, t): the lanes of the warp still in it with odd inputs, and the work-item's own value through
+    // shared memory across a group barrier)
+    let src = format!(
+        "{H}#define BODY(idx, t) {{ uint32_t v = in[idx]; uint64_t b = __gpu_ballot(__gpu_lane_mask(), v & 1); \
+         s[t] = v; __gpu_sync_threads(); o[idx] = (uint32_t)__builtin_popcountll(b) + s[t] * 3; }}\n\
+         __gpu_kernel void ku(uint32_t *o, const uint32_t *in, uint32_t off, int32_t n) {{ static __gpu_local uint32_t s[256]; \
+           uint32_t i = G + off; if (i < (uint32_t)n) BODY(G, T) }}\n\
+         __gpu_kernel void ks(uint32_t *o, const uint32_t *in, uint32_t off, int32_t n) {{ static __gpu_local uint32_t s[256]; \
+           int32_t i = (int32_t)(G + off); if (i >= n) return; BODY(G, T) }}\n\
+         __gpu_kernel void k64(uint32_t *o, const uint32_t *in, uint32_t off, int32_t n) {{ static __gpu_local uint32_t s[256]; \
+           uint64_t i = (uint64_t)__gpu_block_id_x() * N + T + off; if (i < (uint64_t)(uint32_t)n + 0x100000000ull) BODY(G, T) }}\n\
+         __gpu_kernel void k2(uint32_t *o, const uint32_t *in, uint32_t off, int32_t n) {{ static __gpu_local uint32_t s[256]; \
+           uint32_t x = G, y = __gpu_block_id_y() * __gpu_num_threads_y() + __gpu_thread_id_y(); \
+           if (x < off && y < (uint32_t)n) BODY(y * __gpu_num_blocks_x() * N + x, __gpu_thread_id_y() * N + T) }}\n"
+    );
+    for t in [Tgt::Nv, Tgt::Amd] {
+        let Some(bc) = bitcode_of_source(&src, t) else {
+            return;
+        };
+        let img = load(&bc).unwrap();
+        for k in ["ku", "ks", "k64", "k2"] {
+            let g = img.kernel(k).unwrap();
+            let w = g.warp_size as usize;
+            let block: [u32; 3] = if k == "k2" { [w as u32, 4, 1] } else { [256, 1, 1] };
+            let grid: [u32; 3] = if k == "k2" { [3, 3, 1] } else { [4, 1, 1] };
+            let fired = times_fired(&bc, k, Some(block), "ol-full-groups");
+            assert!(fired > 0, "{t:?} {k}: ol-full-groups did not fire at {block:?}");
+            let (nx, ny) = ((grid[0] * block[0]) as usize, (grid[1] * block[1]) as usize);
+            let nt = (block[0] * block[1]) as usize;
+            let n = nx * ny;
+            // (off, n): bounds around the groups' ends; wrapping around 2^32 (ku, k64), crossing 2^31 (ks)
+            let cases: &[(u32, i32)] = match k {
+                "k2" => &[(0, 5), (nx as u32, 12), (w as u32 + 3, 4), (nx as u32 - 1, 7), (2 * w as u32, 0)],
+                // (0x7fff_fef5: group 1's ids pass, reach i32::MAX, which leaves, and pass again as negatives)
+                "ks" => &[
+                    (0, 0),
+                    (0, 300),
+                    (0, -5),
+                    (0x7fff_ff00, i32::MAX),
+                    (0x7fff_fef5, i32::MAX),
+                    (0x7fff_ff00, -2_000_000_000),
+                    (0, 1024),
+                ],
+                "k64" => &[(0, 0), (0, 511), (0xffff_ff00, 0), (0xffff_ff00, 0x100)],
+                // (0xffff_fe7f, -128: group 1's ids pass below 0xffff_ff80, leave up to 2^32 - 1, and pass again
+                // from 0 after the wrap)
+                _ => &[
+                    (0, 0),
+                    (0, 1),
+                    (0, 256),
+                    (0, 300),
+                    (0, 1024),
+                    (0xffff_fe00, 0x100),
+                    (0xffff_ff00, 1000),
+                    (0xffff_fe7f, -128),
+                ],
+            };
+            let input: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761) >> 5).collect();
+            for &(off, bound) in cases {
+                // which work-items pass the guard (by output index), and each warp's lanes: the group's flat
+                // local ids in rows of W
+                let pass = |gx: usize, gy: usize, lx: usize, ly: usize| -> Option<usize> {
+                    let x = gx * block[0] as usize + lx;
+                    match k {
+                        "ku" => ((x as u32).wrapping_add(off) < bound as u32).then_some(x),
+                        "ks" => (((x as u32).wrapping_add(off) as i32) < bound).then_some(x),
+                        "k64" => (x as u64 + off as u64 <= bound as u32 as u64 + 0xffff_ffff).then_some(x),
+                        _ => {
+                            let y = gy * block[1] as usize + ly;
+                            ((x as u32) < off && (y as u32) < bound as u32).then_some(y * nx + x)
+                        }
+                    }
+                };
+                let mut want = vec![7u32; n];
+                for gy in 0..grid[1] as usize {
+                    for gx in 0..grid[0] as usize {
+                        let ids: Vec<Option<usize>> =
+                            (0..nt).map(|f| pass(gx, gy, f % block[0] as usize, f / block[0] as usize)).collect();
+                        for lanes in ids.chunks(w) {
+                            let odd = lanes.iter().flatten().filter(|&&i| input[i] & 1 == 1).count() as u32;
+                            for &i in lanes.iter().flatten() {
+                                want[i] = odd + input[i].wrapping_mul(3);
+                            }
+                        }
+                    }
+                }
+                let s = g.specialise(block, false).unwrap();
+                for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                    let (mut out, mut inp) = (vec![7u32; n], input.clone());
+                    let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp), &b(&off), &b(&bound)]);
+                    launch(kk, grid, block, &args, 0);
+                    assert_eq!(out, want, "{t:?} {k} off {off:#x} n {bound} {form}");
                 }
             }
         }

@@ -156,9 +156,31 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
   unsigned chunk = !collective && on(T_LOCKSTEP_LOOPS) && lockstepLoops(NF) ? kLockstepChunk : 0;
   if (chunk && !specKernel.empty() && specGs[0] < chunk)
     chunk = specGs[0];
+  // ol-full-groups: a copy of the body without the bounds guards, for the groups whose work-items all pass
+  // them (where it does not lower, the body alone)
+  Function *Full = nullptr, *FullCheck = nullptr;
+  if (collective && !chunk && !specKernel.empty() && on(T_FULL_GROUPS)) {
+    std::vector<BoundsGuard> guards;
+    if ((Full = fullGroupsBody(NF, guards))) {
+      FullCheck = fullGroupsCheck(NF, guards);
+      std::string before = err;
+      uint64_t fullScratch = 0;
+      if (buildCbs(Full, fullScratch)) {
+        ki.scratchPerWi = fullScratch;
+      } else {
+        err = before;
+        Full->eraseFromParent();
+        FullCheck->eraseFromParent();
+        Full = FullCheck = nullptr;
+        stats[T_FULL_GROUPS] = 0;
+      }
+    }
+  }
   if (collective || chunk) {
+    uint64_t fullScratch = ki.scratchPerWi;
     if (!buildCbs(NF, ki.scratchPerWi, chunk))
       return false;
+    ki.scratchPerWi = std::max(ki.scratchPerWi, fullScratch);
   } else {
     exitsToReturns(NF);
     NF->addFnAttr(Attribute::AlwaysInline);
@@ -213,16 +235,27 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
       cargs.push_back(B.CreateAlignedLoad(FT->getParamType(i), p, Align(1)));
     off += ki.params[i].first;
   }
-  auto callBody = [&](Value *x, Value *y, Value *z, Value *lwi) {
+  auto bodyArgs = [&](Value *x, Value *y, Value *z, Value *lwi) {
     std::vector<Value *> a = cargs;
     Value *ex[E_COUNT] = {x,     y,   z,    lwi,  gid[0],  gid[1], gid[2], ng[0],  ng[1],  ng[2], gs[0],
                           gs[1], gs[2], local, dyn, impl, disp, scratch, gsr[0], gsr[1], gsr[2]};
     a.insert(a.end(), ex, ex + E_COUNT);
-    CallInst *CI = B.CreateCall(NF, a);
+    return a;
+  };
+  auto callBody = [&](Value *x, Value *y, Value *z, Value *lwi) {
+    CallInst *CI = B.CreateCall(NF, bodyArgs(x, y, z, lwi));
     CI->setCallingConv(CallingConv::C);
   };
   if (collective) {
     Value *z0 = ConstantInt::get(I32, 0);
+    if (Full) { // (ol-full-groups)
+      BasicBlock *FB = BasicBlock::Create(C, "full", WG), *PB = BasicBlock::Create(C, "partial", WG);
+      B.CreateCondBr(B.CreateCall(FullCheck, bodyArgs(z0, z0, z0, z0)), FB, PB);
+      B.SetInsertPoint(FB);
+      B.CreateCall(Full, bodyArgs(z0, z0, z0, z0));
+      B.CreateRetVoid();
+      B.SetInsertPoint(PB);
+    }
     callBody(z0, z0, z0, z0);
     B.CreateRetVoid();
   } else {
@@ -311,6 +344,8 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
   // the plain path is inlined later under the work-item loop's group, so it keeps its atomics.
   if (collective || chunk || NF->use_empty())
     plainSharedAtomics(NF);
+  if (Full)
+    plainSharedAtomics(Full);
   plainSharedAtomics(WG);
   attachDebugInfo(K, NF, WG);
   ki.stats = stats;

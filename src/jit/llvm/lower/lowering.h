@@ -172,6 +172,7 @@ enum Transform : unsigned {
   T_MATCH_LOOPS,             // opt/match_loops.cpp: gpuintrin's match_any loop (amdgcn, spirv64) as one warp collective
   T_CHAIN_WARP_REGIONS,      // warp_lanes.cpp: a warp's region that leaves through one warp barrier goes on to its region
   T_WARP_LOCAL_SLOTS,        // warp_lanes.cpp: without group barriers, a warp's slots on the stack, indexed by lane
+  T_FULL_GROUPS,             // opt/full_groups.cpp: groups whose work-items all pass the bounds guards run a copy without them
   T_COUNT
 };
 
@@ -618,6 +619,19 @@ struct Lowering {
   void cbsWarpScheduler(CbsState &st, IRBuilder<> &B);
   void cbsWarpIds(CbsState &st, IRBuilder<> &B, CbsRegion &R);
   void cbsChainWarpRegions(CbsState &st);
+  // ol-full-groups (opt/full_groups.cpp): bounds guards (a branch one way of which only returns) and the
+  // copy of the body without them for the groups all of whose work-items pass them
+  struct BoundsGuard {
+    BranchInst *br;
+    bool want; // the condition's value that takes the way in
+  };
+  int localIdDim(Function *F, unsigned o, Value *v) const;
+  bool groupValue(Function *F, unsigned o, Value *v, int depth = 0) const;
+  bool idChain(Function *F, unsigned o, Value *v, int depth = 0) const;
+  bool guardCondition(Function *F, unsigned o, Value *c, bool want, int depth = 0) const;
+  std::vector<BoundsGuard> boundsGuards(Function *F);
+  Function *fullGroupsBody(Function *F, std::vector<BoundsGuard> &guards);
+  Function *fullGroupsCheck(Function *F, const std::vector<BoundsGuard> &guards);
   static constexpr uint64_t kWarpSlotBytes = 64 << 10;
   void cbsWarpLocalSlots(CbsState &st, IRBuilder<> &B);
   void cbsWarpRegionLoop(CbsState &st, IRBuilder<> &B, CbsRegion &R);

@@ -2977,7 +2977,8 @@ const TRANSFORM_CASES: &[Case] = &[
         Some([64, 1, 1]),
     ),
     // a bounds guard before a group barrier, and before a warp's shuffles; not: the generic kernel, a guard
-    // after every barrier (no early exit), one on a value read from memory
+    // after every barrier (no early exit), one on a value read from memory, one the same in every group
+    // (the first warp's `T < w`)
     (
         "ol-full-groups",
         true,
@@ -3008,6 +3009,7 @@ const TRANSFORM_CASES: &[Case] = &[
         "__gpu_kernel void k(float *o, const float *in, const uint32_t *n) { static __gpu_local float s[256]; if (G < n[0]) { s[T] = in[G]; __gpu_sync_threads(); o[G] = s[T] * 2.0f; } }",
         Some([256, 1, 1]),
     ),
+    ("ol-full-groups", false, WSHFL, Some([256, 1, 1])),
     // a warp's slots on the stack: warp collectives and no group barrier; not: a group barrier after the
     // warps' shuffles (the generic kernel: no warp lanes)
     ("ol-warp-local-slots", true, WSCAN, Some([64, 1, 1])),
@@ -3251,6 +3253,7 @@ fn the_suite_kernels_get_their_transforms() {
                 "ol-unswitch-warp-branches",
                 "ol-alternate-exchanges",
                 "ol-unroll-lane-vectors",
+                "ol-chain-warp-regions",
             ],
         ),
         (
@@ -3262,6 +3265,7 @@ fn the_suite_kernels_get_their_transforms() {
                 "ol-unswitch-warp-branches",
                 "ol-alternate-exchanges",
                 "ol-unroll-lane-vectors",
+                "ol-chain-warp-regions",
             ],
         ),
         // (compact: its loop over the warps before a work-item's, `k < t / W`, rolled and run once per warp)
@@ -3274,6 +3278,7 @@ fn the_suite_kernels_get_their_transforms() {
                 "ol-unswitch-warp-branches",
                 "ol-alternate-exchanges",
                 "ol-warp-uniform-loops",
+                "ol-chain-warp-regions",
             ],
         ),
         (

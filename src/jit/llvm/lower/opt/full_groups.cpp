@@ -111,13 +111,22 @@ bool Lowering::idChain(Function *F, unsigned o, Value *v, int depth) const {
 
 
 // Whether the condition c, taken `want`, is a guard's: comparisons (not == or !=) of an id chain with a
-// group value, an `and` of them for `want` true, an `or` for false.
+// group value, an `and` of them for `want` true, an `or` for false, each with a group id in it (where none
+// is, the comparison is the same in every group: wreduce's `t < lanes` holds for no group of more than a
+// warp).
 bool Lowering::guardCondition(Function *F, unsigned o, Value *c, bool want, int depth) const {
   if (auto *Cmp = dyn_cast<ICmpInst>(c)) {
     if (Cmp->isEquality())
       return false;
+    std::function<bool(Value *, int)> groupId = [&](Value *v, int d) {
+      if (v == X(o, F, E_GIDX) || v == X(o, F, E_GIDY) || v == X(o, F, E_GIDZ))
+        return true;
+      auto *I = dyn_cast<Instruction>(v);
+      return I && d < 16 && any_of(I->operands(), [&](Value *Op) { return groupId(Op, d + 1); });
+    };
     Value *a = Cmp->getOperand(0), *b = Cmp->getOperand(1);
-    return (idChain(F, o, a) && groupValue(F, o, b)) || (idChain(F, o, b) && groupValue(F, o, a));
+    return ((idChain(F, o, a) && groupValue(F, o, b)) || (idChain(F, o, b) && groupValue(F, o, a))) &&
+           groupId(Cmp, 0);
   }
   Value *x, *y;
   if (depth < 4 && (want ? match(c, m_LogicalAnd(m_Value(x), m_Value(y))) : match(c, m_LogicalOr(m_Value(x), m_Value(y)))))

@@ -3010,11 +3010,18 @@ const TRANSFORM_CASES: &[Case] = &[
         Some([256, 1, 1]),
     ),
     ("ol-full-groups", false, WSHFL, Some([256, 1, 1])),
-    // a warp's slots on the stack: warp collectives and no group barrier; not: a group barrier after the
-    // warps' shuffles (the generic kernel: no warp lanes)
+    // a warp's slots on the stack: warp collectives and no group barrier, or values that no group barrier
+    // separates from their uses (the warps' butterflies before the group barrier); not: values all used
+    // after a group barrier (and the generic kernel: no warp lanes)
     ("ol-warp-local-slots", true, WSCAN, Some([64, 1, 1])),
     ("ol-warp-local-slots", true, WROW, Some([128, 1, 1])),
-    ("ol-warp-local-slots", false, WSHFL, Some([256, 1, 1])),
+    ("ol-warp-local-slots", true, WSHFL, Some([256, 1, 1])),
+    (
+        "ol-warp-local-slots",
+        false,
+        "__gpu_kernel void k(float *o, const float *in) { static __gpu_local float s[256]; float v = in[G]; float u = __gpu_shuffle_idx_f32(__gpu_lane_mask(), __gpu_lane_id() ^ 1, v, __gpu_num_lanes()); s[T] = u; __gpu_sync_threads(); o[G] = v * u + s[N - 1 - T]; }",
+        Some([64, 1, 1]),
+    ),
     ("ol-warp-local-slots", false, WSCAN, None),
     // after a ballot and a barrier, a sum over shared memory up to the warp's index (the same for its
     // lanes); up to the lane's (not)
@@ -3254,6 +3261,7 @@ fn the_suite_kernels_get_their_transforms() {
                 "ol-alternate-exchanges",
                 "ol-unroll-lane-vectors",
                 "ol-chain-warp-regions",
+                "ol-warp-local-slots",
             ],
         ),
         (
@@ -3266,6 +3274,7 @@ fn the_suite_kernels_get_their_transforms() {
                 "ol-alternate-exchanges",
                 "ol-unroll-lane-vectors",
                 "ol-chain-warp-regions",
+                "ol-warp-local-slots",
             ],
         ),
         // (compact: its loop over the warps before a work-item's, `k < t / W`, rolled and run once per warp)
@@ -3837,8 +3846,8 @@ fn match_loops_match_the_host() {
 /// Warp collectives without group barriers, a private array live across them (indexed at run time, so it
 /// stays an array slot): the host's results, generic and specialised in 1- and 2-D groups of whole warps,
 /// nvptx64 and amdgcn. Specialised, a warp's regions follow one another without the scheduler
-/// (ol-chain-warp-regions) and its slots are on the stack (ol-warp-local-slots), but where they would take
-/// more than 64 KiB of it (4 KiB a lane: the group's scratch, as before).
+/// (ol-chain-warp-regions) and its slots are on the stack (ol-warp-local-slots), but a slot that would take
+/// the stack past 64 KiB (4 KiB a lane: in the group's scratch, as before).
 #[test]
 fn warp_local_slots_match_the_host() {
     let _g = shared();
@@ -3866,7 +3875,12 @@ fn warp_local_slots_match_the_host() {
             let g = img.kernel(k).unwrap();
             let w = g.warp_size as usize;
             let local = times_fired(&bc, k, Some([2 * w as u32, 1, 1]), "ol-warp-local-slots");
-            assert_eq!(local > 0, k == "small", "{t:?} {k}: ol-warp-local-slots {local}");
+            assert!(local > 0, "{t:?} {k}: ol-warp-local-slots did not fire");
+            // (small's array of 32 bytes a lane is on the stack, W of them; big's of 4 KiB a lane stays in the
+            // group's scratch: the stack it takes is below 64 KiB)
+            let spec = g.specialise([2 * w as u32, 1, 1], false).unwrap();
+            let stack = spec.code().map_or(0, |c| c.stack_bytes.unwrap_or(0));
+            assert!(stack < 64 << 10 && (k == "big" || stack >= 32 * w), "{t:?} {k}: {stack} bytes of stack");
             let chained = times_fired(&bc, k, Some([2 * w as u32, 1, 1]), "ol-chain-warp-regions");
             assert!(chained > 0, "{t:?} {k}: ol-chain-warp-regions did not fire");
             for block in [[2 * w as u32, 1, 1], [w as u32, 2, 1]] {

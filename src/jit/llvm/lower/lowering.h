@@ -520,8 +520,8 @@ struct Lowering {
     };
     std::vector<WarpRegion> warpRegions;
     // ol-warp-local-slots (cbsScheduler): per alloca, the one warp's copy of its slots, indexed by lane
-    // (a slot per warp for a uniform one), on the stack, where no group barrier lets a value outlive its
-    // warp's run; empty otherwise
+    // (a slot per warp for a uniform one), on the stack, where no group barrier lets its value outlive the
+    // warp's run (else null); empty where no slot is
     std::vector<Value *> warpSlot;
     // ol-warp-lanes: the instructions of the regions' lane loops cloned from F's (and their copies), with
     // whether the original is the same for a warp's lanes (st.div, st.divTerm; cbsWarpLaneIds)

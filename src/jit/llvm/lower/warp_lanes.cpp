@@ -207,29 +207,96 @@ void Lowering::cbsWarpScheduler(CbsState &st, IRBuilder<> &B) {
 }
 
 
-// ol-warp-local-slots (in the group prologue, B in it; takes st.groupEntries, the layout; gives
-// st.warpSlot): where the kernel has no group barrier, each warp runs from the entry to its exit before
-// the next warp starts, so no slot value outlives its warp's run: one warp's slots serve every warp, as
-// allocas (one per slot, W lanes of it, or one for a slot the same for a warp's lanes), not the group's
-// scratch. A region's lane loop indexes them by lane (`lx - xw`): once the loop vectoriser's vector loop is
-// unrolled (cbsWarpLaneIds), every access is at a constant offset, and SROA, after the unrolling, keeps
-// the slots in registers (a warp butterfly's value between its exchanges). At most kWarpSlotBytes of
-// stack (the kernel stack is 16 MiB, its use checked at launch).
+// ol-warp-local-slots (in the group prologue, B in it; takes the regions, st.reach, the layout; gives
+// st.warpSlot): each warp runs from a group-level region to the next group barrier before the next warp
+// starts, so a slot whose value never crosses a group barrier (no load of it in a region that a store's
+// region leads to through a group barrier, warp barriers crossed or not) is only ever read by the warp
+// that wrote it, in the same run: one warp's copy serves every warp, as an alloca (one per slot, W lanes
+// of it, or one for a slot the same for a warp's lanes), not in the group's scratch. A region's lane loop
+// indexes it by lane (`lx - xw`): once the loop vectoriser's vector loop is unrolled (cbsWarpLaneIds),
+// every access is at a constant offset, and SROA, after the unrolling, keeps the slots in registers (a
+// warp butterfly's value between its exchanges). At most kWarpSlotBytes of stack (the kernel stack is 16
+// MiB, its use checked at launch).
 void Lowering::cbsWarpLocalSlots(CbsState &st, IRBuilder<> &B) {
-  if (!on(T_WARP_LOCAL_SLOTS) || st.groupEntries.size() != 1 || st.chunk)
+  if (!on(T_WARP_LOCAL_SLOTS) || st.chunk || st.allocas.empty())
     return;
-  uint64_t bytes = 0;
-  for (size_t j = 0; j < st.allocas.size(); ++j)
-    bytes += st.uniPtr[j] ? st.sizes[j] : st.sizes[j] * warp;
-  if (st.allocas.empty() || bytes > kWarpSlotBytes)
-    return;
-  for (size_t j = 0; j < st.allocas.size(); ++j) {
-    uint64_t n = st.uniPtr[j] ? st.sizes[j] : st.sizes[j] * warp;
-    AllocaInst *A = B.CreateAlloca(ArrayType::get(I8, n), nullptr, "cbs.warpslot");
-    A->setAlignment(Align(64));
-    st.warpSlot.push_back(A);
+  size_t n = st.regionEntry.size(), na = st.allocas.size();
+  // the regions each region's warp barriers and group barriers lead to, and the regions of each block
+  std::vector<std::vector<size_t>> warpTo(n), groupTo(n);
+  std::map<BasicBlock *, std::vector<size_t>> regionsOf;
+  for (size_t k = 0; k < n; ++k) {
+    for (BasicBlock *b : st.reach[st.regionEntry[k]])
+      if (b)
+        (st.isWarpBarrierBlk(b) ? warpTo : groupTo)[k].push_back(size_t(st.barrierId[b]));
+    for (BasicBlock *BB : cbsRegionBlocks(st, k))
+      regionsOf[BB].push_back(k);
   }
-  fired(T_WARP_LOCAL_SLOTS, st.allocas.size());
+  // from each region: every region it leads to (itself too), and those it leads to through a group barrier
+  std::vector<std::set<size_t>> all(n), after(n);
+  for (size_t k = 0; k < n; ++k) {
+    std::vector<size_t> work = {k};
+    while (!work.empty()) {
+      size_t r = work.back();
+      work.pop_back();
+      if (!all[k].insert(r).second)
+        continue;
+      work.insert(work.end(), warpTo[r].begin(), warpTo[r].end());
+      work.insert(work.end(), groupTo[r].begin(), groupTo[r].end());
+    }
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t k = 0; k < n; ++k) {
+      size_t before = after[k].size();
+      for (size_t g : groupTo[k])
+        after[k].insert(all[g].begin(), all[g].end());
+      for (size_t w : warpTo[k])
+        after[k].insert(after[w].begin(), after[w].end());
+      changed |= after[k].size() != before;
+    }
+  }
+  // per slot: the regions that read it and those that write it (its address kept anywhere: not local)
+  std::vector<Value *> local(na, nullptr);
+  uint64_t bytes = 0;
+  for (size_t j = 0; j < na; ++j) {
+    std::set<size_t> reads, writes;
+    bool escapes = false;
+    SmallVector<Value *, 8> work = {st.allocas[j]};
+    while (!work.empty() && !escapes) {
+      Value *P = work.pop_back_val();
+      for (User *U : P->users()) {
+        auto *I = cast<Instruction>(U);
+        if (isa<GetElementPtrInst>(I) || isa<BitCastInst>(I) || isa<AddrSpaceCastInst>(I)) {
+          work.push_back(I);
+          continue;
+        }
+        auto *S = dyn_cast<StoreInst>(I);
+        if ((S && S->getValueOperand() == P) || !(S || isa<LoadInst>(I) || isa<MemIntrinsic>(I))) {
+          escapes = true; // (stored, or through a PHI, a select, a call: where it goes is not followed)
+          break;
+        }
+        for (size_t k : regionsOf[I->getParent()]) {
+          if (!S)
+            reads.insert(k);
+          if (!isa<LoadInst>(I))
+            writes.insert(k);
+        }
+      }
+    }
+    bool crosses = escapes || any_of(writes, [&](size_t w) {
+      return any_of(reads, [&](size_t r) { return after[w].count(r) > 0; });
+    });
+    uint64_t size = st.uniPtr[j] ? st.sizes[j] : st.sizes[j] * warp;
+    if (crosses || bytes + size > kWarpSlotBytes)
+      continue;
+    bytes += size;
+    AllocaInst *A = B.CreateAlloca(ArrayType::get(I8, size), nullptr, "cbs.warpslot");
+    A->setAlignment(Align(64));
+    local[j] = A;
+    fired(T_WARP_LOCAL_SLOTS);
+  }
+  if (bytes)
+    st.warpSlot = std::move(local);
 }
 
 
@@ -258,7 +325,7 @@ void Lowering::cbsWarpIds(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
   R.uniPtrW.assign(st.allocas.size(), nullptr);
   for (size_t j = 0; j < st.allocas.size(); ++j)
     if (st.uniPtr[j])
-      R.uniPtrW[j] = !st.warpSlot.empty()
+      R.uniPtrW[j] = !st.warpSlot.empty() && st.warpSlot[j]
                          ? st.warpSlot[j]
                          : B.CreateGEP(I8, st.uniPtr[j], B.CreateMul(wp64, ConstantInt::get(I64, st.sizes[j])), "cbs.wslot");
 }
@@ -360,7 +427,7 @@ void Lowering::cbsWarpRegionLoop(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
       R.VM[st.allocas[j]] = R.uniPtrW[j];
       continue;
     }
-    if (!st.warpSlot.empty()) { // (ol-warp-local-slots: the lane's)
+    if (!st.warpSlot.empty() && st.warpSlot[j]) { // (ol-warp-local-slots: the lane's)
       Value *lane = B.CreateZExt(B.CreateSub(R.lx, R.xw, "", true, true), I64);
       R.VM[st.allocas[j]] = B.CreateGEP(I8, st.warpSlot[j], B.CreateMul(lane, ConstantInt::get(I64, st.sizes[j])));
       continue;

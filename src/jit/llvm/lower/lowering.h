@@ -510,11 +510,10 @@ struct Lowering {
       Value *lx, *wi, *xw, *wrow;
     };
     std::vector<LaneLoop> laneLoops;
-    // ol-warp-lanes, per region in id order: where the warp enters it, the warp number as read there
-    // (cbsWarpIds), and the barriers it can leave through (ol-chain-warp-regions, cbsChainWarpRegions)
+    // ol-warp-lanes, per region in id order: where the warp enters it, and the regions its warp barriers
+    // lead to (ol-chain-warp-regions, cbsChainWarpRegions)
     struct WarpRegion {
       BasicBlock *Pre;
-      CallInst *wp;
       int next;                 // the region of the one warp barrier it leaves through, else -1
       std::vector<int> leaves;  // the regions of the warp barriers it can leave through
     };
@@ -561,7 +560,6 @@ struct Lowering {
     // ol-warp-lanes: the warp's first x id, its first flat id's row start (cbsWarpIds) and, per alloca,
     // the warp's copy of a shared slot
     Value *xw = nullptr, *wrow = nullptr, *wy = nullptr, *wz = nullptr, *wi = nullptr;
-    CallInst *wp = nullptr; // the warp number as cbsWarpIds read it
     std::vector<Value *> uniPtrW;
     SmallVector<BasicBlock *, 32> clones;          // cbsCloneRegion: the cloned blocks, in `set` order
     std::map<BasicBlock *, BasicBlock *> origOf;   // clone -> original

@@ -335,7 +335,7 @@ void Lowering::cbsRegionPrologue(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
   if (exits && st.warpMode)
     B.CreateStore(B.CreateLoad(I32, st.next), st.prevA);
   if (st.warpMode) { // (ol-chain-warp-regions)
-    CbsState::WarpRegion WR{Pre, R.wp, -1, {}};
+    CbsState::WarpRegion WR{Pre, -1, {}};
     for (BasicBlock *e : *R.reach)
       if (e && st.isWarpBarrierBlk(e))
         WR.leaves.push_back(cbsExitId(st, e));

@@ -313,7 +313,6 @@ void Lowering::cbsWarpIds(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
   // (below the group's number of warps: a specialisation's size)
   unsigned nwarps = specGs[0] * specGs[1] * specGs[2] / warp;
   wp->addRetAttr(Attribute::get(C, Attribute::Range, ConstantRange(APInt(32, 0), APInt(32, nwarps))));
-  R.wp = wp;
   Value *flat = B.CreateMul(wp, ConstantInt::get(I32, warp), "", true, true);
   Value *gsx = X(o, F, E_GSX), *gsy = X(o, F, E_GSY);
   R.xw = B.CreateURem(flat, gsx, "xw" + R.sfx);
@@ -335,12 +334,12 @@ void Lowering::cbsWarpIds(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
 // st.WSW): a region that a warp leaves through one warp barrier (a shuffle's second barrier, its exit
 // recorded up front) goes on to that barrier's region straight from its loop, not back through cbs.scan
 // and cbs.wsched's switch. Where every way into the next region is such an edge from one region (not a
-// group-level region, no other region can leave for it), its case goes from the switch, and it reads the
-// warp number from its predecessor (the value, not a second read): then a warp's exchanges are one
-// straight line of code in which LLVM sees that a region reads the slots and exchange areas the one before
-// wrote, at the same addresses, and forwards the stored vectors (a butterfly's values stay in registers).
-// Legal: the recorded region is where every lane of the warp goes next (cbsRecordExit writes it before the
-// loop); the scheduler would run it next for this warp, with the same warp number.
+// group-level region, no other region can leave for it), its case goes from the switch: then a warp's
+// exchanges are one line of code, one block once LLVM has unrolled the lane loops, which the code
+// generator schedules as one. (Each region still reads the warp number through its own empty asm,
+// cbsWarpIds: taking the predecessor's instead made wscan slower on nvptx64, 2.1-2.7 -> 2.7-3.0 ms.)
+// Legal: the recorded region is where every lane of the warp goes next (cbsRecordExit writes it before
+// the loop); the scheduler would run it next for this warp.
 void Lowering::cbsChainWarpRegions(CbsState &st) {
   std::vector<CbsState::WarpRegion> &WR = st.warpRegions;
   size_t n = WR.size();
@@ -364,10 +363,7 @@ void Lowering::cbsChainWarpRegions(CbsState &st) {
     from[to] = int(k);
     fired(T_CHAIN_WARP_REGIONS);
   }
-  // regions entered only from the one region chained into them: no case, the predecessor's warp number
-  std::vector<Value *> wp(n);
-  for (size_t k = 0; k < n; ++k)
-    wp[k] = WR[k].wp;
+  // regions entered only from the one region chained into them: no case
   for (size_t k = 0; k < n; ++k) {
     if (chainedInto[k] != 1 || st.groupEntries.count(k))
       continue;
@@ -375,24 +371,8 @@ void Lowering::cbsChainWarpRegions(CbsState &st) {
     for (size_t j = 0; j < n; ++j)
       if (int(j) != from[k] && is_contained(WR[j].leaves, int(k)))
         others = true;
-    if (others)
-      continue;
-    st.WSW->removeCase(st.WSW->findCaseValue(ConstantInt::get(cast<IntegerType>(I32), k)));
-  }
-  DominatorTree DT(*st.F);
-  for (size_t k = 0; k < n; ++k) {
-    // (every path into Pre[k] runs Pre[j] last among the warp's prologues: the same warp)
-    int j = from[k];
-    if (j < 0 || !DT.dominates(WR[j].Pre, WR[k].Pre))
-      continue;
-    Value *old = wp[k], *rep = wp[j];
-    if (old == rep)
-      continue;
-    old->replaceAllUsesWith(rep);
-    cast<Instruction>(old)->eraseFromParent();
-    for (Value *&v : wp)
-      if (v == old)
-        v = rep;
+    if (!others)
+      st.WSW->removeCase(st.WSW->findCaseValue(ConstantInt::get(cast<IntegerType>(I32), k)));
   }
 }
 

@@ -224,16 +224,12 @@ void Lowering::cbsWarpLocalSlots(CbsState &st, IRBuilder<> &B) {
   // the regions each region's warp barriers and group barriers lead to, and the regions of each block
   std::vector<std::vector<size_t>> warpTo(n), groupTo(n);
   std::map<BasicBlock *, std::vector<size_t>> regionsOf;
-  std::vector<bool> straight(n, true); // (no branch: its lane loop unrolled, the slots at constant offsets)
   for (size_t k = 0; k < n; ++k) {
     for (BasicBlock *b : st.reach[st.regionEntry[k]])
       if (b)
         (st.isWarpBarrierBlk(b) ? warpTo : groupTo)[k].push_back(size_t(st.barrierId[b]));
-    for (BasicBlock *BB : cbsRegionBlocks(st, k)) {
+    for (BasicBlock *BB : cbsRegionBlocks(st, k))
       regionsOf[BB].push_back(k);
-      if (BB->getTerminator()->getNumSuccessors() > 1)
-        straight[k] = false;
-    }
   }
   // from each region: every region it leads to (itself too), and those it leads to through a group barrier
   std::vector<std::set<size_t>> all(n), after(n);
@@ -290,10 +286,6 @@ void Lowering::cbsWarpLocalSlots(CbsState &st, IRBuilder<> &B) {
     bool crosses = escapes || any_of(writes, [&](size_t w) {
       return any_of(reads, [&](size_t r) { return after[w].count(r) > 0; });
     });
-    // (a slot a loop with branches reads or writes stays in scratch: that loop is not unrolled, SROA would
-    // not take the slot, and on the stack it only changed the code: warp_softmax's AVX2 code, 3.3 -> 3.9 ms)
-    crosses |= any_of(reads, [&](size_t r) { return !straight[r]; }) ||
-               any_of(writes, [&](size_t w) { return !straight[w]; });
     uint64_t size = st.uniPtr[j] ? st.sizes[j] : st.sizes[j] * warp;
     if (crosses || bytes + size > kWarpSlotBytes)
       continue;

@@ -159,25 +159,23 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
   // ol-full-groups: a copy of the body without the bounds guards, for the groups whose work-items all pass
   // them (where it does not lower, the body alone)
   Function *Full = nullptr, *FullCheck = nullptr;
+  uint64_t fullScratch = 0;
   if (collective && !chunk && !specKernel.empty() && on(T_FULL_GROUPS)) {
     std::vector<BoundsGuard> guards;
     if ((Full = fullGroupsBody(NF, guards))) {
       FullCheck = fullGroupsCheck(NF, guards);
       std::string before = err;
-      uint64_t fullScratch = 0;
-      if (buildCbs(Full, fullScratch)) {
-        ki.scratchPerWi = fullScratch;
-      } else {
+      if (!buildCbs(Full, fullScratch)) {
         err = before;
         Full->eraseFromParent();
         FullCheck->eraseFromParent();
         Full = FullCheck = nullptr;
+        fullScratch = 0;
         stats[T_FULL_GROUPS] = 0;
       }
     }
   }
   if (collective || chunk) {
-    uint64_t fullScratch = ki.scratchPerWi;
     if (!buildCbs(NF, ki.scratchPerWi, chunk))
       return false;
     ki.scratchPerWi = std::max(ki.scratchPerWi, fullScratch);

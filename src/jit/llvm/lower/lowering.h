@@ -171,7 +171,7 @@ enum Transform : unsigned {
   T_EARLY_EXITS,             // barriers.cpp: uniform barriers and warp lanes where work-items that leave early leave for good
   T_MATCH_LOOPS,             // opt/match_loops.cpp: gpuintrin's match_any loop (amdgcn, spirv64) as one warp collective
   T_CHAIN_WARP_REGIONS,      // warp_lanes.cpp: a warp's region that leaves through one warp barrier goes on to its region
-  T_WARP_LOCAL_SLOTS,        // warp_lanes.cpp: without group barriers, a warp's slots on the stack, indexed by lane
+  T_WARP_LOCAL_SLOTS,        // warp_lanes.cpp: slots no group barrier separates from their loads on the stack, per lane
   T_FULL_GROUPS,             // opt/full_groups.cpp: groups whose work-items all pass the bounds guards run a copy without them
   T_COUNT
 };

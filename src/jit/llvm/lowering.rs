@@ -17,7 +17,7 @@ use std::fmt;
 use super::abi::OlRsLowerOptions;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 35] = [
+pub(crate) const NAMES: [&str; 36] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -53,6 +53,7 @@ pub(crate) const NAMES: [&str; 35] = [
     "ol-chain-warp-regions",
     "ol-warp-local-slots",
     "ol-full-groups",
+    "ol-warp-local-exchanges",
 ];
 
 /// The JIT's own passes in LLVM's optimisation pipeline that [`parse`] switches too (bit

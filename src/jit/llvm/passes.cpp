@@ -39,6 +39,7 @@
 #include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/Scalar/SROA.h"
 
 #include <algorithm>
 #include <chrono>
@@ -201,8 +202,13 @@ extern "C" int ol_rs_jit_run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, co
   if (flags & (OL_RS_HOOK_VECTORISER_WORKAROUNDS | OL_RS_HOOK_PREFETCH_STREAMS | OL_RS_HOOK_PREFETCH_NEXT_GROUP |
                OL_RS_HOOK_NESTED_SELECTS | OL_RS_HOOK_GROUP_ORDER))
     PB.registerVectorizerEndEPCallback([flags](FunctionPassManager &FPM, OptimizationLevel) {
-      if (flags & OL_RS_HOOK_VECTORISER_WORKAROUNDS)
+      if (flags & OL_RS_HOOK_VECTORISER_WORKAROUNDS) {
         FPM.addPass(ol_rs::RealignLaneReadsPass());
+        // (the warp's exchange areas on the stack, ol-warp-local-exchanges: hidden from SROA until their
+        // reads are realigned, each read then one store's bytes, which SROA takes)
+        FPM.addPass(ol_rs::ExposeWarpAreasPass());
+        FPM.addPass(SROAPass(SROAOptions::PreserveCFG));
+      }
       if (flags & OL_RS_HOOK_PREFETCH_STREAMS)
         FPM.addPass(ol_rs::PrefetchStreamsPass());
       if (flags & OL_RS_HOOK_GROUP_ORDER)

@@ -92,4 +92,22 @@ PreservedAnalyses RealignLaneReadsPass::run(Function &F, FunctionAnalysisManager
   return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
 }
 
+// ol-warp-local-exchanges' areas, hidden until now: SROA, run after the unrolling but before the realignment
+// above, split an area at the misaligned reads of a lane distance, into pieces whose vectors no longer
+// matched the stores' (wscan's code 2x slower); hidden from it, an area is whole until its reads are
+// realigned (run before this, at VectorizerEnd) and SROA, run after, takes it at once. Where this pass does
+// not run (a pipeline without VectorizerEnd), the asm stays: a register move, the area in memory.
+PreservedAnalyses ExposeWarpAreasPass::run(Function &F, FunctionAnalysisManager &) {
+  SmallVector<CallInst *, 4> calls;
+  for (BasicBlock &BB : F)
+    for (Instruction &I : BB)
+      if (isWarpArea(&I))
+        calls.push_back(cast<CallInst>(&I));
+  for (CallInst *CI : calls) {
+    CI->replaceAllUsesWith(CI->getArgOperand(0));
+    CI->eraseFromParent();
+  }
+  return calls.empty() ? PreservedAnalyses::all() : PreservedAnalyses::none();
+}
+
 } // namespace ol_rs

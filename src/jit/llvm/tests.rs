@@ -3023,6 +3023,11 @@ const TRANSFORM_CASES: &[Case] = &[
         Some([64, 1, 1]),
     ),
     ("ol-warp-local-slots", false, WSCAN, None),
+    // a warp's exchange areas on the stack: every exchange address tagged and used only by loads and stores
+    // (warp lanes); not: the generic kernel (no warp lanes)
+    ("ol-warp-local-exchanges", true, WSCAN, Some([64, 1, 1])),
+    ("ol-warp-local-exchanges", true, WSHFL, Some([256, 1, 1])),
+    ("ol-warp-local-exchanges", false, WSCAN, None),
     // after a ballot and a barrier, a sum over shared memory up to the warp's index (the same for its
     // lanes); up to the lane's (not)
     (
@@ -3123,9 +3128,9 @@ fn lane_vector_loops_are_unrolled_where_lanes_are_compared() {
         // (the loops' latches; the first region's lane loop, which compares no lanes, stays a loop)
         let loops =
             |ir: &str| ir.lines().filter(|l| l.trim_start().starts_with("br ") && l.contains("!llvm.loop")).count();
-        // (without ol-warp-local-slots, which unrolls every lane loop of a kernel without group barriers)
-        let (with, without) =
-            (loops(&ir("-ol-warp-local-slots")), loops(&ir("-ol-warp-local-slots,-ol-unroll-lane-vectors")));
+        // (without ol-warp-local-slots and ol-warp-local-exchanges, which unroll every branch-free lane loop)
+        let off = "-ol-warp-local-slots,-ol-warp-local-exchanges";
+        let (with, without) = (loops(&ir(off)), loops(&ir(&format!("{off},-ol-unroll-lane-vectors"))));
         assert!(with < without, "{cpu}: {with} loops with the transform, {without} without");
     }
 }
@@ -3262,6 +3267,7 @@ fn the_suite_kernels_get_their_transforms() {
                 "ol-unroll-lane-vectors",
                 "ol-chain-warp-regions",
                 "ol-warp-local-slots",
+                "ol-warp-local-exchanges",
             ],
         ),
         (
@@ -3275,6 +3281,7 @@ fn the_suite_kernels_get_their_transforms() {
                 "ol-unroll-lane-vectors",
                 "ol-chain-warp-regions",
                 "ol-warp-local-slots",
+                "ol-warp-local-exchanges",
             ],
         ),
         // (compact: its loop over the warps before a work-item's, `k < t / W`, rolled and run once per warp)
@@ -3288,6 +3295,7 @@ fn the_suite_kernels_get_their_transforms() {
                 "ol-alternate-exchanges",
                 "ol-warp-uniform-loops",
                 "ol-chain-warp-regions",
+                "ol-warp-local-exchanges",
             ],
         ),
         (
@@ -3917,6 +3925,77 @@ fn warp_local_slots_match_the_host() {
                     launch(kk, [groups as u32, 1, 1], block, &args, 0);
                     assert_eq!(out, want, "{t:?} {k} {block:?} {form}");
                 }
+            }
+        }
+    }
+}
+
+/// Warp collectives of every exchange kind (shuffles of 32- and 64-bit integers and floats, a ballot, a read of
+/// the first lane, gpuintrin's lane sum) on both sides of a group barrier, the same areas used again after it:
+/// the host's results, generic and specialised, in 1- and 2-D groups of whole warps, nvptx64 and amdgcn.
+/// Specialised, the exchange areas are one warp's, on the stack (ol-warp-local-exchanges), and hold nothing of
+/// the group's scratch.
+#[test]
+fn warp_local_exchanges_match_the_host() {
+    let _g = shared();
+    let src = format!(
+        "{H}__gpu_kernel void k(uint32_t *o, const uint32_t *in) {{ static __gpu_local uint32_t s[512]; \
+           uint32_t nt = N * __gpu_num_threads_y(), t = __gpu_thread_id_y() * N + T, i = __gpu_block_id_x() * nt + t; \
+           uint64_t m = __gpu_lane_mask(); uint32_t l = __gpu_lane_id(), w = __gpu_num_lanes(), x = in[i]; \
+           uint32_t a = __gpu_shuffle_idx_u32(m, l ^ 1, x, w); \
+           uint32_t b = __gpu_shuffle_idx_u32(m, (l + w - 3) % w, x, w); \
+           uint64_t c = __gpu_shuffle_idx_u64(m, (l + 5) % w, ((uint64_t)x << 33) | a, w); \
+           float f = __gpu_shuffle_idx_f32(m, w - 1 - l, (float)(x & 1023), w); \
+           uint32_t bal = (uint32_t)__builtin_popcountll(__gpu_ballot(m, x & 1)); \
+           uint32_t first = __gpu_read_first_lane_u32(m, b), sum = __gpu_lane_sum_u32(m, x & 255); \
+           s[t] = a + b; __gpu_sync_threads(); uint32_t y = s[nt - 1 - t]; \
+           uint32_t d = __gpu_shuffle_idx_u32(m, l ^ 2, y, w); \
+           o[i] = a ^ (b * 3) ^ (uint32_t)(c >> 7) ^ (uint32_t)f ^ (bal * 5) ^ (first << 1) ^ (sum * 7) ^ (d << 2); }}\n"
+    );
+    for t in [Tgt::Nv, Tgt::Amd] {
+        let Some(bc) = bitcode_of_source(&src, t) else {
+            return;
+        };
+        let img = load(&bc).unwrap();
+        let g = img.kernel("k").unwrap();
+        let w = g.warp_size as usize;
+        for block in [[2 * w as u32, 1, 1], [w as u32, 2, 1]] {
+            let fired = times_fired(&bc, "k", Some(block), "ol-warp-local-exchanges");
+            assert!(fired > 0, "{t:?} {block:?}: ol-warp-local-exchanges did not fire");
+            let nt = (block[0] * block[1]) as usize;
+            let groups = 3;
+            let n = groups * nt;
+            let input: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761) >> 7).collect();
+            let mut want = vec![0u32; n];
+            for gb in (0..n).step_by(nt) {
+                let x = |t: usize| input[gb + t];
+                let a = |t: usize| x(t - t % w + ((t % w) ^ 1));
+                let b = |t: usize| x(t - t % w + (t % w + w - 3) % w);
+                let y = |t: usize| a(nt - 1 - t).wrapping_add(b(nt - 1 - t));
+                for tt in 0..nt {
+                    let (base, l) = (tt - tt % w, tt % w);
+                    let cs = base + (l + 5) % w;
+                    let c = ((x(cs) as u64) << 33) | a(cs) as u64;
+                    let f = x(base + w - 1 - l) & 1023;
+                    let bal = (base..base + w).filter(|&u| x(u) & 1 != 0).count() as u32;
+                    let sum = (base..base + w).fold(0u32, |s, u| s.wrapping_add(x(u) & 255));
+                    let d = y(base + (l ^ 2));
+                    want[gb + tt] = a(tt)
+                        ^ b(tt).wrapping_mul(3)
+                        ^ (c >> 7) as u32
+                        ^ f
+                        ^ bal.wrapping_mul(5)
+                        ^ (b(base) << 1)
+                        ^ sum.wrapping_mul(7)
+                        ^ (d << 2);
+                }
+            }
+            let s = g.specialise(block, false).unwrap();
+            for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                let (mut out, mut inp) = (vec![0u32; n], input.clone());
+                let args = pack(&kk.params, &[&ptr(&mut out), &ptr(&mut inp)]);
+                launch(kk, [groups as u32, 1, 1], block, &args, 0);
+                assert_eq!(out, want, "{t:?} {block:?} {form}");
             }
         }
     }

@@ -46,13 +46,16 @@ bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk) {
   // per work-item: the slots (S bytes), an exchange slot (8; a second with ol-alternate-exchanges), a
   // resume id (4); readLane's loads reach up to W - 1 exchange slots before and after the areas (a
   // whole-warp specialisation: at least W work-items), into the slots (at least 8 bytes each) and 8
-  // bytes of padding per work-item
-  if (exchangeReach)
+  // bytes of padding per work-item (none of the exchanges' where their areas are on the stack,
+  // ol-warp-local-exchanges)
+  st.localXchg = cbsWarpLocalExchanges(st);
+  bool reach = exchangeReach && !st.localXchg;
+  if (reach)
     st.S = std::max<uint64_t>(st.S, 8);
-  st.xchgBytes = secondArea ? 16 : 8;
+  st.xchgBytes = st.localXchg ? 0 : secondArea ? 16 : 8;
   // (and with active-lane markers under the general scheduler, a mask per warp after the resume ids: 8
   // bytes per work-item cover them, whatever the warp width and group size)
-  scratchPerWi = st.S + st.xchgBytes + 4 + (exchangeReach || !st.activeCalls.empty() || st.gone ? 8 : 0);
+  scratchPerWi = st.S + st.xchgBytes + 4 + (reach || !st.activeCalls.empty() || st.gone ? 8 : 0);
   cbsRegionEntries(st);
   IRBuilder<> B(st.NE);
   cbsScheduler(st, B);

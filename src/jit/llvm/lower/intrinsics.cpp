@@ -9,31 +9,28 @@ namespace ol_rs::lower {
 // Emits code computing the collective result at the position of CI (which is erased afterwards).
 // Layout: CBS reserves 8 bytes per work-item at E_SCRATCH (buildCbs); an exchange of values of type T
 // (at most 8 bytes: callers check) uses them as an array of T indexed by the flat id, so a 32-bit shuffle
-// moves 4 bytes per lane and the region loops around it vectorise at the 32-bit width.
+// moves 4 bytes per lane and the region loops around it vectorise at the 32-bit width. Every access goes
+// through the warp's part of the area (`xchg`, lane 0's slot: warpArea), indexed by lane.
 Value *Lowering::emitExchange(IRBuilder<> &B, Function *F, Value *val,
                     function_ref<Value *(IRBuilder<> &, Value * /*xchg*/, Value * /*lane*/,
                                          Value * /*warpBase*/, Value * /*nInWarp*/)>
                         compute) {
   assert(DL.getTypeAllocSize(val->getType()) <= 8 && "exchange slots are 8 bytes");
   Value *lwi = F->getArg(F->arg_size() - E_COUNT + E_LWI);
-  Value *scratch = F->getArg(F->arg_size() - E_COUNT + E_SCRATCH);
   // (ol-alternate-exchanges: every other exchange in the second area, 8 bytes per work-item on)
   unsigned area = wholeWarps() && on(T_ALTERNATE_EXCHANGES) ? exchanges++ & 1 : 0;
   secondArea |= area == 1;
-  auto areaPtr = [&]() -> Value * {
-    return area ? B.CreateGEP(I8, scratch, B.CreateMul(B.CreateZExt(nwiOf(B, F), I64), ConstantInt::get(I64, 8)))
-                : scratch;
-  };
   MDNode *tag = MDNode::get(C, {ConstantAsMetadata::get(ConstantInt::get(I32, area))});
-  Value *lwi64 = B.CreateZExt(lwi, I64);
-  Value *slot = B.CreateGEP(val->getType(), areaPtr(), lwi64);
-  B.CreateStore(val, slot)->setMetadata(kExchangeAreaMD, tag);
+  // the lane's own slot, at its flat id (consecutive for consecutive work-items, whatever the schedule)
+  auto *own = cast<Instruction>(B.CreateGEP(val->getType(), areaPtr(B, F, area), B.CreateZExt(lwi, I64)));
+  own->setMetadata(kWarpAreaMD, warpAreaTag(area, /*own=*/true));
+  B.CreateStore(val, own)->setMetadata(kExchangeAreaMD, tag);
   warpBarrier(B);
   Value *W = ConstantInt::get(I32, warp);
   Value *lane = B.CreateURem(lwi, W);
   Value *base = B.CreateSub(lwi, lane);
   Value *nIn = lanesIn(B, F, base, /*whole=*/false);
-  Value *r = compute(B, areaPtr(), lane, base, nIn);
+  Value *r = compute(B, warpArea(B, F, area, base, val->getType()), lane, base, nIn);
   if (CallInst *mask = pairedMask) { // the active mask just before it (replaceIntrinsics): its lanes
     pairedMask = nullptr;
     mask->replaceAllUsesWith(B.CreateTrunc(activeLanes(B, base, nIn), mask->getType()));
@@ -41,6 +38,31 @@ Value *Lowering::emitExchange(IRBuilder<> &B, Function *F, Value *val,
   }
   warpBarrier(B)->setMetadata(kExchangeAreaMD, tag);
   return r;
+}
+
+
+// Exchange area `area`: 0 at E_SCRATCH, 1 after the first's 8 bytes per work-item.
+Value *Lowering::areaPtr(IRBuilder<> &B, Function *F, unsigned area) {
+  Value *scratch = F->getArg(F->arg_size() - E_COUNT + E_SCRATCH);
+  return area ? B.CreateGEP(I8, scratch, B.CreateMul(B.CreateZExt(nwiOf(B, F), I64), ConstantInt::get(I64, 8)))
+              : scratch;
+}
+
+
+// kWarpAreaMD's tag: the area, and whether the address is the lane's own slot (else lane 0's).
+MDNode *Lowering::warpAreaTag(unsigned area, bool own) {
+  return MDNode::get(C, {ConstantAsMetadata::get(ConstantInt::get(I32, area)),
+                         ConstantAsMetadata::get(ConstantInt::get(I32, own))});
+}
+
+
+// Lane 0's slot in exchange area `area` of the warp whose first work-item is `base`, for values of type
+// T: what the exchange's reads index by lane; tagged kWarpAreaMD, as the store's address is, so that
+// ol-warp-local-exchanges can put the warp's area on the stack.
+Value *Lowering::warpArea(IRBuilder<> &B, Function *F, unsigned area, Value *base, Type *T) {
+  auto *G = cast<Instruction>(B.CreateGEP(T, areaPtr(B, F, area), B.CreateZExt(base, I64)));
+  G->setMetadata(kWarpAreaMD, warpAreaTag(area, /*own=*/false));
+  return G;
 }
 
 
@@ -106,10 +128,9 @@ Value *Lowering::laneMaskOf(IRBuilder<> &B, Function *F, Type *Ty) {
 }
 
 
-// Reads lane j's slot (j relative to warp base) of an exchange of values of type T.
-Value *Lowering::readSlot(IRBuilder<> &B, Value *xchg, Value *base, Value *j, Type *T) {
-  Value *idx = B.CreateZExt(B.CreateAdd(base, j), I64);
-  return B.CreateLoad(T, B.CreateGEP(T, xchg, idx));
+// Reads lane j's slot of an exchange of values of type T (xchg: the warp's area, warpArea).
+Value *Lowering::readSlot(IRBuilder<> &B, Value *xchg, Value *j, Type *T) {
+  return B.CreateLoad(T, B.CreateGEP(T, xchg, B.CreateZExt(j, I64)));
 }
 
 
@@ -180,8 +201,7 @@ static Constant *atLane(Value *j, function_ref<bool(Value *)> isLane, uint64_t l
 // area (other warps' slots or padding, never used: the selects keep only the real source); buildCbs pads
 // the area when `exchangeReach` is set. Only in a specialisation of whole warps (every lane's source in its
 // own warp). Otherwise a load of slot j.
-Value *Lowering::readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *base, Value *lane, Value *j,
-                          Type *T) {
+Value *Lowering::readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *lane, Value *j, Type *T) {
   if (wholeWarps() && warp <= 64 && on(T_LANE_OFFSET_READS) && j->getType()->isIntegerTy(32)) {
     // the lane id: `lane`, or another intrinsic's urem / and of the flat local id by W
     Value *lwi = F->getArg(F->arg_size() - E_COUNT + E_LWI);
@@ -202,7 +222,7 @@ Value *Lowering::readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *base,
       ok = dist.size() <= 4;
     }
     if (ok) {
-      Value *own = B.CreateZExt(B.CreateAdd(base, lane), I64);
+      Value *own = B.CreateZExt(lane, I64);
       // (tagged for ol-realign-lane-reads, src/jit/llvm/realign_lane_reads.cpp: the padding lets its vectors
       // reach further)
       MDBuilder MDB(C);
@@ -235,7 +255,7 @@ Value *Lowering::readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *base,
       return r;
     }
   }
-  return readSlot(B, xchg, base, j, T);
+  return readSlot(B, xchg, j, T);
 }
 
 
@@ -246,13 +266,13 @@ Value *Lowering::ballotCompute(IRBuilder<> &B, Value *xchg, Value *base, Value *
   Type *T = wide ? I64 : I8; // (wide: each lane's whole 8-byte slot)
   if (vectorLanes()) { // the warp's slots as one vector
     auto *VT = FixedVectorType::get(T, warp);
-    Value *slots = B.CreateAlignedLoad(VT, B.CreateGEP(T, xchg, B.CreateZExt(base, I64)), Align(1));
+    Value *slots = B.CreateAlignedLoad(VT, xchg, Align(1));
     Value *set = B.CreateICmpNE(slots, Constant::getNullValue(VT));
     Value *m = laneMask(B, set);
     return apart ? B.CreateAnd(m, activeLanes(B, base, nInWarp)) : m;
   }
   Value *m = laneBits(B, nInWarp, [&](IRBuilder<> &B2, Value *i) {
-    return B2.CreateICmpNE(readSlot(B2, xchg, base, i, T), ConstantInt::get(T, 0));
+    return B2.CreateICmpNE(readSlot(B2, xchg, i, T), ConstantInt::get(T, 0));
   });
   return apart ? B.CreateAnd(m, activeLanes(B, base, nInWarp)) : m;
 }
@@ -522,7 +542,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
       if (!exchangeable(a->getType()) || a->getType() != VT)
         return fail("unsupported form of '" + name + "'");
       collective = true;
-      Value *res = emitExchange(B, F, toSlot(B, a), [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *base, Value *nIn) -> Value * {
+      Value *res = emitExchange(B, F, toSlot(B, a), [&](IRBuilder<> &B2, Value *xchg, Value *lane, Value *, Value *nIn) -> Value * {
         Value *b5 = B2.CreateAnd(bval, 31), *c5 = B2.CreateAnd(cval, 31);
         Value *segMask = B2.CreateAnd(B2.CreateLShr(cval, 8), 31);
         Value *minLane = B2.CreateAnd(lane, segMask);
@@ -560,7 +580,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
         j = vs[1];
         // lanes past the end of a partial warp read their own value
         j = simplified(B2.CreateSelect(simplified(B2.CreateICmpULT(j, nIn)), j, lane));
-        Value *v = fromSlot(B2, readLane(B2, F, xchg, base, lane, j, slotTy(VT)), VT);
+        Value *v = fromSlot(B2, readLane(B2, F, xchg, lane, j, slotTy(VT)), VT);
         if (!pred)
           return v;
         Value *s = UndefValue::get(CI->getType());
@@ -649,7 +669,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
           j = bperm ? B2.CreateAnd(B2.CreateLShr(sel, 2), warp - 1) : B2.CreateAnd(sel, warp - 1);
           j = simplified(B2.CreateSelect(simplified(B2.CreateICmpULT(j, nIn)), j, lane));
         }
-        return fromSlot(B2, readLane(B2, F, xchg, base, lane, j, slotTy(VT)), VT);
+        return fromSlot(B2, readLane(B2, F, xchg, lane, j, slotTy(VT)), VT);
       });
       break;
     }
@@ -673,12 +693,12 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
         Value *m;
         if (vectorLanes()) { // the warp's slots as one vector
           auto *V = FixedVectorType::get(ST, warp);
-          Value *slots = B2.CreateAlignedLoad(V, B2.CreateGEP(ST, xchg, B2.CreateZExt(base, I64)), Align(1));
+          Value *slots = B2.CreateAlignedLoad(V, xchg, Align(1));
           Value *eq = B2.CreateICmpEQ(slots, B2.CreateVectorSplat(warp, vs));
           m = laneMask(B2, eq);
         } else {
           m = laneBits(B2, nIn, [&](IRBuilder<> &B3, Value *i) {
-            return B3.CreateICmpEQ(readSlot(B3, xchg, base, i, ST), vs);
+            return B3.CreateICmpEQ(readSlot(B3, xchg, i, ST), vs);
           });
         }
         if (ap)
@@ -728,7 +748,7 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
                                  B2.CreateZExt(CI->getArgOperand(1), I64));
         Value *id = ConstantInt::get(I32, identity[k]);
         return laneFold(B2, nIn, id, [&](IRBuilder<> &B3, Value *i, Value *acc) {
-          Value *x = fromSlot(B3, readSlot(B3, xchg, base, i, slotTy(I32)), I32);
+          Value *x = fromSlot(B3, readSlot(B3, xchg, i, slotTy(I32)), I32);
           Value *in = B3.CreateTrunc(B3.CreateLShr(on, B3.CreateZExt(i, I64)), I1Ty());
           return combine(B3, acc, B3.CreateSelect(in, x, id));
         });

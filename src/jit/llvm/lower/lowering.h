@@ -173,6 +173,7 @@ enum Transform : unsigned {
   T_CHAIN_WARP_REGIONS,      // warp_lanes.cpp: a warp's region that leaves through one warp barrier goes on to its region
   T_WARP_LOCAL_SLOTS,        // warp_lanes.cpp: slots no group barrier separates from their loads on the stack, per lane
   T_FULL_GROUPS,             // opt/full_groups.cpp: groups whose work-items all pass the bounds guards run a copy without them
+  T_WARP_LOCAL_EXCHANGES,    // warp_lanes.cpp: the warp exchanges' areas on the stack, one warp's, indexed by lane
   T_COUNT
 };
 
@@ -247,11 +248,18 @@ struct Lowering {
   Value *nwiOf(IRBuilder<> &B, Function *F);
   Value *lanesIn(IRBuilder<> &B, Function *F, Value *base, bool whole);
   Value *laneMaskOf(IRBuilder<> &B, Function *F, Type *Ty);
-  Value *readSlot(IRBuilder<> &B, Value *xchg, Value *base, Value *j, Type *T);
+  Value *areaPtr(IRBuilder<> &B, Function *F, unsigned area);
+  // The addresses of the exchange areas' accesses: lane 0's slot of a warp's part (warpArea, which the
+  // reads index by lane) or a lane's own slot (the store's), tagged with the area and which of the two
+  // (warpAreaTag) for ol-warp-local-exchanges.
+  static constexpr const char *kWarpAreaMD = "ol.warp.area";
+  MDNode *warpAreaTag(unsigned area, bool own);
+  Value *warpArea(IRBuilder<> &B, Function *F, unsigned area, Value *base, Type *T);
+  Value *readSlot(IRBuilder<> &B, Value *xchg, Value *j, Type *T);
   bool isLaneOf(Value *v, Value *id);
   bool isWarpOf(Value *v, Value *id);
   bool wholeWarps() const;
-  Value *readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *base, Value *lane, Value *j, Type *T);
+  Value *readLane(IRBuilder<> &B, Function *F, Value *xchg, Value *lane, Value *j, Type *T);
   // the kernel being lowered reads the exchange area up to W - 1 slots beyond its ends (readLane)
   bool exchangeReach = false;
   // ol-alternate-exchanges: the exchanges of a whole-warp specialisation take turns between two areas
@@ -507,7 +515,7 @@ struct Lowering {
     // id and its row's first flat id (cbsWarpLaneIds; ol-warp-uniform-loops takes them in cbsFinish)
     struct LaneLoop {
       BasicBlock *Pre, *head, *latch;
-      Value *lx, *wi, *xw, *wrow;
+      Value *lx, *wi, *xw, *wrow, *lane;
     };
     std::vector<LaneLoop> laneLoops;
     // ol-warp-lanes, per region in id order: where the warp enters it, and the regions its warp barriers
@@ -522,6 +530,10 @@ struct Lowering {
     // (a slot per warp for a uniform one), on the stack, where no group barrier lets its value outlive the
     // warp's run (else null); empty where no slot is
     std::vector<Value *> warpSlot;
+    // ol-warp-local-exchanges (cbsWarpLocalExchanges): per exchange area, the one warp's copy on the
+    // stack (3W slots of 8 bytes, lane 0's at slot W); empty where the areas stay in scratch
+    bool localXchg = false;
+    std::vector<Value *> warpXchg;
     // ol-warp-lanes: the instructions of the regions' lane loops cloned from F's (and their copies), with
     // whether the original is the same for a warp's lanes (st.div, st.divTerm; cbsWarpLaneIds)
     ValueMap<Value *, bool> laneUniform;
@@ -560,11 +572,12 @@ struct Lowering {
     // ol-warp-lanes: the warp's first x id, its first flat id's row start (cbsWarpIds) and, per alloca,
     // the warp's copy of a shared slot
     Value *xw = nullptr, *wrow = nullptr, *wy = nullptr, *wz = nullptr, *wi = nullptr;
+    PHINode *lane = nullptr; // the lane loop's second induction variable, the lane id lx - xw (0 .. W - 1)
     std::vector<Value *> uniPtrW;
     SmallVector<BasicBlock *, 32> clones;          // cbsCloneRegion: the cloned blocks, in `set` order
     std::map<BasicBlock *, BasicBlock *> origOf;   // clone -> original
     // its lane loop under ol-warp-lanes, entered at `head` from Pre
-    CbsState::LaneLoop laneLoop(BasicBlock *head) const { return {Pre, head, L, lx, wi, xw, wrow}; }
+    CbsState::LaneLoop laneLoop(BasicBlock *head) const { return {Pre, head, L, lx, wi, xw, wrow, lane}; }
   };
   static bool firstCallTo(BasicBlock *BB, Function *Fn);
   bool buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk = 0);
@@ -632,6 +645,8 @@ struct Lowering {
   Function *fullGroupsCheck(Function *F, const std::vector<BoundsGuard> &guards);
   static constexpr uint64_t kWarpSlotBytes = 64 << 10;
   void cbsWarpLocalSlots(CbsState &st, IRBuilder<> &B);
+  bool cbsWarpLocalExchanges(CbsState &st);
+  void cbsWarpAreas(CbsState &st, CbsRegion &R);
   void cbsWarpRegionLoop(CbsState &st, IRBuilder<> &B, CbsRegion &R);
   void cbsRecordExit(CbsState &st, IRBuilder<> &B, BasicBlock *e);
   void cbsWarpLaneIds(CbsState &st, CbsRegion &R);

@@ -1,6 +1,7 @@
 // Regions between barriers, each in its own work-item loop: layout, entries, the scheduler and each
 // region's prologue, loops, preloads, entry and exit (cbsLayout ... cbsFinish).
 #include "lowering.h"
+#include "../realign_lane_reads.h"
 
 namespace ol_rs::lower {
 
@@ -161,6 +162,20 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
       uniPtr[j] = B.CreateGEP(I8, scratch, B.CreateMul(nwi64, ConstantInt::get(I64, offs[j])), "cbs.uslot");
   if (st.warpMode)
     cbsWarpLocalSlots(st, B);
+  if (st.localXchg) { // (ol-warp-local-exchanges: a warp's areas, lane 0's slot at slot W)
+    for (unsigned a = 0; a < (secondArea ? 2u : 1u); ++a) {
+      AllocaInst *A = B.CreateAlloca(ArrayType::get(I8, 3 * warp * 8), nullptr, "cbs.warpxchg");
+      A->setAlignment(Align(64));
+      // (through an empty asm until ExposeWarpAreasPass, after the vectoriser: realign_lane_reads.h)
+      InlineAsm *hide = InlineAsm::get(FunctionType::get(Ptr, {Ptr}, false), "", kWarpAreaAsmConstraints, false);
+      // (noalias: the alloca is accessed only through it, so alias analysis keeps knowing it for a local
+      // object of its own, apart from the scratch and the kernel's memory)
+      CallInst *P = B.CreateCall(hide, {A}, "cbs.warparea");
+      P->addRetAttr(Attribute::NoAlias);
+      st.warpXchg.push_back(P);
+    }
+    fired(T_WARP_LOCAL_EXCHANGES, st.warpXchg.size());
+  }
   AllocaInst *next = B.CreateAlloca(I32, nullptr, "cbs.next");
   st.next = next;
   B.CreateStore(ConstantInt::get(I32, 0), next);

@@ -300,6 +300,70 @@ void Lowering::cbsWarpLocalSlots(CbsState &st, IRBuilder<> &B) {
 }
 
 
+// ol-warp-local-exchanges (step 4, before the layout; takes st.warpMode and the kernel's exchange accesses,
+// kWarpAreaMD; gives whether the areas go on the stack): a warp runs each exchange from its store to its
+// reads without another warp in between (they are in the regions one warp barrier apart, which the warp
+// runs before the next warp starts), so one warp's copy of the areas serves every warp, as allocas of
+// 3W slots of 8 bytes each (lane 0's at slot W, readLane's reach and ol-realign-lane-reads' below and
+// above), not 8 bytes per work-item of the group's scratch. With the lane loops unrolled after the
+// vectoriser (cbsWarpLaneIds) every access is at a constant offset, and SROA after ol-realign-lane-reads
+// (passes.cpp) keeps the exchanged values in registers: a shuffle becomes a vector shuffle. Only where
+// every access to the areas has a tagged address (warpArea) that goes straight to loads and stores: the
+// rewrite (cbsWarpAreas) moves all of them or none.
+bool Lowering::cbsWarpLocalExchanges(CbsState &st) {
+  if (!st.warpMode || st.chunk || !on(T_WARP_LOCAL_EXCHANGES))
+    return false;
+  Value *scratch = X(st.o, st.F, E_SCRATCH);
+  // (an address only loads and stores use, as their address)
+  std::function<bool(Value *)> direct = [&](Value *P) {
+    return all_of(P->users(), [&](User *U) {
+      if (isa<GetElementPtrInst>(U))
+        return direct(U);
+      auto *S = dyn_cast<StoreInst>(U);
+      return isa<LoadInst>(U) || (S && S->getPointerOperand() == P && S->getValueOperand() != P);
+    });
+  };
+  auto tagged = [&](User *U) { auto *I = dyn_cast<Instruction>(U); return I && I->getMetadata(kWarpAreaMD) && direct(I); };
+  bool any = false;
+  for (User *U : scratch->users()) {
+    if (tagged(U)) {
+      any = true;
+      continue;
+    }
+    // (the second area's start, which only tagged addresses use)
+    auto *G = dyn_cast<GetElementPtrInst>(U);
+    if (!G || G->getMetadata(kWarpAreaMD) || G->getPointerOperand() != scratch || G->use_empty() ||
+        !all_of(G->users(), tagged))
+      return false;
+  }
+  return any;
+}
+
+
+// ol-warp-local-exchanges, in a region's lane loop (takes R.clones, R.lane, st.warpXchg): each tagged
+// exchange address on the warp's copy of its area, lane 0's slot at slot W, a lane's own at W + its lane.
+void Lowering::cbsWarpAreas(CbsState &st, CbsRegion &R) {
+  if (st.warpXchg.empty())
+    return;
+  for (BasicBlock *NB : R.clones)
+    for (Instruction &I : make_early_inc_range(*NB)) {
+      MDNode *N = I.getMetadata(kWarpAreaMD);
+      if (!N)
+        continue;
+      auto *G = cast<GetElementPtrInst>(&I);
+      unsigned area = mdconst::extract<ConstantInt>(N->getOperand(0))->getZExtValue();
+      bool own = mdconst::extract<ConstantInt>(N->getOperand(1))->isOne();
+      IRBuilder<> B(&I);
+      Value *idx = ConstantInt::get(I64, warp);
+      if (own)
+        idx = B.CreateAdd(B.CreateZExt(R.lane, I64), idx, "", true, true);
+      Value *P = B.CreateGEP(G->getSourceElementType(), st.warpXchg[area], idx, "cbs.wxchg");
+      I.replaceAllUsesWith(P);
+      I.eraseFromParent();
+    }
+}
+
+
 // Step 5, region prologue (takes st.wp, the layout; gives R.xw, R.wrow, R.wy, R.wz, R.uniPtrW; B at Pre):
 // where warp wp's lanes are: its first flat id wp * W, as x id xw (a multiple of W), y, z, and the flat id
 // of its row's first work-item; its copies of the shared slots. The warp number is read through an empty
@@ -391,10 +455,16 @@ void Lowering::cbsWarpRegionLoop(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
   B.SetInsertPoint(H);
   R.lx = B.CreatePHI(I32, 2, "lx" + R.sfx);
   R.lx->addIncoming(R.xw, R.Pre);
+  // (the lane id as an induction variable of its own, from 0: the loop vectoriser widens it as it is, so
+  // that once the vector loop is unrolled a lane's id and what it indexes are constants, where `lx - xw`
+  // widened to 64 bits was a difference of two forms of xw that nothing folded)
+  R.lane = B.CreatePHI(I32, 2, "lane" + R.sfx);
+  R.lane->addIncoming(ConstantInt::get(I32, 0), R.Pre);
   R.inX = cast<ICmpInst>(B.CreateICmpULT(R.lx, end));
   B.CreateCondBr(R.inX, R.P, st.scanStart);
   B.SetInsertPoint(R.L);
   R.lx->addIncoming(B.CreateAdd(R.lx, ConstantInt::get(I32, 1), "", true, true), R.L);
+  R.lane->addIncoming(B.CreateAdd(R.lane, ConstantInt::get(I32, 1), "", true, true), R.L);
   R.AG = newAccessGroup();
   markParallelLoop(B.CreateBr(H), R.AG, /*noInterleave=*/true);
   B.SetInsertPoint(R.P);
@@ -408,7 +478,7 @@ void Lowering::cbsWarpRegionLoop(CbsState &st, IRBuilder<> &B, CbsRegion &R) {
       continue;
     }
     if (!st.warpSlot.empty() && st.warpSlot[j]) { // (ol-warp-local-slots: the lane's)
-      Value *lane = B.CreateZExt(B.CreateSub(R.lx, R.xw, "", true, true), I64);
+      Value *lane = B.CreateZExt(R.lane, I64);
       R.VM[st.allocas[j]] = B.CreateGEP(I8, st.warpSlot[j], B.CreateMul(lane, ConstantInt::get(I64, st.sizes[j])));
       continue;
     }
@@ -462,7 +532,7 @@ Value *Lowering::warpBaseOf(CbsState &st, CbsRegion &R, Instruction &I) {
     if (isa<Constant>(V) || isa<Argument>(V) || groupSizeDim(st.F, V) >= 0)
       return true;
     auto *J = dyn_cast<Instruction>(V);
-    return J && depth < 6 && J != R.lx && J != R.wi && isPureArithmetic(J) && !isa<PHINode>(J) &&
+    return J && depth < 6 && J != R.lx && J != R.wi && J != R.lane && isPureArithmetic(J) && !isa<PHINode>(J) &&
            all_of(J->operands(), [&](Value *Op) { return laneFree(Op, depth + 1); });
   };
   // (a multiple of W: by its known bits, or a product with the group's x size, a multiple of W here: the
@@ -504,6 +574,7 @@ Value *Lowering::warpBaseOf(CbsState &st, CbsRegion &R, Instruction &I) {
 // which did not vectorise the exchanges, and cost the compile most of its time. A region with a branch
 // (`if (lane == 0)`) may still be unrolled, so that its branches fold per lane.
 void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
+  cbsWarpAreas(st, R);
   Value *wi = R.wi;
   for (BasicBlock *NB : R.clones)
     for (Instruction &I : make_early_inc_range(*NB)) {
@@ -516,7 +587,7 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
         continue;
       IRBuilder<> B(&I);
       if (isLaneOf(&I, R.lx) || isLaneOf(&I, wi)) {
-        I.replaceAllUsesWith(B.CreateSub(R.lx, R.xw, "lane" + R.sfx, true, true));
+        I.replaceAllUsesWith(R.lane);
         I.eraseFromParent();
       } else if (isWarpOf(&I, R.lx) || isWarpOf(&I, wi)) {
         // (lx and wi are xw and wrow + xw plus the lane id, below W: the same quotient for every lane)
@@ -543,7 +614,7 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
           }
   }
   if (on(T_UNSWITCH_WARP_BRANCHES) && cbsUnswitchWarpBranch(st, R, VM)) {
-    loops.push_back({R.Pre, cast<BasicBlock>(VM[head]), cast<BasicBlock>(VM[R.L]), VM[R.lx], VM[R.wi], R.xw, R.wrow});
+    loops.push_back({R.Pre, cast<BasicBlock>(VM[head]), cast<BasicBlock>(VM[R.L]), VM[R.lx], VM[R.wi], R.xw, R.wrow, VM[R.lane]});
     std::vector<std::pair<Value *, bool>> copies;
     for (auto KV : VM)
       if (auto it = st.laneUniform.find(const_cast<Value *>(KV.first)); KV.second && it != st.laneUniform.end())
@@ -582,7 +653,7 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
         }
       return false;
     };
-    SmallVector<Value *, 16> work = {LL.lx};
+    SmallVector<Value *, 16> work = {LL.lx, LL.lane};
     SmallPtrSet<Value *, 32> seen;
     bool comparesLanes = false; // (ol-unroll-lane-vectors)
     while (!work.empty() && !comparesLanes)
@@ -595,8 +666,9 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
           comparesLanes = true;
         work.push_back(I);
       }
-    // (ol-warp-local-slots: unrolled, the lanes' slots are at constant offsets, which SROA takes)
-    if ((comparesLanes && on(T_UNROLL_LANE_VECTORS)) || !st.warpSlot.empty()) {
+    // (ol-warp-local-slots, ol-warp-local-exchanges: unrolled, the lanes' slots and the exchanges are at
+    // constant offsets, which SROA takes)
+    if ((comparesLanes && on(T_UNROLL_LANE_VECTORS)) || !st.warpSlot.empty() || !st.warpXchg.empty()) {
       SmallVector<Metadata *, 4> vectorised = {MDString::get(C, "llvm.loop.vectorize.followup_vectorized"),
                                                MDNode::get(C, {MDString::get(C, "llvm.loop.isvectorized"),
                                                                ConstantAsMetadata::get(ConstantInt::get(I32, 1))}),

@@ -95,6 +95,8 @@ Value *Lowering::atFirstLane(CbsState &st, const CbsState::LaneLoop &LL, Value *
     return V;
   if (V == LL.lx)
     return LL.xw;
+  if (V == LL.lane)
+    return ConstantInt::get(V->getType(), 0);
   auto *I = dyn_cast<Instruction>(V);
   if (!I || depth > 8)
     return nullptr;

@@ -2,18 +2,21 @@
 // lane loop around a loop, from the block that decides on it to the block where its paths meet again,
 // when it computes the same values in every lane, from memory no lane writes there, and has no effect.
 #include "../lowering.h"
+#include "../../realign_lane_reads.h"
 
 namespace ol_rs::lower {
 
 namespace {
 
 // Whether every underlying object of ptr is the work-group's scratch (the demotion slots and the warp
-// exchange areas, per work-item or per warp) or an alloca: memory no kernel buffer or shared variable is.
+// exchange areas, per work-item or per warp) or an alloca (ol-warp-local-exchanges' areas too, behind their
+// asm): memory no kernel buffer or shared variable is.
 bool isScratch(Value *ptr, Function *F) {
   Value *scratch = F->getArg(F->arg_size() - E_COUNT + E_SCRATCH);
   SmallVector<const Value *, 4> objs;
   getUnderlyingObjects(ptr, objs);
-  return !objs.empty() && all_of(objs, [&](const Value *V) { return V == scratch || isa<AllocaInst>(V); });
+  return !objs.empty() &&
+         all_of(objs, [&](const Value *V) { return V == scratch || isa<AllocaInst>(V) || isWarpArea(V); });
 }
 
 // The spaces (memorySpaceOf) I may write: none for a store to scratch or an assumption, everything for an
@@ -52,7 +55,7 @@ Value *slotOf(Value *ptr, Function *F) {
   if (isa<AllocaInst>(ptr))
     return ptr;
   while (auto *G = dyn_cast<GetElementPtrInst>(ptr)) {
-    if (G->getPointerOperand() == scratch || isa<AllocaInst>(G->getPointerOperand()))
+    if (G->getPointerOperand() == scratch || isa<AllocaInst>(G->getPointerOperand()) || isWarpArea(G->getPointerOperand()))
       return G;
     ptr = G->getPointerOperand();
   }
@@ -68,7 +71,7 @@ static bool sameForLanes(Lowering::CbsState &st, const Lowering::CbsState::LaneL
   if (isa<Constant>(V) || isa<Argument>(V))
     return true;
   auto *I = dyn_cast<Instruction>(V);
-  if (!I || V == LL.lx || V == LL.wi || depth > 8)
+  if (!I || V == LL.lx || V == LL.wi || V == LL.lane || depth > 8)
     return false;
   if (isa<AssumeInst>(I)) // (no value: a fact that holds in every lane that runs it, the first too)
     return true;

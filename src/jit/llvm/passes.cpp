@@ -13,7 +13,8 @@
 //                                  the same flag, after ol-hoist-invariant-divisions.
 //   ol-realign-lane-reads          src/jit/llvm/realign_lane_reads.cpp (warp exchange reads at a lane distance as the
 //                                  two vector loads the exchange's stores match); hooked at VectorizerEnd with the
-//                                  same flag.
+//                                  same flag, followed by ExposeWarpAreasPass (the same file: ol-warp-local-exchanges'
+//                                  areas, hidden from SROA until then) and SROA.
 //   ol-prefetch-streams            src/jit/llvm/prefetch_streams.cpp (software prefetches for the load streams of
 //                                  a kernel's short inner loops); hooked at VectorizerEnd with
 //                                  OL_RS_HOOK_PREFETCH_STREAMS.

@@ -19,7 +19,7 @@
 // of its warps. Values the same for a warp's lanes live in one slot per warp (CbsRegion::uniPtrW).
 // It needs a specialisation whose group size's x is a multiple of W (a warp is W consecutive x ids of
 // one row, its first x id xw a multiple of W): then the lane id and a warp's number of lanes are known
-// in the region loop (cbsWarpLaneIds: `lx - xw`, and W).
+// in the region loop (cbsWarpLaneIds: `lx - xw`, the loop's second induction variable, and W).
 #include "lowering.h"
 
 namespace ol_rs::lower {
@@ -213,7 +213,7 @@ void Lowering::cbsWarpScheduler(CbsState &st, IRBuilder<> &B) {
 // region leads to through a group barrier, warp barriers crossed or not) is only ever read by the warp
 // that wrote it, in the same run: one warp's copy serves every warp, as an alloca (one per slot, W lanes
 // of it, or one for a slot the same for a warp's lanes), not in the group's scratch. A region's lane loop
-// indexes it by lane (`lx - xw`): once the loop vectoriser's vector loop is unrolled (cbsWarpLaneIds),
+// indexes it by lane (R.lane): once the loop vectoriser's vector loop is unrolled (cbsWarpLaneIds),
 // every access is at a constant offset, and SROA, after the unrolling, keeps the slots in registers (a
 // warp butterfly's value between its exchanges). At most kWarpSlotBytes of stack (the kernel stack is 16
 // MiB, its use checked at launch).
@@ -561,7 +561,7 @@ Value *Lowering::warpBaseOf(CbsState &st, CbsRegion &R, Instruction &I) {
 
 
 // Step 5, region, last under warp lanes (takes R.clones, R.lx, R.xw, R.wi, R.L; changes the clones): the
-// lane id (`urem` or `and` of the x or flat id by W) is lx - xw, the warp's index (`udiv` or `lshr` of
+// lane id (`urem` or `and` of the x or flat id by W) is the lane loop's lane (lx - xw), the warp's index (`udiv` or `lshr` of
 // either by W) xw / W (or its flat id's), the same for the loop's lanes, and a warp's number of lanes
 // (kLanesInMD) W. Then a branch the same for the warp's lanes is decided once per warp
 // (ol-unswitch-warp-branches: the loop copied per side). A lane loop left without branches keeps its W

@@ -323,7 +323,10 @@ bool Lowering::cbsWarpLocalExchanges(CbsState &st) {
       return isa<LoadInst>(U) || (S && S->getPointerOperand() == P && S->getValueOperand() != P);
     });
   };
-  auto tagged = [&](User *U) { auto *I = dyn_cast<Instruction>(U); return I && I->getMetadata(kWarpAreaMD) && direct(I); };
+  auto tagged = [&](User *U) {
+    auto *I = dyn_cast<Instruction>(U);
+    return I && I->getMetadata(kWarpAreaMD) && direct(I);
+  };
   bool any = false;
   for (User *U : scratch->users()) {
     if (tagged(U)) {
@@ -560,19 +563,19 @@ Value *Lowering::warpBaseOf(CbsState &st, CbsRegion &R, Instruction &I) {
 }
 
 
-// Step 5, region, last under warp lanes (takes R.clones, R.lx, R.xw, R.wi, R.L; changes the clones): the
-// lane id (`urem` or `and` of the x or flat id by W) is the lane loop's lane (lx - xw), the warp's index (`udiv` or `lshr` of
-// either by W) xw / W (or its flat id's), the same for the loop's lanes, and a warp's number of lanes
-// (kLanesInMD) W. Then a branch the same for the warp's lanes is decided once per warp
+// Step 5, region, last under warp lanes (takes R.clones, R.lx, R.lane, R.xw, R.wi, R.L; changes the clones):
+// the lane id (`urem` or `and` of the x or flat id by W) is the lane loop's lane (lx - xw), the warp's index
+// (`udiv` or `lshr` of either by W) xw / W (or its flat id's), the same for the loop's lanes, and a warp's
+// number of lanes (kLanesInMD) W. Then a branch the same for the warp's lanes is decided once per warp
 // (ol-unswitch-warp-branches: the loop copied per side). A lane loop left without branches keeps its W
-// iterations: the loop vectoriser takes it as W / VF vector iterations, its exchanges read with
-// consecutive loads (readLane); where it compares lanes, that vector loop may then be unrolled
-// (ol-unroll-lane-vectors: its followup properties have no `llvm.loop.unroll.disable`), which makes each
-// vector's lane compares constants (`lane >= off` on amdgcn's 64 lanes was, with AVX2, a 64-bit compare
-// sequence per vector of 8: wscan 6.6-7.0 -> 3.6-3.7 ms). Fully unrolled first (LLVM's early full
-// unroll takes a 32-iteration loop of a few instructions), each region's W copies were left to SLP,
-// which did not vectorise the exchanges, and cost the compile most of its time. A region with a branch
-// (`if (lane == 0)`) may still be unrolled, so that its branches fold per lane.
+// iterations: the loop vectoriser takes it as W / VF vector iterations, its exchanges read with consecutive
+// loads (readLane); where it compares lanes, that vector loop may then be unrolled (ol-unroll-lane-vectors:
+// its followup properties have no `llvm.loop.unroll.disable`), which makes each vector's lane compares
+// constants (`lane >= off` on amdgcn's 64 lanes was, with AVX2, a 64-bit compare sequence per vector of 8:
+// wscan 6.6-7.0 -> 3.6-3.7 ms). Fully unrolled first (LLVM's early full unroll takes a 32-iteration loop of a
+// few instructions), each region's W copies were left to SLP, which did not vectorise the exchanges, and cost
+// the compile most of its time. A region with a branch (`if (lane == 0)`) may still be unrolled, so that its
+// branches fold per lane.
 void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
   cbsWarpAreas(st, R);
   Value *wi = R.wi;
@@ -614,7 +617,8 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
           }
   }
   if (on(T_UNSWITCH_WARP_BRANCHES) && cbsUnswitchWarpBranch(st, R, VM)) {
-    loops.push_back({R.Pre, cast<BasicBlock>(VM[head]), cast<BasicBlock>(VM[R.L]), VM[R.lx], VM[R.wi], R.xw, R.wrow, VM[R.lane]});
+    loops.push_back(
+        {R.Pre, cast<BasicBlock>(VM[head]), cast<BasicBlock>(VM[R.L]), VM[R.lx], VM[R.wi], R.xw, R.wrow, VM[R.lane]});
     std::vector<std::pair<Value *, bool>> copies;
     for (auto KV : VM)
       if (auto it = st.laneUniform.find(const_cast<Value *>(KV.first)); KV.second && it != st.laneUniform.end())

@@ -49,13 +49,15 @@ bool onlyComputes(Instruction &I, Function *F, unsigned &reads) {
 
 // The slot ptr is in: the first GEP from the work-group's scratch on its way there (a demotion slot's
 // address per work-item or per warp, an exchange area's), or from a warp's slot on the stack
-// (ol-warp-local-slots: the lane's, or the warp's own alloca itself), nullptr for anything else.
+// (ol-warp-local-slots: the lane's, or the warp's own alloca itself; ol-warp-local-exchanges' areas, behind
+// their asm), nullptr for anything else.
 Value *slotOf(Value *ptr, Function *F) {
   Value *scratch = F->getArg(F->arg_size() - E_COUNT + E_SCRATCH);
   if (isa<AllocaInst>(ptr))
     return ptr;
   while (auto *G = dyn_cast<GetElementPtrInst>(ptr)) {
-    if (G->getPointerOperand() == scratch || isa<AllocaInst>(G->getPointerOperand()) || isWarpArea(G->getPointerOperand()))
+    Value *P = G->getPointerOperand();
+    if (P == scratch || isa<AllocaInst>(P) || isWarpArea(P))
       return G;
     ptr = G->getPointerOperand();
   }

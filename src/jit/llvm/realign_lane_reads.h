@@ -2,6 +2,7 @@
 // stores wrote (src/jit/llvm/realign_lane_reads.cpp).
 #pragma once
 
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/PassManager.h"
@@ -18,6 +19,17 @@ inline constexpr const char *kLaneReadScope = "ol.lane.offset.read";
 // lower/warp_lanes.cpp, has the same constraints on an i32), so that SROA leaves
 // them whole until ExposeWarpAreasPass, after the loop vectoriser and the unrolling, takes the asm away.
 inline constexpr const char *kWarpAreaAsmConstraints = "=r,0";
+
+// Area A (an alloca) behind such an asm, its result `noalias`: the alloca is accessed only through it, so
+// alias analysis keeps knowing it for a local object of its own, apart from the scratch and the kernel's
+// memory.
+inline llvm::CallInst *hideWarpArea(llvm::IRBuilderBase &B, llvm::AllocaInst *A) {
+  auto *IA = llvm::InlineAsm::get(llvm::FunctionType::get(A->getType(), {A->getType()}, false), "",
+                                  kWarpAreaAsmConstraints, false);
+  llvm::CallInst *P = B.CreateCall(IA, {A}, "cbs.warparea");
+  P->addRetAttr(llvm::Attribute::NoAlias);
+  return P;
+}
 
 // Whether V is such an asm's result: an exchange area, an alloca (the lowering's analyses of scratch and
 // stack memory take it for one).

@@ -167,12 +167,7 @@ void Lowering::cbsScheduler(CbsState &st, IRBuilder<> &B) {
       AllocaInst *A = B.CreateAlloca(ArrayType::get(I8, 3 * warp * 8), nullptr, "cbs.warpxchg");
       A->setAlignment(Align(64));
       // (through an empty asm until ExposeWarpAreasPass, after the vectoriser: realign_lane_reads.h)
-      InlineAsm *hide = InlineAsm::get(FunctionType::get(Ptr, {Ptr}, false), "", kWarpAreaAsmConstraints, false);
-      // (noalias: the alloca is accessed only through it, so alias analysis keeps knowing it for a local
-      // object of its own, apart from the scratch and the kernel's memory)
-      CallInst *P = B.CreateCall(hide, {A}, "cbs.warparea");
-      P->addRetAttr(Attribute::NoAlias);
-      st.warpXchg.push_back(P);
+      st.warpXchg.push_back(hideWarpArea(B, A));
     }
     fired(T_WARP_LOCAL_EXCHANGES, st.warpXchg.size());
   }

@@ -59,7 +59,7 @@ Value *slotOf(Value *ptr, Function *F) {
     Value *P = G->getPointerOperand();
     if (P == scratch || isa<AllocaInst>(P) || isWarpArea(P))
       return G;
-    ptr = G->getPointerOperand();
+    ptr = P;
   }
   return nullptr;
 }

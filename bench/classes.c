@@ -11,6 +11,7 @@
 //   conv1d        17-tap 1-D convolution through a shared tile with a halo, 16M floats
 //   dmath         exp(-a) * log(b) + pow(b, 0.3) in double, 4M elements
 //   guarded_wsum  a warp's sum behind a bounds guard (its last warp partial), 16M floats
+//   grid_stride   out = a * x + y over 16M floats by a grid-stride loop (`int i`) on 128 groups of 256
 // Threads: the CPU device's pool; the hand loops as many (the affinity mask). 2 warm-ups, then 15 timed
 // runs (launch + sync); best / median / max ms, the ratio of the bests, and each result checked against
 // the hand loop's (exactly, or within 1e-5 relative where the order of a float sum differs: softmax, the
@@ -28,14 +29,15 @@ void h_keyed(const uint32_t *, uint32_t *, uint32_t, uint32_t);
 void h_conv(const float *, const float *, float *, uint32_t, uint32_t, uint32_t);
 void h_dmath(const double *, const double *, double *, uint32_t, uint32_t);
 void h_gsum(const float *, float *, uint32_t, uint32_t, uint32_t, uint32_t);
+void h_gstride(const float *, const float *, float *, float, uint32_t, uint32_t);
 
 #define REPS 15
 #define MAX_THREADS 256
-enum { CSR, SMAX, KEYED, CONV, DMATH, GSUM, NK };
-static const char *const names[NK] = {"csr_vector", "warp_softmax", "keyed_count", "conv1d", "dmath", "guarded_wsum"};
+enum { CSR, SMAX, KEYED, CONV, DMATH, GSUM, GSTRIDE, NK };
+static const char *const names[NK] = {"csr_vector", "warp_softmax", "keyed_count", "conv1d", "dmath", "guarded_wsum", "grid_stride"};
 static const uint32_t ROWS = 100003, SROWS = 4099, SCOLS = 1000, N = 16000077, DN = 4000003;
 static uint32_t *rowp, *col, *keys, *hist;
-static float *val, *x, *y, *sin_, *sout, *cin, *w, *cout, *gout;
+static float *val, *x, *y, *sin_, *sout, *cin, *w, *cout, *gout, *gy, *gso;
 static double *da, *db, *dout;
 static uint32_t W;
 
@@ -53,6 +55,7 @@ static void *work(void *p) {
   case CONV: h_conv(cin, w, cout, N, j->lo, j->hi); break;
   case DMATH: h_dmath(da, db, dout, j->lo, j->hi); break;
   case GSUM: h_gsum(cin, gout, N - 5, j->lo, j->hi, W); break;
+  case GSTRIDE: h_gstride(cin, gy, gso, 2.5f, j->lo, j->hi); break;
   }
   return NULL;
 }
@@ -111,8 +114,9 @@ int main(int argc, char **argv) {
   for (uint32_t i = 0; i < N; i++) // (runs of a key, one in 8 random: a few keys per warp)
     keys[i] = rnd(&s) % 8 == 0 ? rnd(&s) % 64 : (i / 1000) % 64;
   cin = bench_alloc(4ull * N), cout = bench_alloc(4ull * N), w = bench_alloc(17 * 4), gout = bench_alloc(4ull * N);
+  gy = bench_alloc(4ull * N), gso = bench_alloc(4ull * N);
   for (uint32_t i = 0; i < N; i++)
-    cin[i] = (float)(rnd(&s) % 1000) / 100.0f;
+    cin[i] = (float)(rnd(&s) % 1000) / 100.0f, gy[i] = (float)(i % 1000) / 7.0f;
   for (int j = 0; j < 17; j++)
     w[j] = (float)(j + 1) / 17.0f;
   da = bench_alloc(8ull * DN), db = bench_alloc(8ull * DN), dout = bench_alloc(8ull * DN);
@@ -162,16 +166,21 @@ int main(int argc, char **argv) {
       memcpy(rd, dout, 8ull * DN), memset(dout, 0, 8ull * DN);
     if (k == GSUM)
       memcpy(rg, gout, 4ull * count(GSUM)), memset(gout, 0, 4ull * count(GSUM));
+    if (k == GSTRIDE)
+      memcpy(rc, gso, 4ull * N), memset(gso, 0, 4ull * N);
     ol_symbol_handle_t kern;
     OL(olGetSymbol(prog, names[k], OL_SYMBOL_KIND_KERNEL, &kern));
     struct { void *a, *b, *c, *d, *e; uint32_t n; } a5 = {rowp, col, val, x, y, ROWS};
     struct { void *a, *b; uint32_t r, c; } a2 = {sin_, sout, SROWS, SCOLS};
     struct { void *a, *b; uint32_t n; } ak = {keys, hist, N}, ag = {cin, gout, N - 5};
     struct { void *a, *b, *c; uint32_t n; } a3 = {cin, w, cout, N}, ad = {da, db, dout, DN};
-    const void *args[NK] = {&a5, &a2, &ak, &a3, &ad, &ag};
-    size_t asz[NK] = {sizeof a5, sizeof a2, sizeof ak, sizeof a3, sizeof ad, sizeof ag};
+    struct { void *x, *y, *o; float a; int32_t n; } as = {cin, gy, gso, 2.5f, (int32_t)N};
+    const void *args[NK] = {&a5, &a2, &ak, &a3, &ad, &ag, &as};
+    size_t asz[NK] = {sizeof a5, sizeof a2, sizeof ak, sizeof a3, sizeof ad, sizeof ag, sizeof as};
     uint64_t items = k == CSR ? (uint64_t)ROWS * W : k == SMAX ? (uint64_t)SROWS * W : k == DMATH ? DN : N;
     ol_kernel_launch_size_args_t la = {1, {(uint32_t)((items + 255) / 256), 1, 1}, {256, 1, 1}, 0};
+    if (k == GSTRIDE) // (a grid of a few groups, as CUDA code sizes one from the multiprocessor count)
+      la.NumGroups.x = 128;
     for (int i = 0; i < REPS + 2; i++) {
       if (k == KEYED)
         memset(hist, 0, 256);
@@ -198,6 +207,8 @@ int main(int argc, char **argv) {
       CMP(cout, rc, N, 0)
     if (k == DMATH)
       CMP(dout, rd, DN, 0)
+    if (k == GSTRIDE)
+      CMP(gso, rc, N, 1e-6)
     if (k == GSUM) // (the last warp: amdgcn's shuffle reads lanes outside the guard, undefined on a GPU)
       CMP(gout, rg, count(GSUM) - 1, 1e-5)
     bad |= wrong != 0;

@@ -2,7 +2,7 @@
 // bench/classes.c (built by bench/build.sh for nvptx64 and amdgcn; the hand-written loops are in
 // classes_hand.c): warps as the unit of work (a CSR row per warp, a softmax row per warp), warp-aggregated
 // atomics through match_any, a warp sum behind a bounds guard, a 1-D convolution through a shared tile
-// with a halo, double-precision math.
+// with a halo, double-precision math, a grid-stride loop.
 #include <gpuintrin.h>
 #include <stdint.h>
 extern float expf(float);
@@ -44,6 +44,12 @@ __gpu_kernel void warp_softmax(const float *in, float *out, uint32_t rows, uint3
   float inv = 1.0f / s;
   for (uint32_t j = lane; j < cols; j += W)
     out[(uint64_t)row * cols + j] = expf(r[j] - m) * inv;
+}
+
+// A grid-stride loop (`for (i = gid; i < n; i += grid size)`) over a grid of a few groups.
+__gpu_kernel void grid_stride(const float *x, const float *y, float *out, float a, int n) {
+  for (int i = gid(); i < n; i += __gpu_num_blocks_x() * __gpu_num_threads_x())
+    out[i] = a * x[i] + y[i];
 }
 
 // Warp-aggregated atomics: lanes with the same key elect a leader that adds their count.

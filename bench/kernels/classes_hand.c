@@ -58,3 +58,7 @@ void h_gsum(const float *in, float *out, uint32_t n, uint32_t lo, uint32_t hi, u
     out[w] = s;
   }
 }
+void h_gstride(const float *x, const float *y, float *out, float a, uint32_t lo, uint32_t hi) {
+  for (uint32_t i = lo; i < hi; i++)
+    out[i] = a * x[i] + y[i];
+}

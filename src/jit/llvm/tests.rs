@@ -2757,11 +2757,26 @@ const TRANSFORM_CASES: &[Case] = &[
         "__gpu_kernel void k(float *o, const float *in, uint32_t n) { static __gpu_local float s[256]; float m = 0.0f; for (uint32_t j = T; j < n; j += 7) m += in[j]; s[T] = m; __gpu_sync_threads(); o[G] = s[N - 1 - T]; }",
         None,
     ),
+    // (barrier-free: a grid-stride loop whose stride is not a multiple of the group size)
     (
         "ol-block-stride-loops",
         false,
-        "__gpu_kernel void k(float *o, const float *in, uint32_t n) { float m = 0.0f; for (uint32_t j = T; j < n; j += N) m += in[j]; o[G] = m; }",
+        "__gpu_kernel void k(float *o, const float *in, uint32_t n) { float m = 0.0f; for (uint32_t j = G; j < n; j += 7) m += in[j]; o[G] = m; }",
         None,
+    ),
+    // (barrier-free: grid-stride loops, `int` and 64-bit, their stride computed after the guard; made
+    // uniform, they take the barrier path with implicit barriers around them)
+    (
+        "ol-block-stride-loops",
+        true,
+        "__gpu_kernel void k(float *o, const float *in, int n) { for (int i = G; i < n; i += N * __gpu_num_blocks_x()) o[i] = in[i] * 2.0f; }",
+        None,
+    ),
+    (
+        "ol-block-stride-loops",
+        true,
+        "__gpu_kernel void k(float *o, const float *in, uint64_t n) { for (uint64_t i = G; i < n; i += (uint64_t)N * __gpu_num_blocks_x()) o[i] = in[i] * 2.0f; }",
+        Some([128, 1, 1]),
     ),
     // (a specialisation: the group's size is the stride; no value carried between iterations)
     ("ol-group-loops", true, COOP, Some([256, 1, 1])),
@@ -3334,6 +3349,130 @@ fn the_suite_kernels_get_their_transforms() {
         }
     }
     assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// Grid-stride loops (ffi-tests/kernels/grid_stride.c: `for (i = gid; i < n; i += grid size)`, in u32,
+/// int, u64 and int64 forms, a sum carried out with a stride of k group sizes, one followed by a barrier)
+/// take ol-block-stride-loops, generic and specialised, on every target, and give the host's results:
+/// n from 0 past several rounds of the grid, a negative int n, partial last rounds, a stride of 2^30 up
+/// to n = 3 * 2^30 (its last index below 2^32), 1-D groups of 20 to 256 work-items.
+#[test]
+fn grid_stride_loops_match_the_host() {
+    let _g = shared();
+    let names = ["gs_u32", "gs_i32", "gs_u64", "gs_i64", "gs_sum", "gs_bar"];
+    for t in TARGETS {
+        let Some(img) = load_ok("grid_stride", t) else {
+            return;
+        };
+        let bc = bitcode("grid_stride", t).unwrap();
+        for k in names {
+            for spec in [None, Some([64u32, 1, 1])] {
+                let on = transform_stats(&bc, "", spec.map(|g| (k, g)));
+                let of = on.iter().filter(|(kn, _)| kn == k).map(|(_, s)| s.of("ol-block-stride-loops")).sum::<u32>();
+                assert!(of > 0, "{t:?} {k} {spec:?}: {on:?}");
+            }
+        }
+        for (block, grid) in
+            [([64u32, 1, 1], [3u32, 1, 1]), ([256, 1, 1], [2, 1, 1]), ([32, 1, 1], [1, 1, 1]), ([20, 1, 1], [5, 1, 1])]
+        {
+            let (nt, ng) = (block[0], grid[0]);
+            let total = nt * ng;
+            let x: Vec<f32> = (0..8192u32).map(|i| (i % 13) as f32).collect();
+            for name in names {
+                let g = img.kernel(name).unwrap();
+                let s = g.specialise(block, false).unwrap();
+                for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                    let ctx = format!("{t:?} {name} {block:?}x{grid:?} {form}");
+                    match name {
+                        "gs_sum" => {
+                            let big = (1u32 << 30) / nt; // (a stride of about 2^30)
+                            for (n, k) in [(0u32, 1u32), (1, 1), (total + 3, 1), (5000, 1), (5000, 3), (3 << 30, big)] {
+                                let stride = k.wrapping_mul(nt) as u64;
+                                let want: Vec<f32> = (0..total as u64)
+                                    .map(|gi| {
+                                        let (mut sum, mut c, mut i) = (0f32, 0u32, gi);
+                                        while i < n as u64 {
+                                            sum += x[(i % 4096) as usize];
+                                            c ^= i as u32;
+                                            i += stride;
+                                        }
+                                        sum + (c & 0xffff) as f32
+                                    })
+                                    .collect();
+                                let mut o = vec![7f32; total as usize];
+                                let mut inp = x.clone();
+                                launch(
+                                    kk,
+                                    grid,
+                                    block,
+                                    &pack(&kk.params, &[&ptr(&mut o), &ptr(&mut inp), &b(&n), &b(&k)]),
+                                    0,
+                                );
+                                assert_eq!(o, want, "{ctx} n {n} k {k}");
+                            }
+                        }
+                        "gs_bar" => {
+                            for n in [0u32, 1, total - 1, total + 1, 5000] {
+                                let want: Vec<f32> = (0..ng)
+                                    .map(|gx| {
+                                        (0..nt).fold(0f32, |r, t| {
+                                            let (mut a, mut i) = (0f32, gx * nt + t);
+                                            while i < n {
+                                                a += x[i as usize];
+                                                i += total;
+                                            }
+                                            r + a
+                                        })
+                                    })
+                                    .collect();
+                                let mut o = vec![7f32; ng as usize];
+                                let mut inp = x.clone();
+                                launch(kk, grid, block, &pack(&kk.params, &[&ptr(&mut o), &ptr(&mut inp), &b(&n)]), 0);
+                                assert_eq!(o, want, "{ctx} n {n}");
+                            }
+                        }
+                        _ => {
+                            for n in [
+                                0i64,
+                                1,
+                                total as i64 - 1,
+                                total as i64,
+                                total as i64 + 1,
+                                3 * total as i64 + 5,
+                                1000,
+                                -5,
+                            ] {
+                                if n < 0 && (name == "gs_u32" || name == "gs_u64") {
+                                    continue;
+                                }
+                                let want: Vec<f32> = (0..8192usize)
+                                    .map(|i| if (i as i64) < n { 2.0 * x[i] + (i & 7) as f32 } else { 7.0 })
+                                    .collect();
+                                let mut o = vec![7f32; 8192];
+                                let mut inp = x.clone();
+                                let a = 2.0f32;
+                                let (n32, n64) = (n as u32, n as u64);
+                                let nb: &[u8] = if name.ends_with("64") { &b(&n64) } else { &b(&n32) };
+                                launch(
+                                    kk,
+                                    grid,
+                                    block,
+                                    &pack(&kk.params, &[&ptr(&mut o), &ptr(&mut inp), &b(&a), nb]),
+                                    0,
+                                );
+                                let bad = o.iter().zip(&want).position(|(p, q)| p != q);
+                                assert!(
+                                    bad.is_none(),
+                                    "{ctx} n {n}: first difference at {bad:?}: {:?}",
+                                    bad.map(|i| (o[i], want[i]))
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Block-stride loops (`for (j = t + c; j < n; j += nt)`, ol-block-stride-loops) between barriers give the

@@ -18,14 +18,17 @@ bool Lowering::buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk) {
   st.F = F;
   st.chunk = chunk;
   st.o = F->arg_size() - E_COUNT;
-  st.BM = M.getFunction("__ol_rs.barrier");
-  st.EM = M.getFunction("__ol_rs.exit");
+  // (declared here if no kernel has them yet: the implicit barriers of a barrier-free kernel's loops,
+  // ol-implicit-loop-barriers, are the first)
+  st.BM = barrierMarker();
+  st.EM = exitMarker();
   removeUnreachableBlocks(*F);
   if (!cbsCheckAllocas(st))
     return false;
   if (!chunk && on(T_GROUP_LOOPS))
     groupLoops(F);
-  if (!chunk && on(T_BLOCK_STRIDE_LOOPS) && on(T_UNIFORM_BARRIERS) && on(T_IMPLICIT_LOOP_BARRIERS))
+  if (!chunk && !strideLoopsDone && on(T_BLOCK_STRIDE_LOOPS) && on(T_UNIFORM_BARRIERS) &&
+      on(T_IMPLICIT_LOOP_BARRIERS))
     blockStrideLoops(F); // (for ol-implicit-loop-barriers: before the divergence it changes)
   st.entry = &F->getEntryBlock();
   cbsDivergence(st);

@@ -156,6 +156,12 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
   unsigned chunk = !collective && on(T_LOCKSTEP_LOOPS) && lockstepLoops(NF) ? kLockstepChunk : 0;
   if (chunk && !specKernel.empty() && specGs[0] < chunk)
     chunk = specGs[0];
+  // ol-block-stride-loops in a barrier-free kernel: a grid-stride loop (`for (i = gid; i < n; i +=
+  // grid size)`) runs a different number of times per work-item, so the work-item loop around the body
+  // cannot vectorise. Made uniform, it gets implicit barriers (ol-implicit-loop-barriers) on the barrier
+  // path: the work-item loop inside it, `for (b) for (t) if (b + t < n) body(b + t)`, contiguous vectors
+  strideLoopsDone = !collective && !chunk && on(T_BLOCK_STRIDE_LOOPS) && on(T_UNIFORM_BARRIERS) &&
+                    on(T_IMPLICIT_LOOP_BARRIERS) && blockStrideLoops(NF) > 0;
   // ol-full-groups: a copy of the body without the bounds guards, for the groups whose work-items all pass
   // them (where it does not lower, the body alone)
   Function *Full = nullptr, *FullCheck = nullptr;
@@ -175,7 +181,7 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
       }
     }
   }
-  if (collective || chunk) {
+  if (collective || chunk || strideLoopsDone) {
     if (!buildCbs(NF, ki.scratchPerWi, chunk))
       return false;
     ki.scratchPerWi = std::max(ki.scratchPerWi, fullScratch);
@@ -244,7 +250,7 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
     CallInst *CI = B.CreateCall(NF, bodyArgs(x, y, z, lwi));
     CI->setCallingConv(CallingConv::C);
   };
-  if (collective) {
+  if (collective || strideLoopsDone) {
     Value *z0 = ConstantInt::get(I32, 0);
     if (Full) { // (ol-full-groups)
       BasicBlock *FB = BasicBlock::Create(C, "full", WG), *PB = BasicBlock::Create(C, "partial", WG);
@@ -340,7 +346,7 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
   }
   // NF is called from WG without an access group on the barrier path; a body left un-inlined on
   // the plain path is inlined later under the work-item loop's group, so it keeps its atomics.
-  if (collective || chunk || NF->use_empty())
+  if (collective || chunk || strideLoopsDone || NF->use_empty())
     plainSharedAtomics(NF);
   if (Full)
     plainSharedAtomics(Full);

@@ -96,7 +96,7 @@ std::vector<BasicBlock *> reachable(ArrayRef<BasicBlock *> from, Stop stop, std:
 // A block-stride loop's shape (opt/block_stride_loops.cpp, used by opt/group_loops.cpp too): whether Br
 // goes to Into exactly when `x < n` (unsigned; sets x and n); V without zext/trunc around it; clang's
 // latch `j < n - S` for constants taken as `j + S < n` (sets nextV to j's next value and n to guardN).
-bool entersWhenBelow(BranchInst *Br, BasicBlock *Into, Value *&x, Value *&n);
+bool entersWhenBelow(BranchInst *Br, BasicBlock *Into, Value *&x, Value *&n, bool *isSigned = nullptr);
 Value *stripCasts(Value *V);
 // Whether I is arithmetic, a compare, a select, a cast or an address computation: what a value computed
 // again elsewhere from its operands may be made of (atFirstLane, and the warp-uniformity of new values in
@@ -307,7 +307,11 @@ struct Lowering {
   static bool meetBeforeSync(BasicBlock *BB, const PostDominatorTree &PDT, function_ref<bool(BasicBlock *)> isSync,
                              std::set<BasicBlock *> &before);
   bool replaceIntrinsics(Function *F, bool &collective);
-  void blockStrideLoops(Function *F);
+  unsigned blockStrideLoops(Function *F);
+  // the kernel being lowered is barrier-free and blockStrideLoops made its grid-stride loops uniform
+  // (kernel_body.cpp): buildCbs does not look for them again
+  bool strideLoopsDone = false;
+  Value *groupSizeFactor(Function *F, Value *S);
   unsigned groupLoops(Function *F);
   unsigned matchLoops(Function *F);
   int groupSizeDim(Function *F, Value *v);

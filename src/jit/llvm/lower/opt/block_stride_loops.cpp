@@ -1,6 +1,7 @@
-// Block-stride loops with a trip count the same for every work-item (blockStrideLoops): the CUDA idiom
-// `for (j = t + c; j < n; j += nt)` in a kernel with barriers. The loop's shape (entersWhenBelow,
-// stripCasts, constantLatch) is shared with opt/group_loops.cpp.
+// Block-stride and grid-stride loops with a trip count the same for every work-item (blockStrideLoops):
+// the CUDA idioms `for (j = t + c; j < n; j += nt)` in a kernel with barriers, and `for (i = bid * nt + t;
+// i < n; i += nb * nt)` in any kernel (in a barrier-free one it then takes the barrier path: kernel_body.cpp).
+// The loop's shape (entersWhenBelow, stripCasts, constantLatch) is shared with opt/group_loops.cpp.
 #include "../lowering.h"
 
 #include <optional>
@@ -65,11 +66,56 @@ std::optional<uint64_t> maxOf(Value *V, Function *F, const uint32_t gs[3], int d
   return r && *r <= lim ? r : std::nullopt;
 }
 
+// X where V is `X & 0xffffffff` (64-bit), else null.
+Value *low32(Value *V) {
+  auto *A = dyn_cast<BinaryOperator>(V);
+  auto *M = A && A->getOpcode() == Instruction::And ? dyn_cast<ConstantInt>(A->getOperand(1)) : nullptr;
+  return M && A->getType()->isIntegerTy(64) && M->getZExtValue() == 0xffffffffull ? A->getOperand(0) : nullptr;
+}
+
+// The instructions of block P that V depends on (through operands in P, in P's order), where each may run
+// before P: pure computations, and loads of the group's implicit arguments or dispatch packet (amdgcn's
+// block counts and group sizes, the WG function's allocas of 256 and 64 bytes: always there). False
+// where one may not.
+bool hoistableFrom(Value *V, BasicBlock *P, Function *F, std::set<Instruction *> &deps, int depth = 0) {
+  auto *I = dyn_cast<Instruction>(V);
+  if (!I || I->getParent() != P || deps.count(I))
+    return true;
+  if (depth > 8 || isa<PHINode>(I))
+    return false;
+  bool ok = !I->mayReadOrWriteMemory() && isSafeToSpeculativelyExecute(I);
+  if (auto *Ld = dyn_cast<LoadInst>(I); Ld && Ld->isSimple()) {
+    const DataLayout &DL = F->getDataLayout();
+    APInt off(64, 0);
+    Value *base = Ld->getPointerOperand();
+    for (int k = 0; k < 4; ++k) {
+      APInt o(DL.getIndexTypeSizeInBits(base->getType()), 0);
+      base = base->stripAndAccumulateConstantOffsets(DL, o, true);
+      off += o.sextOrTrunc(64);
+      if (auto *AC = dyn_cast<AddrSpaceCastOperator>(base))
+        base = AC->getPointerOperand();
+      else
+        break;
+    }
+    unsigned o = F->arg_size() - E_COUNT;
+    uint64_t size = base == F->getArg(o + E_IMPLARG) ? 256 : base == F->getArg(o + E_DISPATCH) ? 64 : 0;
+    uint64_t bytes = DL.getTypeStoreSize(Ld->getType());
+    ok = !off.isNegative() && off.getZExtValue() + bytes <= size;
+  }
+  if (!ok)
+    return false;
+  for (Value *Op : I->operands())
+    if (!hoistableFrom(Op, P, F, deps, depth + 1))
+      return false;
+  deps.insert(I);
+  return true;
+}
+
 } // namespace
 
-// Whether branch Br goes to Into exactly when `x < n` (unsigned), in any of the four ways of writing it;
-// sets x and n.
-bool entersWhenBelow(BranchInst *Br, BasicBlock *Into, Value *&x, Value *&n) {
+// Whether branch Br goes to Into exactly when `x < n` (unsigned; signed too where isSigned is given, which
+// says which it is), in any of the four ways of writing it; sets x and n.
+bool entersWhenBelow(BranchInst *Br, BasicBlock *Into, Value *&x, Value *&n, bool *isSigned) {
   auto *Cmp = Br && Br->isConditional() ? dyn_cast<ICmpInst>(Br->getCondition()) : nullptr;
   if (!Cmp || Br->getSuccessor(0) == Br->getSuccessor(1))
     return false;
@@ -77,11 +123,15 @@ bool entersWhenBelow(BranchInst *Br, BasicBlock *Into, Value *&x, Value *&n) {
   ICmpInst::Predicate p = Br->getSuccessor(0) == Into ? Cmp->getPredicate() : Cmp->getInversePredicate();
   if (Br->getSuccessor(0) != Into && Br->getSuccessor(1) != Into)
     return false;
-  if (p == ICmpInst::ICMP_ULT) {
+  if (isSigned)
+    *isSigned = ICmpInst::isSigned(p);
+  else if (ICmpInst::isSigned(p))
+    return false;
+  if (p == ICmpInst::ICMP_ULT || p == ICmpInst::ICMP_SLT) {
     x = a, n = b;
     return true;
   }
-  if (p == ICmpInst::ICMP_UGT) {
+  if (p == ICmpInst::ICMP_UGT || p == ICmpInst::ICMP_SGT) {
     x = b, n = a;
     return true;
   }
@@ -117,18 +167,46 @@ bool constantLatch(BasicBlock *H, BasicBlock *LB, Value *&nextV, Value *&n, Valu
   return true;
 }
 
+// The factor of S that is the x group size, where S is that size times something (`k * gsx`, either
+// way round, or `k << c` and `k * c` with the constant size of a specialisation): a grid-stride loop's
+// stride, the grid's x size. Null where S is not such a product.
+Value *Lowering::groupSizeFactor(Function *F, Value *S) {
+  // (a 32-bit product widened: `j += nb * nt`, j 64-bit; or its low 32 bits, SPIR-V's)
+  auto *BO = dyn_cast<BinaryOperator>(stripCasts(low32(S) ? low32(S) : S));
+  if (!BO)
+    return nullptr;
+  uint32_t gx = specKernel.empty() ? 0 : specGs[0];
+  for (int k = 0; k < 2; ++k) {
+    Value *g = BO->getOperand(k);
+    auto *GC = dyn_cast<ConstantInt>(g);
+    if (BO->getOpcode() == Instruction::Mul &&
+        (groupSizeDim(F, g) == 0 || (gx && GC && GC->getZExtValue() == gx)))
+      return g;
+  }
+  auto *Sh = dyn_cast<ConstantInt>(BO->getOperand(1));
+  if (BO->getOpcode() == Instruction::Shl && gx && Sh && Sh->getZExtValue() < 32 &&
+      (uint64_t(1) << Sh->getZExtValue()) == gx)
+    return ConstantInt::get(BO->getType(), gx);
+  return nullptr;
+}
+
 // A loop `for (j = b0 + off; j < n; j += S)` (clang's rotated form: a guard `b0 + off < n` in front, the
 // latch `j + S < n`, or `j < n - S` with constants: constantLatch), with b0, n and S the same for every
 // work-item and off in [0, S) (the local x id with S the group's x size, a value of the ids below a
-// constant S in a specialisation, or a lane id `t % W` with S = W, a warp's lanes over its row): every work-item runs it a different number of times, so its exits are
-// divergent and the work-item loop cannot run inside it (ol-implicit-loop-barriers). It becomes
-// `for (b = b0; b < n; b += S) if (b + off < n) body(b + off)`: the same iterations of the body for each
-// work-item (b + off takes the original loop's values of j, and the iterations it skips change nothing),
-// a trip count every work-item shares. Where `b + S` or `b + off` could wrap around (n > 2^32 - S,
-// b0 > 2^32 - S; checked once, before the loop), the original loop runs instead, kept as it was. Values
-// computed in the loop may leave it only through the exit block's PHIs, as its header PHIs' next values;
-// loops with barriers stay as they are.
-void Lowering::blockStrideLoops(Function *F) {
+// constant S in a specialisation, or a lane id `t % W` with S = W, a warp's lanes over its row), or off
+// the local x id and S a multiple of the x group size (`nb * nt`: a grid-stride loop; S may be computed
+// in a preheader after the guard, and moves before it: hoistableFrom): every work-item runs it a
+// different number of times, so its exits are divergent and the work-item loop cannot run inside it
+// (ol-implicit-loop-barriers). It becomes `for (b = b0; b < n; b += S) if (b + off < n) body(b + off)`:
+// the same iterations of the body for each work-item (b + off takes the original loop's values of j, and
+// the iterations it skips change nothing), a trip count every work-item shares. j is 32 or 64 bits; its
+// compares unsigned or signed (`int i`: both must be, S at least 0); a 64-bit j may start from a 32-bit
+// sum widened (`(size_t)(bid * nt + t)`, or SPIR-V's low 32 bits of a 64-bit one), whose terms are then
+// widened apart. Where `b + S`, `b + off` or that 32-bit sum could wrap around (n > 2^32 - S, n + off >
+// 2^32, b0 + off >= 2^32, in j's width and signedness; checked once, before the loop, in twice j's
+// width), the original loop runs instead, kept as it was. Values computed in the loop may leave it only
+// through the exit block's PHIs, as its header PHIs' next values; loops with barriers stay as they are.
+unsigned Lowering::blockStrideLoops(Function *F) {
   unsigned o = F->arg_size() - E_COUNT;
   Function *BM = M.getFunction("__ol_rs.barrier"), *EM = M.getFunction("__ol_rs.exit");
   std::set<Value *> div = divergentValues(F);
@@ -143,7 +221,11 @@ void Lowering::blockStrideLoops(Function *F) {
     PHINode *j;
     BinaryOperator *next;
     Value *b0, *off, *n, *S;
-    Value *maxOff; // nullptr: S - 1
+    Value *maxOff; // nullptr: S - 1, or gsx - 1
+    Value *gsx;    // S's factor the x group size (a grid-stride loop), or nullptr
+    std::set<Instruction *> sDeps; // what S is computed from in the preheader: moved before the guard
+    bool sgn;                      // the compares are signed
+    unsigned widen;                // b0 and off are 32-bit, to widen by this opcode (0: j's own width)
   };
   std::vector<Candidate> found;
   {
@@ -169,13 +251,17 @@ void Lowering::blockStrideLoops(Function *F) {
       if (GBr->getSuccessor(0) == GBr->getSuccessor(1) || (G != P && !P->phis().empty()))
         continue;
       // the latch `j + S < n`, the guard `start < n`, j's PHI from start and j + S
+      // (signed, `int i`, the usual CUDA form: the guard's and the latch's compares both signed)
       Value *nextV, *n, *start, *n2;
-      if (!entersWhenBelow(LBr, H, nextV, n) || !entersWhenBelow(GBr, into, start, n2))
+      bool sgn = false, sgn2 = false;
+      if (!entersWhenBelow(LBr, H, nextV, n, &sgn) || !entersWhenBelow(GBr, into, start, n2, &sgn2) ||
+          sgn != sgn2)
         continue;
-      if (n != n2 && !constantLatch(H, LB, nextV, n, n2))
+      if (n != n2 && (sgn || !constantLatch(H, LB, nextV, n, n2)))
         continue;
       auto *next = dyn_cast<BinaryOperator>(nextV);
-      if (!next || next->getOpcode() != Instruction::Add || !next->getType()->isIntegerTy(32))
+      if (!next || next->getOpcode() != Instruction::Add ||
+          !(next->getType()->isIntegerTy(32) || next->getType()->isIntegerTy(64)))
         continue;
       PHINode *j = nullptr;
       Value *S = nullptr;
@@ -192,9 +278,27 @@ void Lowering::blockStrideLoops(Function *F) {
       };
       if (div.count(n) || div.count(S) || inLoop(n) || inLoop(S))
         continue;
+      // a stride computed in the preheader (a grid-stride loop's, after the guard) moves before the guard
+      std::set<Instruction *> sDeps;
+      if (P != G && !hoistableFrom(S, P, F, sDeps))
+        continue;
       // start = b0 + off, b0 uniform (or start itself the divergent part)
-      Value *b0 = ConstantInt::get(I32, 0), *off = start;
-      if (auto *SA = dyn_cast<BinaryOperator>(start); SA && SA->getOpcode() == Instruction::Add) {
+      // (a 64-bit j may start from the 32-bit sum, widened: `(size_t)(bid * nt + t)`; b0 and off are then
+      // that sum's terms, widened where the loop is built, which checks that the sum does not wrap)
+      Value *b0 = ConstantInt::get(next->getType(), 0), *off = start;
+      unsigned widen = 0; // (an opcode: ZExt, SExt or And)
+      // (or SPIR-V's 64-bit ids: the sum's low 32 bits, `and` 0xffffffff, widen is And)
+      if (auto *Ext = dyn_cast<CastInst>(start);
+          Ext && (isa<ZExtInst>(Ext) || isa<SExtInst>(Ext)) && Ext->getSrcTy()->isIntegerTy(32) &&
+          isa<BinaryOperator>(Ext->getOperand(0))) {
+        widen = Ext->getOpcode();
+        off = Ext->getOperand(0);
+        b0 = ConstantInt::get(I32, 0);
+      } else if (Value *sum = low32(start)) {
+        widen = Instruction::And;
+        off = sum;
+      }
+      if (auto *SA = dyn_cast<BinaryOperator>(off); SA && SA->getOpcode() == Instruction::Add) {
         for (int k = 0; k < 2; ++k)
           if (!div.count(SA->getOperand(k)) && div.count(SA->getOperand(1 - k))) {
             b0 = SA->getOperand(k);
@@ -203,11 +307,14 @@ void Lowering::blockStrideLoops(Function *F) {
       }
       if (!div.count(off))
         continue;
-      // off < S: the local x id and the x group size, or a bound of the ids below a constant S
-      Value *maxOff = nullptr;
+      // off < S: the local x id and the x group size, or a bound of the ids below a constant S; or the
+      // local x id and a multiple of the x group size (a grid-stride loop: off is at most that size - 1)
+      Value *maxOff = nullptr, *gsx = nullptr;
       Value *offId = stripCasts(off);
       bool xPair = offId == F->getArg(o + E_LX) && groupSizeDim(F, S) == 0;
-      if (!xPair) {
+      if (!xPair && offId == F->getArg(o + E_LX))
+        gsx = groupSizeFactor(F, S);
+      if (!xPair && !gsx) {
         auto *SC = dyn_cast<ConstantInt>(S);
         auto m = maxOf(off, F, gs);
         if (!SC || !m || *m >= SC->getZExtValue())
@@ -241,10 +348,13 @@ void Lowering::blockStrideLoops(Function *F) {
         continue;
       std::vector<BasicBlock *> blocks(L->blocks().begin(), L->blocks().end());
       found.push_back({blocks, std::set<BasicBlock *>(blocks.begin(), blocks.end()), G, P, H, LB, E, j, next, b0, off,
-                       n, S, maxOff});
+                       n, S, maxOff, gsx, sDeps, sgn, widen});
     }
   }
   for (Candidate &c : found) {
+    for (Instruction &I : make_early_inc_range(*c.P))
+      if (c.sDeps.count(&I))
+        I.moveBefore(c.G->getTerminator()->getIterator());
     // values used after a dedicated exit E (the loop's, and a preheader's, which E's code may use) pass
     // through PHIs in E, which the copy's exit then joins
     std::vector<BasicBlock *> defining = c.blocks;
@@ -286,10 +396,37 @@ void Lowering::blockStrideLoops(Function *F) {
     BranchInst *PBr = cast<BranchInst>(c.G->getTerminator());
     BasicBlock *G1 = BasicBlock::Create(C, "bs.orig", F, c.H), *G2 = BasicBlock::Create(C, "bs.uniform", F, H2);
     IRBuilder<> PB(PBr);
-    Value *S64 = PB.CreateZExt(c.S, I64), *lim = ConstantInt::get(I64, uint64_t(1) << 32);
-    Value *mo64 = c.maxOff ? PB.CreateZExt(c.maxOff, I64) : PB.CreateSub(S64, ConstantInt::get(I64, 1));
-    Value *safe = PB.CreateAnd(PB.CreateICmpULE(PB.CreateZExt(c.n, I64), PB.CreateSub(lim, S64)),
-                               PB.CreateICmpULT(PB.CreateZExt(c.b0, I64), PB.CreateSub(lim, mo64)), "bs.safe");
+    // b + S and b + off within 32 bits for every b < n, and b0 + off for the one round where b0 >= n: below
+    // 2^32 (unsigned), or 2^31 with S at least 0 (signed; n and b0 may be negative)
+    // (in twice j's width: i64 or i128)
+    Type *T = c.next->getType();
+    unsigned w = T->getIntegerBitWidth();
+    Type *Wide = IntegerType::get(C, 2 * w);
+    auto ext = [&](Value *V) { return c.sgn ? PB.CreateSExt(V, Wide) : PB.CreateZExt(V, Wide); };
+    Value *S64 = ext(c.S), *lim = ConstantInt::get(Wide, APInt::getOneBitSet(2 * w, c.sgn ? w - 1 : w));
+    Value *mo64 = c.maxOff ? PB.CreateZExt(c.maxOff, Wide)
+                  : PB.CreateSub(c.gsx ? PB.CreateZExt(c.gsx, Wide) : S64, ConstantInt::get(Wide, 1));
+    Value *safe = nullptr;
+    if (c.widen) {
+      // the 32-bit sum b0 + off, which j starts from widened, does not wrap: the widened terms add up to it
+      // (with And, b0's low 32 bits and off: off is below 2^32 as the bound says)
+      bool s32 = c.widen == Instruction::SExt, low = c.widen == Instruction::And;
+      Value *b32 = low ? PB.CreateAnd(c.b0, ConstantInt::get(I64, 0xffffffffull))
+                   : s32 ? PB.CreateSExt(c.b0, I64) : PB.CreateZExt(c.b0, I64);
+      safe = PB.CreateICmpSLT(PB.CreateAdd(b32, PB.CreateTrunc(mo64, I64)),
+                              ConstantInt::get(I64, uint64_t(1) << (s32 ? 31 : 32)));
+      c.b0 = low ? b32 : PB.CreateCast(Instruction::CastOps(c.widen), c.b0, T);
+      if (!low)
+        c.off = PB.CreateCast(Instruction::CastOps(c.widen), c.off, T);
+    }
+    Value *n64 = ext(c.n);
+    Value *fits = PB.CreateAnd(PB.CreateAnd(PB.CreateICmpSLE(n64, PB.CreateSub(lim, S64)),
+                                            PB.CreateICmpSLE(PB.CreateAdd(n64, mo64), lim)),
+                               PB.CreateICmpSLT(ext(c.b0), PB.CreateSub(lim, mo64)));
+    safe = safe ? PB.CreateAnd(safe, fits) : fits;
+    if (c.sgn)
+      safe = PB.CreateAnd(safe, PB.CreateICmpSGE(S64, ConstantInt::get(Wide, 0)));
+    safe->setName("bs.safe");
     BranchInst::Create(PBr->getSuccessor(0), PBr->getSuccessor(1), PBr->getCondition(), G1);
     IRBuilder<> G2B(G2);
     G2B.CreateBr(into2); // (with b0 >= n the copy runs one round whose body its guard skips)
@@ -314,7 +451,8 @@ void Lowering::blockStrideLoops(Function *F) {
     // H2: j2, jw, then the guard (splitBasicBlock left an unconditional branch to Body)
     H2->getTerminator()->eraseFromParent();
     IRBuilder<> HB(H2);
-    HB.CreateCondBr(HB.CreateICmpULT(jw, c.n), Body, NL);
+    ICmpInst::Predicate lt = c.sgn ? ICmpInst::ICMP_SLT : ICmpInst::ICMP_ULT;
+    HB.CreateCondBr(HB.CreateICmp(lt, jw, c.n), Body, NL);
     IRBuilder<> NB(NL);
     std::map<Value *, Value *> after; // a header PHI's next value in the copy -> its value at NL
     for (PHINode &Ph : H2->phis()) {
@@ -327,7 +465,7 @@ void Lowering::blockStrideLoops(Function *F) {
       after[v] = q;
     }
     Value *bn = NB.CreateAdd(j2, c.S, "bs.next");
-    NB.CreateCondBr(NB.CreateICmpULT(bn, c.n), H2, c.E); // (no loop ID: the original's is its own)
+    NB.CreateCondBr(NB.CreateICmp(lt, bn, c.n), H2, c.E); // (no loop ID: the original's is its own)
     // the copy's latch now goes to NL; H2's PHIs come from NL
     Value *oldCond = LBr2->getCondition();
     LBr2->eraseFromParent();
@@ -355,6 +493,7 @@ void Lowering::blockStrideLoops(Function *F) {
     }
     fired(T_BLOCK_STRIDE_LOOPS);
   }
+  return found.size();
 }
 
 } // namespace ol_rs::lower

@@ -2,7 +2,7 @@
 // bench/classes.c (built by bench/build.sh for nvptx64 and amdgcn; the hand-written loops are in
 // classes_hand.c): warps as the unit of work (a CSR row per warp, a softmax row per warp), warp-aggregated
 // atomics through match_any, a warp sum behind a bounds guard, a 1-D convolution through a shared tile
-// with a halo, double-precision math, a grid-stride loop.
+// with a halo, double-precision math, a grid-stride loop, a median filter sorting a private array.
 #include <gpuintrin.h>
 #include <stdint.h>
 extern float expf(float);
@@ -50,6 +50,30 @@ __gpu_kernel void warp_softmax(const float *in, float *out, uint32_t rows, uint3
 __gpu_kernel void grid_stride(const float *x, const float *y, float *out, float a, int n) {
   for (int i = gid(); i < n; i += __gpu_num_blocks_x() * __gpu_num_threads_x())
     out[i] = a * x[i] + y[i];
+}
+
+// A 3x3 median filter: each pixel's window in a private array, sorted by a bubble sort (a triangular nest
+// of loops over the array), the border copied.
+__gpu_kernel void median3x3(const float *in, float *out, uint32_t w, uint32_t h) {
+  uint32_t i = gid();
+  if (i >= w * h)
+    return;
+  uint32_t x = i % w, y = i / w;
+  if (x == 0 || y == 0 || x == w - 1 || y == h - 1) {
+    out[i] = in[i];
+    return;
+  }
+  float v[9];
+  for (int dy = -1; dy <= 1; dy++)
+    for (int dx = -1; dx <= 1; dx++)
+      v[(dy + 1) * 3 + dx + 1] = in[i + dy * (int)w + dx];
+  for (int a = 0; a < 9; a++)
+    for (int b = 0; b < 8 - a; b++) {
+      float lo = __builtin_fminf(v[b], v[b + 1]), hi = __builtin_fmaxf(v[b], v[b + 1]);
+      v[b] = lo;
+      v[b + 1] = hi;
+    }
+  out[i] = v[4];
 }
 
 // Warp-aggregated atomics: lanes with the same key elect a leader that adds their count.

@@ -62,3 +62,23 @@ void h_gstride(const float *x, const float *y, float *out, float a, uint32_t lo,
   for (uint32_t i = lo; i < hi; i++)
     out[i] = a * x[i] + y[i];
 }
+void h_median(const float *in, float *out, uint32_t w, uint32_t h, uint32_t lo, uint32_t hi) {
+  for (uint32_t i = lo; i < hi; i++) {
+    uint32_t x = i % w, y = i / w;
+    if (x == 0 || y == 0 || x == w - 1 || y == h - 1) {
+      out[i] = in[i];
+      continue;
+    }
+    float v[9];
+    for (int dy = -1; dy <= 1; dy++)
+      for (int dx = -1; dx <= 1; dx++)
+        v[(dy + 1) * 3 + dx + 1] = in[i + dy * (int)w + dx];
+    for (int a = 0; a < 9; a++)
+      for (int b = 0; b < 8 - a; b++) {
+        float l = fminf(v[b], v[b + 1]), m = fmaxf(v[b], v[b + 1]);
+        v[b] = l;
+        v[b + 1] = m;
+      }
+    out[i] = v[4];
+  }
+}

@@ -17,7 +17,7 @@ use std::fmt;
 use super::abi::OlRsLowerOptions;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 36] = [
+pub(crate) const NAMES: [&str; 37] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -54,6 +54,7 @@ pub(crate) const NAMES: [&str; 36] = [
     "ol-warp-local-slots",
     "ol-full-groups",
     "ol-warp-local-exchanges",
+    "ol-unroll-private-loops",
 ];
 
 /// The JIT's own passes in LLVM's optimisation pipeline that [`parse`] switches too (bit

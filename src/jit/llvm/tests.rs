@@ -3043,6 +3043,20 @@ const TRANSFORM_CASES: &[Case] = &[
     ("ol-warp-local-exchanges", true, WSCAN, Some([64, 1, 1])),
     ("ol-warp-local-exchanges", true, WSHFL, Some([256, 1, 1])),
     ("ol-warp-local-exchanges", false, WSCAN, None),
+    // (a bubble sort of a private array: a triangular nest that nvptx64's clang leaves in place)
+    (
+        "ol-unroll-private-loops",
+        true,
+        "__gpu_kernel void k(float *o, const float *in) { float v[9]; for (int j = 0; j < 9; j++) v[j] = in[G * 9 + j]; for (int a = 0; a < 9; a++) for (int b = 0; b < 8 - a; b++) { float lo = __builtin_fminf(v[b], v[b + 1]), hi = __builtin_fmaxf(v[b], v[b + 1]); v[b] = lo; v[b + 1] = hi; } o[G] = v[4]; }",
+        None,
+    ),
+    // (a trip count the kernel's argument decides)
+    (
+        "ol-unroll-private-loops",
+        false,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t m) { float v[64]; for (uint32_t j = 0; j < m; j++) v[j & 63] = in[G + j]; o[G] = v[(uint32_t)in[G] & 63]; }",
+        None,
+    ),
     // after a ballot and a barrier, a sum over shared memory up to the warp's index (the same for its
     // lanes); up to the lane's (not)
     (
@@ -3349,6 +3363,106 @@ fn the_suite_kernels_get_their_transforms() {
         }
     }
     assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// Loops over a work-item's private array (ffi-tests/kernels/private_loops.c: a 3x3 median by a bubble
+/// sort, a 16 x 16 matrix times a work-item's vector, an insertion sort whose inner loop stops on the data)
+/// give the host's results, generic and specialised, on every target; on nvptx64, whose clang leaves those
+/// loops in place, ol-unroll-private-loops unrolls the median's and the product's.
+#[test]
+fn private_loops_match_the_host() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("private_loops", t) else {
+            return;
+        };
+        if t == Tgt::Nv {
+            let bc = bitcode("private_loops", t).unwrap();
+            for k in ["median9", "matvec16"] {
+                let fired = times_fired(&bc, k, None, "ol-unroll-private-loops");
+                assert!(fired > 0, "{k}: ol-unroll-private-loops did not fire");
+            }
+        }
+        let (w, h) = (37u32, 11u32);
+        let px: Vec<f32> = (0..w * h).map(|i| ((i * 7919) % 101) as f32 / 7.0).collect();
+        let n = 300u32;
+        let words: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2654435761) >> 7).collect();
+        let median = |i: usize| {
+            let (x, y) = (i as u32 % w, i as u32 / w);
+            if x == 0 || y == 0 || x == w - 1 || y == h - 1 {
+                return px[i];
+            }
+            let mut v: Vec<f32> = Vec::new();
+            for dy in -1i32..=1 {
+                for dx in -1i32..=1 {
+                    v.push(px[(i as i32 + dy * w as i32 + dx) as usize]);
+                }
+            }
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            v[4]
+        };
+        let table: Vec<u32> = (0..256u32).map(|k| k.wrapping_mul(40503) ^ 0x5bd1e995).collect();
+        let matvec = |i: u32| {
+            let v: Vec<u32> = (0..16).map(|k| words[((i + k) % n) as usize]).collect();
+            let r: Vec<u32> = (0..16)
+                .map(|k| (0..16).fold(0u32, |s, j| s.wrapping_add(table[k * 16 + j].wrapping_mul(v[j]))))
+                .collect();
+            r.iter().copied().max().unwrap() ^ r[(words[i as usize] & 15) as usize]
+        };
+        let insertion = |i: u32| {
+            let mut v: Vec<u32> =
+                (0..8u32).map(|k| words[((i * 8 + k) % n) as usize] ^ k.wrapping_mul(2654435761u32)).collect();
+            v.sort();
+            v
+        };
+        for block in [[64u32, 1, 1], [256, 1, 1], [20, 1, 1]] {
+            for name in ["median9", "matvec16", "insertion8"] {
+                let g = img.kernel(name).unwrap();
+                let s = g.specialise(block, false).unwrap();
+                for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                    let ctx = format!("{t:?} {name} {block:?} {form}");
+                    match name {
+                        "median9" => {
+                            let grid = [(w * h).div_ceil(block[0]), 1, 1];
+                            let mut o = vec![-1f32; (w * h) as usize];
+                            let mut inp = px.clone();
+                            launch(
+                                kk,
+                                grid,
+                                block,
+                                &pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut o), &b(&w), &b(&h)]),
+                                0,
+                            );
+                            let want: Vec<f32> = (0..(w * h) as usize).map(median).collect();
+                            assert_eq!(o, want, "{ctx}");
+                        }
+                        "matvec16" => {
+                            let grid = [n.div_ceil(block[0]), 1, 1];
+                            let mut o = vec![0u32; n as usize];
+                            let (mut a, mut inp) = (table.clone(), words.clone());
+                            launch(
+                                kk,
+                                grid,
+                                block,
+                                &pack(&kk.params, &[&ptr(&mut a), &ptr(&mut inp), &ptr(&mut o), &b(&n)]),
+                                0,
+                            );
+                            let want: Vec<u32> = (0..n).map(matvec).collect();
+                            assert_eq!(o, want, "{ctx}");
+                        }
+                        _ => {
+                            let grid = [n.div_ceil(block[0]), 1, 1];
+                            let mut o = vec![0u32; (n * 8) as usize];
+                            let mut inp = words.clone();
+                            launch(kk, grid, block, &pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut o), &b(&n)]), 0);
+                            let want: Vec<u32> = (0..n).flat_map(insertion).collect();
+                            assert_eq!(o, want, "{ctx}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Grid-stride loops (ffi-tests/kernels/grid_stride.c: `for (i = gid; i < n; i += grid size)`, in u32,

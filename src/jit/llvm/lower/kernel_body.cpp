@@ -134,6 +134,8 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
   }
   if (!inlineAll(NF))
     return false;
+  if (on(T_UNROLL_PRIVATE_LOOPS))
+    stats[T_UNROLL_PRIVATE_LOOPS] += unrollPrivateLoops(NF);
   bool collective = false;
   if (on(T_MATCH_LOOPS))
     matchLoops(NF);

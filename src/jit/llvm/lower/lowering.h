@@ -174,6 +174,7 @@ enum Transform : unsigned {
   T_WARP_LOCAL_SLOTS,        // warp_lanes.cpp: slots no group barrier separates from their loads on the stack, per lane
   T_FULL_GROUPS,             // opt/full_groups.cpp: groups whose work-items all pass the bounds guards run a copy without them
   T_WARP_LOCAL_EXCHANGES,    // warp_lanes.cpp: the warp exchanges' areas on the stack, one warp's, indexed by lane
+  T_UNROLL_PRIVATE_LOOPS,    // opt/unroll_private_loops.cpp: loops indexing a private array, fully unrolled
   T_COUNT
 };
 
@@ -454,6 +455,7 @@ struct Lowering {
   // copies) unrolled completely; how many.
   static constexpr unsigned kUnrollBarrierMaxTrips = 16, kUnrollBarrierMaxInstructions = 4096;
   unsigned unrollBarrierLoops(Function *F);
+  unsigned unrollPrivateLoops(Function *F);
   bool shareHeaderSlot(Instruction *I, const std::map<AllocaInst *, BasicBlock *> &phiSlot, DominatorTree &DT);
 
   // What crosses the steps of one buildCbs run, filled in step order (the step that sets a field is

@@ -68,3 +68,16 @@ __gpu_kernel void insertion8(const uint32_t *in, uint32_t *out, uint32_t n) {
   for (int k = 0; k < 8; k++)
     out[i * 8 + k] = v[k];
 }
+
+// a private array written at constant indices and read at one the data chooses: it stays in memory
+// (SROA cannot take it), in a body with no loop, so the work-item loop around it vectorises
+__gpu_kernel void pick16(const uint32_t *in, uint32_t *out, uint32_t n) {
+  uint32_t i = gid();
+  if (i >= n)
+    return;
+  uint32_t r[16];
+#pragma unroll
+  for (int k = 0; k < 16; k++)
+    r[k] = in[(i + k) % n] * (uint32_t)(k + 1);
+  out[i] = r[in[i] & 15] + r[(in[i] >> 4) & 15];
+}

@@ -3366,9 +3366,12 @@ fn the_suite_kernels_get_their_transforms() {
 }
 
 /// Loops over a work-item's private array (ffi-tests/kernels/private_loops.c: a 3x3 median by a bubble
-/// sort, a 16 x 16 matrix times a work-item's vector, an insertion sort whose inner loop stops on the data)
-/// give the host's results, generic and specialised, on every target; on nvptx64, whose clang leaves those
-/// loops in place, ol-unroll-private-loops unrolls the median's and the product's.
+/// sort, a 16 x 16 matrix times a work-item's vector, an insertion sort whose inner loop stops on the data,
+/// and an array read at an index the data chooses in a body with no loop) give the host's results, generic
+/// and specialised, on every target and ISA; on nvptx64, whose clang leaves those loops in place,
+/// ol-unroll-private-loops unrolls the median's and the product's. (An array that stays in memory is one
+/// copy for a vectorised work-item loop: pick16 and the product's `r[in[i] & 15]` read the last lane's
+/// values with AVX2 code until its accesses left the loop's parallel access group.)
 #[test]
 fn private_loops_match_the_host() {
     let _g = shared();
@@ -3416,7 +3419,7 @@ fn private_loops_match_the_host() {
             v
         };
         for block in [[64u32, 1, 1], [256, 1, 1], [20, 1, 1]] {
-            for name in ["median9", "matvec16", "insertion8"] {
+            for name in ["median9", "matvec16", "insertion8", "pick16"] {
                 let g = img.kernel(name).unwrap();
                 let s = g.specialise(block, false).unwrap();
                 for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
@@ -3448,6 +3451,20 @@ fn private_loops_match_the_host() {
                                 0,
                             );
                             let want: Vec<u32> = (0..n).map(matvec).collect();
+                            assert_eq!(o, want, "{ctx}");
+                        }
+                        "pick16" => {
+                            let grid = [n.div_ceil(block[0]), 1, 1];
+                            let mut o = vec![0u32; n as usize];
+                            let mut inp = words.clone();
+                            launch(kk, grid, block, &pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut o), &b(&n)]), 0);
+                            let want: Vec<u32> = (0..n)
+                                .map(|i| {
+                                    let r = |k: u32| words[((i + k) % n) as usize].wrapping_mul(k + 1);
+                                    let v = words[i as usize];
+                                    r(v & 15).wrapping_add(r((v >> 4) & 15))
+                                })
+                                .collect();
                             assert_eq!(o, want, "{ctx}");
                         }
                         _ => {

@@ -317,6 +317,29 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
       // Inline the body now (O3 would) so that guards such as `if (i < n)` can narrow the x loop.
       InlineFunctionInfo IFI;
       bool inl = InlineFunction(*CB, IFI).isSuccess();
+      // The body's private arrays are now allocas of the work-group function: one copy for every work-item
+      // of the loop, not one each. An array SROA cannot put in registers (indexed at run time: `r[in[i] &
+      // 15]`) leaves the loop's parallel accesses, so that the vectoriser does not take the work-items'
+      // stores to it for independent; it did, and kept one lane's values for all (wrong results with
+      // AVX2 code, the lanes of each vector but the last).
+      if (inl && !IFI.StaticAllocas.empty()) {
+        std::set<Value *> priv(IFI.StaticAllocas.begin(), IFI.StaticAllocas.end());
+        auto isPrivate = [&](Value *P) { return P && priv.count(getUnderlyingObject(P, 0)); };
+        for (BasicBlock &BB : *WG)
+          for (Instruction &I : BB) {
+            if (!I.hasMetadata(LLVMContext::MD_access_group))
+              continue;
+            bool own = isPrivate(getLoadStorePointerOperand(&I));
+            if (auto *MI = dyn_cast<MemIntrinsic>(&I))
+              own = isPrivate(MI->getDest()) || (isa<MemTransferInst>(MI) && isPrivate(cast<MemTransferInst>(MI)->getSource()));
+            if (auto *RMW = dyn_cast<AtomicRMWInst>(&I))
+              own = isPrivate(RMW->getPointerOperand());
+            if (auto *CX = dyn_cast<AtomicCmpXchgInst>(&I))
+              own = isPrivate(CX->getPointerOperand());
+            if (own)
+              I.setMetadata(LLVMContext::MD_access_group, nullptr);
+          }
+      }
       return Nest{hz, hy, P, L, x, y, z, inX, inY, inZ, inl};
     };
     BranchInst *toNest = B.CreateBr(ex); // retargeted below

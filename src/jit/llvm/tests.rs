@@ -3365,6 +3365,85 @@ fn the_suite_kernels_get_their_transforms() {
     assert!(bad.is_empty(), "{bad:#?}");
 }
 
+/// Barrier-free kernels with a loop whose trip count is the same for every work-item but not a constant,
+/// behind a bounds guard (ffi-tests/kernels/uniform_loops.c: column sums, a transposed matrix times a
+/// vector, two loops inside `if (c < cols)`): specialised, ol-full-groups' copy takes the loop with
+/// implicit barriers (ol-implicit-loop-barriers) for full groups, the last group the plain body (nvptx64 and
+/// amdgcn); generic and specialised give the host's results on every target, with columns not a multiple of
+/// the group.
+#[test]
+fn uniform_loops_match_the_host() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("uniform_loops", t) else {
+            return;
+        };
+        let bc = bitcode("uniform_loops", t).unwrap();
+        // (not SPIR-V's yet: its 64-bit ids' `and 0xffffffff` is not a consecutive index to the check)
+        for k in ["colsum", "gemv_t", "guarded"].into_iter().filter(|_| t != Tgt::Spv) {
+            let on = transform_stats(&bc, "", Some((k, [64, 1, 1])));
+            let of = |n: &str| on.iter().filter(|(kn, _)| kn == k).map(|(_, s)| s.of(n)).sum::<u32>();
+            assert!(of("ol-full-groups") > 0 && of("ol-implicit-loop-barriers") > 0, "{t:?} {k}: {on:?}");
+        }
+        let (rows, cols) = (37u32, 203u32);
+        let mf: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919) % 1009) as f32 / 8.0).collect();
+        let mu: Vec<u32> = (0..rows * cols).map(|i| i.wrapping_mul(2654435761) >> 5).collect();
+        let x: Vec<u32> = (0..rows).map(|r| r * 3 + 1).collect();
+        for block in [[64u32, 1, 1], [256, 1, 1], [20, 1, 1]] {
+            let grid = [cols.div_ceil(block[0]), 1, 1];
+            for name in ["colsum", "gemv_t", "guarded"] {
+                let g = img.kernel(name).unwrap();
+                let s = g.specialise(block, false).unwrap();
+                for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                    let ctx = format!("{t:?} {name} {block:?} {form}");
+                    let at = |r: u32, c: u32| (r * cols + c) as usize;
+                    if name == "colsum" {
+                        let want: Vec<f32> = (0..cols).map(|c| (0..rows).fold(0f32, |s, r| s + mf[at(r, c)])).collect();
+                        let mut o = vec![-1f32; cols as usize];
+                        let mut m = mf.clone();
+                        launch(
+                            kk,
+                            grid,
+                            block,
+                            &pack(&kk.params, &[&ptr(&mut m), &ptr(&mut o), &b(&rows), &b(&cols)]),
+                            0,
+                        );
+                        assert_eq!(o, want, "{ctx}");
+                        continue;
+                    }
+                    let want: Vec<u32> = (0..cols)
+                        .map(|c| {
+                            if name == "gemv_t" {
+                                return (0..rows)
+                                    .fold(0u32, |s, r| s.wrapping_add(mu[at(r, c)].wrapping_mul(x[r as usize])));
+                            }
+                            let (mut mx, mut k) = (0u32, 0u32);
+                            for r in 0..rows {
+                                if mu[at(r, c)] > mx {
+                                    (mx, k) = (mu[at(r, c)], r);
+                                }
+                            }
+                            for r in 0..rows / 2 {
+                                mx ^= mu[at(rows - 1 - r, c)] >> 3;
+                            }
+                            mx.wrapping_add(k)
+                        })
+                        .collect();
+                    let mut o = vec![7u32; cols as usize];
+                    let (mut m, mut xx) = (mu.clone(), x.clone());
+                    let args = if name == "gemv_t" {
+                        pack(&kk.params, &[&ptr(&mut m), &ptr(&mut xx), &ptr(&mut o), &b(&rows), &b(&cols)])
+                    } else {
+                        pack(&kk.params, &[&ptr(&mut m), &ptr(&mut o), &b(&rows), &b(&cols)])
+                    };
+                    launch(kk, grid, block, &args, 0);
+                    assert_eq!(o, want, "{ctx}");
+                }
+            }
+        }
+    }
+}
+
 /// Loops over a work-item's private array (ffi-tests/kernels/private_loops.c: a 3x3 median by a bubble
 /// sort, a 16 x 16 matrix times a work-item's vector, an insertion sort whose inner loop stops on the data,
 /// and an array read at an index the data chooses in a body with no loop) give the host's results, generic

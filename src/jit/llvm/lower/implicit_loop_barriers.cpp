@@ -103,4 +103,71 @@ std::set<BasicBlock *> Lowering::interchangeLoops(Function *F, const std::set<In
   return underDivergence;
 }
 
+// The headers of F's loops (a barrier-free body, before buildCbs) whose exits are the same for every
+// work-item, whose trip count is not a constant, with at least kInterchangeMinBody instructions and their
+// memory accesses consecutive across x: loops interchangeLoops would put the work-item loop inside (`for (r = 0; r < rows; r++) s += m[r * cols
+// + c]`, a work-item per column). On the plain path the work-item loop holds such a loop whole, one
+// work-item at a time; LLVM unrolls or vectorises constant trip counts as they are.
+std::set<BasicBlock *> Lowering::uniformLoopHeaders(Function *F) {
+  std::set<BasicBlock *> heads;
+  std::set<Value *> div = divergentValues(F);
+  std::set<Instruction *> divTerm = divergentTerms(F, div);
+  Value *lx = F->getArg(F->arg_size() - E_COUNT + E_LX);
+  // an index consecutive in the local x id: the id plus values the same for every work-item, through
+  // casts
+  std::function<bool(Value *, int)> consecutive = [&](Value *V, int depth) -> bool {
+    while (isa<ZExtInst>(V) || isa<SExtInst>(V) || isa<TruncInst>(V))
+      V = cast<Instruction>(V)->getOperand(0);
+    if (V == lx)
+      return true;
+    auto *BO = dyn_cast<BinaryOperator>(V);
+    if (!BO || depth > 8 || BO->getOpcode() != Instruction::Add)
+      return false;
+    for (int k = 0; k < 2; ++k)
+      if (!div.count(BO->getOperand(1 - k)) && consecutive(BO->getOperand(k), depth + 1))
+        return true;
+    return false;
+  };
+  // an address of elements of T consecutive in x: GEPs by T, one index consecutive and the others (and
+  // the base) the same for every work-item (`m + c` then `+ r * cols`, as clang hoists the column)
+  std::function<bool(Value *, Type *, int)> consecutiveAddress = [&](Value *P, Type *T, int depth) -> bool {
+    auto *G = dyn_cast<GEPOperator>(P);
+    if (!G || depth > 4 || G->getNumIndices() != 1 ||
+        DL.getTypeAllocSize(G->getSourceElementType()) != DL.getTypeStoreSize(T))
+      return false;
+    Value *base = G->getPointerOperand(), *idx = G->idx_begin()->get();
+    if (!div.count(base))
+      return consecutive(idx, 0);
+    return !div.count(idx) && consecutiveAddress(base, T, depth + 1);
+  };
+  LoopAnalyses A(*F, M.getTargetTriple());
+  for (Loop *L : A.LI.getLoopsInPreorder()) {
+    SmallVector<BasicBlock *, 4> exiting;
+    L->getExitingBlocks(exiting);
+    if (exiting.empty() || any_of(exiting, [&](BasicBlock *EB) { return divTerm.count(EB->getTerminator()) > 0; }))
+      continue;
+    if (A.SE.getSmallConstantTripCount(L) != 0)
+      continue;
+    // every access whose address differs between work-items consecutive in x (`m[r * cols + c]`), and at
+    // least one: across the work-items they are vectors (a row per work-item, `a[i * m + k]`, would be
+    // gathers, where its own loop reads its row in order)
+    unsigned body = 0, consecutiveAccesses = 0;
+    bool ok = true;
+    for (BasicBlock *BB : L->blocks())
+      for (Instruction &I : *BB) {
+        body += !isa<PHINode>(&I) && !I.isTerminator();
+        Value *P = getLoadStorePointerOperand(&I);
+        if (!P || !div.count(P))
+          continue;
+        if (consecutiveAddress(P, getLoadStoreType(&I), 0))
+          ++consecutiveAccesses;
+        else
+          ok = false;
+      }
+    if (ok && consecutiveAccesses && body >= kInterchangeMinBody)
+      heads.insert(L->getHeader());
+  }
+  return heads;
+}
+
 } // namespace ol_rs::lower

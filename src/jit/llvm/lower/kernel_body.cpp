@@ -183,6 +183,38 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
       }
     }
   }
+  // ol-full-groups in a barrier-free specialisation: a loop whose trip count is the same for every
+  // work-item but not a constant (a work-item per column, `for (r = 0; r < rows; r++) s += m[r * cols +
+  // c]`) behind a bounds guard: the copy for full groups has no guard, so it takes the barrier path, where
+  // ol-implicit-loop-barriers puts the work-item loop inside the loop (`for (r) for (t)`: contiguous
+  // vectors across the columns); the last groups run the body as it was, on the plain path. Kept only where
+  // the copy's loops did take the implicit barriers.
+  if (!Full && !collective && !chunk && !strideLoopsDone && !specKernel.empty() && on(T_FULL_GROUPS) &&
+      on(T_UNIFORM_BARRIERS) && on(T_IMPLICIT_LOOP_BARRIERS)) {
+    // (the loops behind a guard: in the copy without it they are uniform, which its divergence says)
+    std::set<BasicBlock *> loops;
+    {
+      DominatorTree DT(*NF);
+      LoopInfo LI(DT);
+      for (Loop *L : LI.getLoopsInPreorder())
+        loops.insert(L->getHeader());
+    }
+    std::vector<BoundsGuard> guards;
+    auto before = stats;
+    if (!loops.empty() && (Full = fullGroupsBody(NF, guards, &loops))) {
+      FullCheck = fullGroupsCheck(NF, guards);
+      std::string errBefore = err;
+      if (uniformLoopHeaders(Full).empty() || !buildCbs(Full, fullScratch) ||
+          stats[T_IMPLICIT_LOOP_BARRIERS] == before[T_IMPLICIT_LOOP_BARRIERS]) {
+        err = errBefore;
+        Full->eraseFromParent();
+        FullCheck->eraseFromParent();
+        Full = FullCheck = nullptr;
+        fullScratch = 0;
+        stats = before;
+      }
+    }
+  }
   if (collective || chunk || strideLoopsDone) {
     if (!buildCbs(NF, ki.scratchPerWi, chunk))
       return false;
@@ -190,6 +222,7 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
   } else {
     exitsToReturns(NF);
     NF->addFnAttr(Attribute::AlwaysInline);
+    ki.scratchPerWi = fullScratch; // (the full groups' copy, where there is one)
   }
   // WG function
   Function *WG = Function::Create(FunctionType::get(Void, {Ptr}, false), GlobalValue::ExternalLinkage,
@@ -267,6 +300,18 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
   } else {
     // for z, y, x (top-tested, like the region loops of buildCbs), around the inlined body; in chunk mode
     // (ol-lockstep-loops) x by chunks, the body (not inlined here) running the chunk from x
+    // (with the full groups' copy, ol-full-groups: the check first, the nest for the other groups)
+    BasicBlock *NE = E;
+    if (Full) {
+      Value *z0 = ConstantInt::get(I32, 0);
+      BasicBlock *FB = BasicBlock::Create(C, "full", WG), *PB = BasicBlock::Create(C, "partial", WG);
+      B.CreateCondBr(B.CreateCall(FullCheck, bodyArgs(z0, z0, z0, z0)), FB, PB);
+      B.SetInsertPoint(FB);
+      B.CreateCall(Full, bodyArgs(z0, z0, z0, z0));
+      B.CreateRetVoid();
+      B.SetInsertPoint(PB);
+      NE = PB;
+    }
     BasicBlock *ex = BasicBlock::Create(C, "exit", WG);
     struct Nest {
       BasicBlock *hz, *hy, *P, *L;
@@ -345,7 +390,7 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
     BranchInst *toNest = B.CreateBr(ex); // retargeted below
     B.SetInsertPoint(ex);
     B.CreateRetVoid();
-    Nest A = buildNest(E);
+    Nest A = buildNest(NE);
     toNest->setSuccessor(0, A.hz);
     if (A.inlined) {
       // Bounds checks: the in-range part of the x loop runs without the check (no masked loads and
@@ -354,17 +399,17 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
       BasicBlock *L = A.L;
       if (on(T_NARROW_GUARDS))
         narrowToGuards(
-            A.P, [&](BasicBlock *Sc) { return Sc == L; }, {E}, E, {A.x, A.y, A.z}, {A.inX, A.inY, A.inZ},
-            {gs[0], gs[1], gs[2]}, {A.hy, A.hz, E}, &assumed);
+            A.P, [&](BasicBlock *Sc) { return Sc == L; }, {NE}, NE, {A.x, A.y, A.z}, {A.inX, A.inY, A.inZ},
+            {gs[0], gs[1], gs[2]}, {A.hy, A.hz, NE}, &assumed);
       runLoops.clear(); // (versionShortRuns is for barrier regions)
       if (on(T_EQUALITY_SPLIT) || on(T_RANGE_SPLIT)) {
-        splitAtEqualities(A.P, L, {E}, E, A.y, A.inY, A.hz);
-        splitAtEqualities(A.P, L, {E}, E, A.x, A.inX, A.hy);
+        splitAtEqualities(A.P, L, {NE}, NE, A.y, A.inY, A.hz);
+        splitAtEqualities(A.P, L, {NE}, NE, A.x, A.inX, A.hy);
       }
       if (!isa<ConstantInt>(assumed)) {
-        Nest Bn = buildNest(E);
+        Nest Bn = buildNest(NE);
         toNest->eraseFromParent();
-        IRBuilder<> EB(E);
+        IRBuilder<> EB(NE);
         EB.CreateCondBr(assumed, A.hz, Bn.hz);
       }
     }

@@ -646,8 +646,13 @@ struct Lowering {
   bool groupValue(Function *F, unsigned o, Value *v, int depth = 0) const;
   bool idChain(Function *F, unsigned o, Value *v, int depth = 0) const;
   bool guardCondition(Function *F, unsigned o, Value *c, bool want, int depth = 0) const;
-  std::vector<BoundsGuard> boundsGuards(Function *F);
-  Function *fullGroupsBody(Function *F, std::vector<BoundsGuard> &guards);
+  // (where `into` is given, a guard's way in may reach one of its blocks instead of a barrier)
+  std::vector<BoundsGuard> boundsGuards(Function *F, const std::set<BasicBlock *> *into = nullptr);
+  Function *fullGroupsBody(Function *F, std::vector<BoundsGuard> &guards, const std::set<BasicBlock *> *into = nullptr);
+  // the headers of a barrier-free body's loops that ol-implicit-loop-barriers would put the work-item
+  // loop inside: exits the same for every work-item, a trip count that is not a constant, accesses
+  // consecutive across x
+  std::set<BasicBlock *> uniformLoopHeaders(Function *F);
   Function *fullGroupsCheck(Function *F, const std::vector<BoundsGuard> &guards);
   static constexpr uint64_t kWarpSlotBytes = 64 << 10;
   void cbsWarpLocalSlots(CbsState &st, IRBuilder<> &B);

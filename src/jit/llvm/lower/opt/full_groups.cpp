@@ -137,17 +137,20 @@ bool Lowering::guardCondition(Function *F, unsigned o, Value *c, bool want, int 
 
 // The guards of F (K.body after the intrinsics and local memory): branches one way of which only returns
 // and the other reaches a barrier marker, on guard conditions.
-std::vector<Lowering::BoundsGuard> Lowering::boundsGuards(Function *F) {
+std::vector<Lowering::BoundsGuard> Lowering::boundsGuards(Function *F, const std::set<BasicBlock *> *into) {
   std::vector<BoundsGuard> found;
   Function *BM = M.getFunction("__ol_rs.barrier"), *EM = M.getFunction("__ol_rs.exit");
-  if (!BM)
+  if (!BM && !into)
     return found;
   unsigned o = F->arg_size() - E_COUNT;
   auto reachesBarrier = [&](BasicBlock *from) {
-    for (BasicBlock *BB : reachable({from}, [](BasicBlock *) { return false; }))
+    for (BasicBlock *BB : reachable({from}, [](BasicBlock *) { return false; })) {
+      if (into && into->count(BB))
+        return true;
       for (Instruction &I : *BB)
-        if (auto *CI = dyn_cast<CallInst>(&I); CI && CI->getCalledFunction() == BM)
+        if (auto *CI = dyn_cast<CallInst>(&I); CI && BM && CI->getCalledFunction() == BM)
           return true;
+    }
     return false;
   };
   for (BasicBlock &BB : *F) {
@@ -166,8 +169,8 @@ std::vector<Lowering::BoundsGuard> Lowering::boundsGuards(Function *F) {
 
 
 // The copy of F whose guards are folded to their way in (F.full), or nullptr where F has none.
-Function *Lowering::fullGroupsBody(Function *F, std::vector<BoundsGuard> &guards) {
-  guards = boundsGuards(F);
+Function *Lowering::fullGroupsBody(Function *F, std::vector<BoundsGuard> &guards, const std::set<BasicBlock *> *into) {
+  guards = boundsGuards(F, into);
   if (guards.empty())
     return nullptr;
   ValueToValueMapTy VM;

@@ -285,33 +285,26 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
     CallInst *CI = B.CreateCall(NF, bodyArgs(x, y, z, lwi));
     CI->setCallingConv(CallingConv::C);
   };
+  // ol-full-groups: the groups whose work-items all pass the guards run the copy; the others go on from NE
+  // (the body on the barrier path, the nest of work-item loops on the plain one)
+  BasicBlock *NE = E;
+  if (Full) {
+    Value *z0 = ConstantInt::get(I32, 0);
+    BasicBlock *FB = BasicBlock::Create(C, "full", WG), *PB = BasicBlock::Create(C, "partial", WG);
+    B.CreateCondBr(B.CreateCall(FullCheck, bodyArgs(z0, z0, z0, z0)), FB, PB);
+    B.SetInsertPoint(FB);
+    B.CreateCall(Full, bodyArgs(z0, z0, z0, z0));
+    B.CreateRetVoid();
+    B.SetInsertPoint(PB);
+    NE = PB;
+  }
   if (collective || strideLoopsDone) {
     Value *z0 = ConstantInt::get(I32, 0);
-    if (Full) { // (ol-full-groups)
-      BasicBlock *FB = BasicBlock::Create(C, "full", WG), *PB = BasicBlock::Create(C, "partial", WG);
-      B.CreateCondBr(B.CreateCall(FullCheck, bodyArgs(z0, z0, z0, z0)), FB, PB);
-      B.SetInsertPoint(FB);
-      B.CreateCall(Full, bodyArgs(z0, z0, z0, z0));
-      B.CreateRetVoid();
-      B.SetInsertPoint(PB);
-    }
     callBody(z0, z0, z0, z0);
     B.CreateRetVoid();
   } else {
     // for z, y, x (top-tested, like the region loops of buildCbs), around the inlined body; in chunk mode
     // (ol-lockstep-loops) x by chunks, the body (not inlined here) running the chunk from x
-    // (with the full groups' copy, ol-full-groups: the check first, the nest for the other groups)
-    BasicBlock *NE = E;
-    if (Full) {
-      Value *z0 = ConstantInt::get(I32, 0);
-      BasicBlock *FB = BasicBlock::Create(C, "full", WG), *PB = BasicBlock::Create(C, "partial", WG);
-      B.CreateCondBr(B.CreateCall(FullCheck, bodyArgs(z0, z0, z0, z0)), FB, PB);
-      B.SetInsertPoint(FB);
-      B.CreateCall(Full, bodyArgs(z0, z0, z0, z0));
-      B.CreateRetVoid();
-      B.SetInsertPoint(PB);
-      NE = PB;
-    }
     BasicBlock *ex = BasicBlock::Create(C, "exit", WG);
     struct Nest {
       BasicBlock *hz, *hy, *P, *L;

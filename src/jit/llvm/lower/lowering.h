@@ -74,6 +74,13 @@ struct LoopAnalyses {
   LoopAnalyses(Function &F, const Triple &T) : DT(F), LI(DT), AC(F), TLII(T), TLI(TLII), SE(F, TLI, AC, DT, LI) {}
 };
 
+// LLVM's complete unroll of L by its constant trip count `trips` (loop-simplify form, then LCSSA; each
+// copy's exit folds by the count), for ol-unroll-barrier-loops and ol-unroll-private-loops (both in opt/):
+// NotSimplifiable leaves L as it was; UnrollLoop refuses only before changing anything, else it unrolls at
+// least partially (NotComplete).
+enum class Unrolled { NotSimplifiable, NotComplete, Complete };
+Unrolled unrollCompletely(Loop *L, unsigned trips, LoopAnalyses &A);
+
 // The blocks reachable from `from`, depth first (the last successor first), each once: none of `seen`
 // (what is already in it is never entered), and not past a block where stop(BB) holds (it is in the
 // result, its successors are not visited). The regions' blocks up to their barriers, a nest's blocks up

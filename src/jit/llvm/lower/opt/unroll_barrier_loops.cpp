@@ -47,6 +47,28 @@ bool hasCallTo(const Loop *L, const Function *Fn) {
 
 } // namespace
 
+Unrolled unrollCompletely(Loop *L, unsigned trips, LoopAnalyses &A) {
+  Function *F = L->getHeader()->getParent();
+  simplifyLoop(L, &A.DT, &A.LI, &A.SE, &A.AC, nullptr, /*PreserveLCSSA=*/false); // (true: it changed the CFG)
+  if (!L->isLoopSimplifyForm())
+    return Unrolled::NotSimplifiable;
+  formLCSSARecursively(*L, A.DT, &A.LI, &A.SE);
+  TargetTransformInfo TTI(F->getDataLayout());
+  OptimizationRemarkEmitter ORE(F);
+  UnrollLoopOptions ULO{};
+  ULO.Count = trips;
+  ULO.Force = true;
+  ULO.Runtime = false;
+  ULO.AllowExpensiveTripCount = false;
+  ULO.UnrollRemainder = false;
+  ULO.ForgetAllSCEV = true;
+  ULO.SCEVExpansionBudget = 0;
+  return UnrollLoop(L, ULO, &A.LI, &A.SE, &A.DT, &A.AC, &TTI, &ORE, /*PreserveLCSSA=*/true) ==
+                 LoopUnrollResult::FullyUnrolled
+             ? Unrolled::Complete
+             : Unrolled::NotComplete;
+}
+
 unsigned Lowering::unrollBarrierLoops(Function *F) {
   Function *BM = M.getFunction("__ol_rs.barrier");
   if (specKernel.empty() || !BM)
@@ -118,25 +140,12 @@ unsigned Lowering::unrollBarrierLoops(Function *F) {
       undo();
       continue;
     }
-    // LLVM's complete unroll: loop-simplify form, LCSSA; each copy's exit folds by the trip count
-    simplifyLoop(L, &A.DT, &A.LI, &A.SE, &A.AC, nullptr, /*PreserveLCSSA=*/false); // (true: it changed the CFG)
-    if (!L->isLoopSimplifyForm()) {
+    Unrolled u = unrollCompletely(L, trips, A);
+    if (u == Unrolled::NotSimplifiable) {
       undo();
       continue;
     }
-    formLCSSARecursively(*L, A.DT, &A.LI, &A.SE);
-    TargetTransformInfo TTI(DL);
-    OptimizationRemarkEmitter ORE(F);
-    UnrollLoopOptions ULO{};
-    ULO.Count = trips;
-    ULO.Force = true;
-    ULO.Runtime = false;
-    ULO.AllowExpensiveTripCount = false;
-    ULO.UnrollRemainder = false;
-    ULO.ForgetAllSCEV = true;
-    ULO.SCEVExpansionBudget = 0;
-    if (UnrollLoop(L, ULO, &A.LI, &A.SE, &A.DT, &A.AC, &TTI, &ORE, /*PreserveLCSSA=*/true) !=
-        LoopUnrollResult::FullyUnrolled) {
+    if (u != Unrolled::Complete) {
       // (UnrollLoop only refuses before changing anything, else it unrolls partially: either way the
       // substituted constants are the group size, which the work-group function passes)
       continue;

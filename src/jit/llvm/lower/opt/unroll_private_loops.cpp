@@ -22,12 +22,7 @@
 // Why it is legal: a complete unroll runs the same instructions in the same order for every trip.
 #include "../lowering.h"
 
-#include "llvm/Analysis/OptimizationRemarkEmitter.h"
-#include "llvm/Analysis/TargetTransformInfo.h"
 #include "llvm/Analysis/ValueTracking.h"
-#include "llvm/Transforms/Utils/LoopSimplify.h"
-#include "llvm/Transforms/Utils/LoopUtils.h"
-#include "llvm/Transforms/Utils/UnrollLoop.h"
 
 namespace ol_rs::lower {
 
@@ -84,22 +79,7 @@ unsigned Lowering::unrollPrivateLoops(Function *F) {
     if (trips < 2 || trips > kPrivateUnrollMaxTrips || size * trips > kPrivateUnrollMaxInstructions ||
         total + size * trips > kPrivateUnrollMaxTotal || !L->isSafeToClone())
       continue;
-    simplifyLoop(L, &A.DT, &A.LI, &A.SE, &A.AC, nullptr, /*PreserveLCSSA=*/false);
-    if (!L->isLoopSimplifyForm())
-      continue;
-    formLCSSARecursively(*L, A.DT, &A.LI, &A.SE);
-    TargetTransformInfo TTI(DL);
-    OptimizationRemarkEmitter ORE(F);
-    UnrollLoopOptions ULO{};
-    ULO.Count = trips;
-    ULO.Force = true;
-    ULO.Runtime = false;
-    ULO.AllowExpensiveTripCount = false;
-    ULO.UnrollRemainder = false;
-    ULO.ForgetAllSCEV = true;
-    ULO.SCEVExpansionBudget = 0;
-    if (UnrollLoop(L, ULO, &A.LI, &A.SE, &A.DT, &A.AC, &TTI, &ORE, /*PreserveLCSSA=*/true) !=
-        LoopUnrollResult::FullyUnrolled)
+    if (unrollCompletely(L, trips, A) != Unrolled::Complete)
       continue;
     total += size * trips;
     ++unrolled;

@@ -826,6 +826,28 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
   return true;
 }
 
+Value *constantOffsetBase(Value *P, const DataLayout &DL, APInt &off) {
+  off = APInt(64, 0);
+  for (int k = 0; k < 4; ++k) {
+    APInt o(DL.getIndexTypeSizeInBits(P->getType()), 0);
+    P = P->stripAndAccumulateConstantOffsets(DL, o, true);
+    off += o.sextOrTrunc(64);
+    if (auto *AC = dyn_cast<AddrSpaceCastOperator>(P))
+      P = AC->getPointerOperand();
+    else
+      break;
+  }
+  return P;
+}
+
+bool readsImplicitArgs(Function *F, unsigned o, LoadInst *L) {
+  const DataLayout &DL = F->getDataLayout();
+  APInt off;
+  Value *base = constantOffsetBase(L->getPointerOperand(), DL, off);
+  uint64_t size = base == F->getArg(o + E_IMPLARG) ? 256 : base == F->getArg(o + E_DISPATCH) ? 64 : 0;
+  return L->isSimple() && !off.isNegative() && off.getZExtValue() + DL.getTypeStoreSize(L->getType()) <= size;
+}
+
 // The dimension whose group size v is (through casts: the extra argument, or amdgcn's implicit-argument
 // or dispatch-packet field), or -1.
 int Lowering::groupSizeDim(Function *F, Value *v) {
@@ -842,17 +864,8 @@ int Lowering::groupSizeDim(Function *F, Value *v) {
   auto *LI = dyn_cast<LoadInst>(v);
   if (!LI || !LI->getType()->isIntegerTy(16) || LI->isVolatile())
     return -1;
-  APInt off(64, 0);
-  Value *base = LI->getPointerOperand();
-  for (int k = 0; k < 4; ++k) { // GEPs, and the address-space casts replaceIntrinsics puts on the arguments
-    APInt o64(DL.getIndexTypeSizeInBits(base->getType()), 0);
-    base = base->stripAndAccumulateConstantOffsets(DL, o64, true);
-    off += o64.sextOrTrunc(64);
-    if (auto *AC = dyn_cast<AddrSpaceCastOperator>(base))
-      base = AC->getPointerOperand();
-    else
-      break;
-  }
+  APInt off;
+  Value *base = constantOffsetBase(LI->getPointerOperand(), DL, off);
   for (int d = 0; d < 3; ++d)
     if ((base == F->getArg(o + E_IMPLARG) && off == 12 + 2 * d) ||
         (base == F->getArg(o + E_DISPATCH) && off == 4 + 2 * d))

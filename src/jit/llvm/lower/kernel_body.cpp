@@ -165,24 +165,28 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
   strideLoopsDone = !collective && !chunk && on(T_BLOCK_STRIDE_LOOPS) && on(T_UNIFORM_BARRIERS) &&
                     on(T_IMPLICIT_LOOP_BARRIERS) && blockStrideLoops(NF) > 0;
   // ol-full-groups: a copy of the body without the bounds guards, for the groups whose work-items all pass
-  // them (where it does not lower, the body alone)
+  // them. Kept only where the copy lowers and `keep` holds; otherwise the copy, its check, its scratch,
+  // the counts it fired and the error its lowering set are all rolled back, and the body runs alone
   Function *Full = nullptr, *FullCheck = nullptr;
   uint64_t fullScratch = 0;
-  if (collective && !chunk && !specKernel.empty() && on(T_FULL_GROUPS)) {
+  auto fullGroups = [&](const std::set<BasicBlock *> *into, function_ref<bool(Function *, const Stats &)> keep) {
     std::vector<BoundsGuard> guards;
-    if ((Full = fullGroupsBody(NF, guards))) {
-      FullCheck = fullGroupsCheck(NF, guards);
-      std::string before = err;
-      if (!buildCbs(Full, fullScratch)) {
-        err = before;
-        Full->eraseFromParent();
-        FullCheck->eraseFromParent();
-        Full = FullCheck = nullptr;
-        fullScratch = 0;
-        stats[T_FULL_GROUPS] = 0;
-      }
-    }
-  }
+    Stats statsBefore = stats;
+    std::string errBefore = err;
+    if (!(Full = fullGroupsBody(NF, guards, into)))
+      return;
+    FullCheck = fullGroupsCheck(NF, guards);
+    if (keep(Full, statsBefore))
+      return;
+    err = errBefore;
+    Full->eraseFromParent();
+    FullCheck->eraseFromParent();
+    Full = FullCheck = nullptr;
+    fullScratch = 0;
+    stats = statsBefore;
+  };
+  if (collective && !chunk && !specKernel.empty() && on(T_FULL_GROUPS))
+    fullGroups(nullptr, [&](Function *F, const Stats &) { return buildCbs(F, fullScratch); });
   // ol-full-groups in a barrier-free specialisation: a loop whose trip count is the same for every
   // work-item but not a constant (a work-item per column, `for (r = 0; r < rows; r++) s += m[r * cols +
   // c]`) behind a bounds guard: the copy for full groups has no guard, so it takes the barrier path, where
@@ -199,21 +203,11 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
       for (Loop *L : LI.getLoopsInPreorder())
         loops.insert(L->getHeader());
     }
-    std::vector<BoundsGuard> guards;
-    auto before = stats;
-    if (!loops.empty() && (Full = fullGroupsBody(NF, guards, &loops))) {
-      FullCheck = fullGroupsCheck(NF, guards);
-      std::string errBefore = err;
-      if (uniformLoopHeaders(Full).empty() || !buildCbs(Full, fullScratch) ||
-          stats[T_IMPLICIT_LOOP_BARRIERS] == before[T_IMPLICIT_LOOP_BARRIERS]) {
-        err = errBefore;
-        Full->eraseFromParent();
-        FullCheck->eraseFromParent();
-        Full = FullCheck = nullptr;
-        fullScratch = 0;
-        stats = before;
-      }
-    }
+    if (!loops.empty())
+      fullGroups(&loops, [&](Function *F, const Stats &before) {
+        return !uniformLoopHeaders(F).empty() && buildCbs(F, fullScratch) &&
+               stats[T_IMPLICIT_LOOP_BARRIERS] != before[T_IMPLICIT_LOOP_BARRIERS];
+      });
   }
   if (collective || chunk || strideLoopsDone) {
     if (!buildCbs(NF, ki.scratchPerWi, chunk))

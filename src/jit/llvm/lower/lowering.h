@@ -105,6 +105,13 @@ std::vector<BasicBlock *> reachable(ArrayRef<BasicBlock *> from, Stop stop, std:
 // latch `j < n - S` for constants taken as `j + S < n` (sets nextV to j's next value and n to guardN).
 bool entersWhenBelow(BranchInst *Br, BasicBlock *Into, Value *&x, Value *&n, bool *isSigned = nullptr);
 Value *stripCasts(Value *V);
+// Pointer P as its base and a constant byte offset (64 bits, set): constant-index GEPs and the
+// address-space casts replaceIntrinsics puts on the arguments stripped (intrinsics.cpp; groupSizeDim, and
+// opt/block_stride_loops.cpp's loads of the implicit arguments).
+Value *constantOffsetBase(Value *P, const DataLayout &DL, APInt &off);
+// Whether L is a simple load within amdgcn's implicit arguments (256 bytes) or dispatch packet (64), the
+// extra arguments o + E_IMPLARG and o + E_DISPATCH of F: the same for every work-item of a group.
+bool readsImplicitArgs(Function *F, unsigned o, LoadInst *L);
 // Whether I is arithmetic, a compare, a select, a cast or an address computation: what a value computed
 // again elsewhere from its operands may be made of (atFirstLane, and the warp-uniformity of new values in
 // opt/warp_uniform_loops.cpp).
@@ -231,6 +238,7 @@ struct Lowering {
   bool isGpuIntrinsicName(StringRef n) const { return classifyName(n).op != INTRINSIC_OP_NOT_GPU; }
 
   // ---------------------------------------------------------------- per-kernel lowering
+  using Stats = std::array<uint32_t, T_COUNT>;
   struct KInfo {
     std::string name, wgName;
     uint64_t staticLocal = 0;
@@ -238,12 +246,12 @@ struct Lowering {
     bool barriers = false;
     bool specialisable = false; // no mutable global state: a separately loaded copy behaves the same
     std::vector<std::pair<uint64_t, uint64_t>> params; // size, align
-    std::array<uint32_t, T_COUNT> stats{};             // what each transform did (see `stats`)
+    Stats stats{};                                     // what each transform did (see `stats`)
   };
   // Which transforms run (bit i: Transform i), and what each did in the kernel being lowered: the
   // number of loops, values, stores, ... it changed (lowerKernel resets them; KInfo::stats keeps them).
   uint64_t transforms = ~uint64_t(0);
-  std::array<uint32_t, T_COUNT> stats{};
+  Stats stats{};
   bool on(Transform t) const { return (transforms >> t) & 1; }
   void fired(Transform t, uint32_t n = 1) { stats[t] += n; }
   // what run() produced, one entry per work-group function (handed to Rust by ol_rs_jit_lower)

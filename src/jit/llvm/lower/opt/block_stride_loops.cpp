@@ -84,24 +84,8 @@ bool hoistableFrom(Value *V, BasicBlock *P, Function *F, std::set<Instruction *>
   if (depth > 8 || isa<PHINode>(I))
     return false;
   bool ok = !I->mayReadOrWriteMemory() && isSafeToSpeculativelyExecute(I);
-  if (auto *Ld = dyn_cast<LoadInst>(I); Ld && Ld->isSimple()) {
-    const DataLayout &DL = F->getDataLayout();
-    APInt off(64, 0);
-    Value *base = Ld->getPointerOperand();
-    for (int k = 0; k < 4; ++k) {
-      APInt o(DL.getIndexTypeSizeInBits(base->getType()), 0);
-      base = base->stripAndAccumulateConstantOffsets(DL, o, true);
-      off += o.sextOrTrunc(64);
-      if (auto *AC = dyn_cast<AddrSpaceCastOperator>(base))
-        base = AC->getPointerOperand();
-      else
-        break;
-    }
-    unsigned o = F->arg_size() - E_COUNT;
-    uint64_t size = base == F->getArg(o + E_IMPLARG) ? 256 : base == F->getArg(o + E_DISPATCH) ? 64 : 0;
-    uint64_t bytes = DL.getTypeStoreSize(Ld->getType());
-    ok = !off.isNegative() && off.getZExtValue() + bytes <= size;
-  }
+  if (auto *Ld = dyn_cast<LoadInst>(I))
+    ok = readsImplicitArgs(F, F->arg_size() - E_COUNT, Ld);
   if (!ok)
     return false;
   for (Value *Op : I->operands())

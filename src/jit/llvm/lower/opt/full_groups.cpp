@@ -74,14 +74,8 @@ bool Lowering::groupValue(Function *F, unsigned o, Value *v, int depth) const {
   auto *I = dyn_cast<Instruction>(v);
   if (!I || depth > 12)
     return false;
-  if (auto *L = dyn_cast<LoadInst>(I)) {
-    // (amdgcn's implicit arguments and dispatch packet: allocas of 256 and 64 bytes in the work-group function)
-    APInt off(64, 0);
-    Value *base = L->getPointerOperand()->stripAndAccumulateConstantOffsets(DL, off, true);
-    uint64_t end = off.getZExtValue() + DL.getTypeStoreSize(L->getType());
-    return L->isSimple() && L->getMetadata(LLVMContext::MD_invariant_load) && !off.isNegative() &&
-           ((base == X(o, F, E_IMPLARG) && end <= 256) || (base == X(o, F, E_DISPATCH) && end <= 64));
-  }
+  if (auto *L = dyn_cast<LoadInst>(I))
+    return L->getMetadata(LLVMContext::MD_invariant_load) && readsImplicitArgs(F, o, L);
   if (!isPureArithmetic(I) || isa<PHINode>(I) || !isSafeToSpeculativelyExecute(I))
     return false;
   return all_of(I->operands(), [&](Value *Op) { return groupValue(F, o, Op, depth + 1); });

@@ -1,7 +1,8 @@
 // Grid-stride loops, the CUDA idiom `for (i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i +=
 // blockDim.x * gridDim.x)` (ol-block-stride-loops; src/jit/llvm/tests.rs grid_stride_loops_match_the_host):
 // in the four index types kernels use, a sum carried out of the loop with a stride of k group sizes (k an
-// argument), and a loop followed by a barrier.
+// argument), a loop followed by a barrier; 2-D grid-stride loops (grid_stride_2d_loops_match_the_host) and a
+// loop with a `break`.
 #include <gpuintrin.h>
 #include <stdint.h>
 
@@ -53,5 +54,33 @@ __gpu_kernel void gs_bar(float *o, const float *x, uint32_t n) {
     for (uint32_t j = 0; j < __gpu_num_threads_x(); j++)
       r += s[j];
     o[__gpu_block_id_x()] = r;
+  }
+}
+
+// a 2-D grid-stride loop: rows by y, columns by x inside (the x loop is taken once the y loop is uniform)
+__gpu_kernel void gs_2d(float *o, const float *x, float a, uint32_t w, uint32_t h) {
+  for (uint32_t r = __gpu_block_id_y() * __gpu_num_threads_y() + __gpu_thread_id_y(); r < h;
+       r += __gpu_num_blocks_y() * __gpu_num_threads_y())
+    for (uint32_t c = gid(); c < w; c += grid())
+      o[(uint64_t)r * w + c] = a * x[((uint64_t)r * w + c) % 4096] + (float)((r ^ c) & 7);
+}
+
+// the same walk with int indices, each work-item's sum carried out of both loops
+__gpu_kernel void gs_2d_sum(float *o, const float *x, int w, int h) {
+  float s = 0.0f;
+  for (int r = __gpu_block_id_y() * __gpu_num_threads_y() + __gpu_thread_id_y(); r < h;
+       r += __gpu_num_blocks_y() * __gpu_num_threads_y())
+    for (int c = gid(); c < w; c += grid())
+      s += x[(r * 31 + c) & 4095];
+  uint32_t flat = (__gpu_block_id_y() * __gpu_num_threads_y() + __gpu_thread_id_y()) * grid() + gid();
+  o[flat] = s;
+}
+
+// a loop that a work-item may leave early (a second way out: left as it is)
+__gpu_kernel void gs_break(float *o, const float *x, uint32_t n) {
+  for (uint32_t i = gid(); i < n; i += grid()) {
+    if (x[i % 4096] > 11.0f)
+      break;
+    o[i] = x[i % 4096] + 1.0f;
   }
 }

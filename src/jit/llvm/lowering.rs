@@ -17,7 +17,7 @@ use std::fmt;
 use super::abi::OlRsLowerOptions;
 
 /// The transforms, in the order of `enum Transform` in src/jit/llvm/lower/lowering.h (bit i, count i).
-pub(crate) const NAMES: [&str; 37] = [
+pub(crate) const NAMES: [&str; 38] = [
     "ol-uniform-barriers",
     "ol-once-regions",
     "ol-implicit-loop-barriers",
@@ -55,6 +55,7 @@ pub(crate) const NAMES: [&str; 37] = [
     "ol-full-groups",
     "ol-warp-local-exchanges",
     "ol-unroll-private-loops",
+    "ol-keep-short-rows",
 ];
 
 /// The JIT's own passes in LLVM's optimisation pipeline that [`parse`] switches too (bit

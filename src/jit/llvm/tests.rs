@@ -3057,6 +3057,40 @@ const TRANSFORM_CASES: &[Case] = &[
         "__gpu_kernel void k(float *o, const float *in, uint32_t m) { float v[64]; for (uint32_t j = 0; j < m; j++) v[j & 63] = in[G + j]; o[G] = v[(uint32_t)in[G] & 63]; }",
         None,
     ),
+    // (a 2-D grid-stride loop: the y loop, then the x loop in the copy for rounds where every row is in range)
+    (
+        "ol-block-stride-loops",
+        true,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t w, uint32_t h) { for (uint32_t r = __gpu_block_id_y() * __gpu_num_threads_y() + __gpu_thread_id_y(); r < h; r += __gpu_num_blocks_y() * __gpu_num_threads_y()) for (uint32_t c = G; c < w; c += __gpu_num_blocks_x() * N) o[r * w + c] = 2.0f * in[r * w + c]; }",
+        Some([32, 4, 1]),
+    ),
+    // a 2-D group's rows of 16 work-items without a branch, in a specialisation; not: 1-D groups of 256 (LLVM
+    // does not unroll their loop early), a row with a branch (a store where the value read is above 1), the generic
+    // kernel (no constant row length)
+    (
+        "ol-keep-short-rows",
+        true,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t w) { uint32_t y = __gpu_block_id_y() * __gpu_num_threads_y() + __gpu_thread_id_y(); o[y * w + G] = in[y * w + G] * 0.5f + 1.0f; }",
+        Some([16, 16, 1]),
+    ),
+    (
+        "ol-keep-short-rows",
+        false,
+        "__gpu_kernel void k(float *o, const float *in) { o[G] = in[G] * 0.5f + 1.0f; }",
+        Some([256, 1, 1]),
+    ),
+    (
+        "ol-keep-short-rows",
+        false,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t w) { uint32_t y = __gpu_block_id_y() * __gpu_num_threads_y() + __gpu_thread_id_y(); float v = in[y * w + G]; if (v > 1.0f) o[y * w + G] = v; }",
+        Some([16, 16, 1]),
+    ),
+    (
+        "ol-keep-short-rows",
+        false,
+        "__gpu_kernel void k(float *o, const float *in, uint32_t w) { uint32_t y = __gpu_block_id_y() * __gpu_num_threads_y() + __gpu_thread_id_y(); o[y * w + G] = in[y * w + G] * 0.5f + 1.0f; }",
+        None,
+    ),
     // after a ballot and a barrier, a sum over shared memory up to the warp's index (the same for its
     // lanes); up to the lane's (not)
     (
@@ -3680,6 +3714,110 @@ fn grid_stride_loops_match_the_host() {
                         }
                     }
                 }
+            }
+        }
+    }
+}
+
+/// 2-D grid-stride loops (rows by y, columns by x inside) give the host's results, generic and specialised,
+/// with 2-D groups and grids and sizes that are not multiples of either (so that the last round of each
+/// loop is partial: the guarded copy), empty and one-row images, unsigned and int indices (a sum carried
+/// out of both loops); ol-block-stride-loops takes both loops (the x loop in the round after the y loop,
+/// in the copy for rounds where every row is in range) and ol-keep-short-rows keeps the 32-wide rows for
+/// the loop vectoriser. A grid-stride loop with a `break` (a second way out) is left as it is, and exact.
+#[test]
+fn grid_stride_2d_loops_match_the_host() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("grid_stride", t) else {
+            return;
+        };
+        let bc = bitcode("grid_stride", t).unwrap();
+        if t != Tgt::Spv {
+            for k in ["gs_2d", "gs_2d_sum"] {
+                let on = transform_stats(&bc, "", Some((k, [32, 4, 1])));
+                let s = on.iter().find(|(kn, _)| kn == k).map(|(_, s)| *s).unwrap();
+                assert!(s.of("ol-block-stride-loops") >= 2, "{t:?} {k}: {on:?}");
+            }
+            let on = transform_stats(&bc, "", Some(("gs_2d", [32, 4, 1])));
+            let s = on.iter().find(|(kn, _)| kn == "gs_2d").map(|(_, s)| *s).unwrap();
+            assert!(s.of("ol-keep-short-rows") > 0, "{t:?}: {on:?}");
+        }
+        let x: Vec<f32> = (0..4096u32).map(|i| (i % 13) as f32).collect();
+        for (block, grid) in [([32u32, 4, 1], [2u32, 3, 1]), ([16, 2, 1], [3, 2, 1]), ([8, 8, 1], [1, 1, 1])] {
+            let (gx, gy) = (block[0] * grid[0], block[1] * grid[1]);
+            let g = img.kernel("gs_2d").unwrap();
+            let s = g.specialise(block, false).unwrap();
+            for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                for (w, h) in
+                    [(0u32, 5u32), (5, 0), (1, 1), (gx, gy), (gx + 1, gy - 1), (3 * gx + 5, 2 * gy + 3), (37, 1)]
+                {
+                    let want: Vec<f32> = (0..(w * h) as usize)
+                        .map(|i| {
+                            let (r, c) = (i as u32 / w, i as u32 % w);
+                            2.0 * x[i % 4096] + ((r ^ c) & 7) as f32
+                        })
+                        .collect();
+                    let mut o = vec![7f32; (w * h) as usize + 1];
+                    let mut inp = x.clone();
+                    let a = 2.0f32;
+                    launch(
+                        kk,
+                        grid,
+                        block,
+                        &pack(&kk.params, &[&ptr(&mut o), &ptr(&mut inp), &b(&a), &b(&w), &b(&h)]),
+                        0,
+                    );
+                    assert_eq!(o[(w * h) as usize], 7.0, "{t:?} gs_2d {block:?}x{grid:?} {form} {w}x{h}: past the end");
+                    assert_eq!(&o[..(w * h) as usize], &want[..], "{t:?} gs_2d {block:?}x{grid:?} {form} {w}x{h}");
+                }
+            }
+            let g = img.kernel("gs_2d_sum").unwrap();
+            let s = g.specialise(block, false).unwrap();
+            for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                for (w, h) in [(0i32, 3i32), (-4, 7), (gx as i32 + 3, gy as i32 * 2 + 1), (1, 100)] {
+                    let want: Vec<f32> = (0..gx * gy)
+                        .map(|flat| {
+                            let (ry, cx) = ((flat / gx) as i32, (flat % gx) as i32);
+                            let mut sum = 0f32;
+                            let mut r = ry;
+                            while r < h {
+                                let mut c = cx;
+                                while c < w {
+                                    sum += x[((r * 31 + c) & 4095) as usize];
+                                    c += gx as i32;
+                                }
+                                r += gy as i32;
+                            }
+                            sum
+                        })
+                        .collect();
+                    let mut o = vec![7f32; (gx * gy) as usize];
+                    let mut inp = x.clone();
+                    launch(kk, grid, block, &pack(&kk.params, &[&ptr(&mut o), &ptr(&mut inp), &b(&w), &b(&h)]), 0);
+                    assert_eq!(o, want, "{t:?} gs_2d_sum {block:?}x{grid:?} {form} {w}x{h}");
+                }
+            }
+        }
+        // a `break`: x[i % 4096] > 11 at i % 13 == 12, each work-item stops at its first such i
+        let g = img.kernel("gs_break").unwrap();
+        let (block, grid) = ([64u32, 1, 1], [3u32, 1, 1]);
+        let s = g.specialise(block, false).unwrap();
+        let total = 192u32;
+        for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+            for n in [0u32, 100, 5000] {
+                let mut want = vec![7f32; 5000];
+                for gi in 0..total {
+                    let mut i = gi;
+                    while i < n && x[(i % 4096) as usize] <= 11.0 {
+                        want[i as usize] = x[(i % 4096) as usize] + 1.0;
+                        i += total;
+                    }
+                }
+                let mut o = vec![7f32; 5000];
+                let mut inp = x.clone();
+                launch(kk, grid, block, &pack(&kk.params, &[&ptr(&mut o), &ptr(&mut inp), &b(&n)]), 0);
+                assert_eq!(o, want, "{t:?} gs_break {form} n {n}");
             }
         }
     }

@@ -403,6 +403,10 @@ bool Lowering::lowerKernel(Function *K, KInfo &ki) {
   }
   // NF is called from WG without an access group on the barrier path; a body left un-inlined on
   // the plain path is inlined later under the work-item loop's group, so it keeps its atomics.
+  if (!specKernel.empty() && on(T_KEEP_SHORT_ROWS))
+    for (Function *Fn : {NF, Full, WG})
+      if (Fn)
+        keepShortRows(Fn, WG);
   if (collective || chunk || strideLoopsDone || NF->use_empty())
     plainSharedAtomics(NF);
   if (Full)

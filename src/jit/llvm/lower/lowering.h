@@ -189,6 +189,7 @@ enum Transform : unsigned {
   T_FULL_GROUPS,             // opt/full_groups.cpp: groups whose work-items all pass the bounds guards run a copy without them
   T_WARP_LOCAL_EXCHANGES,    // warp_lanes.cpp: the warp exchanges' areas on the stack, one warp's, indexed by lane
   T_UNROLL_PRIVATE_LOOPS,    // opt/unroll_private_loops.cpp: loops indexing a private array, fully unrolled
+  T_KEEP_SHORT_ROWS,         // work_item_loops.cpp: short branch-free x loops left to the loop vectoriser, not unrolled first
   T_COUNT
 };
 
@@ -324,10 +325,11 @@ struct Lowering {
                              std::set<BasicBlock *> &before);
   bool replaceIntrinsics(Function *F, bool &collective);
   unsigned blockStrideLoops(Function *F);
+  unsigned blockStrideRound(Function *F, std::set<BasicBlock *> &cold);
   // the kernel being lowered is barrier-free and blockStrideLoops made its grid-stride loops uniform
   // (kernel_body.cpp): buildCbs does not look for them again
   bool strideLoopsDone = false;
-  Value *groupSizeFactor(Function *F, Value *S);
+  Value *groupSizeFactor(Function *F, Value *S, int d);
   unsigned groupLoops(Function *F);
   unsigned matchLoops(Function *F);
   int groupSizeDim(Function *F, Value *v);
@@ -351,6 +353,9 @@ struct Lowering {
   void addAccessGroup(Instruction &I, MDNode *AG);
   void markParallelLoop(Instruction *latchBr, MDNode *AG, bool noInterleave = false);
   void addLoopProperty(Instruction *latchBr, MDNode *property);
+  MDNode *vectorisedFollowup(Instruction *latchBr);
+  unsigned keepShortRows(Function *F, Function *WG);
+  static constexpr uint64_t kShortRowMax = 64; // (ol-keep-short-rows: longer loops LLVM does not unroll early)
   // laneWidth 0: the values that may differ between the work-items of the group; laneWidth W (a power of
   // two dividing the specialised group size's x): those that may differ between the lanes of one warp.
   std::set<Value *> divergentValues(Function *F, unsigned laneWidth = 0);

@@ -673,14 +673,7 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
     // (ol-warp-local-slots, ol-warp-local-exchanges: unrolled, the lanes' slots and the exchanges are at
     // constant offsets, which SROA takes)
     if ((comparesLanes && on(T_UNROLL_LANE_VECTORS)) || !st.warpSlot.empty() || !st.warpXchg.empty()) {
-      SmallVector<Metadata *, 4> vectorised = {MDString::get(C, "llvm.loop.vectorize.followup_vectorized"),
-                                               MDNode::get(C, {MDString::get(C, "llvm.loop.isvectorized"),
-                                                               ConstantAsMetadata::get(ConstantInt::get(I32, 1))}),
-                                               MDNode::get(C, {MDString::get(C, "llvm.loop.unroll.runtime.disable")})};
-      MDNode *ID = latchBr->getMetadata(LLVMContext::MD_loop);
-      if (MDNode *PA = findOptionMDForLoopID(ID, "llvm.loop.parallel_accesses"))
-        vectorised.push_back(PA);
-      addLoopProperty(latchBr, MDNode::get(C, vectorised));
+      addLoopProperty(latchBr, vectorisedFollowup(latchBr));
       if (comparesLanes && on(T_UNROLL_LANE_VECTORS))
         fired(T_UNROLL_LANE_VECTORS);
     }

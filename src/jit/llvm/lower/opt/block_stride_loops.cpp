@@ -10,6 +10,10 @@ namespace ol_rs::lower {
 
 namespace {
 
+// The most instructions a uniform loop's body may have for a second copy, without the guard, for the
+// rounds where it always passes
+constexpr size_t kFullRoundsBudget = 2048;
+
 // The largest value V can have, when it is built from constants and the local ids of a group whose size
 // `gs` is known (0: unknown), through zext, add, mul, shl, `and` by constants, and `urem` by a constant (a
 // lane id, `t % W`, whatever t is).
@@ -151,20 +155,20 @@ bool constantLatch(BasicBlock *H, BasicBlock *LB, Value *&nextV, Value *&n, Valu
   return true;
 }
 
-// The factor of S that is the x group size, where S is that size times something (`k * gsx`, either
-// way round, or `k << c` and `k * c` with the constant size of a specialisation): a grid-stride loop's
-// stride, the grid's x size. Null where S is not such a product.
-Value *Lowering::groupSizeFactor(Function *F, Value *S) {
+// The factor of S that is the group size in dimension d, where S is that size times something (`k * gsx`,
+// either way round, or `k << c` and `k * c` with the constant size of a specialisation): a grid-stride
+// loop's stride, the grid's size in d. Null where S is not such a product.
+Value *Lowering::groupSizeFactor(Function *F, Value *S, int d) {
   // (a 32-bit product widened: `j += nb * nt`, j 64-bit; or its low 32 bits, SPIR-V's)
   auto *BO = dyn_cast<BinaryOperator>(stripCasts(low32(S) ? low32(S) : S));
   if (!BO)
     return nullptr;
-  uint32_t gx = specKernel.empty() ? 0 : specGs[0];
+  uint32_t gx = specKernel.empty() ? 0 : specGs[d];
   for (int k = 0; k < 2; ++k) {
     Value *g = BO->getOperand(k);
     auto *GC = dyn_cast<ConstantInt>(g);
     if (BO->getOpcode() == Instruction::Mul &&
-        (groupSizeDim(F, g) == 0 || (gx && GC && GC->getZExtValue() == gx)))
+        (groupSizeDim(F, g) == d || (gx && GC && GC->getZExtValue() == gx)))
       return g;
   }
   auto *Sh = dyn_cast<ConstantInt>(BO->getOperand(1));
@@ -190,7 +194,7 @@ Value *Lowering::groupSizeFactor(Function *F, Value *S) {
 // 2^32, b0 + off >= 2^32, in j's width and signedness; checked once, before the loop, in twice j's
 // width), the original loop runs instead, kept as it was. Values computed in the loop may leave it only
 // through the exit block's PHIs, as its header PHIs' next values; loops with barriers stay as they are.
-unsigned Lowering::blockStrideLoops(Function *F) {
+unsigned Lowering::blockStrideRound(Function *F, std::set<BasicBlock *> &cold) {
   unsigned o = F->arg_size() - E_COUNT;
   Function *BM = M.getFunction("__ol_rs.barrier"), *EM = M.getFunction("__ol_rs.exit");
   std::set<Value *> div = divergentValues(F);
@@ -205,8 +209,8 @@ unsigned Lowering::blockStrideLoops(Function *F) {
     PHINode *j;
     BinaryOperator *next;
     Value *b0, *off, *n, *S;
-    Value *maxOff; // nullptr: S - 1, or gsx - 1
-    Value *gsx;    // S's factor the x group size (a grid-stride loop), or nullptr
+    Value *maxOff; // nullptr: S - 1, or gsOff - 1
+    Value *gsOff;  // S's factor the group size in off's dimension (a grid-stride loop), or nullptr
     std::set<Instruction *> sDeps; // what S is computed from in the preheader: moved before the guard
     bool sgn;                      // the compares are signed
     unsigned widen;                // b0 and off are 32-bit, to widen by this opcode (0: j's own width)
@@ -218,7 +222,9 @@ unsigned Lowering::blockStrideLoops(Function *F) {
     for (Loop *L : LI.getLoopsInPreorder()) {
       BasicBlock *H = L->getHeader(), *P = L->getLoopPredecessor(), *LB = L->getLoopLatch();
       BasicBlock *E = L->getExitBlock();
-      if (!P || !LB || !E || pred_size(H) != 2)
+      // (one way out, the latch's: a `break` in the body would leave the copy without E's PHIs)
+      if (!P || !LB || !E || L->getExitingBlock() != LB || pred_size(H) != 2 || cold.count(H) ||
+          any_of(found, [&](const Candidate &c) { return c.inLoop.count(H); }))
         continue;
       // the guard G: P itself (branching to H or E), or the one predecessor of a preheader P; its other
       // side reaches E directly or through an empty block X
@@ -293,12 +299,17 @@ unsigned Lowering::blockStrideLoops(Function *F) {
         continue;
       // off < S: the local x id and the x group size, or a bound of the ids below a constant S; or the
       // local x id and a multiple of the x group size (a grid-stride loop: off is at most that size - 1)
-      Value *maxOff = nullptr, *gsx = nullptr;
+      // (or the same in y or z: a 2-D grid-stride loop's rows)
+      Value *maxOff = nullptr, *gsOff = nullptr;
       Value *offId = stripCasts(off);
-      bool xPair = offId == F->getArg(o + E_LX) && groupSizeDim(F, S) == 0;
-      if (!xPair && offId == F->getArg(o + E_LX))
-        gsx = groupSizeFactor(F, S);
-      if (!xPair && !gsx) {
+      int od = -1;
+      for (int d = 0; d < 3; ++d)
+        if (offId == F->getArg(o + E_LX + d))
+          od = d;
+      bool xPair = od >= 0 && groupSizeDim(F, S) == od;
+      if (!xPair && od >= 0)
+        gsOff = groupSizeFactor(F, S, od);
+      if (!xPair && !gsOff) {
         auto *SC = dyn_cast<ConstantInt>(S);
         auto m = maxOf(off, F, gs);
         if (!SC || !m || *m >= SC->getZExtValue())
@@ -328,11 +339,11 @@ unsigned Lowering::blockStrideLoops(Function *F) {
       for (PHINode &Ph : E->phis())
         if (inLoop(Ph.getIncomingValueForBlock(LB)) && !nextValues.count(Ph.getIncomingValueForBlock(LB)))
           ok = false;
-      if (!ok || L->getSubLoops().size() > 0)
+      if (!ok)
         continue;
       std::vector<BasicBlock *> blocks(L->blocks().begin(), L->blocks().end());
       found.push_back({blocks, std::set<BasicBlock *>(blocks.begin(), blocks.end()), G, P, H, LB, E, j, next, b0, off,
-                       n, S, maxOff, gsx, sDeps, sgn, widen});
+                       n, S, maxOff, gsOff, sDeps, sgn, widen});
     }
   }
   for (Candidate &c : found) {
@@ -389,7 +400,8 @@ unsigned Lowering::blockStrideLoops(Function *F) {
     auto ext = [&](Value *V) { return c.sgn ? PB.CreateSExt(V, Wide) : PB.CreateZExt(V, Wide); };
     Value *S64 = ext(c.S), *lim = ConstantInt::get(Wide, APInt::getOneBitSet(2 * w, c.sgn ? w - 1 : w));
     Value *mo64 = c.maxOff ? PB.CreateZExt(c.maxOff, Wide)
-                  : PB.CreateSub(c.gsx ? PB.CreateZExt(c.gsx, Wide) : S64, ConstantInt::get(Wide, 1));
+                  : PB.CreateSub(c.gsOff ? PB.CreateZExt(c.gsOff, Wide) : S64, ConstantInt::get(Wide, 1));
+    Value *moT = PB.CreateTrunc(mo64, T); // (b + moT < n: every work-item's b + off is; no wrap, as checked)
     Value *safe = nullptr;
     if (c.widen) {
       // the 32-bit sum b0 + off, which j starts from widened, does not wrap: the widened terms add up to it
@@ -424,7 +436,13 @@ unsigned Lowering::blockStrideLoops(Function *F) {
     // the copy: j2 counts b from b0; the body runs for b + off < n
     j2->setIncomingValueForBlock(into2 == H2 ? G2 : into2, c.b0);
     Instruction *firstBody = &*H2->getFirstNonPHIIt();
-    Value *jw = BinaryOperator::CreateAdd(j2, c.off, "bs.j", firstBody->getIterator());
+    // (b + off does not wrap around, as checked in front: b is below n, or b0 in the first round, and
+    // n + off and b0 + off fit. Said, so that the body's addresses are consecutive across the work-items)
+    auto *jw = BinaryOperator::CreateAdd(j2, c.off, "bs.j", firstBody->getIterator());
+    if (c.sgn)
+      jw->setHasNoSignedWrap();
+    else
+      jw->setHasNoUnsignedWrap();
     // (j + S in the body, as in the original, is now jw + S)
     j2->replaceUsesWithIf(jw, [&](Use &U) { return U.getUser() != jw; });
     BasicBlock *Body = H2->splitBasicBlock(firstBody->getIterator(), H2->getName() + ".body");
@@ -475,9 +493,56 @@ unsigned Lowering::blockStrideLoops(Function *F) {
       Value *mapped = I && c.inLoop.count(I->getParent()) ? after[VM[v]] : (I && I->getParent() == c.P && c.P != c.G) ? static_cast<Value *>(VM[v]) : v;
       Ph.addIncoming(mapped, NL);
     }
+    // the rounds where every work-item's b + off is below n (all but the last, mostly) run a copy of the
+    // body without the guard: no masked accesses in the work-item loop around it, and a loop inside the
+    // body (a 2-D grid-stride loop's over x) under uniform control, to be made uniform in the next round.
+    // The guarded body runs the last round; it and the original loop are cold: the next round leaves
+    // their loops as they are
+    std::vector<BasicBlock *> body{Body};
+    for (BasicBlock *BB : copy)
+      if (BB != H2 && BB != into2)
+        body.push_back(BB);
+    size_t size = 0;
+    for (BasicBlock *BB : body)
+      size += BB->size();
+    cold.insert(c.blocks.begin(), c.blocks.end());
+    if (size <= kFullRoundsBudget) {
+      BasicBlock *Partial = H2->splitBasicBlock(H2->getTerminator()->getIterator(), "bs.partial");
+      ValueToValueMapTy VF;
+      SmallVector<BasicBlock *, 8> full;
+      for (BasicBlock *BB : body) {
+        BasicBlock *NB2 = CloneBasicBlock(BB, VF, ".full", F);
+        VF[BB] = NB2;
+        full.push_back(NB2);
+      }
+      remapInstructionsInBlocks(full, VF);
+      for (PHINode &q : NL->phis()) {
+        Value *v = q.getIncomingValueForBlock(LB2);
+        q.addIncoming(VF.count(v) ? static_cast<Value *>(VF[v]) : v, cast<BasicBlock>(VF[LB2]));
+      }
+      H2->getTerminator()->eraseFromParent();
+      IRBuilder<> FB(H2);
+      Value *last = FB.CreateAdd(j2, moT, "bs.last", !c.sgn, c.sgn);
+      FB.CreateCondBr(FB.CreateICmp(lt, last, c.n), cast<BasicBlock>(VF[Body]), Partial);
+      cold.insert(body.begin(), body.end());
+    }
     fired(T_BLOCK_STRIDE_LOOPS);
   }
   return found.size();
+}
+
+// Rounds of blockStrideRound until one finds nothing: a loop inside a transformed one's body (a 2-D
+// grid-stride loop's over x, inside the one over y) is taken in the round after (at most four nested).
+unsigned Lowering::blockStrideLoops(Function *F) {
+  std::set<BasicBlock *> cold;
+  unsigned n = 0;
+  for (int round = 0; round < 4; ++round) {
+    unsigned k = blockStrideRound(F, cold);
+    n += k;
+    if (!k)
+      break;
+  }
+  return n;
 }
 
 } // namespace ol_rs::lower

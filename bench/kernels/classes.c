@@ -52,6 +52,14 @@ __gpu_kernel void grid_stride(const float *x, const float *y, float *out, float 
     out[i] = a * x[i] + y[i];
 }
 
+// A 2-D grid-stride loop: rows by y, columns by x inside, over a grid of a few 2-D groups.
+__gpu_kernel void grid2d(const float *in, float *out, uint32_t w, uint32_t h) {
+  for (uint32_t r = __gpu_block_id_y() * __gpu_num_threads_y() + __gpu_thread_id_y(); r < h;
+       r += __gpu_num_blocks_y() * __gpu_num_threads_y())
+    for (uint32_t c = gid(); c < w; c += __gpu_num_blocks_x() * __gpu_num_threads_x())
+      out[(uint64_t)r * w + c] = in[(uint64_t)r * w + c] * 0.5f + 1.0f;
+}
+
 // A 3x3 median filter: each pixel's window in a private array, sorted by a bubble sort (a triangular nest
 // of loops over the array), the border copied.
 __gpu_kernel void median3x3(const float *in, float *out, uint32_t w, uint32_t h) {

@@ -62,6 +62,10 @@ void h_gstride(const float *x, const float *y, float *out, float a, uint32_t lo,
   for (uint32_t i = lo; i < hi; i++)
     out[i] = a * x[i] + y[i];
 }
+void h_grid2d(const float *in, float *out, uint32_t w, uint32_t lo, uint32_t hi) {
+  for (uint64_t i = (uint64_t)lo * w; i < (uint64_t)hi * w; i++)
+    out[i] = in[i] * 0.5f + 1.0f;
+}
 void h_median(const float *in, float *out, uint32_t w, uint32_t h, uint32_t lo, uint32_t hi) {
   for (uint32_t i = lo; i < hi; i++) {
     uint32_t x = i % w, y = i / w;

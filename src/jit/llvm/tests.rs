@@ -3402,9 +3402,9 @@ fn the_suite_kernels_get_their_transforms() {
 /// Barrier-free kernels with a loop whose trip count is the same for every work-item but not a constant,
 /// behind a bounds guard (ffi-tests/kernels/uniform_loops.c: column sums, a transposed matrix times a
 /// vector, two loops inside `if (c < cols)`): specialised, ol-full-groups' copy takes the loop with
-/// implicit barriers (ol-implicit-loop-barriers) for full groups, the last group the plain body (nvptx64 and
-/// amdgcn); generic and specialised give the host's results on every target, with columns not a multiple of
-/// the group.
+/// implicit barriers (ol-implicit-loop-barriers) for full groups, the last group the plain body (nvptx64,
+/// amdgcn and SPIR-V); generic and specialised give the host's results on every target, with columns not a
+/// multiple of the group.
 #[test]
 fn uniform_loops_match_the_host() {
     let _g = shared();
@@ -3413,8 +3413,8 @@ fn uniform_loops_match_the_host() {
             return;
         };
         let bc = bitcode("uniform_loops", t).unwrap();
-        // (not SPIR-V's yet: its 64-bit ids' `and 0xffffffff` is not a consecutive index to the check)
-        for k in ["colsum", "gemv_t", "guarded"].into_iter().filter(|_| t != Tgt::Spv) {
+        // (SPIR-V's too: its 64-bit ids' `and 0xffffffff` is a consecutive index to the check)
+        for k in ["colsum", "gemv_t", "guarded"] {
             let on = transform_stats(&bc, "", Some((k, [64, 1, 1])));
             let of = |n: &str| on.iter().filter(|(kn, _)| kn == k).map(|(_, s)| s.of(n)).sum::<u32>();
             assert!(of("ol-full-groups") > 0 && of("ol-implicit-loop-barriers") > 0, "{t:?} {k}: {on:?}");
@@ -3733,16 +3733,14 @@ fn grid_stride_2d_loops_match_the_host() {
             return;
         };
         let bc = bitcode("grid_stride", t).unwrap();
-        if t != Tgt::Spv {
-            for k in ["gs_2d", "gs_2d_sum"] {
-                let on = transform_stats(&bc, "", Some((k, [32, 4, 1])));
-                let s = on.iter().find(|(kn, _)| kn == k).map(|(_, s)| *s).unwrap();
-                assert!(s.of("ol-block-stride-loops") >= 2, "{t:?} {k}: {on:?}");
-            }
-            let on = transform_stats(&bc, "", Some(("gs_2d", [32, 4, 1])));
-            let s = on.iter().find(|(kn, _)| kn == "gs_2d").map(|(_, s)| *s).unwrap();
-            assert!(s.of("ol-keep-short-rows") > 0, "{t:?}: {on:?}");
+        for k in ["gs_2d", "gs_2d_sum"] {
+            let on = transform_stats(&bc, "", Some((k, [32, 4, 1])));
+            let s = on.iter().find(|(kn, _)| kn == k).map(|(_, s)| *s).unwrap();
+            assert!(s.of("ol-block-stride-loops") >= 2, "{t:?} {k}: {on:?}");
         }
+        let on = transform_stats(&bc, "", Some(("gs_2d", [32, 4, 1])));
+        let s = on.iter().find(|(kn, _)| kn == "gs_2d").map(|(_, s)| *s).unwrap();
+        assert!(s.of("ol-keep-short-rows") > 0, "{t:?}: {on:?}");
         let x: Vec<f32> = (0..4096u32).map(|i| (i % 13) as f32).collect();
         for (block, grid) in [([32u32, 4, 1], [2u32, 3, 1]), ([16, 2, 1], [3, 2, 1]), ([8, 8, 1], [1, 1, 1])] {
             let (gx, gy) = (block[0] * grid[0], block[1] * grid[1]);

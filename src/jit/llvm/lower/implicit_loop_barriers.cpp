@@ -114,10 +114,11 @@ std::set<BasicBlock *> Lowering::uniformLoopHeaders(Function *F) {
   std::set<Instruction *> divTerm = divergentTerms(F, div);
   Value *lx = F->getArg(F->arg_size() - E_COUNT + E_LX);
   // an index consecutive in the local x id: the id plus values the same for every work-item, through
-  // casts
+  // casts and SPIR-V's low 32 bits of its 64-bit ids (consecutive within a group unless the sum crosses
+  // 2^32 there: only the choice of the loops, not what they compute, depends on it)
   std::function<bool(Value *, int)> consecutive = [&](Value *V, int depth) -> bool {
-    while (isa<ZExtInst>(V) || isa<SExtInst>(V) || isa<TruncInst>(V))
-      V = cast<Instruction>(V)->getOperand(0);
+    while (isa<ZExtInst>(V) || isa<SExtInst>(V) || isa<TruncInst>(V) || low32(V))
+      V = low32(V) ? low32(V) : cast<Instruction>(V)->getOperand(0);
     if (V == lx)
       return true;
     auto *BO = dyn_cast<BinaryOperator>(V);

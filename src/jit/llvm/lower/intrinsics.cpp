@@ -797,7 +797,17 @@ bool Lowering::replaceIntrinsics(Function *F, bool &collective) {
     CI->eraseFromParent();
   }
   // What the intrinsics made constant (the warp size: `__gpu_num_lanes() / 2`, the loop bounds and
-  // branches it decides) folded, so that the barrier analyses see the blocks that can run.
+  // branches it decides) folded, so that the barrier analyses see the blocks that can run. SPIR-V's ids
+  // are 64-bit, and a kernel's 32-bit id truncates them: `trunc(zext(x))` back to x's width is x (the
+  // bounds guards and index forms the transforms look for are then nvptx64's and amdgcn's).
+  for (BasicBlock &BB : *F)
+    for (Instruction &I : make_early_inc_range(BB))
+      if (auto *T = dyn_cast<TruncInst>(&I))
+        if (auto *E = dyn_cast<CastInst>(T->getOperand(0));
+            E && (isa<ZExtInst>(E) || isa<SExtInst>(E)) && E->getSrcTy() == T->getDestTy()) {
+          T->replaceAllUsesWith(E->getOperand(0));
+          T->eraseFromParent();
+        }
   for (bool changed = true; changed;) {
     changed = false;
     for (BasicBlock &BB : *F) {

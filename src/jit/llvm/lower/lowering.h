@@ -105,6 +105,8 @@ std::vector<BasicBlock *> reachable(ArrayRef<BasicBlock *> from, Stop stop, std:
 // latch `j < n - S` for constants taken as `j + S < n` (sets nextV to j's next value and n to guardN).
 bool entersWhenBelow(BranchInst *Br, BasicBlock *Into, Value *&x, Value *&n, bool *isSigned = nullptr);
 Value *stripCasts(Value *V);
+// X where V is `X & 0xffffffff` (64-bit: SPIR-V's 32-bit ids), else null.
+Value *low32(Value *V);
 // Pointer P as its base and a constant byte offset (64 bits, set): constant-index GEPs and the
 // address-space casts replaceIntrinsics puts on the arguments stripped (intrinsics.cpp; groupSizeDim, and
 // opt/block_stride_loops.cpp's loads of the implicit arguments).

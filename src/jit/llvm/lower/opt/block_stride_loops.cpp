@@ -70,13 +70,6 @@ std::optional<uint64_t> maxOf(Value *V, Function *F, const uint32_t gs[3], int d
   return r && *r <= lim ? r : std::nullopt;
 }
 
-// X where V is `X & 0xffffffff` (64-bit), else null.
-Value *low32(Value *V) {
-  auto *A = dyn_cast<BinaryOperator>(V);
-  auto *M = A && A->getOpcode() == Instruction::And ? dyn_cast<ConstantInt>(A->getOperand(1)) : nullptr;
-  return M && A->getType()->isIntegerTy(64) && M->getZExtValue() == 0xffffffffull ? A->getOperand(0) : nullptr;
-}
-
 // The instructions of block P that V depends on (through operands in P, in P's order), where each may run
 // before P: pure computations, and loads of the group's implicit arguments or dispatch packet (amdgcn's
 // block counts and group sizes, the WG function's allocas of 256 and 64 bytes: always there). False
@@ -124,6 +117,12 @@ bool entersWhenBelow(BranchInst *Br, BasicBlock *Into, Value *&x, Value *&n, boo
     return true;
   }
   return false;
+}
+
+Value *low32(Value *V) {
+  auto *A = dyn_cast<BinaryOperator>(V);
+  auto *M = A && A->getOpcode() == Instruction::And ? dyn_cast<ConstantInt>(A->getOperand(1)) : nullptr;
+  return M && A->getType()->isIntegerTy(64) && M->getZExtValue() == 0xffffffffull ? A->getOperand(0) : nullptr;
 }
 
 // V without zext/trunc around it.

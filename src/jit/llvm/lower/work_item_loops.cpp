@@ -48,9 +48,9 @@ void Lowering::addLoopProperty(Instruction *latchBr, MDNode *property) {
   latchBr->setMetadata(LLVMContext::MD_loop, ID);
 }
 
-// The property that gives the vector loop the loop vectoriser makes of a loop these properties (it is
-// vectorised, no runtime unroll, latchBr's parallel accesses) and no `llvm.loop.unroll.disable`: LLVM's
-// unroller may take the vector loop after the vectoriser.
+// A `llvm.loop.vectorize.followup_vectorized` property for latchBr's loop: the vector loop the loop
+// vectoriser makes of it gets only these properties (vectorised, no runtime unroll, latchBr's parallel
+// accesses), not the loop's `llvm.loop.unroll.disable`, so that LLVM's unroller may take it after.
 MDNode *Lowering::vectorisedFollowup(Instruction *latchBr) {
   SmallVector<Metadata *, 4> vectorised = {MDString::get(C, "llvm.loop.vectorize.followup_vectorized"),
                                            MDNode::get(C, {MDString::get(C, "llvm.loop.isvectorized"),
@@ -61,14 +61,14 @@ MDNode *Lowering::vectorisedFollowup(Instruction *latchBr) {
   return MDNode::get(C, vectorised);
 }
 
-// ol-keep-short-rows (F: the work-group function WG, or a body it calls, in a specialisation): a work-item loop over x (its latch's loop properties name parallel accesses) with a
-// constant trip count of 2 to kShortRowMax and no branch in its body is marked `llvm.loop.unroll.disable`,
-// with vectorisedFollowup. In a specialisation of 2-D groups of 16 or 32 columns, LLVM's early full unroll
-// took such a loop of a few instructions before the loop vectoriser saw it, and left its copies to SLP,
-// which does not know the work-items' accesses to be independent (the parallel accesses are the loop's):
-// scalar loads and stores, one per work-item. The vectoriser takes it instead, and the unroller its vector
-// loop after. A body with a branch (`if (lx == 0)`) may still be unrolled, so that its branches fold per
-// work-item. Legal: loop properties change no instruction.
+// ol-keep-short-rows, in a specialisation (F: the work-group function WG, or a body it calls): a work-item loop over x
+// (its latch's loop properties name parallel accesses) with a constant trip count of 2 to kShortRowMax and no branch in
+// its body is marked `llvm.loop.unroll.disable`, with vectorisedFollowup. In a specialisation of 2-D groups of 16 or 32
+// columns, LLVM's early full unroll took such a loop of a few instructions before the loop vectoriser saw it, and left
+// its copies to SLP, which does not know the work-items' accesses to be independent (the parallel accesses are the
+// loop's): scalar loads and stores, one per work-item. The vectoriser takes it instead, and the unroller its vector
+// loop after. A body with a branch (`if (lx == 0)`) may still be unrolled, so that its branches fold per work-item.
+// Legal: loop properties change no instruction.
 unsigned Lowering::keepShortRows(Function *F, Function *WG) {
   unsigned n = 0;
   for (BasicBlock &L : *F) {

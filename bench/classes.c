@@ -14,6 +14,8 @@
 //   grid_stride   out = a * x + y over 16M floats by a grid-stride loop (`int i`) on 128 groups of 256
 //   median3x3     a 3x3 median filter over 4001 x 3999 floats, each window sorted in a private array
 //   grid2d        out = in / 2 + 1 over 4001 x 3999 floats by a 2-D grid-stride loop on 8 x 8 groups of 32 x 8
+//   grid_sum      the sum of 16M floats: a grid-stride loop on 128 groups of 256, a warp's butterfly, an atomic
+//                 add per warp; hand: 16 partial sums per thread
 // Threads: the CPU device's pool; the hand loops as many (the affinity mask). 2 warm-ups, then 15 timed
 // runs (launch + sync); best / median / max ms, the ratio of the bests, and each result checked against
 // the hand loop's (exactly, or within 1e-5 relative where the order of a float sum differs: softmax, the
@@ -34,11 +36,12 @@ void h_gsum(const float *, float *, uint32_t, uint32_t, uint32_t, uint32_t);
 void h_gstride(const float *, const float *, float *, float, uint32_t, uint32_t);
 void h_median(const float *, float *, uint32_t, uint32_t, uint32_t, uint32_t);
 void h_grid2d(const float *, float *, uint32_t, uint32_t, uint32_t);
+void h_gridsum(const float *, float *, uint32_t, uint32_t);
 
 #define REPS 15
 #define MAX_THREADS 256
-enum { CSR, SMAX, KEYED, CONV, DMATH, GSUM, GSTRIDE, MEDIAN, GRID2D, NK };
-static const char *const names[NK] = {"csr_vector", "warp_softmax", "keyed_count", "conv1d", "dmath", "guarded_wsum", "grid_stride", "median3x3", "grid2d"};
+enum { CSR, SMAX, KEYED, CONV, DMATH, GSUM, GSTRIDE, MEDIAN, GRID2D, GRIDSUM, NK };
+static const char *const names[NK] = {"csr_vector", "warp_softmax", "keyed_count", "conv1d", "dmath", "guarded_wsum", "grid_stride", "median3x3", "grid2d", "grid_sum"};
 static const uint32_t ROWS = 100003, SROWS = 4099, SCOLS = 1000, N = 16000077, DN = 4000003, MW = 4001, MH = 3999;
 static uint32_t *rowp, *col, *keys, *hist;
 static float *val, *x, *y, *sin_, *sout, *cin, *w, *cout, *gout, *gy, *gso;
@@ -62,6 +65,7 @@ static void *work(void *p) {
   case GSTRIDE: h_gstride(cin, gy, gso, 2.5f, j->lo, j->hi); break;
   case MEDIAN: h_median(cin, gso, MW, MH, j->lo, j->hi); break;
   case GRID2D: h_grid2d(cin, gso, MW, j->lo, j->hi); break;
+  case GRIDSUM: h_gridsum(cin, gso, j->lo, j->hi); break;
   }
   return NULL;
 }
@@ -174,6 +178,11 @@ int main(int argc, char **argv) {
       memcpy(rg, gout, 4ull * count(GSUM)), memset(gout, 0, 4ull * count(GSUM));
     if (k == GSTRIDE || k == MEDIAN || k == GRID2D)
       memcpy(rc, gso, 4ull * N), memset(gso, 0, 4ull * N);
+    if (k == GRIDSUM) { // (the threads' partial sums, where hand() left them)
+      rc[0] = 0;
+      for (unsigned i = 0; i < threads; i++)
+        rc[0] += gso[(uint64_t)N * i / threads];
+    }
     ol_symbol_handle_t kern;
     OL(olGetSymbol(prog, names[k], OL_SYMBOL_KIND_KERNEL, &kern));
     struct { void *a, *b, *c, *d, *e; uint32_t n; } a5 = {rowp, col, val, x, y, ROWS};
@@ -182,17 +191,20 @@ int main(int argc, char **argv) {
     struct { void *a, *b, *c; uint32_t n; } a3 = {cin, w, cout, N}, ad = {da, db, dout, DN};
     struct { void *x, *y, *o; float a; int32_t n; } as = {cin, gy, gso, 2.5f, (int32_t)N};
     struct { void *i, *o; uint32_t w, h; } am = {cin, gso, MW, MH};
-    const void *args[NK] = {&a5, &a2, &ak, &a3, &ad, &ag, &as, &am, &am};
-    size_t asz[NK] = {sizeof a5, sizeof a2, sizeof ak, sizeof a3, sizeof ad, sizeof ag, sizeof as, sizeof am, sizeof am};
+    struct { void *x, *o; uint32_t n; } asum = {cin, gout, N};
+    const void *args[NK] = {&a5, &a2, &ak, &a3, &ad, &ag, &as, &am, &am, &asum};
+    size_t asz[NK] = {sizeof a5, sizeof a2, sizeof ak, sizeof a3, sizeof ad, sizeof ag, sizeof as, sizeof am, sizeof am, sizeof asum};
     uint64_t items = k == CSR ? (uint64_t)ROWS * W : k == SMAX ? (uint64_t)SROWS * W : k == DMATH ? DN : k == MEDIAN ? (uint64_t)MW * MH : N;
     ol_kernel_launch_size_args_t la = {1, {(uint32_t)((items + 255) / 256), 1, 1}, {256, 1, 1}, 0};
-    if (k == GSTRIDE) // (a grid of a few groups, as CUDA code sizes one from the multiprocessor count)
+    if (k == GSTRIDE || k == GRIDSUM) // (a grid of a few groups, as CUDA code sizes one from the multiprocessor count)
       la.NumGroups.x = 128;
     if (k == GRID2D)
       la = (ol_kernel_launch_size_args_t){2, {8, 8, 1}, {32, 8, 1}, 0};
     for (int i = 0; i < REPS + 2; i++) {
       if (k == KEYED)
         memset(hist, 0, 256);
+      if (k == GRIDSUM)
+        gout[0] = 0;
       double t0 = now_ns();
       OL(olLaunchKernel(q, dev, kern, args[k], asz[k], &la));
       OL(olSyncQueue(q));
@@ -220,6 +232,8 @@ int main(int argc, char **argv) {
       CMP(gso, rc, N, 1e-6)
     if (k == MEDIAN || k == GRID2D)
       CMP(gso, rc, (uint64_t)MW * MH, 0)
+    if (k == GRIDSUM)
+      CMP(gout, rc, 1, 1e-4)
     if (k == GSUM) // (the last warp: amdgcn's shuffle reads lanes outside the guard, undefined on a GPU)
       CMP(gout, rg, count(GSUM) - 1, 1e-5)
     bad |= wrong != 0;

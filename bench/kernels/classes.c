@@ -52,6 +52,17 @@ __gpu_kernel void grid_stride(const float *x, const float *y, float *out, float 
     out[i] = a * x[i] + y[i];
 }
 
+// The classic CUDA sum: a grid-stride loop, a warp's xor butterfly, one atomic add per warp.
+__gpu_kernel void grid_sum(const float *x, float *out, uint32_t n) {
+  float s = 0.0f;
+  for (uint32_t i = gid(); i < n; i += __gpu_num_blocks_x() * __gpu_num_threads_x())
+    s += x[i];
+  for (uint32_t d = __gpu_num_lanes() / 2; d > 0; d >>= 1)
+    s += __gpu_shuffle_idx_f32(__gpu_lane_mask(), __gpu_lane_id() ^ d, s, __gpu_num_lanes());
+  if (__gpu_lane_id() == 0)
+    __scoped_atomic_fetch_add(out, s, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+}
+
 // A 2-D grid-stride loop: rows by y, columns by x inside, over a grid of a few 2-D groups.
 __gpu_kernel void grid2d(const float *in, float *out, uint32_t w, uint32_t h) {
   for (uint32_t r = __gpu_block_id_y() * __gpu_num_threads_y() + __gpu_thread_id_y(); r < h;

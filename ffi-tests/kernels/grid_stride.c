@@ -84,3 +84,15 @@ __gpu_kernel void gs_break(float *o, const float *x, uint32_t n) {
     o[i] = x[i % 4096] + 1.0f;
   }
 }
+
+// the classic CUDA sum: a grid-stride loop, a warp's xor butterfly, one atomic add per warp (under warp
+// lanes the loop's region has two branches the same for a warp's lanes: both are decided once per warp)
+__gpu_kernel void gs_wsum(const float *x, float *out, uint32_t n) {
+  float s = 0.0f;
+  for (uint32_t i = gid(); i < n; i += grid())
+    s += x[i % 4096];
+  for (uint32_t d = __gpu_num_lanes() / 2; d > 0; d >>= 1)
+    s += __gpu_shuffle_idx_f32(__gpu_lane_mask(), __gpu_lane_id() ^ d, s, __gpu_num_lanes());
+  if (__gpu_lane_id() == 0)
+    __scoped_atomic_fetch_add(out, s, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+}

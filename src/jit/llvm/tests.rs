@@ -3821,6 +3821,43 @@ fn grid_stride_2d_loops_match_the_host() {
     }
 }
 
+/// The classic CUDA sum (a grid-stride loop, a warp's butterfly, an atomic add per warp) gives the host's
+/// sum, generic and specialised, for n of none, fewer than a warp, partial and many rounds, on every
+/// target; the data are small integers, so that every order of adding gives the same float. Specialised
+/// under warp lanes, the loop's region has two branches the same for a warp's lanes (`b + max off < n`,
+/// the loop's exit test): ol-unswitch-warp-branches decides both (the second in a lane loop that the
+/// first copied, where the first left blocks unreachable whose edges into the loop must go).
+#[test]
+fn grid_stride_warp_sums_match_the_host() {
+    let _g = shared();
+    for t in TARGETS {
+        let Some(img) = load_ok("grid_stride", t) else {
+            return;
+        };
+        let bc = bitcode("grid_stride", t).unwrap();
+        if t != Tgt::Spv {
+            let on = transform_stats(&bc, "", Some(("gs_wsum", [256, 1, 1])));
+            let s = on.iter().find(|(kn, _)| kn == "gs_wsum").map(|(_, s)| *s).unwrap();
+            assert!(s.of("ol-unswitch-warp-branches") >= 3, "{t:?}: {on:?}");
+        }
+        let x: Vec<f32> = (0..4096u32).map(|i| (i % 7) as f32).collect();
+        for (block, grid) in [([256u32, 1, 1], [3u32, 1, 1]), ([64, 1, 1], [5, 1, 1])] {
+            let total = block[0] * grid[0];
+            let g = img.kernel("gs_wsum").unwrap();
+            let s = g.specialise(block, false).unwrap();
+            for (kk, form) in [(&g, "generic"), (&s, "specialised")] {
+                for n in [0u32, 5, total - 1, total + 7, 10 * total + 3] {
+                    let want: f32 = (0..n).map(|i| x[(i % 4096) as usize]).sum();
+                    let mut o = vec![0f32; 1];
+                    let mut inp = x.clone();
+                    launch(kk, grid, block, &pack(&kk.params, &[&ptr(&mut inp), &ptr(&mut o), &b(&n)]), 0);
+                    assert_eq!(o[0], want, "{t:?} gs_wsum {block:?}x{grid:?} {form} n {n}");
+                }
+            }
+        }
+    }
+}
+
 /// Block-stride loops (`for (j = t + c; j < n; j += nt)`, ol-block-stride-loops) between barriers give the
 /// host's results, generic and specialised, for every n around the group size (none, fewer than the group,
 /// partial last chunks), a uniform start offset c, two accumulators leaving the loop, 1-D groups with the

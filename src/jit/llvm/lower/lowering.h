@@ -544,6 +544,7 @@ struct Lowering {
     struct LaneLoop {
       BasicBlock *Pre, *head, *latch;
       Value *lx, *wi, *xw, *wrow, *lane;
+      BasicBlock *entry; // the region's Pre (its preloads), Pre itself or before it
     };
     std::vector<LaneLoop> laneLoops;
     // ol-warp-lanes, per region in id order: where the warp enters it, and the regions its warp barriers
@@ -605,7 +606,7 @@ struct Lowering {
     SmallVector<BasicBlock *, 32> clones;          // cbsCloneRegion: the cloned blocks, in `set` order
     std::map<BasicBlock *, BasicBlock *> origOf;   // clone -> original
     // its lane loop under ol-warp-lanes, entered at `head` from Pre
-    CbsState::LaneLoop laneLoop(BasicBlock *head) const { return {Pre, head, L, lx, wi, xw, wrow, lane}; }
+    CbsState::LaneLoop laneLoop(BasicBlock *head) const { return {Pre, head, L, lx, wi, xw, wrow, lane, Pre}; }
   };
   static bool firstCallTo(BasicBlock *BB, Function *Fn);
   bool buildCbs(Function *F, uint64_t &scratchPerWi, unsigned chunk = 0);
@@ -638,12 +639,14 @@ struct Lowering {
   void cbsPromoteSlots(CbsState &st, CbsRegion &R);
   void cbsChunkRepeat(CbsState &st, CbsRegion &R);
   void cbsUnswitchExit(CbsState &st, CbsRegion &R);
-  bool cbsUnswitchWarpBranch(CbsState &st, CbsRegion &R, ValueToValueMapTy &VM);
+  bool cbsUnswitchWarpBranch(CbsState &st, CbsRegion &R, CbsState::LaneLoop &LL,
+                             const std::map<BasicBlock *, BasicBlock *> &origOf, bool exitsOnly, ValueToValueMapTy &VM);
+  static constexpr size_t kMaxLaneLoops = 4; // (a region's lane loop and its copies, ol-unswitch-warp-branches)
   bool availableBefore(CbsState &st, CbsRegion &R, Value *V);
   Value *atFirstLane(CbsState &st, const CbsState::LaneLoop &LL, Value *V, std::vector<Instruction *> &made,
                      const std::set<Value *> *slots = nullptr, int depth = 0);
   void warpUniformLoops(CbsState &st);
-  bool unswitchNest(CbsState &st, CbsRegion &R, BasicBlock *head, BranchInst *Br, ValueToValueMapTy &VM);
+  bool unswitchNest(CbsState &st, BasicBlock *Pre, BasicBlock *head, BranchInst *Br, ValueToValueMapTy &VM);
   std::vector<BasicBlock *> cbsRegionBlocks(CbsState &st, size_t k);
   void cbsRegionPrologue(CbsState &st, IRBuilder<> &B, CbsRegion &R);
   void cbsRegionLoops(CbsState &st, IRBuilder<> &B, CbsRegion &R);

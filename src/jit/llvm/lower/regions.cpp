@@ -278,7 +278,7 @@ void Lowering::cbsRegion(CbsState &st, IRBuilder<> &B, size_t k) {
   if (st.gone) { // a copy of the region's loops without the check for work-items that exited
     ValueToValueMapTy VM;
     if (BasicBlock *head = R.uniBr ? R.Pre->getSingleSuccessor() : nullptr)
-      unswitchNest(st, R, head, R.uniBr, VM);
+      unswitchNest(st, R.Pre, head, R.uniBr, VM);
     return; // (the transforms below assume that every work-item of the group runs the region loop)
   }
   if (st.warpMode || st.chunk)

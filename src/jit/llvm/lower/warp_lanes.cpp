@@ -603,7 +603,6 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
     }
   BasicBlock *head = R.Pre->getSingleSuccessor();
   std::vector<CbsState::LaneLoop> loops = {R.laneLoop(head)};
-  ValueToValueMapTy VM;
   bool uniformLoops = on(T_WARP_UNIFORM_LOOPS) && !st.gone; // (a gone first lane's slots)
   if (uniformLoops) { // (whether each clone's original is the same for the warp's lanes, st.laneUniform)
     std::set<BasicBlock *> clones(R.clones.begin(), R.clones.end());
@@ -616,15 +615,28 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
             at->second = at->second && u;
           }
   }
-  if (on(T_UNSWITCH_WARP_BRANCHES) && cbsUnswitchWarpBranch(st, R, VM)) {
-    loops.push_back(
-        {R.Pre, cast<BasicBlock>(VM[head]), cast<BasicBlock>(VM[R.L]), VM[R.lx], VM[R.wi], R.xw, R.wrow, VM[R.lane]});
+  // (each lane loop in turn, the original again after each branch it gave up, while there are at most
+  // kMaxLaneLoops: `b + max off < n` and the loop's exit test of a grid-stride loop's region, say)
+  std::map<BasicBlock *, BasicBlock *> origOf(R.origOf.begin(), R.origOf.end());
+  for (size_t i = 0; on(T_UNSWITCH_WARP_BRANCHES) && i < loops.size() && loops.size() < kMaxLaneLoops;) {
+    ValueToValueMapTy VM;
+    CbsState::LaneLoop &LL = loops[i];
+    if (!cbsUnswitchWarpBranch(st, R, LL, origOf, loops.size() > 1, VM)) {
+      ++i;
+      continue;
+    }
+    CbsState::LaneLoop copy = {LL.Pre, cast<BasicBlock>(VM[LL.head]), cast<BasicBlock>(VM[LL.latch]), VM[LL.lx],
+                               VM[LL.wi], LL.xw, LL.wrow, VM[LL.lane], LL.entry};
     std::vector<std::pair<Value *, bool>> copies;
-    for (auto KV : VM)
+    for (auto KV : VM) {
       if (auto it = st.laneUniform.find(const_cast<Value *>(KV.first)); KV.second && it != st.laneUniform.end())
         copies.push_back({KV.second, it->second});
-    for (auto [copy, u] : copies)
-      st.laneUniform.insert({copy, u});
+      if (auto *BB = dyn_cast<BasicBlock>(const_cast<Value *>(KV.first)); BB && origOf.count(BB))
+        origOf[cast<BasicBlock>(KV.second)] = origOf[BB];
+    }
+    for (auto [v, u] : copies)
+      st.laneUniform.insert({v, u});
+    loops.push_back(copy);
   }
   if (uniformLoops)
     st.laneLoops.insert(st.laneLoops.end(), loops.begin(), loops.end());

@@ -31,7 +31,7 @@ void Lowering::cbsUnswitchExit(CbsState &st, CbsRegion &R) {
     }
   }
   ValueToValueMapTy VM;
-  if (Br && unswitchNest(st, R, R.Hz, Br, VM))
+  if (Br && unswitchNest(st, R.Pre, R.Hz, Br, VM))
     fired(T_UNSWITCH_REGION_EXIT);
 }
 
@@ -50,31 +50,46 @@ bool Lowering::availableBefore(CbsState &st, CbsRegion &R, Value *V) {
 }
 
 
-// Under ol-warp-lanes, a branch in a region's lane loop that is the same for the warp's lanes (not
-// divergent at the warp's width: `t / W == 0`, `t < W`, `lane < 16` is not) is decided once per warp:
-// its condition is computed for the warp's first lane in Pre (atFirstLane) and the lane loop is copied
-// per side (unswitchNest). LLVM's loop unswitching would do it for a small loop, but scales its cost by
-// the number of sibling loops, and every region's lane loop is a sibling inside the warp scheduler's
-// loop; a branch left in the lane loop around a load keeps it from vectorising.
-bool Lowering::cbsUnswitchWarpBranch(CbsState &st, CbsRegion &R, ValueToValueMapTy &VM) {
-  BasicBlock *head = R.Pre->getSingleSuccessor();
-  if (!st.warpMode || !head)
+// Under ol-warp-lanes, a branch in a region's lane loop LL that is the same for the warp's lanes (not
+// divergent at the warp's width: `t / W == 0`, `t < W`, `lane < 16` is not; `origOf`: the region's original
+// block of each of the loop's blocks) is decided once per warp: its condition is computed for the warp's
+// first lane before the loop (atFirstLane; in a block of its own on the way in, LL.Pre, where the way in is
+// already a choice) and the lane loop is copied per side (unswitchNest; VM: the loop's blocks and values to
+// the copy's). After the first (`exitsOnly`), only a branch to one of the region's exits, whose sides
+// store to different slots. LLVM's loop unswitching would do it for a small loop, but scales its cost by
+// the number of sibling loops, and every region's lane loop is a sibling inside the warp scheduler's loop;
+// a branch left in the lane loop around a load keeps it from vectorising.
+bool Lowering::cbsUnswitchWarpBranch(CbsState &st, CbsRegion &R, CbsState::LaneLoop &LL,
+                                     const std::map<BasicBlock *, BasicBlock *> &origOf, bool exitsOnly,
+                                     ValueToValueMapTy &VM) {
+  if (!st.warpMode || !LL.head)
     return false;
-  for (BasicBlock *NB : R.clones) {
+  std::vector<BasicBlock *> nest = reachable({LL.head}, [](BasicBlock *) { return false; }, {st.scanStart, st.sched});
+  for (BasicBlock *NB : nest) {
     auto *BI = dyn_cast<BranchInst>(NB->getTerminator());
-    auto orig = R.origOf.find(NB);
+    auto orig = origOf.find(NB);
     if (!BI || !BI->isConditional() || isa<Constant>(BI->getCondition()) || BI->getSuccessor(0) == BI->getSuccessor(1) ||
-        orig == R.origOf.end() || st.divTerm.count(orig->second->getTerminator()))
+        orig == origOf.end() || st.divTerm.count(orig->second->getTerminator()))
       continue;
+    if (exitsOnly && none_of(successors(orig->second), [&](BasicBlock *S) { return st.barrierId.count(S) > 0; }))
+      continue;
+    auto *T = dyn_cast<BranchInst>(LL.Pre->getTerminator());
+    if (!T || T->isConditional()) { // (the way in chooses between copies already: a block of its own)
+      BasicBlock *P = BasicBlock::Create(C, "cbs.wpre" + R.sfx, st.F, LL.head);
+      BranchInst::Create(LL.head, P);
+      LL.Pre->getTerminator()->replaceSuccessorWith(LL.head, P);
+      LL.head->replacePhiUsesWith(LL.Pre, P);
+      LL.Pre = P;
+    }
     std::vector<Instruction *> made;
-    Value *cond = atFirstLane(st, R.laneLoop(head), BI->getCondition(), made);
+    Value *cond = atFirstLane(st, LL, BI->getCondition(), made);
     if (!cond) {
       for (Instruction *I : reverse(made))
         I->eraseFromParent();
       continue;
     }
     BI->setCondition(cond); // (the same value for every lane)
-    if (!unswitchNest(st, R, head, BI, VM))
+    if (!unswitchNest(st, LL.Pre, LL.head, BI, VM))
       return false;
     fired(T_UNSWITCH_WARP_BRANCHES);
     return true;
@@ -105,7 +120,7 @@ Value *Lowering::atFirstLane(CbsState &st, const CbsState::LaneLoop &LL, Value *
     made.push_back(cast<Instruction>(B.CreateAdd(LL.wrow, LL.xw, "", true, true)));
     return made.back();
   }
-  if (I->getParent() == LL.Pre || I->getParent() == st.NE)
+  if (I->getParent() == LL.Pre || I->getParent() == LL.entry || I->getParent() == st.NE)
     return I;
   auto *Ld = dyn_cast<LoadInst>(I);
   bool slotLoad = Ld && slots && Ld->isSimple() && slots->count(Ld->getPointerOperand());
@@ -129,20 +144,33 @@ Value *Lowering::atFirstLane(CbsState &st, const CbsState::LaneLoop &LL, Value *
 }
 
 
-// The loop nest entered at `head` from R.Pre (everything reachable from it up to the scheduler) copied:
+// The loop nest entered at `head` from Pre (everything reachable from it up to the scheduler) copied:
 // the original takes Br's true side, the copy its false side, and Pre chooses on Br's condition, which
 // must be available there; VM maps the nest's blocks to the copy's. False (nothing changed) when a value
 // of the nest is used outside it.
-bool Lowering::unswitchNest(CbsState &st, CbsRegion &R, BasicBlock *head, BranchInst *Br, ValueToValueMapTy &VM) {
-  auto *T = dyn_cast<BranchInst>(R.Pre->getTerminator());
+bool Lowering::unswitchNest(CbsState &st, BasicBlock *Pre, BasicBlock *head, BranchInst *Br, ValueToValueMapTy &VM) {
+  auto *T = dyn_cast<BranchInst>(Pre->getTerminator());
   if (!T || T->isConditional() || T->getSuccessor(0) != head)
     return false;
   std::vector<BasicBlock *> nest = reachable({head}, [](BasicBlock *) { return false; }, {st.scanStart, st.sched});
   std::set<BasicBlock *> inNest(nest.begin(), nest.end());
+  // (blocks a branch decided before left unreachable, still using the nest's values, do not count; their
+  // edges into the nest go, so that its PHIs name only the ways in that run, in the copy too)
+  std::set<BasicBlock *> live;
+  for (BasicBlock *BB : depth_first(&st.F->getEntryBlock()))
+    live.insert(BB);
+  for (BasicBlock *BB : nest)
+    for (BasicBlock *P : make_early_inc_range(predecessors(BB)))
+      if (!live.count(P) && !isa<UnreachableInst>(P->getTerminator())) {
+        for (BasicBlock *S : successors(P))
+          S->removePredecessor(P);
+        P->getTerminator()->eraseFromParent();
+        new UnreachableInst(C, P);
+      }
   for (BasicBlock *BB : nest)
     for (Instruction &I : *BB)
       for (User *U : I.users())
-        if (!inNest.count(cast<Instruction>(U)->getParent()))
+        if (BasicBlock *UB = cast<Instruction>(U)->getParent(); !inNest.count(UB) && live.count(UB))
           return false; // (not expected: the regions share values through slots only)
   SmallVector<BasicBlock *, 64> copy;
   for (BasicBlock *BB : nest) {

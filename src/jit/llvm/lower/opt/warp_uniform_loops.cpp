@@ -79,7 +79,7 @@ static bool sameForLanes(Lowering::CbsState &st, const Lowering::CbsState::LaneL
     return true;
   if (auto it = st.laneUniform.find(I); it != st.laneUniform.end())
     return it->second;
-  if (I->getParent() == LL.Pre || I->getParent() == st.NE)
+  if (I->getParent() == LL.Pre || I->getParent() == LL.entry || I->getParent() == st.NE)
     return true;
   if (I->mayReadOrWriteMemory() || !isPureArithmetic(I))
     return false;

@@ -2788,6 +2788,13 @@ const TRANSFORM_CASES: &[Case] = &[
         Some([64, 1, 1]),
     ),
     ("ol-group-loops", false, STRIDED, Some([64, 1, 1])),
+    // (a loop whose header has no PHI: one work-item spinning at a grid barrier; this crashed the lowering)
+    (
+        "ol-group-loops",
+        false,
+        "__gpu_kernel void k(uint32_t *c, uint32_t *o, uint32_t n) { if (T == 0) { __atomic_fetch_add(c, 1, __ATOMIC_ACQ_REL); while (__atomic_load_n(c, __ATOMIC_ACQUIRE) < n) { } o[__gpu_block_id_x()] = n; } __gpu_sync_threads(); }",
+        Some([32, 1, 1]),
+    ),
     (
         "ol-runtime-divisors",
         true,

@@ -128,7 +128,7 @@ unsigned Lowering::groupLoops(Function *F) {
       BasicBlock *H = L->getHeader(), *P = L->getLoopPredecessor(), *LB = L->getLoopLatch();
       BasicBlock *E = L->getExitBlock();
       if (!P || !LB || !E || L->getExitingBlock() != LB || !E->phis().empty() || !L->getSubLoops().empty() ||
-          pred_size(H) != 2 || std::next(H->phis().begin()) != H->phis().end())
+          pred_size(H) != 2 || !hasSingleElement(H->phis()))
         continue;
       // the guard G: P itself (branching to H or E), or the one predecessor of a preheader P (where
       // clang left what the loop computes once, `zext n` for a 64-bit compare)

@@ -79,6 +79,9 @@ export LD_LIBRARY_PATH="$ROOT/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # The JIT's disk cache is on by default (~/.cache/offload-rs): CI keeps its own under build/, so a run
 # neither depends on nor fills the user's cache.
 export OFFLOAD_RS_JIT_CACHE_DIR="${OFFLOAD_RS_JIT_CACHE_DIR:-$ROOT/build/jit-cache}"
+# A kernel's version for a group shape that does not compile is the launch's error here, not a quiet fall-back
+# to its generic code (same results, slower: a lowering bug would show only as a slow launch).
+export OFFLOAD_RS_JIT_SPECIALISE="${OFFLOAD_RS_JIT_SPECIALISE:-require}"
 
 run_c_tests() {
   local ok=0

@@ -199,8 +199,20 @@ pub fn memcheck() -> bool {
 /// Whether the CPU plugin specialises kernels at launch (`OFFLOAD_RS_JIT_SPECIALISE=0` turns it off; read
 /// once). The JIT decides with it how much to optimise generic code that specialisations replace.
 pub fn specialisation_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("OFFLOAD_RS_JIT_SPECIALISE").is_none_or(|v| v != "0"))
+    specialise_setting() != "0"
+}
+
+/// `OFFLOAD_RS_JIT_SPECIALISE=require` (read once): a kernel's version for a group shape that does not
+/// compile is the launch's error, not a quiet fall-back to its generic code (the tests' setting: a lowering
+/// that fails on some shape would otherwise show only as a slower launch).
+pub fn specialisation_required() -> bool {
+    specialise_setting() == "require"
+}
+
+/// `OFFLOAD_RS_JIT_SPECIALISE`, read once (empty where unset or not UTF-8).
+fn specialise_setting() -> &'static str {
+    static S: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    S.get_or_init(|| std::env::var("OFFLOAD_RS_JIT_SPECIALISE").unwrap_or_default())
 }
 
 /// Which versions of a kernel's specialisation for a group shape the CPU plugin runs

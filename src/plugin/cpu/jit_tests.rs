@@ -182,6 +182,23 @@ fn check_sums(input: &[f32], out: &[f32], n: u32, g: usize, what: &str) {
     }
 }
 
+/// A kernel's version for a group shape that did not compile: its launches run the generic code, or, under
+/// `OFFLOAD_RS_JIT_SPECIALISE=require` (the ffi tests' setting in scripts/test.sh), fail with why.
+#[test]
+fn a_version_that_did_not_compile_is_the_launchs_error_only_where_required() {
+    let why = "kernel 'k': its version for groups of 32x1x1 did not compile: a verifier failure";
+    assert!(matches!(launch::not_compiled(Some(why), false), Ok(None)));
+    assert!(matches!(launch::not_compiled(None, false), Ok(None)));
+    for (w, text) in [(Some(why), why), (None, "its compile panicked")] {
+        match launch::not_compiled(w, true) {
+            Err(crate::plugin::PluginError::Backend(e)) => {
+                assert!(e.contains(text) && e.contains("OFFLOAD_RS_JIT_SPECIALISE=require"), "{e}")
+            }
+            _ => panic!("{w:?}: no error where a version is required"),
+        }
+    }
+}
+
 /// The first launch at a new group shape runs the quick version while the full one compiles on the
 /// tier-up thread; every later launch runs the full one (tier_up.rs); a program whose full version is
 /// already in the JIT's cache runs that from its first launch. Results are the same either way (a
@@ -198,22 +215,25 @@ fn first_launch_at_a_shape_runs_the_quick_version_then_the_full_one() {
         let k = prog.kernel("reduce_sum").unwrap();
         let ck = k.as_any().downcast_ref::<launch::CpuKernel>().unwrap();
         let gs = [32u32, 1, 1];
-        let (first, upgrade) = ck.specialised_for(gs).expect("a quick version");
-        let (second, none) = ck.specialised_for(gs).expect("the full version");
-        let (third, _) = ck.specialised_for(gs).expect("the full version");
+        let (first, upgrade) = ck.specialised_for(gs).unwrap().expect("a quick version");
+        let (second, none) = ck.specialised_for(gs).unwrap().expect("the full version");
+        let (third, _) = ck.specialised_for(gs).unwrap().expect("the full version");
         assert!(!Arc::ptr_eq(&first, &second), "nv={nv}: the second launch ran the first's code");
         assert!(Arc::ptr_eq(&second, &third), "nv={nv}");
         // the first launch moves to the full version (the second's) once it is compiled; no later one
         let full = upgrade.expect("the first launch's full version").try_get().expect("compiled by now");
-        assert!(Arc::ptr_eq(&full.expect("compiled"), &second), "nv={nv}");
+        assert!(Arc::ptr_eq(&full.expect("compiled").unwrap(), &second), "nv={nv}");
         assert!(none.is_none(), "nv={nv}");
         // a second instance of the program: the full version is cached (the first instance keeps it)
         let prog2 = dev.load_program(&img).unwrap();
         let k2 = prog2.kernel("reduce_sum").unwrap();
         let ck2 = k2.as_any().downcast_ref::<launch::CpuKernel>().unwrap();
-        let (a, none) = ck2.specialised_for(gs).unwrap();
+        let (a, none) = ck2.specialised_for(gs).unwrap().unwrap();
         assert!(none.is_none(), "nv={nv}: a cached full version not used");
-        assert!(Arc::ptr_eq(&a, &ck2.specialised_for(gs).unwrap().0), "nv={nv}: a cached full version not used");
+        assert!(
+            Arc::ptr_eq(&a, &ck2.specialised_for(gs).unwrap().unwrap().0),
+            "nv={nv}: a cached full version not used"
+        );
         // launches: a fresh program (its first launch quick), then the same kernel again (full)
         let prog3 = dev.load_program(&img).unwrap();
         let k3 = prog3.kernel("reduce_sum").unwrap();
@@ -238,7 +258,7 @@ fn first_launch_at_a_shape_runs_the_quick_version_then_the_full_one() {
         let gs4 = [64u32, 1, 1];
         let l = launch::prepare(k4.clone(), LaunchArgs::Buffer(&args), d([32, 1, 1], gs4, 0)).unwrap();
         let full = l.upgrade().expect("a first launch with a quick version").get();
-        assert!(full.is_some(), "nv={nv}: the full version did not compile");
+        assert!(full.is_some_and(|f| f.is_ok()), "nv={nv}: the full version did not compile");
         l.execute().unwrap();
         assert!(l.upgraded_chunks.load(std::sync::atomic::Ordering::Relaxed) > 0, "nv={nv}: no work-group moved");
         check_sums(&input, &out, n, 64, &format!("nv={nv}, moved to the full version"));

@@ -54,29 +54,27 @@ impl Specialised {
         Ok(Arc::new(Specialised { code: entry.code()?, entry }))
     }
 
-    /// `e`'s version for `group_size` (its quick one with `quick`), or None where it did not compile: the
-    /// launches run the generic code, the same results, slower. Such a failure is the JIT's (the generic
-    /// code of the same kernel compiled), so it is not the launch's error; `OFFLOAD_RS_DEBUG` says which.
-    fn compile(e: &KernelEntry, group_size: [u32; 3], quick: bool) -> Option<Arc<Specialised>> {
-        match e.specialise(group_size, quick).and_then(Specialised::new) {
-            Ok(s) => Some(s),
-            Err(err) => {
-                let [x, y, z] = group_size;
-                let which = if quick { "quick version" } else { "version" };
-                crate::jit::debug(&format!(
-                    "kernel {}: its {which} for groups of {x}x{y}x{z} did not compile, so its launches with that \
-                     shape run its generic code: {err}",
-                    e.name
-                ));
-                None
-            }
-        }
+    /// `e`'s version for `group_size` (its quick one with `quick`), or why it did not compile: the launches
+    /// then run the generic code, the same results, slower. Such a failure is the JIT's (the generic code of
+    /// the same kernel compiled), so it is not the launch's error unless `OFFLOAD_RS_JIT_SPECIALISE=require`
+    /// ([`specialised_for`](CpuKernel::specialised_for)); `OFFLOAD_RS_DEBUG` says which.
+    fn compile(e: &KernelEntry, group_size: [u32; 3], quick: bool) -> Compiled {
+        e.specialise(group_size, quick).and_then(Specialised::new).map_err(|err| {
+            let [x, y, z] = group_size;
+            let which = if quick { "quick version" } else { "version" };
+            let why = format!("kernel '{}': its {which} for groups of {x}x{y}x{z} did not compile: {err}", e.name);
+            crate::jit::debug(&format!("{why}; its launches with that shape run its generic code"));
+            why.into()
+        })
     }
 }
 
+/// A kernel's version for a group shape, or why it did not compile.
+type Compiled = Result<Arc<Specialised>, Arc<str>>;
+
 /// A kernel's version for a group shape from the second launch on (the full one; the quick one under
-/// `OFFLOAD_RS_JIT_QUICK_FIRST=only`; see [`tier_up`]), its result None where that compile failed.
-type Version = Arc<Deferred<Arc<Specialised>>>;
+/// `OFFLOAD_RS_JIT_QUICK_FIRST=only`; see [`tier_up`]), None where that compile panicked.
+type Version = Arc<Deferred<Compiled>>;
 
 /// A group shape and its kernel's [`Version`] for it.
 type ShapeVersion = ([u32; 3], Version);
@@ -84,6 +82,16 @@ type ShapeVersion = ([u32; 3], Version);
 /// What a launch runs: its kernel's version for the shape and, for the first launch at that shape, the
 /// full version it moves to between work-groups once compiled.
 type LaunchCode = (Arc<Specialised>, Option<Version>);
+
+/// The generic code where a version did not compile (`Ok(None)`; `why` None: its compile panicked), or
+/// the launch's error where specialisations are `required` (`OFFLOAD_RS_JIT_SPECIALISE=require`).
+pub(super) fn not_compiled(why: Option<&str>, required: bool) -> PluginResult<Option<LaunchCode>> {
+    if !required {
+        return Ok(None);
+    }
+    let why = why.unwrap_or("a kernel's version for a group shape: its compile panicked");
+    Err(PluginError::Backend(format!("{why} (OFFLOAD_RS_JIT_SPECIALISE=require makes that the launch's error)")))
+}
 
 /// A kernel of a CPU program.
 pub struct CpuKernel {
@@ -138,25 +146,29 @@ impl CpuKernel {
     /// the first launch with that shape its quick version (unless the full one is cached), which runs
     /// while the full one compiles on the tier-up thread, and that full version; for every later launch
     /// the full version, waited for where its compile has not finished (see [`tier_up`]). None: use the
-    /// generic code (not specialisable, turned off, too many shapes, compile failed).
-    pub(super) fn specialised_for(&self, group_size: [u32; 3]) -> Option<LaunchCode> {
+    /// generic code (not specialisable, turned off, too many shapes, compile failed); a failed compile is
+    /// an error under `OFFLOAD_RS_JIT_SPECIALISE=require`.
+    pub(super) fn specialised_for(&self, group_size: [u32; 3]) -> PluginResult<Option<LaunchCode>> {
         // Not under the memory checker: it knows the generic code's program mapping only.
-        let entry = self
+        let Some(entry) = self
             .entry
             .as_ref()
-            .filter(|e| e.specialisable() && crate::jit::specialisation_enabled() && self.memcheck.is_none())?;
+            .filter(|e| e.specialisable() && crate::jit::specialisation_enabled() && self.memcheck.is_none())
+        else {
+            return Ok(None);
+        };
         let version = {
             let mut map = self.specialised.lock();
             if let Some((_, v)) = map.iter().find(|(g, _)| *g == group_size) {
                 v.clone()
             } else if map.len() >= MAX_SPECIALISATIONS {
-                return None;
+                return Ok(None);
             } else {
                 let e = entry.clone();
                 // (a kernel built with -g: a debugger sees the same code at every launch)
                 let tiers = if entry.debug_info { Tiers::Full } else { crate::jit::tiers() };
                 let quick_only = tiers == Tiers::QuickOnly;
-                let version = Deferred::new(move || Specialised::compile(&e, group_size, quick_only));
+                let version = Deferred::new(move || Some(Specialised::compile(&e, group_size, quick_only)));
                 map.push((group_size, version.clone()));
                 drop(map);
                 // the first launch with this shape; compiled without the lock: launches with other
@@ -164,7 +176,7 @@ impl CpuKernel {
                 if tiers == Tiers::QuickFirst {
                     if let Some(cached) = entry.cached_specialisation(group_size).and_then(|c| Specialised::new(c).ok())
                     {
-                        version.fulfil(Some(cached));
+                        version.fulfil(Some(Ok(cached)));
                     } else {
                         // With two CPUs or more the full compile starts now, beside the quick one (in
                         // another compile helper), not after it (first launches of the suite on 2 CPUs:
@@ -174,20 +186,27 @@ impl CpuKernel {
                         if beside {
                             tier_up::submit(&version);
                         }
-                        if let Some(quick) = Specialised::compile(entry, group_size, true)
-                            && quick.code.stack_bytes.is_none_or(|b| b <= KERNEL_STACK - STACK_RESERVE)
-                        {
-                            if !beside {
-                                tier_up::submit(&version);
+                        match Specialised::compile(entry, group_size, true) {
+                            Ok(quick) if quick.code.stack_bytes.is_none_or(|b| b <= KERNEL_STACK - STACK_RESERVE) => {
+                                if !beside {
+                                    tier_up::submit(&version);
+                                }
+                                return Ok(Some((quick, Some(version))));
                             }
-                            return Some((quick, Some(version)));
+                            // (the full version is compiled by whoever asks for it next)
+                            Err(why) if crate::jit::specialisation_required() => return not_compiled(Some(&why), true),
+                            _ => {}
                         }
                     }
                 }
                 version
             }
         };
-        Some((version.get()?, None))
+        match version.get() {
+            Some(Ok(s)) => Ok(Some((s, None))),
+            Some(Err(why)) => not_compiled(Some(&why), crate::jit::specialisation_required()),
+            None => not_compiled(None, crate::jit::specialisation_required()),
+        }
     }
 
     /// A kernel around a hand-written work-group function (tests, benchmarks).
@@ -449,7 +468,7 @@ pub fn prepare(kernel: Arc<dyn Kernel>, args: LaunchArgs<'_>, dims: LaunchDims) 
     };
     let total = validate_dims(&k.name, &dims, k.static_local_bytes)?;
     // the code for this shape: its specialisation, or the generic code (compiled now if deferred)
-    let (spec, upgrade) = k.specialised_for(dims.group_size).map_or((None, None), |(s, u)| (Some(s), u));
+    let (spec, upgrade) = k.specialised_for(dims.group_size)?.map_or((None, None), |(s, u)| (Some(s), u));
     let (code, scratch_per_wi) = match &spec {
         Some(s) => (s.code, s.entry.scratch_bytes_per_wi),
         None => (k.generic_code()?, k.scratch_bytes_per_wi),
@@ -661,7 +680,7 @@ impl Task for PreparedLaunch {
         for _ in start..end {
             if let Some(full) = upgrade.and_then(Deferred::try_get) {
                 upgrade = None;
-                if let Some(f) = full.filter(|f| self.fits(f)) {
+                if let Some(f) = full.and_then(Result::ok).filter(|f| self.fits(f)) {
                     // (`self.upgrade` keeps it alive: the deferred result holds it)
                     wg_fn = f.code.wg_fn;
                     #[cfg(test)]

@@ -639,8 +639,8 @@ struct Lowering {
   void cbsPromoteSlots(CbsState &st, CbsRegion &R);
   void cbsChunkRepeat(CbsState &st, CbsRegion &R);
   void cbsUnswitchExit(CbsState &st, CbsRegion &R);
-  bool cbsUnswitchWarpBranch(CbsState &st, CbsRegion &R, CbsState::LaneLoop &LL,
-                             const std::map<BasicBlock *, BasicBlock *> &origOf, bool exitsOnly, ValueToValueMapTy &VM);
+  bool cbsUnswitchWarpBranch(CbsState &st, CbsRegion &R, CbsState::LaneLoop &LL, bool exitsOnly,
+                             ValueToValueMapTy &VM);
   static constexpr size_t kMaxLaneLoops = 4; // (a region's lane loop and its copies, ol-unswitch-warp-branches)
   bool availableBefore(CbsState &st, CbsRegion &R, Value *V);
   Value *atFirstLane(CbsState &st, const CbsState::LaneLoop &LL, Value *V, std::vector<Instruction *> &made,

@@ -617,11 +617,11 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
   }
   // (each lane loop in turn, the original again after each branch it gave up, while there are at most
   // kMaxLaneLoops: `b + max off < n` and the loop's exit test of a grid-stride loop's region, say)
-  std::map<BasicBlock *, BasicBlock *> origOf(R.origOf.begin(), R.origOf.end());
+  // (R.origOf gets the copies' blocks: nothing after this step reads it)
   for (size_t i = 0; on(T_UNSWITCH_WARP_BRANCHES) && i < loops.size() && loops.size() < kMaxLaneLoops;) {
     ValueToValueMapTy VM;
     CbsState::LaneLoop &LL = loops[i];
-    if (!cbsUnswitchWarpBranch(st, R, LL, origOf, loops.size() > 1, VM)) {
+    if (!cbsUnswitchWarpBranch(st, R, LL, loops.size() > 1, VM)) {
       ++i;
       continue;
     }
@@ -631,8 +631,8 @@ void Lowering::cbsWarpLaneIds(CbsState &st, CbsRegion &R) {
     for (auto KV : VM) {
       if (auto it = st.laneUniform.find(const_cast<Value *>(KV.first)); KV.second && it != st.laneUniform.end())
         copies.push_back({KV.second, it->second});
-      if (auto *BB = dyn_cast<BasicBlock>(const_cast<Value *>(KV.first)); BB && origOf.count(BB))
-        origOf[cast<BasicBlock>(KV.second)] = origOf[BB];
+      if (auto *BB = dyn_cast<BasicBlock>(const_cast<Value *>(KV.first)); BB && R.origOf.count(BB))
+        R.origOf[cast<BasicBlock>(KV.second)] = R.origOf[BB];
     }
     for (auto [v, u] : copies)
       st.laneUniform.insert({v, u});

@@ -51,36 +51,27 @@ bool Lowering::availableBefore(CbsState &st, CbsRegion &R, Value *V) {
 
 
 // Under ol-warp-lanes, a branch in a region's lane loop LL that is the same for the warp's lanes (not
-// divergent at the warp's width: `t / W == 0`, `t < W`, `lane < 16` is not; `origOf`: the region's original
-// block of each of the loop's blocks) is decided once per warp: its condition is computed for the warp's
-// first lane before the loop (atFirstLane; in a block of its own on the way in, LL.Pre, where the way in is
-// already a choice) and the lane loop is copied per side (unswitchNest; VM: the loop's blocks and values to
-// the copy's). After the first (`exitsOnly`), only a branch to one of the region's exits, whose sides
+// divergent at the warp's width: `t / W == 0`, `t < W`, `lane < 16` is not; R.origOf: the region's original
+// block of each of the loop's blocks, its copies' too) is decided once per warp: its condition is computed
+// for the warp's first lane before the loop (atFirstLane, at the end of LL.Pre, which may already choose
+// between copies: the loop is then entered through a block of its own, the new LL.Pre) and the lane loop is
+// copied per side (unswitchNest; VM: the loop's blocks and values to the copy's). After the first (`exitsOnly`), only a branch to one of the region's exits, whose sides
 // store to different slots. LLVM's loop unswitching would do it for a small loop, but scales its cost by
 // the number of sibling loops, and every region's lane loop is a sibling inside the warp scheduler's loop;
 // a branch left in the lane loop around a load keeps it from vectorising.
-bool Lowering::cbsUnswitchWarpBranch(CbsState &st, CbsRegion &R, CbsState::LaneLoop &LL,
-                                     const std::map<BasicBlock *, BasicBlock *> &origOf, bool exitsOnly,
+bool Lowering::cbsUnswitchWarpBranch(CbsState &st, CbsRegion &R, CbsState::LaneLoop &LL, bool exitsOnly,
                                      ValueToValueMapTy &VM) {
   if (!st.warpMode || !LL.head)
     return false;
   std::vector<BasicBlock *> nest = reachable({LL.head}, [](BasicBlock *) { return false; }, {st.scanStart, st.sched});
   for (BasicBlock *NB : nest) {
     auto *BI = dyn_cast<BranchInst>(NB->getTerminator());
-    auto orig = origOf.find(NB);
+    auto orig = R.origOf.find(NB);
     if (!BI || !BI->isConditional() || isa<Constant>(BI->getCondition()) || BI->getSuccessor(0) == BI->getSuccessor(1) ||
-        orig == origOf.end() || st.divTerm.count(orig->second->getTerminator()))
+        orig == R.origOf.end() || st.divTerm.count(orig->second->getTerminator()))
       continue;
     if (exitsOnly && none_of(successors(orig->second), [&](BasicBlock *S) { return st.barrierId.count(S) > 0; }))
       continue;
-    auto *T = dyn_cast<BranchInst>(LL.Pre->getTerminator());
-    if (!T || T->isConditional()) { // (the way in chooses between copies already: a block of its own)
-      BasicBlock *P = BasicBlock::Create(C, "cbs.wpre" + R.sfx, st.F, LL.head);
-      BranchInst::Create(LL.head, P);
-      LL.Pre->getTerminator()->replaceSuccessorWith(LL.head, P);
-      LL.head->replacePhiUsesWith(LL.Pre, P);
-      LL.Pre = P;
-    }
     std::vector<Instruction *> made;
     Value *cond = atFirstLane(st, LL, BI->getCondition(), made);
     if (!cond) {
@@ -89,6 +80,14 @@ bool Lowering::cbsUnswitchWarpBranch(CbsState &st, CbsRegion &R, CbsState::LaneL
       continue;
     }
     BI->setCondition(cond); // (the same value for every lane)
+    auto *T = dyn_cast<BranchInst>(LL.Pre->getTerminator());
+    if (!T || T->isConditional()) { // (the way in chooses between copies already: a block of its own)
+      BasicBlock *P = BasicBlock::Create(C, "cbs.wpre" + R.sfx, st.F, LL.head);
+      BranchInst::Create(LL.head, P);
+      LL.Pre->getTerminator()->replaceSuccessorWith(LL.head, P);
+      LL.head->replacePhiUsesWith(LL.Pre, P);
+      LL.Pre = P;
+    }
     if (!unswitchNest(st, LL.Pre, LL.head, BI, VM))
       return false;
     fired(T_UNSWITCH_WARP_BRANCHES);

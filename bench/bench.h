@@ -240,8 +240,12 @@ static inline ol_device_handle_t find_device(uint32_t backend) {
   return f.dev;
 }
 
-// The CPU device (platform backend 0x100) after olInit; exits if there is none.
+// The CPU device (platform backend 0x100) after olInit; exits if there is none. Unless the caller says
+// otherwise, a kernel's version for a group shape that does not compile fails its launch
+// (OFFLOAD_RS_JIT_SPECIALISE=require, read at the first compile): a benchmark must not time the generic code
+// in its place unnoticed.
 static inline ol_device_handle_t find_cpu_device(void) {
+  setenv("OFFLOAD_RS_JIT_SPECIALISE", "require", 0);
   ol_device_handle_t d = find_device(0x100);
   if (!d) {
     fprintf(stderr, "no CPU device\n");

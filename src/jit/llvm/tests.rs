@@ -5896,3 +5896,88 @@ fn lockstep_loops_match_the_host() {
         }
     }
 }
+
+/// Every kernel of every C kernel file in the repository (ffi-tests/kernels, bench/kernels), for each
+/// target, specialised at group shapes of odd kinds (one work-item, a size that is no power of two, 3-D)
+/// compiles: a lowering that fails or crashes on some shape shows only as a slower launch in a client (the
+/// generic code runs instead); test_api23's grid barrier did, unnoticed, until OFFLOAD_RS_JIT_SPECIALISE=
+/// require. `--ignored` (scripts/test.sh runs it once: about 2000 compiles, a minute or two on 2 CPUs);
+/// `OFFLOAD_RS_SWEEP_ALL=1`: the quick versions too, at 8 shapes (warps of both widths, the largest group,
+/// 2-D; about 9000 compiles, 9 minutes on one); `OFFLOAD_RS_SWEEP_FILES=a,b`: the files whose path contains
+/// one of those.
+#[test]
+#[ignore]
+fn every_kernel_specialises_at_every_shape() {
+    const SHAPES: [[u32; 3]; 8] =
+        [[1, 1, 1], [100, 1, 1], [8, 4, 2], [3, 1, 1], [32, 1, 1], [64, 1, 1], [1024, 1, 1], [16, 16, 1]];
+    let all = std::env::var_os("OFFLOAD_RS_SWEEP_ALL").is_some_and(|v| v != "0");
+    let (shapes, tiers): (&[[u32; 3]], &[bool]) =
+        if all { (&SHAPES, &[true, false]) } else { (&SHAPES[..3], &[false]) };
+    // (traps and printf call the CPU device's runtime, which its plugin registers)
+    crate::jit::set_runtime_functions(crate::plugin::cpu::devicelib::functions());
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let only = std::env::var("OFFLOAD_RS_SWEEP_FILES").ok();
+    let mut files: Vec<String> = ["ffi-tests/kernels", "bench/kernels"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap().map(|e| e.unwrap().path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "c") && !p.to_string_lossy().ends_with("_hand.c"))
+        .map(|p| p.strip_prefix(&root).unwrap().to_string_lossy().into_owned())
+        .filter(|p| only.as_ref().is_none_or(|o| o.split(',').any(|s| p.contains(s))))
+        .collect();
+    files.sort();
+    let sweep = |rel: &String| {
+        let (mut bad, mut compiled) = (Vec::new(), 0);
+        for t in TARGETS {
+            // (a file that is not for this target: skipped, as clang says)
+            let Ok(Some(bc)) = std::panic::catch_unwind(|| bitcode_of(rel, t)) else {
+                eprintln!("{rel} for {t:?}: does not compile, skipped");
+                continue;
+            };
+            let img = match load(&bc) {
+                Ok(img) => img,
+                Err(e) => {
+                    bad.push(format!("{rel} for {t:?}: not loaded: {e}"));
+                    continue;
+                }
+            };
+            for name in img.kernel_names() {
+                let k = img.kernel(&name).unwrap();
+                if !k.specialisable() {
+                    continue;
+                }
+                for &gs in shapes {
+                    for &quick in tiers {
+                        compiled += 1;
+                        if let Err(e) = k.specialise(gs, quick) {
+                            let q = if quick { " (quick)" } else { "" };
+                            bad.push(format!("{rel} {name} for {t:?} at {gs:?}{q}: {e}"));
+                        }
+                    }
+                }
+            }
+        }
+        (bad, compiled)
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<(Vec<String>, usize)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = (Vec::new(), 0);
+                    while let Some(f) = files.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+                        let (b, c) = sweep(f);
+                        out.0.extend(b);
+                        out.1 += c;
+                    }
+                    out
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let bad: Vec<String> = results.iter().flat_map(|(b, _)| b.clone()).collect();
+    let compiled: usize = results.iter().map(|(_, c)| c).sum();
+    eprintln!("{compiled} versions of the kernels of {} files", files.len());
+    assert!(bad.is_empty(), "{} did not compile:\n{}", bad.len(), bad.join("\n"));
+}

@@ -5897,7 +5897,7 @@ fn lockstep_loops_match_the_host() {
     }
 }
 
-/// Every kernel of every C kernel file in the repository (ffi-tests/kernels, bench/kernels), for each
+/// Every kernel of every C kernel file in the repository (ffi-tests/kernels, ffi-tests/device, bench/kernels), for each
 /// target, specialised at group shapes of odd kinds (one work-item, a size that is no power of two, 3-D)
 /// compiles: a lowering that fails or crashes on some shape shows only as a slower launch in a client (the
 /// generic code runs instead); test_api23's grid barrier did, unnoticed, until OFFLOAD_RS_JIT_SPECIALISE=
@@ -5917,10 +5917,16 @@ fn every_kernel_specialises_at_every_shape() {
     crate::jit::set_runtime_functions(crate::plugin::cpu::devicelib::functions());
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let only = std::env::var("OFFLOAD_RS_SWEEP_FILES").ok();
-    let mut files: Vec<String> = ["ffi-tests/kernels", "bench/kernels"]
+    let mut files: Vec<String> = ["ffi-tests/kernels", "ffi-tests/device", "bench/kernels"]
         .iter()
         .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap().map(|e| e.unwrap().path()))
+        // (not the hand loops; not ffi-tests/device's constructor and destructor programs, whose loading runs
+        // their deliberate faults and endless loops)
         .filter(|p| p.extension().is_some_and(|e| e == "c") && !p.to_string_lossy().ends_with("_hand.c"))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| !n.to_string_lossy().starts_with("ctor_") && !n.to_string_lossy().starts_with("dtor_"))
+        })
         .map(|p| p.strip_prefix(&root).unwrap().to_string_lossy().into_owned())
         .filter(|p| only.as_ref().is_none_or(|o| o.split(',').any(|s| p.contains(s))))
         .collect();

@@ -311,8 +311,8 @@ if step "make lib" make lib; then
   if step "build C tests" make -C ffi-tests tests asan; then
     step "C tests" run_c_tests
     step "JIT exactness per CPU target and with stop points (cargo's JIT tests, test_suite, test_kernels)" jit_target_matrix
-    # every kernel of ffi-tests/kernels, ffi-tests/device and bench/kernels, each target, specialised at 1x1x1, 100x1x1 and
-    # 8x4x2: each version compiles (a failure would only be a slow launch in a client); ~100 s
+    # every kernel of ffi-tests/kernels, ffi-tests/device and bench/kernels, each target, specialised at
+    # 1x1x1, 100x1x1 and 8x4x2: each version compiles (a failure would only be a slow launch in a client); ~100 s
     step "every kernel specialises at odd group shapes (compile only)" env OFFLOAD_RS_JIT_CACHE_DIR=off \
       cargo test --lib every_kernel_specialises_at_every_shape -- --ignored
     step "C test expectations checked against LLVM's own library" run_llvm_reference

@@ -9,6 +9,7 @@
 #   build/bench/vmath                Black-Scholes: vector math in kernels vs scalar-libm and libmvec hand loops, PoCL
 #   build/bench/tiles                2-D tile kernels (transpose, ...) vs memcpy and hand-written transposes
 #   build/bench/classes              kernel classes outside the suite (warp per row, match_any, guards) vs hand loops
+#   build/bench/walk_order           a C model of grid-stride kernels' walk order: group by group vs groups merged
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # BENCH_OUT: another directory (default build/bench); BENCH_MARCH: the hand loops' -march (default native;
@@ -88,3 +89,6 @@ clang-22 -O3 -march="$march" -fveclib=libmvec -fno-math-errno -Wall -Wextra -c b
 cc -O2 -Wall -I"$inc" bench/classes.c "$out/classes_hand.o" -o "$out/classes" -Lbuild/lib -lLLVMOffload -lpthread \
   -lmvec -lm -Wl,-rpath,"$PWD/build/lib"
 echo "built $out/classes"
+# a C model of the order grid-stride kernels walk memory in (no library)
+clang-22 -O3 -march="$march" -Wall -Wextra -pthread bench/walk_order.c -o "$out/walk_order"
+echo "built $out/walk_order"

@@ -5907,7 +5907,7 @@ fn lockstep_loops_match_the_host() {
 /// one of those.
 #[test]
 #[ignore]
-fn every_kernel_specialises_at_every_shape() {
+fn every_kernel_specialises_at_odd_shapes() {
     const SHAPES: [[u32; 3]; 8] =
         [[1, 1, 1], [100, 1, 1], [8, 4, 2], [3, 1, 1], [32, 1, 1], [64, 1, 1], [1024, 1, 1], [16, 16, 1]];
     let all = std::env::var_os("OFFLOAD_RS_SWEEP_ALL").is_some_and(|v| v != "0");

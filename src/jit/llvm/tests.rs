@@ -5982,8 +5982,8 @@ fn every_kernel_specialises_at_odd_shapes() {
             .collect();
         workers.into_iter().map(|w| w.join().unwrap()).collect()
     });
-    let bad: Vec<String> = results.iter().flat_map(|(b, _)| b.clone()).collect();
     let compiled: usize = results.iter().map(|(_, c)| c).sum();
+    let bad: Vec<String> = results.into_iter().flat_map(|(b, _)| b).collect();
     eprintln!("{compiled} versions of the kernels of {} files", files.len());
     assert!(bad.is_empty(), "{} did not compile:\n{}", bad.len(), bad.join("\n"));
 }

@@ -61,14 +61,15 @@ MDNode *Lowering::vectorisedFollowup(Instruction *latchBr) {
   return MDNode::get(C, vectorised);
 }
 
-// ol-keep-short-rows, in a specialisation (F: the work-group function WG, or a body it calls): a work-item loop over x
-// (its latch's loop properties name parallel accesses) with a constant trip count of 2 to kShortRowMax and no branch in
-// its body is marked `llvm.loop.unroll.disable`, with vectorisedFollowup. In a specialisation of 2-D groups of 16 or 32
-// columns, LLVM's early full unroll took such a loop of a few instructions before the loop vectoriser saw it, and left
-// its copies to SLP, which does not know the work-items' accesses to be independent (the parallel accesses are the
-// loop's): scalar loads and stores, one per work-item. The vectoriser takes it instead, and the unroller its vector
-// loop after. A body with a branch (`if (lx == 0)`) may still be unrolled, so that its branches fold per work-item.
-// Legal: loop properties change no instruction.
+// ol-keep-short-rows, in a specialisation (F: the work-group function WG, or a body it calls): a work-item
+// loop over x (its latch's loop properties name parallel accesses) with a constant trip count of 2 to
+// kShortRowMax and no branch in its body is marked `llvm.loop.unroll.disable`, with vectorisedFollowup. In a
+// specialisation of 2-D groups of 16 or 32 columns, LLVM's early full unroll took such a loop of a few
+// instructions before the loop vectoriser saw it, and left its copies to SLP, which does not know the
+// work-items' accesses to be independent (the parallel accesses are the loop's): scalar loads and stores,
+// one per work-item. The vectoriser takes it instead, and the unroller its vector loop after. A body with a
+// branch (`if (lx == 0)`) may still be unrolled, so that its branches fold per work-item. Legal: loop
+// properties change no instruction.
 unsigned Lowering::keepShortRows(Function *F, Function *WG) {
   unsigned n = 0;
   for (BasicBlock &L : *F) {

@@ -55,10 +55,11 @@ bool Lowering::availableBefore(CbsState &st, CbsRegion &R, Value *V) {
 // block of each of the loop's blocks, its copies' too) is decided once per warp: its condition is computed
 // for the warp's first lane before the loop (atFirstLane, at the end of LL.Pre, which may already choose
 // between copies: the loop is then entered through a block of its own, the new LL.Pre) and the lane loop is
-// copied per side (unswitchNest; VM: the loop's blocks and values to the copy's). After the first (`exitsOnly`), only a branch to one of the region's exits, whose sides
-// store to different slots. LLVM's loop unswitching would do it for a small loop, but scales its cost by
-// the number of sibling loops, and every region's lane loop is a sibling inside the warp scheduler's loop;
-// a branch left in the lane loop around a load keeps it from vectorising.
+// copied per side (unswitchNest; VM: the loop's blocks and values to the copy's). After the first
+// (`exitsOnly`), only a branch to one of the region's exits, whose sides store to different slots. LLVM's
+// loop unswitching would do it for a small loop, but scales its cost by the number of sibling loops, and
+// every region's lane loop is a sibling inside the warp scheduler's loop; a branch left in the lane loop
+// around a load keeps it from vectorising.
 bool Lowering::cbsUnswitchWarpBranch(CbsState &st, CbsRegion &R, CbsState::LaneLoop &LL, bool exitsOnly,
                                      ValueToValueMapTy &VM) {
   if (!st.warpMode || !LL.head)
